@@ -1,0 +1,96 @@
+#include "base/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out, err_t *err)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return err_set(err, "%s: '%s' is not an integer", flag, s);
+    if (v < lo || v > hi)
+        return err_set(err, "%s: %lld is out of range [%lld, %lld]", flag, v, (long long)lo, (long long)hi);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_u64(const char *flag, const char *s, uint64_t *out, err_t *err)
+{
+    char *end = NULL;
+    errno = 0;
+    if (*s == '-')
+        return err_set(err, "%s: '%s' must not be negative", flag, s);
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end != '\0')
+        return err_set(err, "%s: '%s' is not an unsigned integer", flag, s);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_f64(const char *flag, const char *s, double lo, double hi, double *out, err_t *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !isfinite(v))
+        return err_set(err, "%s: '%s' is not a number", flag, s);
+    if (v < lo || v > hi)
+        return err_set(err, "%s: %g is out of range [%g, %g]", flag, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_i32_list(const char *flag, const char *s, int32_t lo, int32_t hi, int32_t **out, int *n_out,
+                       err_t *err)
+{
+    size_t cap = 1;
+    for (const char *c = s; *c; c++)
+        cap += *c == ',';
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v)
+        return err_set(err, "%s: out of memory", flag);
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end = NULL;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (errno || end == p || (*end != ',' && *end != '\0')) {
+            free(v);
+            return err_set(err, "%s: '%s' is not a comma-separated list of integers", flag, s);
+        }
+        if (x < lo || x > hi) {
+            free(v);
+            return err_set(err, "%s: %ld is out of range [%d, %d]", flag, x, lo, hi);
+        }
+        v[n++] = (int32_t)x;
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    *out = v;
+    *n_out = n;
+    return 0;
+}
+
+const char *cli_opt(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    *missing = false;
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*i];
+}

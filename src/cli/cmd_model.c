@@ -1,0 +1,361 @@
+/* splash model info FILE | splash model synth ... */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cli.h"
+#include "base/clock.h"
+#include "base/sha256.h"
+#include "cli/commands.h"
+#include "kernels/types.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/synth.h"
+#include "text/vocab.h"
+
+static const char model_usage[] =
+    "usage: splash model info FILE [--no-hash]\n"
+    "       splash model synth --out FILE [--preset tiny|qwen3-0.6b] [--type f32|f16|bf16|q8_0] [--seed N]\n"
+    "                          [--layers N] [--hidden N] [--ffn N] [--heads N] [--kv-heads N] [--head-dim N]\n"
+    "                          [--vocab N] [--context N] [--rope-theta X] [--rms-eps X] [--tied|--untied]\n"
+    "                          [--name S] [--threads N]\n"
+    "\n"
+    "info   describes a GGUF file: architecture, hyperparameters, metadata, tensor table,\n"
+    "       tokenizer summary and the file's SHA-256 fingerprint.\n"
+    "synth  writes a Qwen3-architecture GGUF with seeded random weights (normal, std 0.02;\n"
+    "       norms at 1) and a byte-level vocabulary. Presets: tiny (hidden 64, 2 layers, vocab 512)\n"
+    "       and qwen3-0.6b (the Qwen3-0.6B shape); any field can be overridden.\n";
+
+/* ---- info --------------------------------------------------------------- */
+
+static void print_value(const gguf_kv_t *kv)
+{
+    switch (kv->type) {
+    case GGUF_TYPE_STRING: {
+        /* one line: long strings (chat templates) are cut, newlines escaped */
+        uint64_t n = kv->str.len < 80 ? kv->str.len : 80;
+        putchar('"');
+        for (uint64_t i = 0; i < n; i++) {
+            char c = kv->str.ptr[i];
+            if (c == '\n')
+                fputs("\\n", stdout);
+            else if ((unsigned char)c < 0x20)
+                printf("\\x%02x", (unsigned char)c);
+            else
+                putchar(c);
+        }
+        printf("\"%s", kv->str.len > n ? "..." : "");
+        if (kv->str.len > n)
+            printf(" (%" PRIu64 " bytes)", kv->str.len);
+        break;
+    }
+    case GGUF_TYPE_ARRAY:
+        printf("[%s x %" PRIu64 "]", gguf_vtype_name(kv->arr_type), kv->arr_count);
+        break;
+    case GGUF_TYPE_F32:
+    case GGUF_TYPE_F64:
+        printf("%g", kv->num.f64);
+        break;
+    case GGUF_TYPE_BOOL:
+        fputs(kv->num.u64 ? "true" : "false", stdout);
+        break;
+    default:
+        if (kv->is_signed)
+            printf("%" PRId64, kv->num.i64);
+        else
+            printf("%" PRIu64, kv->num.u64);
+    }
+}
+
+static void print_token(const vocab_t *v, int32_t id)
+{
+    if (id < 0) {
+        fputs("none", stdout);
+        return;
+    }
+    printf("%d '%.*s'", id, (int)v->tokens[id].len, v->tokens[id].ptr);
+}
+
+static void print_tokenizer(const gguf_t *g, int n_rows)
+{
+    vocab_t v;
+    err_t err;
+    if (vocab_load(&v, g, n_rows, &err)) {
+        printf("tokenizer:     not loadable: %s\n", err.msg);
+        return;
+    }
+    int count[7] = {0};
+    for (int i = 0; i < v.n_tokens; i++)
+        if (v.types[i] >= 1 && v.types[i] <= 6)
+            count[v.types[i]]++;
+    int n_bytes = 0;
+    for (int b = 0; b < 256; b++)
+        n_bytes += v.byte_token[b] >= 0;
+    printf("tokenizer:     %.*s (pre-tokenizer '%.*s'), %d tokens, %" PRIu64 " merges\n", (int)v.model.len,
+           v.model.ptr, (int)v.pre.len, v.pre.ptr, v.n_tokens, v.n_merges);
+    printf("  token types: normal %d, control %d, user-defined %d, unused %d, byte %d, unknown %d\n", count[1],
+           count[3], count[4], count[5], count[6], count[2]);
+    printf("  byte tokens: %d of 256\n", n_bytes);
+    printf("  bos: ");
+    print_token(&v, v.bos_id);
+    printf(", eos: ");
+    print_token(&v, v.eos_id);
+    printf(", pad: ");
+    print_token(&v, v.pad_id);
+    printf(", add_bos: %s\n", v.add_bos ? "yes" : "no");
+    printf("  chat template: %s\n", v.has_chat_template ? "yes" : "no");
+    vocab_free(&v);
+}
+
+static void fmt_shape(const gguf_tensor_t *t, char *buf, size_t cap)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "[");
+    for (uint32_t d = 0; d < t->n_dims && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%" PRId64, d ? ", " : "", t->ne[d]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+static int model_info(int argc, char **argv)
+{
+    const char *path = NULL;
+    bool do_hash = true;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(model_usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--no-hash")) {
+            do_hash = false;
+        } else if (argv[i][0] == '-' || path) {
+            fprintf(stderr, "splash model info: unexpected argument '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "splash model info: missing FILE\n");
+        return EXIT_USAGE;
+    }
+    err_t err;
+    gguf_t *g = gguf_open(path, &err);
+    if (!g) {
+        fprintf(stderr, "splash model info: %s\n", err.msg);
+        return 1;
+    }
+    printf("file:          %s (%zu bytes)\n", path, g->size);
+    if (do_hash) {
+        char hex[SHA256_HEX_LEN];
+        if (sha256_hex(g->base, g->size, hex, &err) == 0)
+            printf("sha256:        %s\n", hex);
+        else
+            printf("sha256:        failed: %s\n", err.msg);
+    }
+    printf("format:        GGUF v%u, %" PRIu64 " metadata pairs, %" PRIu64 " tensors, alignment %u\n", g->version,
+           g->n_kv, g->n_tensors, g->alignment);
+
+    model_t *m = model_from_gguf(g, &err);
+    if (m) {
+        const model_config_t *c = &m->cfg;
+        printf("architecture:  %s\n", m->arch);
+        printf("  layers %d, hidden %d, ffn %d, heads %d, kv heads %d, head dim %d\n", c->n_layers, c->hidden,
+               c->ffn, c->n_heads, c->n_kv_heads, c->head_dim);
+        printf("  vocab %d, context %d, rope theta %g, rms eps %g, output %s\n", c->vocab, c->context_length,
+               c->rope_theta, c->rms_eps, c->is_tied ? "tied to token_embd" : "separate");
+        printf("  parameters %" PRIu64 " (%.3f B), weight bytes %" PRIu64 " (%.1f MiB)\n", m->n_params,
+               m->n_params / 1e9, m->weight_bytes, m->weight_bytes / 1048576.0);
+    } else {
+        printf("architecture:  not loadable: %s\n", err.msg);
+    }
+
+    /* weight types, counted by tensors and bytes */
+    uint64_t n_of[TYPE_COUNT] = {0}, bytes_of[TYPE_COUNT] = {0};
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        n_of[g->tensors[i].type]++;
+        bytes_of[g->tensors[i].type] += g->tensors[i].n_bytes;
+    }
+    printf("weight types: ");
+    for (int t = 0; t < TYPE_COUNT; t++)
+        if (n_of[t])
+            printf(" %s x%" PRIu64 " (%.1f MiB)", type_name((uint32_t)t), n_of[t], bytes_of[t] / 1048576.0);
+    printf("\n");
+
+    const gguf_tensor_t *embd = gguf_find_tensor(g, "token_embd.weight");
+    print_tokenizer(g, embd ? (int)embd->ne[1] : 0);
+
+    printf("metadata:\n");
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const gguf_kv_t *kv = &g->kv[i];
+        printf("  %-44.*s %-7s ", (int)kv->key.len, kv->key.ptr, gguf_vtype_name(kv->type));
+        print_value(kv);
+        printf("\n");
+    }
+    printf("tensors:\n  %-32s %-6s %-20s %12s\n", "name", "type", "shape", "bytes");
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor_t *t = &g->tensors[i];
+        char shape[96];
+        fmt_shape(t, shape, sizeof shape);
+        printf("  %-32s %-6s %-20s %12zu\n", t->name, type_name(t->type), shape, t->n_bytes);
+    }
+    if (m)
+        model_free(m); /* closes g */
+    else
+        gguf_close(g);
+    return 0;
+}
+
+/* ---- synth -------------------------------------------------------------- */
+
+typedef struct progress {
+    bool is_tty;
+    int64_t start_ns;
+    int last_pct;
+} progress_t;
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    progress_t *p = ctx;
+    int pct = total ? (int)(100 * done / total) : 100;
+    if (pct == p->last_pct)
+        return;
+    p->last_pct = pct;
+    double s = (clock_now_ns() - p->start_ns) / 1e9;
+    if (p->is_tty)
+        fprintf(stderr, "\rsynth: %3d%% (%.1f / %.1f MiB, %.1f s)", pct, done / 1048576.0, total / 1048576.0, s);
+    else if (pct % 25 == 0)
+        fprintf(stderr, "synth: %d%% (%.1f s)\n", pct, s);
+}
+
+static int model_synth(int argc, char **argv)
+{
+    const char *out = NULL, *preset = "tiny", *type = "f16", *name = NULL;
+    uint64_t seed = 1;
+    int64_t threads = pool_default_threads();
+    struct {
+        const char *flag;
+        int64_t v;
+        bool is_set;
+    } ints[] = {{"--layers", 0, 0}, {"--hidden", 0, 0}, {"--ffn", 0, 0},    {"--heads", 0, 0},
+                {"--kv-heads", 0, 0}, {"--head-dim", 0, 0}, {"--vocab", 0, 0}, {"--context", 0, 0}};
+    enum { N_INTS = sizeof ints / sizeof ints[0] };
+    double theta = 0, eps = 0;
+    int tied = -1;
+    err_t err;
+    for (int i = 1; i < argc; i++) {
+        bool missing = false;
+        const char *v;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(model_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--tied") || !strcmp(argv[i], "--untied")) {
+            tied = !strcmp(argv[i], "--tied");
+            continue;
+        }
+        if ((v = cli_opt(argc, argv, &i, "--out", &missing))) {
+            out = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--preset", &missing))) {
+            preset = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--type", &missing))) {
+            type = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--name", &missing))) {
+            name = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--seed", &missing))) {
+            if (cli_parse_u64("--seed", v, &seed, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
+            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &threads, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--rope-theta", &missing))) {
+            if (cli_parse_f64("--rope-theta", v, 1.0, 1e12, &theta, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--rms-eps", &missing))) {
+            if (cli_parse_f64("--rms-eps", v, 1e-12, 1.0, &eps, &err))
+                goto bad;
+        } else if (!missing) {
+            int k = 0;
+            for (; k < N_INTS; k++) {
+                if ((v = cli_opt(argc, argv, &i, ints[k].flag, &missing))) {
+                    if (cli_parse_i64(ints[k].flag, v, 1, 1 << 24, &ints[k].v, &err))
+                        goto bad;
+                    ints[k].is_set = true;
+                    break;
+                }
+                if (missing)
+                    break;
+            }
+            if (k == N_INTS) {
+                fprintf(stderr, "splash model synth: unknown option '%s'\n", argv[i]);
+                return EXIT_USAGE;
+            }
+        }
+        if (missing) {
+            fprintf(stderr, "splash model synth: %s needs a value\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "splash model synth: --out FILE is required\n");
+        return EXIT_USAGE;
+    }
+    model_config_t cfg;
+    if (synth_preset(preset, &cfg, &err))
+        goto bad;
+    int *fields[N_INTS] = {&cfg.n_layers, &cfg.hidden, &cfg.ffn, &cfg.n_heads,
+                           &cfg.n_kv_heads, &cfg.head_dim, &cfg.vocab, &cfg.context_length};
+    for (int k = 0; k < N_INTS; k++)
+        if (ints[k].is_set)
+            *fields[k] = (int)ints[k].v;
+    if (theta > 0)
+        cfg.rope_theta = (float)theta;
+    if (eps > 0)
+        cfg.rms_eps = (float)eps;
+    if (tied >= 0)
+        cfg.is_tied = tied;
+    int wtype = type_from_name(type);
+    if (wtype < 0 || !type_is_computable((uint32_t)wtype)) {
+        fprintf(stderr, "splash model synth: --type '%s' is not one of f32, f16, bf16, q8_0\n", type);
+        return EXIT_USAGE;
+    }
+    if (synth_check(&cfg, (uint32_t)wtype, &err))
+        goto bad;
+    char default_name[96];
+    snprintf(default_name, sizeof default_name, "splash-synth-%s-%s", preset, type_name((uint32_t)wtype));
+    pool_t *pool = pool_create((int)threads, &err);
+    if (!pool)
+        goto fail;
+    progress_t prog = {isatty(STDERR_FILENO), clock_now_ns(), -1};
+    int rc = synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, pool, show_progress, &prog,
+                         &err);
+    pool_destroy(pool);
+    if (prog.is_tty)
+        fputc('\n', stderr);
+    if (rc)
+        goto fail;
+    fprintf(stderr, "synth: wrote %s (%s, %s, %d layers, hidden %d, vocab %d) in %.1f s\n", out, preset,
+            type_name((uint32_t)wtype), cfg.n_layers, cfg.hidden, cfg.vocab, (clock_now_ns() - prog.start_ns) / 1e9);
+    return 0;
+bad:
+    fprintf(stderr, "splash model synth: %s\n", err.msg);
+    return EXIT_USAGE;
+fail:
+    fprintf(stderr, "splash model synth: %s\n", err.msg);
+    return 1;
+}
+
+int cmd_model(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(model_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    if (!strcmp(argv[1], "info"))
+        return model_info(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "synth"))
+        return model_synth(argc - 1, argv + 1);
+    fprintf(stderr, "splash model: unknown subcommand '%s' (info, synth)\n", argv[1]);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,14 @@
+/* Subcommand entry points: each parses its own flags, prints one clear line
+ * on bad input and returns the process exit status. */
+#ifndef SPLASH_COMMANDS_H
+#define SPLASH_COMMANDS_H
+
+#define EXIT_USAGE 2 /* bad command line */
+
+int cmd_run(int argc, char **argv);
+int cmd_model(int argc, char **argv);
+
+/* Path of the built-in default model (next to the binary: models/default.gguf). */
+const char *cli_default_model(void);
+
+#endif

@@ -1,0 +1,37 @@
+/* Scalar reference kernels for the transformer operations. Each works on a
+ * batch of rows; no kernel knows about requests or sequences. */
+#ifndef SPLASH_OPS_H
+#define SPLASH_OPS_H
+
+#include <stdint.h>
+
+#include "base/pool.h"
+
+/* A weight matrix as stored: n_out rows of n_in elements of `type`. */
+typedef struct matrix {
+    const void *data; /* (n_out, row_bytes) */
+    uint32_t type;
+    int64_t n_in;  /* elements per row (GGUF ne[0]) */
+    int64_t n_out; /* rows (GGUF ne[1]) */
+    size_t row_bytes;
+} matrix_t;
+
+/* y[r][o] = dot(W[o], x[r]) for r < n_rows; split over output rows across
+ * the pool. x is (n_rows, n_in), y is (n_rows, n_out). Each y[r][o] is
+ * computed the same way whatever n_rows is (batch invariance). */
+void ops_matmul(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows);
+
+/* y = x / sqrt(mean(x^2) + eps) * weight, over n elements (in place allowed). */
+void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps);
+
+/* NeoX-style rotary embedding on one head of head_dim elements: element i
+ * pairs with i + head_dim/2, rotated by pos * theta^(-2i/head_dim). */
+void ops_rope_neox(float *head, int head_dim, int32_t pos, float theta);
+
+/* In-place softmax over n elements. */
+void ops_softmax(float *x, int64_t n);
+
+/* gate[i] = silu(gate[i]) * up[i] */
+void ops_swiglu(float *gate, const float *up, int64_t n);
+
+#endif

@@ -1,0 +1,45 @@
+/* splash: one binary, subcommands. This file only dispatches. */
+#include <stdio.h>
+#include <string.h>
+
+#include "build_info.h"
+#include "cli/commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command_t;
+
+static const command_t commands[] = {
+    {"run", cmd_run, "one-shot generation to stdout, streamed"},
+    {"model", cmd_model, "model files: info (describe a GGUF), synth (write a synthetic model)"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: splash <command> [options]   (splash <command> --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("splash %s (%s, %s)\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "splash: unknown command '%s' (splash --help lists them)\n", argv[1]);
+    return EXIT_USAGE;
+}

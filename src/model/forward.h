@@ -1,0 +1,57 @@
+/* The forward pass over a batch of rows. A row is one token of one sequence
+ * at its own position; rows of several sequences (decode rows, prefill
+ * chunks) share one pass and every matrix product. Each row's result is
+ * independent of which other rows share the batch. */
+#ifndef SPLASH_FORWARD_H
+#define SPLASH_FORWARD_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/pool.h"
+#include "model/kv.h"
+#include "model/model.h"
+
+typedef struct fwd_batch {
+    int n_rows;
+    const int32_t *tokens; /* (n_rows) token ids */
+    const int32_t *pos;    /* (n_rows) position of each row in its sequence */
+    /* (n_rows) each row's sequence block table: block ids for positions
+     * 0..pos[r]. The row's own key/value are written at pos[r]; earlier
+     * positions must already be written (in an earlier pass or by an earlier
+     * row of this batch). */
+    const int32_t *const *block_tables;
+    /* (n_rows) nonzero: write this row's logits. Logits of the selected rows
+     * go to the output in row order. NULL: every row. */
+    const uint8_t *want_logits;
+} fwd_batch_t;
+
+/* Scratch for batches of up to max_rows rows and sequences of up to max_ctx
+ * positions, sized once so the hot path never allocates. */
+typedef struct fwd_ctx {
+    const model_t *model;
+    pool_t *pool;
+    int max_rows;
+    int max_ctx;
+    float *x;       /* (max_rows, hidden) residual stream */
+    float *xn;      /* (max_rows, max(hidden, q_dim)) normed input / attention output */
+    float *q;       /* (max_rows, n_heads * head_dim) */
+    float *k;       /* (max_rows, n_kv_heads * head_dim) */
+    float *v;       /* (max_rows, n_kv_heads * head_dim) */
+    float *gate;    /* (max_rows, ffn) */
+    float *up;      /* (max_rows, ffn) */
+    float *scores;  /* (n_threads, max_ctx) attention weights, one row per thread */
+    int32_t *out_rows; /* (max_rows) indices of rows whose logits are wanted */
+} fwd_ctx_t;
+
+int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err);
+void fwd_ctx_free(fwd_ctx_t *ctx);
+/* Scratch bytes fwd_ctx_init allocates (for the memory plan). */
+uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx);
+
+/* Runs the batch; logits receives (number of selected rows, vocab) floats.
+ * Returns -1 with a message if the batch is malformed (ids, positions or
+ * blocks out of range). */
+int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *logits, err_t *err);
+
+#endif

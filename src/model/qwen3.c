@@ -1,0 +1,219 @@
+/* The Qwen3 forward pass (arch "qwen3"), read top to bottom:
+ *
+ *   x = embed(token)
+ *   per layer:
+ *     h = rmsnorm(x) ; q, k, v = Wq h, Wk h, Wv h
+ *     q, k = per-head rmsnorm, then NeoX RoPE at the row's position
+ *     store k, v in the paged cache; o = causal GQA attention over 0..pos
+ *     x += Wo o
+ *     h = rmsnorm(x) ; x += Wdown (silu(Wgate h) * Wup h)
+ *   logits = Wout rmsnorm(x)          (Wout = token_embd when tied)
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "kernels/types.h"
+#include "model/forward.h"
+
+static size_t max_sz(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx)
+{
+    const model_config_t *c = &m->cfg;
+    uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    uint64_t per_row = c->hidden + max_sz((size_t)c->hidden, (size_t)q_dim) + q_dim + 2 * kv_dim + 2ull * c->ffn;
+    return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * max_ctx) * sizeof(float) +
+           (uint64_t)max_rows * sizeof(int32_t);
+}
+
+int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err)
+{
+    memset(ctx, 0, sizeof *ctx);
+    if (max_rows < 1 || max_ctx < 1)
+        return err_set(err, "forward: max_rows and max_ctx must be positive");
+    const model_config_t *c = &m->cfg;
+    size_t rows = (size_t)max_rows;
+    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    ctx->model = m;
+    ctx->pool = pool;
+    ctx->max_rows = max_rows;
+    ctx->max_ctx = max_ctx;
+    ctx->x = malloc(rows * c->hidden * sizeof(float));
+    ctx->xn = malloc(rows * max_sz((size_t)c->hidden, q_dim) * sizeof(float));
+    ctx->q = malloc(rows * q_dim * sizeof(float));
+    ctx->k = malloc(rows * kv_dim * sizeof(float));
+    ctx->v = malloc(rows * kv_dim * sizeof(float));
+    ctx->gate = malloc(rows * c->ffn * sizeof(float));
+    ctx->up = malloc(rows * c->ffn * sizeof(float));
+    ctx->scores = malloc((size_t)pool_size(pool) * max_ctx * sizeof(float));
+    ctx->out_rows = malloc(rows * sizeof(int32_t));
+    if (!ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->gate || !ctx->up || !ctx->scores ||
+        !ctx->out_rows) {
+        fwd_ctx_free(ctx);
+        return err_set(err, "forward: out of memory for scratch buffers");
+    }
+    return 0;
+}
+
+void fwd_ctx_free(fwd_ctx_t *ctx)
+{
+    free(ctx->x);
+    free(ctx->xn);
+    free(ctx->q);
+    free(ctx->k);
+    free(ctx->v);
+    free(ctx->gate);
+    free(ctx->up);
+    free(ctx->scores);
+    free(ctx->out_rows);
+    memset(ctx, 0, sizeof *ctx);
+}
+
+/* ---- attention: one job per (row, query head), split across the pool ---- */
+
+typedef struct attn_job {
+    const fwd_ctx_t *ctx;
+    const kv_store_t *kv;
+    const fwd_batch_t *b;
+    int layer;
+} attn_job_t;
+
+static void attn_worker(void *arg, int ith, int nth)
+{
+    const attn_job_t *job = arg;
+    const fwd_ctx_t *ctx = job->ctx;
+    const model_config_t *c = &ctx->model->cfg;
+    const kv_store_t *kv = job->kv;
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, q_dim = c->n_heads * hd;
+    float scale = 1.0f / sqrtf((float)hd);
+    float *att = ctx->scores + (size_t)ith * ctx->max_ctx;
+    long lo, hi;
+    pool_split((long)job->b->n_rows * c->n_heads, ith, nth, &lo, &hi);
+    for (long item = lo; item < hi; item++) {
+        int r = (int)(item / c->n_heads), h = (int)(item % c->n_heads);
+        int kvh = h / group; /* query head h reads key/value head h / group */
+        int32_t pos = job->b->pos[r];
+        const int32_t *table = job->b->block_tables[r];
+        const float *q = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
+        for (int32_t t = 0; t <= pos; t++) {
+            const float *k = kv_k(kv, job->layer, table[t / kv->block_size], t % kv->block_size) + kvh * hd;
+            float s = 0.0f;
+            for (int i = 0; i < hd; i++)
+                s += q[i] * k[i];
+            att[t] = s * scale;
+        }
+        ops_softmax(att, pos + 1);
+        float *out = ctx->xn + (size_t)r * q_dim + (size_t)h * hd;
+        memset(out, 0, (size_t)hd * sizeof(float));
+        for (int32_t t = 0; t <= pos; t++) {
+            const float *v = kv_v(kv, job->layer, table[t / kv->block_size], t % kv->block_size) + kvh * hd;
+            float w = att[t];
+            for (int i = 0; i < hd; i++)
+                out[i] += w * v[i];
+        }
+    }
+}
+
+static int check_batch(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, err_t *err)
+{
+    const model_config_t *c = &ctx->model->cfg;
+    if (b->n_rows < 1 || b->n_rows > ctx->max_rows)
+        return err_set(err, "forward: %d rows (limit %d)", b->n_rows, ctx->max_rows);
+    if (kv->n_layers != c->n_layers || kv->kv_dim != c->n_kv_heads * c->head_dim)
+        return err_set(err, "forward: KV store shape does not match the model");
+    for (int r = 0; r < b->n_rows; r++) {
+        if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab)
+            return err_set(err, "forward: row %d: token id %d is outside the vocabulary (%d)", r, b->tokens[r],
+                           c->vocab);
+        if (b->pos[r] < 0 || b->pos[r] >= ctx->max_ctx)
+            return err_set(err, "forward: row %d: position %d is outside [0, %d)", r, b->pos[r], ctx->max_ctx);
+        for (int32_t i = 0; i <= b->pos[r] / kv->block_size; i++) {
+            int32_t blk = b->block_tables[r][i];
+            if (blk < 0 || blk >= kv->n_blocks)
+                return err_set(err, "forward: row %d: block %d is outside the pool (%d)", r, blk, kv->n_blocks);
+        }
+    }
+    return 0;
+}
+
+int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *logits, err_t *err)
+{
+    if (check_batch(ctx, kv, b, err))
+        return -1;
+    const model_t *m = ctx->model;
+    const model_config_t *c = &m->cfg;
+    const type_traits_t *embd_type = type_traits(m->tok_embd.type);
+    int n = b->n_rows, hd = c->head_dim, hidden = c->hidden;
+    int q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
+
+    /* x = embed(token): dequantise the token's embedding row */
+    for (int r = 0; r < n; r++) {
+        const uint8_t *row = (const uint8_t *)m->tok_embd.data + (size_t)b->tokens[r] * m->tok_embd.row_bytes;
+        embd_type->to_f32(row, ctx->x + (size_t)r * hidden, hidden);
+    }
+
+    for (int li = 0; li < c->n_layers; li++) {
+        const model_layer_t *l = &m->layers[li];
+
+        /* attention block: h = rmsnorm(x); q, k, v projections */
+        for (int r = 0; r < n; r++)
+            ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->attn_norm, hidden, c->rms_eps);
+        ops_matmul(ctx->pool, &l->wq, ctx->xn, ctx->q, n);
+        ops_matmul(ctx->pool, &l->wk, ctx->xn, ctx->k, n);
+        ops_matmul(ctx->pool, &l->wv, ctx->xn, ctx->v, n);
+
+        /* per-head RMSNorm on q and k (Qwen3's QK-norm), then RoPE; store k, v */
+        for (int r = 0; r < n; r++) {
+            for (int h = 0; h < c->n_heads; h++) {
+                float *qh = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
+                ops_rmsnorm(qh, qh, l->q_norm, hd, c->rms_eps);
+                ops_rope_neox(qh, hd, b->pos[r], c->rope_theta);
+            }
+            for (int h = 0; h < c->n_kv_heads; h++) {
+                float *kh = ctx->k + (size_t)r * kv_dim + (size_t)h * hd;
+                ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
+                ops_rope_neox(kh, hd, b->pos[r], c->rope_theta);
+            }
+            int32_t pos = b->pos[r];
+            int32_t blk = b->block_tables[r][pos / kv->block_size];
+            memcpy(kv_k(kv, li, blk, pos % kv->block_size), ctx->k + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
+            memcpy(kv_v(kv, li, blk, pos % kv->block_size), ctx->v + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
+        }
+
+        /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */
+        attn_job_t job = {ctx, kv, b, li};
+        pool_run(ctx->pool, attn_worker, &job);
+        ops_matmul(ctx->pool, &l->wo, ctx->xn, ctx->q, n); /* q is free now: reuse it for Wo's output */
+        for (size_t i = 0; i < (size_t)n * hidden; i++)
+            ctx->x[i] += ctx->q[i];
+
+        /* feed-forward block: x += Wdown(silu(Wgate h) * Wup h) */
+        for (int r = 0; r < n; r++)
+            ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->ffn_norm, hidden, c->rms_eps);
+        ops_matmul(ctx->pool, &l->w_gate, ctx->xn, ctx->gate, n);
+        ops_matmul(ctx->pool, &l->w_up, ctx->xn, ctx->up, n);
+        for (int r = 0; r < n; r++)
+            ops_swiglu(ctx->gate + (size_t)r * c->ffn, ctx->up + (size_t)r * c->ffn, c->ffn);
+        ops_matmul(ctx->pool, &l->w_down, ctx->gate, ctx->xn, n);
+        for (size_t i = 0; i < (size_t)n * hidden; i++)
+            ctx->x[i] += ctx->xn[i];
+    }
+
+    /* logits for the selected rows only: gather, final norm, output projection */
+    int n_out = 0;
+    for (int r = 0; r < n; r++)
+        if (!b->want_logits || b->want_logits[r])
+            ctx->out_rows[n_out++] = r;
+    if (n_out == 0)
+        return 0;
+    for (int i = 0; i < n_out; i++)
+        ops_rmsnorm(ctx->xn + (size_t)i * hidden, ctx->x + (size_t)ctx->out_rows[i] * hidden, m->out_norm, hidden,
+                    c->rms_eps);
+    ops_matmul(ctx->pool, &m->output, ctx->xn, logits, n_out);
+    return 0;
+}

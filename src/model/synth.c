@@ -1,0 +1,247 @@
+#include "model/synth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fp16.h"
+#include "base/rng.h"
+#include "kernels/types.h"
+#include "model/gguf_write.h"
+#include "text/bytelevel.h"
+#include "text/vocab.h"
+
+#define SYNTH_MAX_TENSORS 4096
+
+int synth_preset(const char *name, model_config_t *cfg, err_t *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (strcmp(name, "tiny") == 0) {
+        *cfg = (model_config_t){.n_layers = 2, .hidden = 64, .ffn = 128, .n_heads = 4, .n_kv_heads = 2,
+                                .head_dim = 16, .vocab = 512, .context_length = 4096, .rope_theta = 1e6f,
+                                .rms_eps = 1e-6f, .is_tied = false};
+        return 0;
+    }
+    if (strcmp(name, "qwen3-0.6b") == 0) {
+        *cfg = (model_config_t){.n_layers = 28, .hidden = 1024, .ffn = 3072, .n_heads = 16, .n_kv_heads = 8,
+                                .head_dim = 128, .vocab = 151936, .context_length = 40960, .rope_theta = 1e6f,
+                                .rms_eps = 1e-6f, .is_tied = true};
+        return 0;
+    }
+    return err_set(err, "unknown preset '%s' (presets: tiny, qwen3-0.6b)", name);
+}
+
+int synth_check(const model_config_t *c, uint32_t wtype, err_t *err)
+{
+    if (!type_is_computable(wtype))
+        return err_set(err, "weight type %s cannot be written (f32, f16, bf16, q8_0)", type_name(wtype));
+    if (c->n_layers < 1 || c->n_layers > SYNTH_MAX_TENSORS / 11)
+        return err_set(err, "layers must be 1 to %d", SYNTH_MAX_TENSORS / 11);
+    if (c->hidden < 1 || c->ffn < 1 || c->n_heads < 1 || c->n_kv_heads < 1 || c->head_dim < 2)
+        return err_set(err, "every width must be positive");
+    if (c->head_dim % 2)
+        return err_set(err, "head-dim %d must be even (RoPE rotates pairs)", c->head_dim);
+    if (c->n_heads % c->n_kv_heads)
+        return err_set(err, "heads %d must be a multiple of kv-heads %d", c->n_heads, c->n_kv_heads);
+    if (c->vocab < SYNTH_MIN_VOCAB || c->vocab > (1 << 24))
+        return err_set(err, "vocab %d must be %d to %d (256 byte tokens and %d special tokens)", c->vocab,
+                       SYNTH_MIN_VOCAB, 1 << 24, SYNTH_N_SPECIAL);
+    int64_t bs = type_traits(wtype)->block_size;
+    int64_t widths[3] = {c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn};
+    const char *what[3] = {"hidden", "heads x head-dim", "ffn"};
+    for (int i = 0; i < 3; i++)
+        if (widths[i] % bs)
+            return err_set(err, "%s = %lld is not a multiple of the %s block size %lld", what[i],
+                           (long long)widths[i], type_name(wtype), (long long)bs);
+    return 0;
+}
+
+typedef struct synth_tensor {
+    char name[96];
+    uint32_t type;
+    int64_t n_in;  /* ne[0] */
+    int64_t n_out; /* ne[1]; 1 for vectors */
+    int is_norm;   /* filled with ones */
+} synth_tensor_t;
+
+typedef struct synth_ctx {
+    synth_tensor_t *t;
+    int n;
+    uint64_t seed;
+    pool_t *pool;
+    float *row_buf; /* (n_threads, max n_in) */
+    int64_t max_in;
+    uint64_t done, total;
+    synth_progress_fn progress;
+    void *progress_ctx;
+} synth_ctx_t;
+
+typedef struct fill_job {
+    synth_ctx_t *s;
+    int index;
+    uint8_t *dst;
+    size_t row_bytes;
+} fill_job_t;
+
+/* Each row has its own generator seeded from (seed, tensor, row), so the
+ * weights do not depend on the thread count. */
+static void fill_rows(void *arg, int ith, int nth)
+{
+    fill_job_t *job = arg;
+    const synth_tensor_t *t = &job->s->t[job->index];
+    const type_traits_t *tt = type_traits(t->type);
+    float *buf = job->s->row_buf + (size_t)ith * job->s->max_in;
+    long lo, hi;
+    pool_split((long)t->n_out, ith, nth, &lo, &hi);
+    for (long r = lo; r < hi; r++) {
+        rng_t rng;
+        rng_seed(&rng, job->s->seed ^ ((uint64_t)job->index << 40) ^ (uint64_t)r * 0x9e3779b97f4a7c15ull);
+        for (int64_t i = 0; i < t->n_in; i++)
+            buf[i] = t->is_norm ? 1.0f : rng_normal(&rng) * SYNTH_WEIGHT_STD;
+        tt->from_f32(buf, job->dst + (size_t)r * job->row_bytes, t->n_in);
+    }
+}
+
+static int fill(void *ctx, int index, void *dst, size_t n_bytes, err_t *err)
+{
+    synth_ctx_t *s = ctx;
+    fill_job_t job = {s, index, dst, n_bytes / (size_t)s->t[index].n_out};
+    pool_run(s->pool, fill_rows, &job);
+    s->done += n_bytes;
+    if (s->progress)
+        s->progress(s->progress_ctx, s->done, s->total);
+    return 0;
+}
+
+static void add(synth_ctx_t *s, const char *name, uint32_t type, int64_t n_in, int64_t n_out, int is_norm)
+{
+    synth_tensor_t *t = &s->t[s->n++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->type = type;
+    t->n_in = n_in;
+    t->n_out = n_out;
+    t->is_norm = is_norm;
+    if (n_in > s->max_in)
+        s->max_in = n_in;
+}
+
+/* llama.cpp's general.file_type values for the all-one-type files written here */
+static uint32_t file_type(uint32_t wtype)
+{
+    switch (wtype) {
+    case TYPE_F16: return 1;
+    case TYPE_Q8_0: return 7;
+    case TYPE_BF16: return 32;
+    default: return 0;
+    }
+}
+
+/* Byte-level vocabulary: the 256 byte tokens, the special tokens, then
+ * "[PADn]" filler up to the vocabulary size (as converters pad Qwen's). */
+static int add_tokenizer(gguf_writer_t *w, int vocab, err_t *err)
+{
+    char **tokens = calloc((size_t)vocab, sizeof *tokens);
+    int32_t *types = calloc((size_t)vocab, sizeof *types);
+    char *text = malloc((size_t)vocab * 24);
+    if (!tokens || !types || !text) {
+        free(tokens), free(types), free(text);
+        return err_set(err, "out of memory building the vocabulary");
+    }
+    static const char *const specials[SYNTH_N_SPECIAL] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    for (int i = 0; i < vocab; i++) {
+        tokens[i] = text + (size_t)i * 24;
+        if (i < 256) {
+            bytelevel_encode((uint8_t)i, tokens[i]);
+            types[i] = TOKEN_TYPE_NORMAL;
+        } else if (i < 256 + SYNTH_N_SPECIAL) {
+            snprintf(tokens[i], 24, "%s", specials[i - 256]);
+            types[i] = TOKEN_TYPE_CONTROL;
+        } else {
+            snprintf(tokens[i], 24, "[PAD%d]", i);
+            types[i] = TOKEN_TYPE_UNUSED;
+        }
+    }
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "qwen2");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tokens, (uint64_t)vocab);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, (uint64_t)vocab);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", NULL, 0);
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 256);     /* <|endoftext|>, as Qwen files set it */
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 258);     /* <|im_end|> */
+    gguf_w_u32(w, "tokenizer.ggml.padding_token_id", 256); /* <|endoftext|> */
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
+    free(tokens), free(types), free(text);
+    return 0;
+}
+
+int synth_write(const char *path, const char *name, const model_config_t *c, uint32_t wtype, uint64_t seed,
+                pool_t *pool, synth_progress_fn progress, void *progress_ctx, err_t *err)
+{
+    if (synth_check(c, wtype, err))
+        return -1;
+    synth_ctx_t s = {.seed = seed, .pool = pool, .progress = progress, .progress_ctx = progress_ctx};
+    s.t = calloc(SYNTH_MAX_TENSORS, sizeof *s.t);
+    gguf_writer_t *w = gguf_writer_new();
+    if (!s.t || !w) {
+        free(s.t);
+        gguf_writer_free(w);
+        return err_set(err, "out of memory");
+    }
+    const char *a = "qwen3";
+    gguf_w_str(w, "general.architecture", a);
+    gguf_w_str(w, "general.name", name);
+    gguf_w_u32(w, "general.file_type", file_type(wtype));
+    if (wtype == TYPE_Q8_0)
+        gguf_w_u32(w, "general.quantization_version", 2);
+    gguf_w_u32(w, "qwen3.block_count", (uint32_t)c->n_layers);
+    gguf_w_u32(w, "qwen3.context_length", (uint32_t)c->context_length);
+    gguf_w_u32(w, "qwen3.embedding_length", (uint32_t)c->hidden);
+    gguf_w_u32(w, "qwen3.feed_forward_length", (uint32_t)c->ffn);
+    gguf_w_u32(w, "qwen3.attention.head_count", (uint32_t)c->n_heads);
+    gguf_w_u32(w, "qwen3.attention.head_count_kv", (uint32_t)c->n_kv_heads);
+    gguf_w_u32(w, "qwen3.attention.key_length", (uint32_t)c->head_dim);
+    gguf_w_u32(w, "qwen3.attention.value_length", (uint32_t)c->head_dim);
+    gguf_w_f32(w, "qwen3.rope.freq_base", c->rope_theta);
+    gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", c->rms_eps);
+    int rc = add_tokenizer(w, c->vocab, err);
+
+    int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
+    add(&s, "token_embd.weight", wtype, c->hidden, c->vocab, 0);
+    for (int i = 0; i < c->n_layers; i++) {
+        char n[96];
+#define LAYER_TENSOR(suffix, type, n_in, n_out, is_norm)                                                   \
+    snprintf(n, sizeof n, "blk.%d.%s.weight", i, suffix);                                                  \
+    add(&s, n, type, n_in, n_out, is_norm)
+        LAYER_TENSOR("attn_norm", TYPE_F32, c->hidden, 1, 1);
+        LAYER_TENSOR("attn_q", wtype, c->hidden, q_dim, 0);
+        LAYER_TENSOR("attn_k", wtype, c->hidden, kv_dim, 0);
+        LAYER_TENSOR("attn_v", wtype, c->hidden, kv_dim, 0);
+        LAYER_TENSOR("attn_q_norm", TYPE_F32, c->head_dim, 1, 1);
+        LAYER_TENSOR("attn_k_norm", TYPE_F32, c->head_dim, 1, 1);
+        LAYER_TENSOR("attn_output", wtype, q_dim, c->hidden, 0);
+        LAYER_TENSOR("ffn_norm", TYPE_F32, c->hidden, 1, 1);
+        LAYER_TENSOR("ffn_gate", wtype, c->hidden, c->ffn, 0);
+        LAYER_TENSOR("ffn_up", wtype, c->hidden, c->ffn, 0);
+        LAYER_TENSOR("ffn_down", wtype, c->ffn, c->hidden, 0);
+#undef LAYER_TENSOR
+    }
+    add(&s, "output_norm.weight", TYPE_F32, c->hidden, 1, 1);
+    if (!c->is_tied)
+        add(&s, "output.weight", wtype, c->hidden, c->vocab, 0);
+
+    for (int i = 0; i < s.n && !rc; i++) {
+        int64_t ne[2] = {s.t[i].n_in, s.t[i].n_out};
+        rc = gguf_w_tensor(w, s.t[i].name, s.t[i].type, s.t[i].n_out > 1 ? 2 : 1, ne, err);
+        size_t bytes = 0;
+        type_row_bytes(s.t[i].type, s.t[i].n_in * s.t[i].n_out, &bytes);
+        s.total += bytes;
+    }
+    if (!rc) {
+        s.row_buf = malloc((size_t)pool_size(pool) * (size_t)s.max_in * sizeof(float));
+        rc = s.row_buf ? gguf_writer_write(w, path, fill, &s, err) : err_set(err, "out of memory");
+    }
+    free(s.row_buf);
+    free(s.t);
+    gguf_writer_free(w);
+    return rc;
+}
