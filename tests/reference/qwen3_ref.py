@@ -36,7 +36,6 @@ PERTURBATIONS = {
     "causal": "causal mask off by one (each position also sees the next one)",
     "gqa": "query head j uses kv head j % n_kv instead of j // (n_head/n_kv)",
     "q8scale": "Q8_0 block scale taken from the neighbouring block",
-    "eps": "RMSNorm epsilon 1e-5 larger than the file's value",
     "silu": "FFN uses gate*up without the SiLU",
     "scale": "attention scores not divided by sqrt(head_dim)",
     "decode_pos": "during token-by-token decoding the RoPE position is one too small",
@@ -84,8 +83,6 @@ class Qwen3Ref(object):
             raise gguf_ref.GGUFError("odd head_dim")
         if self.perturb == "rope_theta":
             self.theta = 10000.0 if self.theta != 10000.0 else 1e6
-        if self.perturb == "eps":
-            self.eps = self.eps + 1e-5
 
         emb = g.tensors["token_embd.weight"]
         self._check(emb, (self.hidden, None))
@@ -275,13 +272,14 @@ class Qwen3Ref(object):
         return logits, ids
 
     def score_sequence(self, prompt, continuation):
-        """Teacher-forced: logits predicting each continuation token, i.e.
-        logits after prompt, after prompt+c[0], ... (len(continuation) rows)."""
+        """Teacher-forced along the same path as run(): the prompt as one
+        batch, then the continuation token by token.  Returns the logits that
+        predict each continuation token (len(continuation) rows)."""
         self.reset()
-        seq = list(prompt) + list(continuation)
-        logits = self.forward(seq)
-        n0 = len(prompt)
-        return logits[n0 - 1:n0 - 1 + len(continuation)]
+        rows = [self.forward(prompt, last_only=True)[-1]]
+        for t in continuation[:-1]:
+            rows.append(self.forward([t], last_only=True)[-1])
+        return np.array(rows)
 
 
 def parse_ids(s):

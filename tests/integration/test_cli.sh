@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Drives the real splash binary: every command's --help, one clear line and
+# exit status 2 on bad input, model info against sha256sum, run on the
+# built-in model. Usage: test_cli.sh PATH/TO/splash
+set -u
+splash=${1:?usage: test_cli.sh PATH/TO/splash}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect STATUS PATTERN -- CMD...: exit status, and stderr is one line matching PATTERN
+expect_error() {
+    local want=$1 pattern=$2; shift 3
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$? lines
+    lines=$(wc -l <"$work/err")
+    if [ "$rc" -ne "$want" ]; then bad "$* -> exit $rc, want $want ($(head -c 300 "$work/err"))"; return; fi
+    if [ "$lines" -ne 1 ]; then bad "$* -> $lines stderr lines, want 1: $(cat "$work/err")"; return; fi
+    if ! grep -qE -- "$pattern" "$work/err"; then bad "$* -> '$(cat "$work/err")' does not match '$pattern'"; return; fi
+    ok
+}
+
+expect_ok() {
+    if "$@" >"$work/out" 2>"$work/err"; then ok; else bad "$* -> exit $? ($(head -c 300 "$work/err"))"; fi
+}
+
+# --help everywhere
+expect_ok "$splash" --help
+expect_ok "$splash" --version
+expect_ok "$splash" run --help
+expect_ok "$splash" model --help
+expect_ok "$splash" model info --help
+expect_ok "$splash" model synth --help
+
+# bad command lines: exit 2, one line
+expect_error 2 "unknown command 'frobnicate'" -- "$splash" frobnicate
+expect_error 2 "usage" -- "$splash"
+expect_error 2 "unknown option '--bogus'" -- "$splash" run --bogus x
+expect_error 2 "no prompt" -- "$splash" run
+expect_error 2 "--max-tokens: 'lots' is not an integer" -- "$splash" run --max-tokens lots hi
+expect_error 2 "--temperature: -1 is out of range" -- "$splash" run --temperature -1 hi
+expect_error 2 "--threads: 0 is out of range" -- "$splash" run --threads 0 hi
+expect_error 2 "--model needs a value" -- "$splash" run --model
+expect_error 2 "either a text prompt or --prompt-ids" -- "$splash" run --prompt-ids 1,2 hi
+expect_error 2 "--prompt-ids: .* is not a comma-separated" -- "$splash" run --prompt-ids 1,,2
+expect_error 2 "unknown subcommand 'nope'" -- "$splash" model nope
+expect_error 2 "missing FILE" -- "$splash" model info
+expect_error 2 "--out FILE is required" -- "$splash" model synth
+expect_error 2 "--type 'q3' is not one of" -- "$splash" model synth --out "$work/x.gguf" --type q3
+expect_error 2 "unknown preset 'huge'" -- "$splash" model synth --out "$work/x.gguf" --preset huge
+expect_error 2 "hidden = 48 is not a multiple of the q8_0 block size 32" -- \
+    "$splash" model synth --out "$work/x.gguf" --type q8_0 --hidden 48
+expect_error 2 "heads 4 must be a multiple of kv-heads 3" -- "$splash" model synth --out "$work/x.gguf" --kv-heads 3
+[ ! -e "$work/x.gguf" ] && [ ! -e "$work/x.gguf.partial" ] && ok || bad "a refused synth left a file behind"
+
+# bad files: one line naming the problem
+expect_error 1 "No such file" -- "$splash" model info "$work/missing.gguf"
+printf 'GGUF\003\000\000\000' >"$work/trunc.gguf"
+expect_error 1 "truncated at offset 8" -- "$splash" model info "$work/trunc.gguf"
+echo "not a model" >"$work/text.gguf"
+expect_error 1 "not a GGUF file" -- "$splash" run --model "$work/text.gguf" hi
+
+# synth + info: the fingerprint agrees with sha256sum, the shape is described
+expect_ok "$splash" model synth --preset tiny --type bf16 --layers 3 --vocab 300 --untied --seed 9 --out "$work/m.gguf"
+"$splash" model info "$work/m.gguf" >"$work/info" 2>&1
+want=$(sha256sum "$work/m.gguf" | cut -d' ' -f1)
+grep -q "sha256: *$want" "$work/info" && ok || bad "model info sha256 differs from sha256sum ($want)"
+grep -q "layers 3, hidden 64, ffn 128, heads 4, kv heads 2, head dim 16" "$work/info" && ok || bad "info hyperparameters"
+grep -q "vocab 300" "$work/info" && ok || bad "info vocab"
+grep -q "output separate" "$work/info" && ok || bad "info untied output"
+grep -qE "blk.2.ffn_down.weight +bf16 +\[128, 64\] +16384" "$work/info" && ok || bad "info tensor row"
+grep -q "300 tokens" "$work/info" && ok || bad "info tokenizer summary"
+# the same seed writes the same bytes; another seed does not
+"$splash" model synth --preset tiny --type bf16 --layers 3 --vocab 300 --untied --seed 9 --out "$work/m2.gguf" 2>/dev/null
+cmp -s "$work/m.gguf" "$work/m2.gguf" && ok || bad "synth is not deterministic for a seed"
+"$splash" model synth --preset tiny --type bf16 --layers 3 --vocab 300 --untied --seed 10 --out "$work/m3.gguf" 2>/dev/null
+cmp -s "$work/m.gguf" "$work/m3.gguf" && bad "different seeds wrote the same file" || ok
+# the thread count does not change the weights
+"$splash" model synth --preset tiny --type bf16 --layers 3 --vocab 300 --untied --seed 9 --threads 1 --out "$work/m4.gguf" 2>/dev/null
+cmp -s "$work/m.gguf" "$work/m4.gguf" && ok || bad "synth depends on the thread count"
+
+# run: the built-in model, greedy is deterministic, seeded sampling too
+expect_ok "$splash" run --max-tokens 16 "Hello"
+grep -q "decode: 16 tokens" "$work/err" && ok || bad "run did not report 16 decoded tokens: $(cat "$work/err")"
+"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --ids-out "$work/g1" hi >/dev/null 2>&1
+"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --ids-out "$work/g2" --threads 1 hi >/dev/null 2>&1
+cmp -s "$work/g1" "$work/g2" && [ "$(wc -w <"$work/g1")" -eq 24 ] && ok || bad "greedy run differs across thread counts"
+"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --temperature 1 --seed 5 --ids-out "$work/s1" hi >/dev/null 2>&1
+"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --temperature 1 --seed 5 --ids-out "$work/s2" hi >/dev/null 2>&1
+"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --temperature 1 --seed 6 --ids-out "$work/s3" hi >/dev/null 2>&1
+cmp -s "$work/s1" "$work/s2" && ok || bad "seeded sampling is not reproducible"
+cmp -s "$work/s1" "$work/s3" && bad "different seeds sampled the same 24 tokens" || ok
+expect_error 1 "id 300 is outside the vocabulary" -- "$splash" run --model "$work/m.gguf" --prompt-ids 1,300
+expect_error 1 "exceeds the model's context" -- "$splash" run --model "$work/m.gguf" --max-tokens 9999 hi
+# a missing built-in model is named with how to get it (copy the binary alone)
+mkdir -p "$work/bin" && cp "$splash" "$work/bin/splash"
+expect_error 1 "built-in model .* is missing" -- "$work/bin/splash" run hi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,248 @@
+/* The batched forward pass: results per row must not depend on how rows are
+ * batched (other sequences in the batch, chunking of a prompt, where a
+ * sequence's blocks sit in the pool, thread count). These are the invariants
+ * the serving engine relies on. Numerical correctness against an
+ * independent implementation is tests/reference. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/forward.h"
+#include "model/synth.h"
+#include "kernels/types.h"
+
+#define N_TOK 24 /* tokens per test sequence: spans two KV blocks */
+
+typedef struct fixture {
+    char path[64];
+    model_t *model;
+    pool_t *pool;
+} fixture_t;
+
+static int setup_type(void **state, uint32_t type)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    err_t err;
+    snprintf(f->path, sizeof f->path, "/tmp/splash-test-fwd-XXXXXX");
+    int fd = mkstemp(f->path);
+    assert_true(fd >= 0);
+    close(fd);
+    model_config_t c;
+    assert_int_equal(synth_preset("tiny", &c, &err), 0);
+    f->pool = pool_create(2, &err);
+    assert_non_null(f->pool);
+    if (synth_write(f->path, "test", &c, type, 42, f->pool, NULL, NULL, &err))
+        fail_msg("synth: %s", err.msg);
+    f->model = model_load(f->path, &err);
+    if (!f->model)
+        fail_msg("load: %s", err.msg);
+    *state = f;
+    return 0;
+}
+
+static int setup_f32(void **state) { return setup_type(state, TYPE_F32); }
+static int setup_q8(void **state) { return setup_type(state, TYPE_Q8_0); }
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    model_free(f->model);
+    pool_destroy(f->pool);
+    unlink(f->path);
+    free(f);
+    return 0;
+}
+
+static void make_tokens(int32_t *t, int n, int salt)
+{
+    for (int i = 0; i < n; i++)
+        t[i] = (i * 37 + salt * 101 + 5) % 256;
+}
+
+/* Runs one sequence row by row (pure decode), recording logits at every position. */
+static void run_one_by_one(fixture_t *f, pool_t *pool, const int32_t *tokens, int n, const int32_t *table,
+                           float *logits)
+{
+    const model_config_t *c = &f->model->cfg;
+    err_t err;
+    fwd_ctx_t ctx;
+    kv_store_t kv;
+    assert_int_equal(fwd_ctx_init(&ctx, f->model, pool, 1, 64, &err), 0);
+    assert_int_equal(kv_store_init(&kv, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    for (int i = 0; i < n; i++) {
+        int32_t pos = i;
+        const int32_t *tables[1] = {table};
+        fwd_batch_t b = {1, &tokens[i], &pos, tables, NULL};
+        if (fwd_run(&ctx, &kv, &b, logits + (size_t)i * c->vocab, &err))
+            fail_msg("%s", err.msg);
+    }
+    kv_store_free(&kv);
+    fwd_ctx_free(&ctx);
+}
+
+static void test_chunked_prefill_equals_decode(void **state)
+{
+    fixture_t *f = *state;
+    const model_config_t *c = &f->model->cfg;
+    int32_t tokens[N_TOK], table[4] = {0, 1, 2, 3};
+    make_tokens(tokens, N_TOK, 1);
+    float *ref = malloc((size_t)N_TOK * c->vocab * sizeof(float));
+    float *got = malloc((size_t)N_TOK * c->vocab * sizeof(float));
+    run_one_by_one(f, f->pool, tokens, N_TOK, table, ref);
+
+    /* the same sequence as prefill chunks of 5 rows (ragged last chunk) */
+    err_t err;
+    fwd_ctx_t ctx;
+    kv_store_t kv;
+    assert_int_equal(fwd_ctx_init(&ctx, f->model, f->pool, 5, 64, &err), 0);
+    assert_int_equal(kv_store_init(&kv, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    for (int done = 0; done < N_TOK; done += 5) {
+        int n = N_TOK - done < 5 ? N_TOK - done : 5;
+        int32_t pos[5];
+        const int32_t *tables[5];
+        for (int i = 0; i < n; i++)
+            pos[i] = done + i, tables[i] = table;
+        fwd_batch_t b = {n, tokens + done, pos, tables, NULL};
+        assert_int_equal(fwd_run(&ctx, &kv, &b, got + (size_t)done * c->vocab, &err), 0);
+    }
+    assert_memory_equal(ref, got, (size_t)N_TOK * c->vocab * sizeof(float));
+    kv_store_free(&kv);
+    fwd_ctx_free(&ctx);
+    free(ref);
+    free(got);
+}
+
+/* Two sequences decoded together in one batch, in scattered blocks, with
+ * only some rows asking for logits, give the same bits as each alone. */
+static void test_batch_of_two_sequences(void **state)
+{
+    fixture_t *f = *state;
+    const model_config_t *c = &f->model->cfg;
+    int32_t ta[N_TOK], tb[N_TOK];
+    make_tokens(ta, N_TOK, 2);
+    make_tokens(tb, N_TOK, 3);
+    int32_t table_a[2] = {5, 1}, table_b[2] = {0, 7}; /* interleaved, out of order */
+    int32_t contiguous[2] = {0, 1};
+    float *ref_a = malloc((size_t)N_TOK * c->vocab * sizeof(float));
+    float *ref_b = malloc((size_t)N_TOK * c->vocab * sizeof(float));
+    run_one_by_one(f, f->pool, ta, N_TOK, contiguous, ref_a);
+    run_one_by_one(f, f->pool, tb, N_TOK, contiguous, ref_b);
+
+    err_t err;
+    fwd_ctx_t ctx;
+    kv_store_t kv;
+    float *out = malloc(2 * (size_t)c->vocab * sizeof(float));
+    assert_int_equal(fwd_ctx_init(&ctx, f->model, f->pool, 4, 64, &err), 0);
+    assert_int_equal(kv_store_init(&kv, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    /* sequence b starts 3 tokens late: its first rows are a 3-row prefill
+     * chunk sharing the batch with a's decode rows */
+    for (int step = 0; step < N_TOK + 1; step++) {
+        int32_t tok[4], pos[4];
+        const int32_t *tables[4];
+        uint8_t want[4];
+        int n = 0;
+        if (step < N_TOK) {
+            tok[n] = ta[step], pos[n] = step, tables[n] = table_a, want[n] = 1;
+            n++;
+        }
+        if (step == 2) { /* b's prompt: positions 0..2 in one chunk, logits of the last only */
+            for (int i = 0; i < 3; i++)
+                tok[n] = tb[i], pos[n] = i, tables[n] = table_b, want[n] = i == 2, n++;
+        } else if (step > 2 && step - 1 < N_TOK) {
+            tok[n] = tb[step - 1], pos[n] = step - 1, tables[n] = table_b, want[n] = 1, n++;
+        }
+        if (n == 0)
+            continue;
+        fwd_batch_t b = {n, tok, pos, tables, want};
+        assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), 0);
+        int k = 0;
+        if (step < N_TOK)
+            assert_memory_equal(out + (size_t)k++ * c->vocab, ref_a + (size_t)step * c->vocab, c->vocab * sizeof(float));
+        if (step >= 2 && step - 1 < N_TOK) {
+            int p = step == 2 ? 2 : step - 1;
+            assert_memory_equal(out + (size_t)k * c->vocab, ref_b + (size_t)p * c->vocab, c->vocab * sizeof(float));
+        }
+    }
+    kv_store_free(&kv);
+    fwd_ctx_free(&ctx);
+    free(out), free(ref_a), free(ref_b);
+}
+
+static void test_thread_count_invariance(void **state)
+{
+    fixture_t *f = *state;
+    const model_config_t *c = &f->model->cfg;
+    int32_t tokens[N_TOK], table[2] = {0, 1};
+    make_tokens(tokens, N_TOK, 4);
+    float *a = malloc((size_t)N_TOK * c->vocab * sizeof(float));
+    float *b = malloc((size_t)N_TOK * c->vocab * sizeof(float));
+    err_t err;
+    pool_t *p1 = pool_create(1, &err), *p4 = pool_create(4, &err);
+    run_one_by_one(f, p1, tokens, N_TOK, table, a);
+    run_one_by_one(f, p4, tokens, N_TOK, table, b);
+    assert_memory_equal(a, b, (size_t)N_TOK * c->vocab * sizeof(float));
+    for (size_t i = 0; i < (size_t)N_TOK * c->vocab; i++)
+        assert_true(isfinite(a[i]));
+    pool_destroy(p1);
+    pool_destroy(p4);
+    free(a), free(b);
+}
+
+static void test_bad_batches_rejected(void **state)
+{
+    fixture_t *f = *state;
+    const model_config_t *c = &f->model->cfg;
+    err_t err;
+    fwd_ctx_t ctx;
+    kv_store_t kv;
+    assert_int_equal(fwd_ctx_init(&ctx, f->model, f->pool, 2, 32, &err), 0);
+    assert_int_equal(kv_store_init(&kv, c->n_layers, 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    float *out = malloc(2 * (size_t)c->vocab * sizeof(float));
+    int32_t table[2] = {0, 1}, bad_table[2] = {0, 9};
+    const int32_t *tables[2] = {table, table};
+    int32_t tok[2] = {1, 2}, pos[2] = {0, 1};
+
+    int32_t bad_tok = c->vocab;
+    fwd_batch_t b = {1, &bad_tok, pos, tables, NULL};
+    assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
+    assert_non_null(strstr(err.msg, "vocabulary"));
+
+    int32_t bad_pos = 32;
+    b = (fwd_batch_t){1, tok, &bad_pos, tables, NULL};
+    assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
+    assert_non_null(strstr(err.msg, "position"));
+
+    int32_t far_pos = 20;
+    const int32_t *bad_tables[1] = {bad_table};
+    b = (fwd_batch_t){1, tok, &far_pos, bad_tables, NULL};
+    assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
+    assert_non_null(strstr(err.msg, "block"));
+
+    b = (fwd_batch_t){3, tok, pos, tables, NULL};
+    assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
+    assert_non_null(strstr(err.msg, "rows"));
+    free(out);
+    kv_store_free(&kv);
+    fwd_ctx_free(&ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_chunked_prefill_equals_decode, setup_f32, teardown),
+        cmocka_unit_test_setup_teardown(test_chunked_prefill_equals_decode, setup_q8, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_of_two_sequences, setup_f32, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_of_two_sequences, setup_q8, teardown),
+        cmocka_unit_test_setup_teardown(test_thread_count_invariance, setup_q8, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_batches_rejected, setup_f32, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,273 @@
+/* Kernels against independent double-precision references: conversions,
+ * every type's dequantise / quantise / dot product, matmul threading and
+ * batch invariance, and the elementwise operations. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fp16.h"
+#include "base/rng.h"
+#include "kernels/ops.h"
+#include "kernels/types.h"
+
+static const uint32_t computable[] = {TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0};
+#define N_COMPUTABLE (sizeof computable / sizeof computable[0])
+
+static int setup(void **state)
+{
+    (void)state;
+    fp16_init();
+    return 0;
+}
+
+static void fill_normal(float *x, int64_t n, uint64_t seed, float scale)
+{
+    rng_t r;
+    rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = rng_normal(&r) * scale;
+}
+
+/* Every half value converts exactly (checked against ldexp on its fields),
+ * and f32 -> f16 rounds to the nearest half (ties to even). */
+static void test_fp16(void **state)
+{
+    (void)state;
+    for (uint32_t h = 0; h < 65536; h++) {
+        uint32_t e = (h >> 10) & 31, m = h & 1023;
+        float f = fp16_to_f32((uint16_t)h);
+        if (e == 31) {
+            assert_true(m ? isnan(f) : isinf(f));
+            continue;
+        }
+        double want = e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+        if (h & 0x8000)
+            want = -want;
+        assert_true((double)f == want);
+        /* and back: every finite half survives the round trip */
+        assert_int_equal(f32_to_fp16(f), h == 0x8000 ? 0x8000 : h);
+    }
+    /* rounding: halfway between 1 and the next half rounds to even (1) */
+    assert_int_equal(f32_to_fp16(1.0f + 0.5f / 1024), 0x3c00);
+    assert_int_equal(f32_to_fp16(1.0f + 1.5f / 1024), 0x3c02);
+    assert_int_equal(f32_to_fp16(65520.0f), 0x7c00); /* overflow to inf */
+    assert_int_equal(f32_to_fp16(65519.0f), 0x7bff);
+    assert_true(isnan(fp16_to_f32(f32_to_fp16(NAN))));
+    /* random values: the result is a nearest half */
+    rng_t r;
+    rng_seed(&r, 7);
+    for (int i = 0; i < 100000; i++) {
+        float x = (float)((rng_uniform(&r) - 0.5) * ldexp(1.0, (int)(rng_u64(&r) % 40) - 24));
+        uint16_t h = f32_to_fp16(x);
+        double err = fabs((double)fp16_to_f32(h) - x);
+        double up = fabs((double)fp16_to_f32((uint16_t)(h + 1)) - x);
+        double down = (h & 0x7fff) ? fabs((double)fp16_to_f32((uint16_t)(h - 1)) - x) : INFINITY;
+        assert_true(err <= up && err <= down);
+    }
+}
+
+static void test_bf16(void **state)
+{
+    (void)state;
+    assert_int_equal(f32_to_bf16(1.0f), 0x3f80);
+    assert_true(bf16_to_f32(0x3f80) == 1.0f);
+    /* 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties to even */
+    assert_int_equal(f32_to_bf16(1.0f + 1.0f / 256), 0x3f80);
+    assert_int_equal(f32_to_bf16(1.0f + 3.0f / 256), 0x3f82);
+    assert_true(isnan(bf16_to_f32(f32_to_bf16(NAN))));
+    for (uint32_t b = 0; b < 65536; b++) {
+        float f = bf16_to_f32((uint16_t)b);
+        if (!isnan(f))
+            assert_int_equal(f32_to_bf16(f), b);
+    }
+}
+
+static void test_traits_table(void **state)
+{
+    (void)state;
+    assert_int_equal(type_traits(TYPE_Q8_0)->bytes_per_block, 34);
+    assert_int_equal(type_traits(TYPE_Q8_0)->block_size, 32);
+    assert_int_equal(type_traits(TYPE_Q4_K)->bytes_per_block, 144);
+    assert_int_equal(type_traits(TYPE_Q6_K)->bytes_per_block, 210);
+    assert_null(type_traits(4)); /* removed Q4_2 */
+    assert_null(type_traits(99));
+    assert_int_equal(type_from_name("Q8_0"), TYPE_Q8_0);
+    assert_int_equal(type_from_name("bf16"), TYPE_BF16);
+    assert_int_equal(type_from_name("nope"), -1);
+    assert_false(type_is_computable(TYPE_Q4_K));
+    for (size_t i = 0; i < N_COMPUTABLE; i++)
+        assert_true(type_is_computable(computable[i]));
+    size_t bytes;
+    assert_true(type_row_bytes(TYPE_Q8_0, 64, &bytes));
+    assert_int_equal(bytes, 68);
+    assert_false(type_row_bytes(TYPE_Q8_0, 33, &bytes));
+    assert_false(type_row_bytes(TYPE_F32, INT64_MAX, &bytes));
+}
+
+/* For each type: quantise random data, dequantise, and check
+ * (1) the round-trip error is within the type's precision and
+ * (2) dot_f32 equals a double-precision dot of the dequantised row with x,
+ *     within f32 accumulation error, over ragged lengths. */
+static void test_types_against_reference(void **state)
+{
+    (void)state;
+    const int64_t lengths[] = {32, 64, 96, 160, 1024, 4096};
+    for (size_t ti = 0; ti < N_COMPUTABLE; ti++) {
+        const type_traits_t *t = type_traits(computable[ti]);
+        for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+            int64_t n = lengths[li];
+            float *w = malloc((size_t)n * sizeof *w), *x = malloc((size_t)n * sizeof *x);
+            float *back = malloc((size_t)n * sizeof *back);
+            size_t bytes;
+            assert_true(type_row_bytes(computable[ti], n, &bytes));
+            void *q = malloc(bytes);
+            fill_normal(w, n, 100 + li, 1.0f);
+            fill_normal(x, n, 200 + li, 1.0f);
+            t->from_f32(w, q, n);
+            t->to_f32(q, back, n);
+            /* relative precision of one element: f32 exact, f16 2^-11,
+             * bf16 2^-8; q8_0 half a step of max|block| / 127 */
+            for (int64_t i = 0; i < n; i++) {
+                double tol;
+                if (computable[ti] == TYPE_F32)
+                    tol = 0;
+                else if (computable[ti] == TYPE_F16)
+                    tol = fabs(w[i]) * 0x1p-11 + 0x1p-24;
+                else if (computable[ti] == TYPE_BF16)
+                    tol = fabs(w[i]) * 0x1p-8;
+                else {
+                    int64_t b0 = i / 32 * 32;
+                    double amax = 0;
+                    for (int j = 0; j < 32; j++)
+                        amax = fmax(amax, fabs(w[b0 + j]));
+                    tol = amax / 127 * 0.5 * 1.002 + amax * 0x1p-11; /* half a step, plus the f16 scale's rounding */
+                }
+                assert_true(fabs((double)back[i] - w[i]) <= tol);
+            }
+            double ref = 0, mag = 0;
+            for (int64_t i = 0; i < n; i++) {
+                ref += (double)back[i] * x[i];
+                mag += fabs((double)back[i] * x[i]);
+            }
+            float got = t->dot_f32(q, x, n);
+            /* f32 accumulation: error grows at most ~ n * 2^-24 * sum|terms| */
+            assert_true(fabs(got - ref) <= (double)n * 0x1p-24 * mag + 1e-30);
+            free(w), free(x), free(back), free(q);
+        }
+    }
+}
+
+/* Matmul: equal to per-row dot products, identical bits with 1 or 3
+ * threads, and each row's result independent of the batch it is in. */
+static void test_matmul_threads_and_batch_invariance(void **state)
+{
+    (void)state;
+    const int64_t n_in = 96, n_out = 37; /* ragged: rows do not split evenly */
+    const int n_rows = 5;
+    for (size_t ti = 0; ti < N_COMPUTABLE; ti++) {
+        const type_traits_t *t = type_traits(computable[ti]);
+        size_t row_bytes;
+        type_row_bytes(computable[ti], n_in, &row_bytes);
+        float *wf = malloc((size_t)(n_in * n_out) * sizeof(float));
+        uint8_t *wq = malloc(row_bytes * (size_t)n_out);
+        float *x = malloc((size_t)(n_in * n_rows) * sizeof(float));
+        float *y1 = malloc((size_t)(n_out * n_rows) * sizeof(float));
+        float *y3 = malloc((size_t)(n_out * n_rows) * sizeof(float));
+        float *ysingle = malloc((size_t)n_out * sizeof(float));
+        fill_normal(wf, n_in * n_out, 11, 0.5f);
+        fill_normal(x, n_in * n_rows, 12, 1.0f);
+        for (int64_t o = 0; o < n_out; o++)
+            t->from_f32(wf + o * n_in, wq + (size_t)o * row_bytes, n_in);
+        matrix_t m = {wq, computable[ti], n_in, n_out, row_bytes};
+        err_t err;
+        pool_t *p1 = pool_create(1, &err), *p3 = pool_create(3, &err);
+        ops_matmul(p1, &m, x, y1, n_rows);
+        ops_matmul(p3, &m, x, y3, n_rows);
+        assert_memory_equal(y1, y3, (size_t)(n_out * n_rows) * sizeof(float));
+        for (int r = 0; r < n_rows; r++) {
+            ops_matmul(p3, &m, x + (size_t)r * n_in, ysingle, 1);
+            assert_memory_equal(ysingle, y1 + (size_t)r * n_out, (size_t)n_out * sizeof(float));
+            for (int64_t o = 0; o < n_out; o++)
+                assert_true(y1[r * n_out + o] == t->dot_f32(wq + (size_t)o * row_bytes, x + r * n_in, n_in));
+        }
+        pool_destroy(p1);
+        pool_destroy(p3);
+        free(wf), free(wq), free(x), free(y1), free(y3), free(ysingle);
+    }
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    float x[48], w[48], y[48];
+    fill_normal(x, 48, 1, 3.0f);
+    fill_normal(w, 48, 2, 1.0f);
+    ops_rmsnorm(y, x, w, 48, 1e-6f);
+    double ss = 0;
+    for (int i = 0; i < 48; i++)
+        ss += (double)x[i] * x[i];
+    double scale = 1.0 / sqrt(ss / 48 + 1e-6);
+    for (int i = 0; i < 48; i++)
+        assert_true(fabs(y[i] - x[i] * scale * w[i]) <= 1e-6 * fabs(x[i] * scale * w[i]) + 1e-7);
+    ops_rmsnorm(x, x, w, 48, 1e-6f); /* in place gives the same */
+    assert_memory_equal(x, y, sizeof y);
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    const int hd = 16;
+    float h[16], orig[16];
+    fill_normal(orig, hd, 3, 1.0f);
+    memcpy(h, orig, sizeof h);
+    ops_rope_neox(h, hd, 0, 1e6f); /* position 0: identity */
+    assert_memory_equal(h, orig, sizeof h);
+    const int32_t pos = 37;
+    const double theta = 10000.0;
+    ops_rope_neox(h, hd, pos, (float)theta);
+    for (int i = 0; i < hd / 2; i++) {
+        /* NeoX pairing: element i with element i + hd/2 */
+        double ang = pos * pow(theta, -2.0 * i / hd);
+        double a = orig[i], b = orig[i + hd / 2];
+        assert_true(fabs(h[i] - (a * cos(ang) - b * sin(ang))) < 1e-5);
+        assert_true(fabs(h[i + hd / 2] - (a * sin(ang) + b * cos(ang))) < 1e-5);
+    }
+}
+
+static void test_softmax_swiglu(void **state)
+{
+    (void)state;
+    float x[5] = {1, 2, 3, 1000, -1000};
+    ops_softmax(x, 5);
+    double sum = 0;
+    for (int i = 0; i < 5; i++)
+        sum += x[i];
+    assert_true(fabs(sum - 1.0) < 1e-6);
+    assert_true(x[3] > 0.999f && x[4] == 0.0f);
+    float g[3] = {0.0f, 2.0f, -3.0f}, u[3] = {5.0f, 0.5f, 2.0f};
+    ops_swiglu(g, u, 3);
+    assert_true(g[0] == 0.0f);
+    assert_true(fabs(g[1] - 2.0 / (1 + exp(-2.0)) * 0.5) < 1e-6);
+    assert_true(fabs(g[2] - (-3.0) / (1 + exp(3.0)) * 2.0) < 1e-6);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fp16),
+        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_traits_table),
+        cmocka_unit_test(test_types_against_reference),
+        cmocka_unit_test(test_matmul_threads_and_batch_invariance),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_softmax_swiglu),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
