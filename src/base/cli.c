@@ -44,8 +44,7 @@ int cli_parse_f64(const char *flag, const char *s, double lo, double hi, double 
     return 0;
 }
 
-int cli_parse_i32_list(const char *flag, const char *s, int32_t lo, int32_t hi, int32_t **out, int *n_out,
-                       err_t *err)
+int cli_parse_i32_list(const char *flag, const char *s, int32_t lo, int32_t hi, int32_t **out, int *n_out, err_t *err)
 {
     size_t cap = 1;
     for (const char *c = s; *c; c++)

@@ -13,8 +13,7 @@ int cli_parse_u64(const char *flag, const char *s, uint64_t *out, err_t *err);
 int cli_parse_f64(const char *flag, const char *s, double lo, double hi, double *out, err_t *err);
 
 /* Comma-separated integers in [lo, hi]; *out is malloc'd. */
-int cli_parse_i32_list(const char *flag, const char *s, int32_t lo, int32_t hi, int32_t **out, int *n_out,
-                       err_t *err);
+int cli_parse_i32_list(const char *flag, const char *s, int32_t lo, int32_t hi, int32_t **out, int *n_out, err_t *err);
 
 /* Option lookup for the simple "--flag value" / "--flag=value" / "--switch"
  * style every subcommand uses. Returns the value of argv[*i] if it is `name`

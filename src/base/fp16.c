@@ -33,7 +33,7 @@ uint16_t f32_to_fp16(float f)
     uint32_t abs = u & 0x7fffffffu;
     if (abs > 0x7f800000u)
         return sign | 0x7e00; /* NaN */
-    if (abs >= 0x477ff000u)  /* rounds to >= 65520: infinity */
+    if (abs >= 0x477ff000u)   /* rounds to >= 65520: infinity */
         return sign | 0x7c00;
     if (abs < 0x38800000u) { /* below the smallest normal half: subnormal */
         float a;

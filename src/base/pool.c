@@ -17,8 +17,8 @@ struct pool {
     int n_threads;
     worker_t *workers; /* (n_threads - 1): thread 0 is the caller */
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* workers wait here for a new generation */
-    pthread_cond_t done; /* the caller waits here for pending == 0 */
+    pthread_cond_t wake;      /* workers wait here for a new generation */
+    pthread_cond_t done;      /* the caller waits here for pending == 0 */
     unsigned long generation; /* bumped once per pool_run */
     int pending;              /* workers still running the current job */
     bool is_stopping;

@@ -12,7 +12,7 @@ typedef struct rng {
 
 void rng_seed(rng_t *r, uint64_t seed);
 uint64_t rng_u64(rng_t *r);
-double rng_uniform(rng_t *r);   /* [0, 1) with 53 random bits */
-float rng_normal(rng_t *r);     /* standard normal (Box-Muller) */
+double rng_uniform(rng_t *r); /* [0, 1) with 53 random bits */
+float rng_normal(rng_t *r);   /* standard normal (Box-Muller) */
 
 #endif

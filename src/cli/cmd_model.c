@@ -51,16 +51,10 @@ static void print_value(const gguf_kv_t *kv)
             printf(" (%" PRIu64 " bytes)", kv->str.len);
         break;
     }
-    case GGUF_TYPE_ARRAY:
-        printf("[%s x %" PRIu64 "]", gguf_vtype_name(kv->arr_type), kv->arr_count);
-        break;
+    case GGUF_TYPE_ARRAY: printf("[%s x %" PRIu64 "]", gguf_vtype_name(kv->arr_type), kv->arr_count); break;
     case GGUF_TYPE_F32:
-    case GGUF_TYPE_F64:
-        printf("%g", kv->num.f64);
-        break;
-    case GGUF_TYPE_BOOL:
-        fputs(kv->num.u64 ? "true" : "false", stdout);
-        break;
+    case GGUF_TYPE_F64: printf("%g", kv->num.f64); break;
+    case GGUF_TYPE_BOOL: fputs(kv->num.u64 ? "true" : "false", stdout); break;
     default:
         if (kv->is_signed)
             printf("%" PRId64, kv->num.i64);
@@ -93,8 +87,8 @@ static void print_tokenizer(const gguf_t *g, int n_rows)
     int n_bytes = 0;
     for (int b = 0; b < 256; b++)
         n_bytes += v.byte_token[b] >= 0;
-    printf("tokenizer:     %.*s (pre-tokenizer '%.*s'), %d tokens, %" PRIu64 " merges\n", (int)v.model.len,
-           v.model.ptr, (int)v.pre.len, v.pre.ptr, v.n_tokens, v.n_merges);
+    printf("tokenizer:     %.*s (pre-tokenizer '%.*s'), %d tokens, %" PRIu64 " merges\n", (int)v.model.len, v.model.ptr,
+           (int)v.pre.len, v.pre.ptr, v.n_tokens, v.n_merges);
     printf("  token types: normal %d, control %d, user-defined %d, unused %d, byte %d, unknown %d\n", count[1],
            count[3], count[4], count[5], count[6], count[2]);
     printf("  byte tokens: %d of 256\n", n_bytes);
@@ -161,8 +155,8 @@ static int model_info(int argc, char **argv)
     if (m) {
         const model_config_t *c = &m->cfg;
         printf("architecture:  %s\n", m->arch);
-        printf("  layers %d, hidden %d, ffn %d, heads %d, kv heads %d, head dim %d\n", c->n_layers, c->hidden,
-               c->ffn, c->n_heads, c->n_kv_heads, c->head_dim);
+        printf("  layers %d, hidden %d, ffn %d, heads %d, kv heads %d, head dim %d\n", c->n_layers, c->hidden, c->ffn,
+               c->n_heads, c->n_kv_heads, c->head_dim);
         printf("  vocab %d, context %d, rope theta %g, rms eps %g, output %s\n", c->vocab, c->context_length,
                c->rope_theta, c->rms_eps, c->is_tied ? "tied to token_embd" : "separate");
         printf("  parameters %" PRIu64 " (%.3f B), weight bytes %" PRIu64 " (%.1f MiB)\n", m->n_params,
@@ -238,7 +232,7 @@ static int model_synth(int argc, char **argv)
         const char *flag;
         int64_t v;
         bool is_set;
-    } ints[] = {{"--layers", 0, 0}, {"--hidden", 0, 0}, {"--ffn", 0, 0},    {"--heads", 0, 0},
+    } ints[] = {{"--layers", 0, 0},   {"--hidden", 0, 0},   {"--ffn", 0, 0},   {"--heads", 0, 0},
                 {"--kv-heads", 0, 0}, {"--head-dim", 0, 0}, {"--vocab", 0, 0}, {"--context", 0, 0}};
     enum { N_INTS = sizeof ints / sizeof ints[0] };
     double theta = 0, eps = 0;
@@ -304,7 +298,7 @@ static int model_synth(int argc, char **argv)
     model_config_t cfg;
     if (synth_preset(preset, &cfg, &err))
         goto bad;
-    int *fields[N_INTS] = {&cfg.n_layers, &cfg.hidden, &cfg.ffn, &cfg.n_heads,
+    int *fields[N_INTS] = {&cfg.n_layers,   &cfg.hidden,   &cfg.ffn,   &cfg.n_heads,
                            &cfg.n_kv_heads, &cfg.head_dim, &cfg.vocab, &cfg.context_length};
     for (int k = 0; k < N_INTS; k++)
         if (ints[k].is_set)
@@ -328,8 +322,8 @@ static int model_synth(int argc, char **argv)
     if (!pool)
         goto fail;
     progress_t prog = {isatty(STDERR_FILENO), clock_now_ns(), -1};
-    int rc = synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, pool, show_progress, &prog,
-                         &err);
+    int rc =
+        synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, pool, show_progress, &prog, &err);
     pool_destroy(pool);
     if (prog.is_tty)
         fputc('\n', stderr);

@@ -255,7 +255,8 @@ static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
         s->tokens[p] = id;
         n_gen++;
         if (!o->quiet) {
-            fwrite(text, 1, detok_push(&dt, id, text), stdout);
+            size_t k = detok_push(&dt, id, text);
+            fwrite(text, 1, k, stdout);
             fflush(stdout);
         }
         if ((id == s->vocab.eos_id && !o->ignore_eos) || n_gen == o->max_tokens)
@@ -269,7 +270,8 @@ static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
     }
     int64_t t2 = clock_now_ns();
     if (!o->quiet) {
-        fwrite(text, 1, detok_flush(&dt, text), stdout);
+        size_t k = detok_flush(&dt, text);
+        fwrite(text, 1, k, stdout);
         fputc('\n', stdout);
         fflush(stdout);
     }
@@ -287,8 +289,8 @@ static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
     /* n_gen tokens took n_gen - 1 forward passes (the first came from prefill) */
     int n_dec = n_gen > 1 ? n_gen - 1 : 0;
     fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.2f tok/s); threads %d\n",
-            n_prompt, pre_s, n_prompt / (pre_s > 0 ? pre_s : 1e-9), n_gen, dec_s,
-            n_dec / (dec_s > 0 ? dec_s : 1e-9), pool_size(s->pool));
+            n_prompt, pre_s, n_prompt / (pre_s > 0 ? pre_s : 1e-9), n_gen, dec_s, n_dec / (dec_s > 0 ? dec_s : 1e-9),
+            pool_size(s->pool));
     return 0;
 }
 
@@ -296,8 +298,7 @@ int cmd_run(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf(run_usage, cli_default_model(), RUN_DEFAULT_MAX_TOKENS, pool_default_threads(),
-                   RUN_DEFAULT_CHUNK);
+            printf(run_usage, cli_default_model(), RUN_DEFAULT_MAX_TOKENS, pool_default_threads(), RUN_DEFAULT_CHUNK);
             return 0;
         }
     }

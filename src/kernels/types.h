@@ -49,7 +49,7 @@ typedef enum ggml_type {
 
 /* Q8_0 block: 32 signed 8-bit values sharing one f16 scale; x = d * q. */
 typedef struct block_q8_0 {
-    uint16_t d;      /* f16 scale */
+    uint16_t d;       /* f16 scale */
     int8_t qs[QK8_0]; /* quants */
 } block_q8_0_t;
 _Static_assert(sizeof(block_q8_0_t) == 34, "Q8_0 block is 34 bytes");
@@ -62,8 +62,8 @@ typedef void (*type_from_f32_fn)(const float *src, void *dst, int64_t n);
 typedef float (*type_dot_f32_fn)(const void *w, const float *x, int64_t n);
 
 typedef struct type_traits {
-    const char *name;    /* "q8_0": as llama.cpp and gguf-py spell it */
-    int64_t block_size;  /* elements per block */
+    const char *name;   /* "q8_0": as llama.cpp and gguf-py spell it */
+    int64_t block_size; /* elements per block */
     size_t bytes_per_block;
     /* The kernels below are NULL for types splash can describe but not
      * compute with yet; type_is_computable() says which. */

@@ -33,14 +33,14 @@ typedef struct fwd_ctx {
     pool_t *pool;
     int max_rows;
     int max_ctx;
-    float *x;       /* (max_rows, hidden) residual stream */
-    float *xn;      /* (max_rows, max(hidden, q_dim)) normed input / attention output */
-    float *q;       /* (max_rows, n_heads * head_dim) */
-    float *k;       /* (max_rows, n_kv_heads * head_dim) */
-    float *v;       /* (max_rows, n_kv_heads * head_dim) */
-    float *gate;    /* (max_rows, ffn) */
-    float *up;      /* (max_rows, ffn) */
-    float *scores;  /* (n_threads, max_ctx) attention weights, one row per thread */
+    float *x;          /* (max_rows, hidden) residual stream */
+    float *xn;         /* (max_rows, max(hidden, q_dim)) normed input / attention output */
+    float *q;          /* (max_rows, n_heads * head_dim) */
+    float *k;          /* (max_rows, n_kv_heads * head_dim) */
+    float *v;          /* (max_rows, n_kv_heads * head_dim) */
+    float *gate;       /* (max_rows, ffn) */
+    float *up;         /* (max_rows, ffn) */
+    float *scores;     /* (n_threads, max_ctx) attention weights, one row per thread */
     int32_t *out_rows; /* (max_rows) indices of rows whose logits are wanted */
 } fwd_ctx_t;
 

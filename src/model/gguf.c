@@ -88,8 +88,9 @@ static int skip_array(cursor_t *c, uint32_t elem_type, uint64_t count, int depth
     if (elem) {
         uint64_t bytes;
         if (__builtin_mul_overflow(count, (uint64_t)elem, &bytes) || bytes > c->size - c->pos)
-            return err_set(c->err, "key '%s': array of %" PRIu64 " %s values at offset %zu runs past the end of the file",
-                           key, count, vtype_names[elem_type], c->pos);
+            return err_set(c->err,
+                           "key '%s': array of %" PRIu64 " %s values at offset %zu runs past the end of the file", key,
+                           count, vtype_names[elem_type], c->pos);
         c->pos += (size_t)bytes;
         if (elem_type == GGUF_TYPE_BOOL) {
             for (uint64_t i = 0; i < count; i++)
@@ -154,8 +155,7 @@ static int read_kv(cursor_t *c, gguf_kv_t *kv, uint64_t index)
         kv->arr_bytes = c->pos - start;
         return 0;
     }
-    default:
-        break;
+    default: break;
     }
     uint8_t raw[8] = {0};
     size_t n = gguf_vtype_size(kv->type);
@@ -163,14 +163,47 @@ static int read_kv(cursor_t *c, gguf_kv_t *kv, uint64_t index)
         return err_prefix(c->err, "key '%s': ", key);
     switch (kv->type) {
     case GGUF_TYPE_U8: kv->num.u64 = raw[0]; break;
-    case GGUF_TYPE_I8: kv->num.i64 = (int8_t)raw[0]; kv->is_signed = true; break;
-    case GGUF_TYPE_U16: { uint16_t v; memcpy(&v, raw, 2); kv->num.u64 = v; break; }
-    case GGUF_TYPE_I16: { int16_t v; memcpy(&v, raw, 2); kv->num.i64 = v; kv->is_signed = true; break; }
-    case GGUF_TYPE_U32: { uint32_t v; memcpy(&v, raw, 4); kv->num.u64 = v; break; }
-    case GGUF_TYPE_I32: { int32_t v; memcpy(&v, raw, 4); kv->num.i64 = v; kv->is_signed = true; break; }
+    case GGUF_TYPE_I8:
+        kv->num.i64 = (int8_t)raw[0];
+        kv->is_signed = true;
+        break;
+    case GGUF_TYPE_U16: {
+        uint16_t v;
+        memcpy(&v, raw, 2);
+        kv->num.u64 = v;
+        break;
+    }
+    case GGUF_TYPE_I16: {
+        int16_t v;
+        memcpy(&v, raw, 2);
+        kv->num.i64 = v;
+        kv->is_signed = true;
+        break;
+    }
+    case GGUF_TYPE_U32: {
+        uint32_t v;
+        memcpy(&v, raw, 4);
+        kv->num.u64 = v;
+        break;
+    }
+    case GGUF_TYPE_I32: {
+        int32_t v;
+        memcpy(&v, raw, 4);
+        kv->num.i64 = v;
+        kv->is_signed = true;
+        break;
+    }
     case GGUF_TYPE_U64: memcpy(&kv->num.u64, raw, 8); break;
-    case GGUF_TYPE_I64: memcpy(&kv->num.i64, raw, 8); kv->is_signed = true; break;
-    case GGUF_TYPE_F32: { float v; memcpy(&v, raw, 4); kv->num.f64 = v; break; }
+    case GGUF_TYPE_I64:
+        memcpy(&kv->num.i64, raw, 8);
+        kv->is_signed = true;
+        break;
+    case GGUF_TYPE_F32: {
+        float v;
+        memcpy(&v, raw, 4);
+        kv->num.f64 = v;
+        break;
+    }
     case GGUF_TYPE_F64: memcpy(&kv->num.f64, raw, 8); break;
     case GGUF_TYPE_BOOL:
         if (raw[0] > 1)
@@ -191,7 +224,8 @@ static int read_tensor_info(cursor_t *c, gguf_tensor_t *t, uint64_t index)
     memcpy(t->name, name.ptr, (size_t)name.len);
     t->name[name.len] = '\0';
     if (name.len == 0 || strlen(t->name) != name.len)
-        return err_set(c->err, "tensor info %" PRIu64 " at offset %zu: name is empty or contains a NUL byte", index, at);
+        return err_set(c->err, "tensor info %" PRIu64 " at offset %zu: name is empty or contains a NUL byte", index,
+                       at);
     if (read_u32(c, &t->n_dims, "tensor dimension count"))
         return err_prefix(c->err, "tensor '%s': ", t->name);
     if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS)
@@ -541,12 +575,36 @@ int64_t gguf_arr_int(const gguf_kv_t *arr, uint64_t i)
     switch (arr->arr_type) {
     case GGUF_TYPE_U8: return p[0];
     case GGUF_TYPE_I8: return (int8_t)p[0];
-    case GGUF_TYPE_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case GGUF_TYPE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case GGUF_TYPE_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case GGUF_TYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case GGUF_TYPE_U64: { uint64_t v; memcpy(&v, p, 8); return (int64_t)v; }
-    case GGUF_TYPE_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case GGUF_TYPE_U16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case GGUF_TYPE_I16: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case GGUF_TYPE_U32: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case GGUF_TYPE_I32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case GGUF_TYPE_U64: {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return (int64_t)v;
+    }
+    case GGUF_TYPE_I64: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
     default: return 0;
     }
 }

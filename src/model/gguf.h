@@ -20,12 +20,12 @@
 #define GGUF_MAGIC "GGUF"
 #define GGUF_VERSION 3
 #define GGUF_DEFAULT_ALIGNMENT 32
-#define GGUF_MAX_DIMS 4           /* ggml tensors have at most 4 dimensions */
-#define GGUF_MAX_NAME_LEN 255     /* longest tensor name accepted */
-#define GGUF_MAX_KEY_LEN 1024     /* longest metadata key accepted */
-#define GGUF_MAX_ARRAY_DEPTH 8    /* deepest nesting of arrays accepted */
+#define GGUF_MAX_DIMS 4            /* ggml tensors have at most 4 dimensions */
+#define GGUF_MAX_NAME_LEN 255      /* longest tensor name accepted */
+#define GGUF_MAX_KEY_LEN 1024      /* longest metadata key accepted */
+#define GGUF_MAX_ARRAY_DEPTH 8     /* deepest nesting of arrays accepted */
 #define GGUF_MAX_TENSORS (1 << 20) /* far above any real model's tensor count */
-#define GGUF_MAX_KV (1 << 20)     /* likewise for metadata pairs */
+#define GGUF_MAX_KV (1 << 20)      /* likewise for metadata pairs */
 #define GGUF_MAX_ALIGNMENT (1u << 20)
 
 typedef enum gguf_vtype {
@@ -61,11 +61,11 @@ typedef struct gguf_kv {
         double f64;
     } num;
     bool is_signed;
-    gguf_str_t str;           /* GGUF_TYPE_STRING */
-    uint32_t arr_type;        /* GGUF_TYPE_ARRAY: element type */
-    uint64_t arr_count;       /* GGUF_TYPE_ARRAY: number of elements */
-    const uint8_t *arr_data;  /* GGUF_TYPE_ARRAY: first element, in the mapping */
-    size_t arr_bytes;         /* GGUF_TYPE_ARRAY: bytes of all elements */
+    gguf_str_t str;          /* GGUF_TYPE_STRING */
+    uint32_t arr_type;       /* GGUF_TYPE_ARRAY: element type */
+    uint64_t arr_count;      /* GGUF_TYPE_ARRAY: number of elements */
+    const uint8_t *arr_data; /* GGUF_TYPE_ARRAY: first element, in the mapping */
+    size_t arr_bytes;        /* GGUF_TYPE_ARRAY: bytes of all elements */
 } gguf_kv_t;
 
 typedef struct gguf_tensor {

@@ -52,8 +52,14 @@ static void put(gguf_writer_t *w, const void *p, size_t n)
     b->len += n;
 }
 
-static void put_u32(gguf_writer_t *w, uint32_t v) { put(w, &v, 4); }
-static void put_u64(gguf_writer_t *w, uint64_t v) { put(w, &v, 8); }
+static void put_u32(gguf_writer_t *w, uint32_t v)
+{
+    put(w, &v, 4);
+}
+static void put_u64(gguf_writer_t *w, uint64_t v)
+{
+    put(w, &v, 8);
+}
 
 static void put_str(gguf_writer_t *w, const char *s)
 {
@@ -83,9 +89,21 @@ void gguf_writer_free(gguf_writer_t *w)
     free(w);
 }
 
-void gguf_w_u32(gguf_writer_t *w, const char *k, uint32_t v) { key(w, k, GGUF_TYPE_U32); put_u32(w, v); }
-void gguf_w_i32(gguf_writer_t *w, const char *k, int32_t v) { key(w, k, GGUF_TYPE_I32); put(w, &v, 4); }
-void gguf_w_f32(gguf_writer_t *w, const char *k, float v) { key(w, k, GGUF_TYPE_F32); put(w, &v, 4); }
+void gguf_w_u32(gguf_writer_t *w, const char *k, uint32_t v)
+{
+    key(w, k, GGUF_TYPE_U32);
+    put_u32(w, v);
+}
+void gguf_w_i32(gguf_writer_t *w, const char *k, int32_t v)
+{
+    key(w, k, GGUF_TYPE_I32);
+    put(w, &v, 4);
+}
+void gguf_w_f32(gguf_writer_t *w, const char *k, float v)
+{
+    key(w, k, GGUF_TYPE_F32);
+    put(w, &v, 4);
+}
 
 void gguf_w_bool(gguf_writer_t *w, const char *k, bool v)
 {
@@ -267,8 +285,7 @@ static int mem_sink(void *b, const void *p, size_t n, err_t *err)
     return mw->is_oom ? err_set(err, "out of memory") : 0;
 }
 
-int gguf_writer_write_mem(gguf_writer_t *w, void **out, size_t *out_size, gguf_fill_fn fill, void *ctx,
-                          err_t *err)
+int gguf_writer_write_mem(gguf_writer_t *w, void **out, size_t *out_size, gguf_fill_fn fill, void *ctx, err_t *err)
 {
     gguf_writer_t mw = {0};
     if (write_all(w, mem_sink, &mw, fill, ctx, err)) {

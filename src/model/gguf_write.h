@@ -40,7 +40,6 @@ typedef int (*gguf_fill_fn)(void *ctx, int index, void *dst, size_t n_bytes, err
 int gguf_writer_write(gguf_writer_t *w, const char *path, gguf_fill_fn fill, void *ctx, err_t *err);
 
 /* Same, into a malloc'd buffer (tests). */
-int gguf_writer_write_mem(gguf_writer_t *w, void **out, size_t *out_size, gguf_fill_fn fill, void *ctx,
-                          err_t *err);
+int gguf_writer_write_mem(gguf_writer_t *w, void **out, size_t *out_size, gguf_fill_fn fill, void *ctx, err_t *err);
 
 #endif

@@ -24,8 +24,7 @@ static int get_dim(const gguf_t *g, const char *arch, const char *suffix, int lo
     return 0;
 }
 
-static int get_float(const gguf_t *g, const char *arch, const char *suffix, float lo, float hi, float *out,
-                     err_t *err)
+static int get_float(const gguf_t *g, const char *arch, const char *suffix, float lo, float hi, float *out, err_t *err)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -50,8 +49,9 @@ static const gguf_tensor_t *want_tensor(const gguf_t *g, const char *name, int n
     for (int d = 0; d < GGUF_MAX_DIMS; d++)
         ok = ok && t->ne[d] == want[d];
     if (!ok) {
-        err_set(err, "tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "], expected [%" PRId64
-                     ", %" PRId64 "]",
+        err_set(err,
+                "tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "], expected [%" PRId64
+                ", %" PRId64 "]",
                 name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], want[0], want[1]);
         return NULL;
     }
@@ -77,8 +77,9 @@ static int bind_matrix(model_t *m, const char *name, int64_t n_in, int64_t n_out
     if (!t)
         return -1;
     if (!type_is_computable(t->type))
-        return err_set(err, "tensor '%s' has type %s, which splash cannot compute with yet (supported: f32, f16, "
-                            "bf16, q8_0)",
+        return err_set(err,
+                       "tensor '%s' has type %s, which splash cannot compute with yet (supported: f32, f16, "
+                       "bf16, q8_0)",
                        name, type_name(t->type));
     out->data = t->data;
     out->type = t->type;
@@ -152,7 +153,7 @@ static int load_qwen3(model_t *m, err_t *err)
     for (int i = 0; i < c->n_layers; i++) {
         model_layer_t *l = &m->layers[i];
         char n[11][96];
-        const char *suffix[11] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_q_norm", "attn_k_norm",
+        const char *suffix[11] = {"attn_norm",   "attn_q",   "attn_k",   "attn_v", "attn_q_norm", "attn_k_norm",
                                   "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
         for (int j = 0; j < 11; j++)
             snprintf(n[j], sizeof n[j], "blk.%d.%s.weight", i, suffix[j]);
@@ -160,10 +161,8 @@ static int load_qwen3(model_t *m, err_t *err)
             bind_matrix(m, n[1], c->hidden, q_dim, &l->wq, err) ||
             bind_matrix(m, n[2], c->hidden, kv_dim, &l->wk, err) ||
             bind_matrix(m, n[3], c->hidden, kv_dim, &l->wv, err) ||
-            bind_vector(m, n[4], c->head_dim, &l->q_norm, err) ||
-            bind_vector(m, n[5], c->head_dim, &l->k_norm, err) ||
-            bind_matrix(m, n[6], q_dim, c->hidden, &l->wo, err) ||
-            bind_vector(m, n[7], c->hidden, &l->ffn_norm, err) ||
+            bind_vector(m, n[4], c->head_dim, &l->q_norm, err) || bind_vector(m, n[5], c->head_dim, &l->k_norm, err) ||
+            bind_matrix(m, n[6], q_dim, c->hidden, &l->wo, err) || bind_vector(m, n[7], c->hidden, &l->ffn_norm, err) ||
             bind_matrix(m, n[8], c->hidden, c->ffn, &l->w_gate, err) ||
             bind_matrix(m, n[9], c->hidden, c->ffn, &l->w_up, err) ||
             bind_matrix(m, n[10], c->ffn, c->hidden, &l->w_down, err))

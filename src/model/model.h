@@ -44,11 +44,11 @@ typedef struct model {
     gguf_t *gguf; /* owned: the weights live in its mapping */
     char arch[MODEL_ARCH_LEN];
     model_config_t cfg;
-    matrix_t tok_embd;      /* (vocab, hidden) */
-    const float *out_norm;  /* (hidden) */
-    matrix_t output;        /* (vocab, hidden); the same bytes as tok_embd when tied */
-    model_layer_t *layers;  /* (n_layers) */
-    uint64_t weight_bytes;  /* bytes of all tensors the forward reads */
+    matrix_t tok_embd;     /* (vocab, hidden) */
+    const float *out_norm; /* (hidden) */
+    matrix_t output;       /* (vocab, hidden); the same bytes as tok_embd when tied */
+    model_layer_t *layers; /* (n_layers) */
+    uint64_t weight_bytes; /* bytes of all tensors the forward reads */
     uint64_t n_params;
 } model_t;
 

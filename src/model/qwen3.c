@@ -181,8 +181,10 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
             }
             int32_t pos = b->pos[r];
             int32_t blk = b->block_tables[r][pos / kv->block_size];
-            memcpy(kv_k(kv, li, blk, pos % kv->block_size), ctx->k + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
-            memcpy(kv_v(kv, li, blk, pos % kv->block_size), ctx->v + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
+            memcpy(kv_k(kv, li, blk, pos % kv->block_size), ctx->k + (size_t)r * kv_dim,
+                   (size_t)kv_dim * sizeof(float));
+            memcpy(kv_v(kv, li, blk, pos % kv->block_size), ctx->v + (size_t)r * kv_dim,
+                   (size_t)kv_dim * sizeof(float));
         }
 
         /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */

@@ -17,15 +17,31 @@ int synth_preset(const char *name, model_config_t *cfg, err_t *err)
 {
     memset(cfg, 0, sizeof *cfg);
     if (strcmp(name, "tiny") == 0) {
-        *cfg = (model_config_t){.n_layers = 2, .hidden = 64, .ffn = 128, .n_heads = 4, .n_kv_heads = 2,
-                                .head_dim = 16, .vocab = 512, .context_length = 4096, .rope_theta = 1e6f,
-                                .rms_eps = 1e-6f, .is_tied = false};
+        *cfg = (model_config_t){.n_layers = 2,
+                                .hidden = 64,
+                                .ffn = 128,
+                                .n_heads = 4,
+                                .n_kv_heads = 2,
+                                .head_dim = 16,
+                                .vocab = 512,
+                                .context_length = 4096,
+                                .rope_theta = 1e6f,
+                                .rms_eps = 1e-6f,
+                                .is_tied = false};
         return 0;
     }
     if (strcmp(name, "qwen3-0.6b") == 0) {
-        *cfg = (model_config_t){.n_layers = 28, .hidden = 1024, .ffn = 3072, .n_heads = 16, .n_kv_heads = 8,
-                                .head_dim = 128, .vocab = 151936, .context_length = 40960, .rope_theta = 1e6f,
-                                .rms_eps = 1e-6f, .is_tied = true};
+        *cfg = (model_config_t){.n_layers = 28,
+                                .hidden = 1024,
+                                .ffn = 3072,
+                                .n_heads = 16,
+                                .n_kv_heads = 8,
+                                .head_dim = 128,
+                                .vocab = 151936,
+                                .context_length = 40960,
+                                .rope_theta = 1e6f,
+                                .rms_eps = 1e-6f,
+                                .is_tied = true};
         return 0;
     }
     return err_set(err, "unknown preset '%s' (presets: tiny, qwen3-0.6b)", name);
@@ -51,8 +67,8 @@ int synth_check(const model_config_t *c, uint32_t wtype, err_t *err)
     const char *what[3] = {"hidden", "heads x head-dim", "ffn"};
     for (int i = 0; i < 3; i++)
         if (widths[i] % bs)
-            return err_set(err, "%s = %lld is not a multiple of the %s block size %lld", what[i],
-                           (long long)widths[i], type_name(wtype), (long long)bs);
+            return err_set(err, "%s = %lld is not a multiple of the %s block size %lld", what[i], (long long)widths[i],
+                           type_name(wtype), (long long)bs);
     return 0;
 }
 
@@ -209,8 +225,8 @@ int synth_write(const char *path, const char *name, const model_config_t *c, uin
     add(&s, "token_embd.weight", wtype, c->hidden, c->vocab, 0);
     for (int i = 0; i < c->n_layers; i++) {
         char n[96];
-#define LAYER_TENSOR(suffix, type, n_in, n_out, is_norm)                                                   \
-    snprintf(n, sizeof n, "blk.%d.%s.weight", i, suffix);                                                  \
+#define LAYER_TENSOR(suffix, type, n_in, n_out, is_norm)                                                               \
+    snprintf(n, sizeof n, "blk.%d.%s.weight", i, suffix);                                                              \
     add(&s, n, type, n_in, n_out, is_norm)
         LAYER_TENSOR("attn_norm", TYPE_F32, c->hidden, 1, 1);
         LAYER_TENSOR("attn_q", wtype, c->hidden, q_dim, 0);

@@ -54,7 +54,8 @@ int vocab_load(vocab_t *v, const gguf_t *g, int n_vocab_rows, err_t *err)
     }
     if (gguf_find(g, "tokenizer.ggml.pre") && gguf_get_str(g, "tokenizer.ggml.pre", &v->pre, err))
         return -1;
-    if (gguf_find(g, "tokenizer.ggml.add_bos_token") && gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos, err))
+    if (gguf_find(g, "tokenizer.ggml.add_bos_token") &&
+        gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos, err))
         return -1;
     v->has_chat_template = gguf_find(g, "tokenizer.chat_template") != NULL;
 

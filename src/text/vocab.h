@@ -23,9 +23,9 @@ enum {
 
 typedef struct vocab {
     int n_tokens;
-    gguf_str_t *tokens;  /* (n_tokens) */
-    int32_t *types;      /* (n_tokens) */
-    int32_t byte_token[256]; /* token id of each single byte, -1 if absent */
+    gguf_str_t *tokens;             /* (n_tokens) */
+    int32_t *types;                 /* (n_tokens) */
+    int32_t byte_token[256];        /* token id of each single byte, -1 if absent */
     int32_t bos_id, eos_id, pad_id; /* -1 when the file names none */
     bool add_bos;
     uint64_t n_merges;

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include <math.h>
@@ -15,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/types.h"
 #include "model/forward.h"
 #include "model/synth.h"
-#include "kernels/types.h"
 
 #define N_TOK 24 /* tokens per test sequence: spans two KV blocks */
 
@@ -48,8 +49,14 @@ static int setup_type(void **state, uint32_t type)
     return 0;
 }
 
-static int setup_f32(void **state) { return setup_type(state, TYPE_F32); }
-static int setup_q8(void **state) { return setup_type(state, TYPE_Q8_0); }
+static int setup_f32(void **state)
+{
+    return setup_type(state, TYPE_F32);
+}
+static int setup_q8(void **state)
+{
+    return setup_type(state, TYPE_Q8_0);
+}
 
 static int teardown(void **state)
 {
@@ -165,7 +172,8 @@ static void test_batch_of_two_sequences(void **state)
         assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), 0);
         int k = 0;
         if (step < N_TOK)
-            assert_memory_equal(out + (size_t)k++ * c->vocab, ref_a + (size_t)step * c->vocab, c->vocab * sizeof(float));
+            assert_memory_equal(out + (size_t)k++ * c->vocab, ref_a + (size_t)step * c->vocab,
+                                c->vocab * sizeof(float));
         if (step >= 2 && step - 1 < N_TOK) {
             int p = step == 2 ? 2 : step - 1;
             assert_memory_equal(out + (size_t)k * c->vocab, ref_b + (size_t)p * c->vocab, c->vocab * sizeof(float));

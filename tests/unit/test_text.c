@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include <stdio.h>
@@ -21,7 +22,7 @@ static void test_bytelevel(void **state)
 {
     (void)state;
     assert_int_equal(bytelevel_cp('A'), 'A');
-    assert_int_equal(bytelevel_cp(' '), 0x120); /* 'Ġ' */
+    assert_int_equal(bytelevel_cp(' '), 0x120);  /* 'Ġ' */
     assert_int_equal(bytelevel_cp('\n'), 0x10A); /* 'Ċ' */
     assert_int_equal(bytelevel_cp(0), 0x100);
     assert_int_equal(bytelevel_cp(0x7F), 0x121);
@@ -48,9 +49,9 @@ static void test_utf8_decode(void **state)
     uint32_t cp;
     assert_int_equal(utf8_decode("\xe2\x82\xac", 3, &cp), 3);
     assert_int_equal(cp, 0x20AC);
-    assert_int_equal(utf8_decode("\xe2\x82", 2, &cp), 0);       /* incomplete */
-    assert_int_equal(utf8_decode("\xc0\x80", 2, &cp), 0);       /* overlong */
-    assert_int_equal(utf8_decode("\xed\xa0\x80", 3, &cp), 0);   /* surrogate */
+    assert_int_equal(utf8_decode("\xe2\x82", 2, &cp), 0);         /* incomplete */
+    assert_int_equal(utf8_decode("\xc0\x80", 2, &cp), 0);         /* overlong */
+    assert_int_equal(utf8_decode("\xed\xa0\x80", 3, &cp), 0);     /* surrogate */
     assert_int_equal(utf8_decode("\xf4\x90\x80\x80", 4, &cp), 0); /* > U+10FFFF */
 }
 
@@ -122,7 +123,9 @@ static void test_vocab(void **state)
 static void test_detok_holds_partial_utf8(void **state)
 {
     fixture_t *f = *state;
-    const char *s = "a\xe2\x82\xac" "b\xf0\x9f\x98\x80\xff" "c";
+    const char *s = "a\xe2\x82\xac"
+                    "b\xf0\x9f\x98\x80\xff"
+                    "c";
     size_t n = strlen(s);
     int32_t ids[32];
     vocab_encode_bytes(&f->v, s, n, ids, NULL);
@@ -142,8 +145,8 @@ static void test_detok_holds_partial_utf8(void **state)
     assert_memory_equal(all, s, n);
     assert_int_equal(emitted_at[1], 1); /* after 0xe2: still only "a" */
     assert_int_equal(emitted_at[2], 1);
-    assert_int_equal(emitted_at[3], 4); /* euro sign complete */
-    assert_int_equal(emitted_at[8], 9); /* emoji complete after its 4th byte */
+    assert_int_equal(emitted_at[3], 4);  /* euro sign complete */
+    assert_int_equal(emitted_at[8], 9);  /* emoji complete after its 4th byte */
     assert_int_equal(emitted_at[9], 10); /* a stray 0xff is passed through, not held */
     /* an incomplete sequence at the end of the stream is flushed as it is */
     detok_init(&d, &f->v);

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds splash in one configuration and runs the whole test suite (unit,
+# integration, reference conformance) with CTest.
+#   scripts/test.sh [release|asan|tsan]     (default: release)
+# release -> build/, asan (ASan + UBSan, Debug) -> build-asan/, tsan -> build-tsan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-release}
+case "$kind" in
+    release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
+    asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=Debug -DSPLASH_SANITIZE=address) ;;
+    tsan) dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=Debug -DSPLASH_SANITIZE=thread) ;;
+    *) echo "scripts/test.sh: unknown configuration '$kind' (release, asan, tsan)" >&2; exit 2 ;;
+esac
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B "$dir" "${flags[@]}" -DSPLASH_WERROR=ON >/dev/null
+cmake --build "$dir" -j"$jobs"
+# sanitizers: fail on the first report
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
+ctest --test-dir "$dir" --output-on-failure -j"$jobs" ${SPLASH_CTEST_ARGS:-}
