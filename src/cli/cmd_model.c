@@ -159,8 +159,8 @@ static int model_info(int argc, char **argv)
                c->n_heads, c->n_kv_heads, c->head_dim);
         printf("  vocab %d, context %d, rope theta %g, rms eps %g, output %s\n", c->vocab, c->context_length,
                c->rope_theta, c->rms_eps, c->is_tied ? "tied to token_embd" : "separate");
-        printf("  parameters %" PRIu64 " (%.3f B), weight bytes %" PRIu64 " (%.1f MiB)\n", m->n_params,
-               m->n_params / 1e9, m->weight_bytes, m->weight_bytes / 1048576.0);
+        printf("  parameters %" PRIu64 " (%.3g M), weight bytes %" PRIu64 " (%.1f MiB)\n", m->n_params,
+               m->n_params / 1e6, m->weight_bytes, m->weight_bytes / 1048576.0);
     } else {
         printf("architecture:  not loadable: %s\n", err.msg);
     }

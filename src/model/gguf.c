@@ -402,6 +402,10 @@ gguf_t *gguf_open_memory(const void *data, size_t size, err_t *err)
 
 gguf_t *gguf_open(const char *path, err_t *err)
 {
+    if (!path || !*path) {
+        err_set(err, "no model path given");
+        return NULL;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         err_set(err, "%s: %s", path, strerror(errno));

@@ -34,7 +34,7 @@ struct gguf_writer {
 static void put(gguf_writer_t *w, const void *p, size_t n)
 {
     buf_t *b = &w->kv;
-    if (w->is_oom)
+    if (w->is_oom || n == 0) /* n == 0: p may be NULL (no pairs, empty array), which memcpy must not see */
         return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
@@ -216,7 +216,7 @@ typedef int (*sink_fn)(void *sink, const void *p, size_t n, err_t *err);
 
 static int write_all(gguf_writer_t *w, sink_fn sink, void *sink_ctx, gguf_fill_fn fill, void *ctx, err_t *err)
 {
-    buf_t h;
+    buf_t h = {0};
     if (build_header(w, &h, err))
         return -1;
     int rc = sink(sink_ctx, h.data, h.len, err);
