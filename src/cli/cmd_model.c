@@ -20,13 +20,14 @@ static const char model_usage[] =
     "       splash model synth --out FILE [--preset tiny|qwen3-0.6b] [--type f32|f16|bf16|q8_0] [--seed N]\n"
     "                          [--layers N] [--hidden N] [--ffn N] [--heads N] [--kv-heads N] [--head-dim N]\n"
     "                          [--vocab N] [--context N] [--rope-theta X] [--rms-eps X] [--tied|--untied]\n"
-    "                          [--name S] [--threads N]\n"
+    "                          [--norm-std X] [--name S] [--threads N]\n"
     "\n"
     "info   describes a GGUF file: architecture, hyperparameters, metadata, tensor table,\n"
     "       tokenizer summary and the file's SHA-256 fingerprint.\n"
     "synth  writes a Qwen3-architecture GGUF with seeded random weights (normal, std 0.02;\n"
-    "       norms at 1) and a byte-level vocabulary. Presets: tiny (hidden 64, 2 layers, vocab 512)\n"
-    "       and qwen3-0.6b (the Qwen3-0.6B shape); any field can be overridden.\n";
+    "       norms at 1, or 1 + X*N(0,1) with --norm-std X) and a byte-level vocabulary.\n"
+    "       Presets: tiny (hidden 64, 2 layers, vocab 512) and qwen3-0.6b (the Qwen3-0.6B\n"
+    "       shape); any field can be overridden.\n";
 
 /* ---- info --------------------------------------------------------------- */
 
@@ -235,7 +236,7 @@ static int model_synth(int argc, char **argv)
     } ints[] = {{"--layers", 0, 0},   {"--hidden", 0, 0},   {"--ffn", 0, 0},   {"--heads", 0, 0},
                 {"--kv-heads", 0, 0}, {"--head-dim", 0, 0}, {"--vocab", 0, 0}, {"--context", 0, 0}};
     enum { N_INTS = sizeof ints / sizeof ints[0] };
-    double theta = 0, eps = 0;
+    double theta = 0, eps = 0, norm_std = 0;
     int tied = -1;
     err_t err;
     for (int i = 1; i < argc; i++) {
@@ -265,6 +266,9 @@ static int model_synth(int argc, char **argv)
                 goto bad;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--rope-theta", &missing))) {
             if (cli_parse_f64("--rope-theta", v, 1.0, 1e12, &theta, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--norm-std", &missing))) {
+            if (cli_parse_f64("--norm-std", v, 0.0, 1.0, &norm_std, &err))
                 goto bad;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--rms-eps", &missing))) {
             if (cli_parse_f64("--rms-eps", v, 1e-12, 1.0, &eps, &err))
@@ -322,8 +326,8 @@ static int model_synth(int argc, char **argv)
     if (!pool)
         goto fail;
     progress_t prog = {isatty(STDERR_FILENO), clock_now_ns(), -1};
-    int rc =
-        synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, pool, show_progress, &prog, &err);
+    int rc = synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, (float)norm_std, pool,
+                         show_progress, &prog, &err);
     pool_destroy(pool);
     if (prog.is_tty)
         fputc('\n', stderr);

@@ -84,6 +84,7 @@ typedef struct synth_ctx {
     synth_tensor_t *t;
     int n;
     uint64_t seed;
+    float norm_std; /* norms are 1 + norm_std * N(0, 1) */
     pool_t *pool;
     float *row_buf; /* (n_threads, max n_in) */
     int64_t max_in;
@@ -113,7 +114,7 @@ static void fill_rows(void *arg, int ith, int nth)
         rng_t rng;
         rng_seed(&rng, job->s->seed ^ ((uint64_t)job->index << 40) ^ (uint64_t)r * 0x9e3779b97f4a7c15ull);
         for (int64_t i = 0; i < t->n_in; i++)
-            buf[i] = t->is_norm ? 1.0f : rng_normal(&rng) * SYNTH_WEIGHT_STD;
+            buf[i] = t->is_norm ? 1.0f + job->s->norm_std * rng_normal(&rng) : rng_normal(&rng) * SYNTH_WEIGHT_STD;
         tt->from_f32(buf, job->dst + (size_t)r * job->row_bytes, t->n_in);
     }
 }
@@ -191,11 +192,12 @@ static int add_tokenizer(gguf_writer_t *w, int vocab, err_t *err)
 }
 
 int synth_write(const char *path, const char *name, const model_config_t *c, uint32_t wtype, uint64_t seed,
-                pool_t *pool, synth_progress_fn progress, void *progress_ctx, err_t *err)
+                float norm_std, pool_t *pool, synth_progress_fn progress, void *progress_ctx, err_t *err)
 {
     if (synth_check(c, wtype, err))
         return -1;
-    synth_ctx_t s = {.seed = seed, .pool = pool, .progress = progress, .progress_ctx = progress_ctx};
+    synth_ctx_t s = {
+        .seed = seed, .norm_std = norm_std, .pool = pool, .progress = progress, .progress_ctx = progress_ctx};
     s.t = calloc(SYNTH_MAX_TENSORS, sizeof *s.t);
     gguf_writer_t *w = gguf_writer_new();
     if (!s.t || !w) {

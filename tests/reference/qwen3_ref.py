@@ -38,6 +38,7 @@ PERTURBATIONS = {
     "q8scale": "Q8_0 block scale taken from the neighbouring block",
     "silu": "FFN uses gate*up without the SiLU",
     "scale": "attention scores not divided by sqrt(head_dim)",
+    "normw": "RMSNorm ignores its weight vector (x / rms only)",
     "decode_pos": "during token-by-token decoding the RoPE position is one too small",
 }
 
@@ -115,6 +116,8 @@ class Qwen3Ref(object):
 
         half = hd // 2
         self.inv_freq = self.theta ** (-2.0 * np.arange(half, dtype=np.float64) / hd)
+        norms = [self.output_norm] + [L[k] for L in self.layers for k in ("attn_norm", "q_norm", "k_norm", "ffn_norm")]
+        self.all_norm_weights_one = all(bool(np.all(w == 1)) for w in norms)
         self.reset()
         if self.verbose:
             print("[ref] loaded %s: L=%d H=%d ffn=%d heads=%d/%d hd=%d vocab=%d theta=%g eps=%g tied=%s "
@@ -163,7 +166,8 @@ class Qwen3Ref(object):
     def rmsnorm(self, x, w):
         # over the last axis
         ms = np.mean(x * x, axis=-1, keepdims=True)
-        return x / np.sqrt(ms + self.dtype.type(self.eps)) * w
+        y = x / np.sqrt(ms + self.dtype.type(self.eps))
+        return y if self.perturb == "normw" else y * w
 
     def rope(self, x, positions):
         """x: (n, heads, hd); positions: (n,) ints.  NeoX pairing (i, i+half)."""

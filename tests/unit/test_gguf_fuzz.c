@@ -855,7 +855,7 @@ static int setup(void **state)
         int fd = mkstemp(path);
         assert_true(fd >= 0);
         close(fd);
-        if (synth_write(path, "fuzz", &cfg, s->wtype, 7 + (uint64_t)i, fz->pool, NULL, NULL, &err))
+        if (synth_write(path, "fuzz", &cfg, s->wtype, 7 + (uint64_t)i, 0.0f, fz->pool, NULL, NULL, &err))
             fail_msg("synth %s: %s", s->label, err.msg);
         FILE *f = fopen(path, "rb");
         assert_non_null(f);

@@ -71,7 +71,7 @@ static int setup(void **state)
     model_config_t c;
     synth_preset("tiny", &c, &err);
     c.n_layers = 1;
-    if (synth_write(f->path, "t", &c, 0, 1, NULL, NULL, NULL, &err))
+    if (synth_write(f->path, "t", &c, 0, 1, 0.0f, NULL, NULL, NULL, &err))
         fail_msg("%s", err.msg);
     f->g = gguf_open(f->path, &err);
     assert_non_null(f->g);
