@@ -22,6 +22,7 @@
 #define RUN_DEFAULT_CHUNK 64 /* prompt rows per forward pass */
 #define RUN_MAX_CHUNK 4096
 #define RUN_MAX_PROMPT_BYTES (1 << 20)
+#define RUN_PROGRESS_AFTER_NS 2000000000 /* prefill progress once it has taken 2 s */
 
 static const char run_usage[] =
     "usage: splash run [--model FILE] [options] \"prompt\"\n"
@@ -226,6 +227,7 @@ static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
         tables[i] = s->block_table;
 
     /* prefill: the prompt in chunks; logits of the last row (or every row) */
+    bool show_progress = isatty(STDERR_FILENO) && n_prompt > rows;
     int64_t t0 = clock_now_ns();
     for (int done = 0; done < n_prompt;) {
         int n = n_prompt - done < rows ? n_prompt - done : rows;
@@ -238,7 +240,12 @@ static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
         if (fwd_run(&s->fwd, &s->kv, &b, out, err))
             return -1;
         done += n;
+        /* a long prompt on a slow model: show progress on a terminal */
+        if (show_progress && clock_now_ns() - t0 > RUN_PROGRESS_AFTER_NS)
+            fprintf(stderr, "\rprefill: %d / %d tokens", done, n_prompt);
     }
+    if (show_progress && clock_now_ns() - t0 > RUN_PROGRESS_AFTER_NS)
+        fputc('\n', stderr);
     int64_t t1 = clock_now_ns();
     if (all_logits && write_file(o->logits_out, s->logits, (size_t)n_prompt * c->vocab * sizeof(float), err))
         return -1;
