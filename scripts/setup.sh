@@ -9,6 +9,12 @@ missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Node.js and npm run the tokenizer conformance suite against npm's reference
+# implementations; the machine image may bring its own newer Node, so
+# Debian's is installed only when none is on PATH.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    missing+=(nodejs npm)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
     echo "setup: all ${#want[@]} Debian packages present"
     exit 0

@@ -12,8 +12,9 @@
 #include "kernels/types.h"
 #include "model/gguf.h"
 #include "model/model.h"
-#include "model/synth.h"
+#include "text/hf_import.h"
 #include "text/vocab.h"
+#include "tools/synth.h"
 
 static const char model_usage[] =
     "usage: splash model info FILE [--no-hash]\n"
@@ -21,13 +22,16 @@ static const char model_usage[] =
     "                          [--layers N] [--hidden N] [--ffn N] [--heads N] [--kv-heads N] [--head-dim N]\n"
     "                          [--vocab N] [--context N] [--rope-theta X] [--rms-eps X] [--tied|--untied]\n"
     "                          [--norm-std X] [--name S] [--threads N]\n"
+    "                          [--tokenizer tokenizer.json [--tokenizer-config tokenizer_config.json]]\n"
     "\n"
     "info   describes a GGUF file: architecture, hyperparameters, metadata, tensor table,\n"
     "       tokenizer summary and the file's SHA-256 fingerprint.\n"
     "synth  writes a Qwen3-architecture GGUF with seeded random weights (normal, std 0.02;\n"
     "       norms at 1, or 1 + X*N(0,1) with --norm-std X) and a byte-level vocabulary.\n"
     "       Presets: tiny (hidden 64, 2 layers, vocab 512) and qwen3-0.6b (the Qwen3-0.6B\n"
-    "       shape); any field can be overridden.\n";
+    "       shape); any field can be overridden. --tokenizer imports a Hugging Face byte-level\n"
+    "       BPE tokenizer (and with --tokenizer-config its special tokens and chat template)\n"
+    "       instead; the vocabulary grows to hold it.\n";
 
 /* ---- info --------------------------------------------------------------- */
 
@@ -226,7 +230,7 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 
 static int model_synth(int argc, char **argv)
 {
-    const char *out = NULL, *preset = "tiny", *type = "f16", *name = NULL;
+    const char *out = NULL, *preset = "tiny", *type = "f16", *name = NULL, *tok_json = NULL, *tok_config = NULL;
     uint64_t seed = 1;
     int64_t threads = pool_default_threads();
     struct {
@@ -237,6 +241,8 @@ static int model_synth(int argc, char **argv)
                 {"--kv-heads", 0, 0}, {"--head-dim", 0, 0}, {"--vocab", 0, 0}, {"--context", 0, 0}};
     enum { N_INTS = sizeof ints / sizeof ints[0] };
     double theta = 0, eps = 0, norm_std = 0;
+    tok_spec_t spec = {0};
+    bool has_spec = false;
     int tied = -1;
     err_t err;
     for (int i = 1; i < argc; i++) {
@@ -256,6 +262,10 @@ static int model_synth(int argc, char **argv)
             preset = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--type", &missing))) {
             type = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--tokenizer", &missing))) {
+            tok_json = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--tokenizer-config", &missing))) {
+            tok_config = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--name", &missing))) {
             name = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--seed", &missing))) {
@@ -313,6 +323,26 @@ static int model_synth(int argc, char **argv)
         cfg.rms_eps = (float)eps;
     if (tied >= 0)
         cfg.is_tied = tied;
+    if (tok_config && !tok_json) {
+        fprintf(stderr, "splash model synth: --tokenizer-config needs --tokenizer\n");
+        return EXIT_USAGE;
+    }
+    if (tok_json) {
+        if (hf_import(tok_json, tok_config, &spec, &err))
+            goto bad;
+        has_spec = true;
+
+        /* the embedding covers the whole tokenizer: a smaller preset vocabulary
+         * grows to it; a larger one (Qwen's padded 151,936) is kept and padded */
+        if (ints[6].is_set && cfg.vocab < spec.n_tokens) {
+            err_set(&err, "--vocab %d is smaller than the tokenizer's %d tokens", cfg.vocab, spec.n_tokens);
+            goto bad;
+        }
+        if (cfg.vocab < spec.n_tokens)
+            cfg.vocab = spec.n_tokens;
+        if (tok_spec_pad(&spec, cfg.vocab, &err))
+            goto fail;
+    }
     int wtype = type_from_name(type);
     if (wtype < 0 || !type_is_computable((uint32_t)wtype)) {
         fprintf(stderr, "splash model synth: --type '%s' is not one of f32, f16, bf16, q8_0\n", type);
@@ -326,9 +356,10 @@ static int model_synth(int argc, char **argv)
     if (!pool)
         goto fail;
     progress_t prog = {isatty(STDERR_FILENO), clock_now_ns(), -1};
-    int rc = synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, (float)norm_std, pool,
-                         show_progress, &prog, &err);
+    int rc = synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, (float)norm_std,
+                         has_spec ? &spec : NULL, pool, show_progress, &prog, &err);
     pool_destroy(pool);
+    tok_spec_free(&spec);
     if (prog.is_tty)
         fputc('\n', stderr);
     if (rc)
@@ -338,9 +369,11 @@ static int model_synth(int argc, char **argv)
     return 0;
 bad:
     fprintf(stderr, "splash model synth: %s\n", err.msg);
+    tok_spec_free(&spec);
     return EXIT_USAGE;
 fail:
     fprintf(stderr, "splash model synth: %s\n", err.msg);
+    tok_spec_free(&spec);
     return 1;
 }
 

@@ -16,6 +16,7 @@
 #include "model/kv.h"
 #include "model/model.h"
 #include "text/detok.h"
+#include "text/tokenizer.h"
 #include "text/vocab.h"
 
 #define RUN_DEFAULT_MAX_TOKENS 64
@@ -28,7 +29,7 @@ static const char run_usage[] =
     "usage: splash run [--model FILE] [options] \"prompt\"\n"
     "\n"
     "Generates a continuation of the prompt and streams it to stdout; timing goes to stderr.\n"
-    "Until the BPE tokenizer lands the prompt is encoded byte by byte.\n"
+    "The prompt is encoded with the model's tokenizer; special-token text in it is parsed.\n"
     "\n"
     "  --model FILE        GGUF model (default: the built-in model, %s)\n"
     "  --max-tokens N      tokens to generate (default %d)\n"
@@ -153,6 +154,7 @@ typedef struct run_state {
     kv_store_t kv;
     int32_t *block_table;
     sampler_t sampler;
+    tokenizer_t *tok;
     float *logits;
     int32_t *tokens; /* (n_ctx) prompt then generated ids */
     int n_ctx;
@@ -161,6 +163,7 @@ typedef struct run_state {
 static void run_free(run_state_t *s)
 {
     sampler_free(&s->sampler);
+    tok_free(s->tok);
     free(s->logits);
     free(s->tokens);
     free(s->block_table);
@@ -182,7 +185,7 @@ static int write_file(const char *path, const void *data, size_t n, err_t *err)
     return 0;
 }
 
-static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
+static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, err_t *err)
 {
     const model_config_t *c = &s->model->cfg;
     int n_prompt = 0;
@@ -192,7 +195,12 @@ static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
                 return err_set(err, "--prompt-ids: id %d is outside the vocabulary (%d)", o->prompt_ids[i], c->vocab);
         n_prompt = o->n_prompt_ids;
     } else {
-        n_prompt = (int)strlen(o->prompt);
+        /* the prompt is user text: special-token text in it is parsed, as llama.cpp's CLI does */
+        if (tok_encode(s->tok, o->prompt, strlen(o->prompt), true, prompt_ids, err))
+            return -1;
+        if (prompt_ids->n > INT32_MAX / 2)
+            return err_set(err, "the prompt is too long");
+        n_prompt = (int)prompt_ids->n;
     }
     if (n_prompt == 0)
         return err_set(err, "the prompt is empty");
@@ -211,8 +219,8 @@ static int generate(run_state_t *s, const run_opts_t *o, err_t *err)
         return err_set(err, "out of memory");
     if (o->prompt_ids)
         memcpy(s->tokens, o->prompt_ids, (size_t)n_prompt * sizeof *s->tokens);
-    else if (vocab_encode_bytes(&s->vocab, o->prompt, (size_t)n_prompt, s->tokens, err) < 0)
-        return -1;
+    else
+        memcpy(s->tokens, prompt_ids->v, (size_t)n_prompt * sizeof *s->tokens);
     for (int i = 0; i < n_blocks; i++)
         s->block_table[i] = i; /* one sequence: blocks in order */
     if (fwd_ctx_init(&s->fwd, s->model, s->pool, rows, s->n_ctx, err) ||
@@ -328,12 +336,15 @@ int cmd_run(int argc, char **argv)
         free(o.prompt_ids);
         return 1;
     }
+    tok_ids_t prompt_ids = {0};
     if (vocab_load(&s.vocab, s.model->gguf, s.model->cfg.vocab, &err) ||
-        !(s.pool = pool_create((int)o.threads, &err)) || generate(&s, &o, &err)) {
+        !(s.tok = tok_load(&s.vocab, s.model->gguf, &err)) || !(s.pool = pool_create((int)o.threads, &err)) ||
+        generate(&s, &o, &prompt_ids, &err)) {
         fprintf(stderr, "splash run: %s\n", err.msg);
         rc = 1;
     }
     run_free(&s);
+    tok_ids_free(&prompt_ids);
     free(o.prompt_ids);
     return rc;
 }

@@ -104,17 +104,6 @@ void vocab_free(vocab_t *v)
     v->types = NULL;
 }
 
-int vocab_encode_bytes(const vocab_t *v, const char *text, size_t n, int32_t *out, err_t *err)
-{
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = v->byte_token[(uint8_t)text[i]];
-        if (id < 0)
-            return err_set(err, "the vocabulary has no token for byte 0x%02x", (uint8_t)text[i]);
-        out[i] = id;
-    }
-    return (int)n;
-}
-
 size_t vocab_token_bytes(const vocab_t *v, int32_t id, char *out, size_t cap)
 {
     if (id < 0 || id >= v->n_tokens)

@@ -39,10 +39,6 @@ typedef struct vocab {
 int vocab_load(vocab_t *v, const gguf_t *g, int n_vocab_rows, err_t *err);
 void vocab_free(vocab_t *v);
 
-/* Encodes text byte by byte (the byte-level fallback until the BPE
- * tokenizer lands); out must hold n ids. Returns the count or -1. */
-int vocab_encode_bytes(const vocab_t *v, const char *text, size_t n, int32_t *out, err_t *err);
-
 /* Appends the bytes token id stands for to out (at most cap bytes); control
  * and user-defined tokens render as their text. Returns the byte count. */
 size_t vocab_token_bytes(const vocab_t *v, int32_t id, char *out, size_t cap);

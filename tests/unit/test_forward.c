@@ -18,7 +18,7 @@
 
 #include "kernels/types.h"
 #include "model/forward.h"
-#include "model/synth.h"
+#include "tools/synth.h"
 
 #define N_TOK 24 /* tokens per test sequence: spans two KV blocks */
 
@@ -40,7 +40,7 @@ static int setup_type(void **state, uint32_t type)
     assert_int_equal(synth_preset("tiny", &c, &err), 0);
     f->pool = pool_create(2, &err);
     assert_non_null(f->pool);
-    if (synth_write(f->path, "test", &c, type, 42, 0.1f, f->pool, NULL, NULL, &err))
+    if (synth_write(f->path, "test", &c, type, 42, 0.1f, NULL, f->pool, NULL, NULL, &err))
         fail_msg("synth: %s", err.msg);
     f->model = model_load(f->path, &err);
     if (!f->model)

@@ -32,8 +32,9 @@
 #include "model/gguf.h"
 #include "model/kv.h"
 #include "model/model.h"
-#include "model/synth.h"
+#include "text/tokenizer.h"
 #include "text/vocab.h"
+#include "tools/synth.h"
 
 #define FUZZ_DEFAULT_SEED 0x5eed6675ull
 #define FUZZ_VOCAB 300 /* tiny preset, shrunk: small files, quick passes */
@@ -312,13 +313,23 @@ static void try_vocab(fuzz_t *fz, const gguf_t *g, int n_rows)
     char out[64];
     for (int i = 0; i < v.n_tokens; i++)
         assert_true(vocab_token_bytes(&v, i, out, sizeof out) <= sizeof out);
-    int32_t ids[4];
     memset(&err, 0, sizeof err);
-    if (vocab_encode_bytes(&v, "Hi!\n", 4, ids, &err) < 0)
-        expect_message(fz, &err, "vocab_encode_bytes");
-    else
-        for (int i = 0; i < 4; i++)
-            assert_true(ids[i] >= 0 && ids[i] < v.n_tokens);
+    tokenizer_t *tok = tok_load(&v, g, &err);
+    if (!tok) {
+        expect_message(fz, &err, "tok_load");
+    } else {
+        static const char text[] = "Hi!\n <|im_start|>x\xff\xe2\x82";
+        tok_ids_t ids = {0};
+        assert_int_equal(tok_encode(tok, text, sizeof text - 1, true, &ids, &err), 0);
+        for (size_t i = 0; i < ids.n; i++)
+            assert_true(ids.v[i] >= 0 && ids.v[i] < v.n_tokens);
+        char *back = NULL;
+        size_t n_back = 0;
+        assert_int_equal(tok_decode(tok, ids.v, ids.n, &back, &n_back, &err), 0);
+        free(back);
+        tok_ids_free(&ids);
+        tok_free(tok);
+    }
     vocab_free(&v);
 }
 
@@ -855,7 +866,7 @@ static int setup(void **state)
         int fd = mkstemp(path);
         assert_true(fd >= 0);
         close(fd);
-        if (synth_write(path, "fuzz", &cfg, s->wtype, 7 + (uint64_t)i, 0.0f, fz->pool, NULL, NULL, &err))
+        if (synth_write(path, "fuzz", &cfg, s->wtype, 7 + (uint64_t)i, 0.0f, NULL, fz->pool, NULL, NULL, &err))
             fail_msg("synth %s: %s", s->label, err.msg);
         FILE *f = fopen(path, "rb");
         assert_non_null(f);

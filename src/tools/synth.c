@@ -1,4 +1,4 @@
-#include "model/synth.h"
+#include "tools/synth.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +8,7 @@
 #include "base/rng.h"
 #include "kernels/types.h"
 #include "model/gguf_write.h"
-#include "text/bytelevel.h"
-#include "text/vocab.h"
+#include "text/tokspec.h"
 
 #define SYNTH_MAX_TENSORS 4096
 
@@ -153,46 +152,9 @@ static uint32_t file_type(uint32_t wtype)
     }
 }
 
-/* Byte-level vocabulary: the 256 byte tokens, the special tokens, then
- * "[PADn]" filler up to the vocabulary size (as converters pad Qwen's). */
-static int add_tokenizer(gguf_writer_t *w, int vocab, err_t *err)
-{
-    char **tokens = calloc((size_t)vocab, sizeof *tokens);
-    int32_t *types = calloc((size_t)vocab, sizeof *types);
-    char *text = malloc((size_t)vocab * 24);
-    if (!tokens || !types || !text) {
-        free(tokens), free(types), free(text);
-        return err_set(err, "out of memory building the vocabulary");
-    }
-    static const char *const specials[SYNTH_N_SPECIAL] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
-    for (int i = 0; i < vocab; i++) {
-        tokens[i] = text + (size_t)i * 24;
-        if (i < 256) {
-            bytelevel_encode((uint8_t)i, tokens[i]);
-            types[i] = TOKEN_TYPE_NORMAL;
-        } else if (i < 256 + SYNTH_N_SPECIAL) {
-            snprintf(tokens[i], 24, "%s", specials[i - 256]);
-            types[i] = TOKEN_TYPE_CONTROL;
-        } else {
-            snprintf(tokens[i], 24, "[PAD%d]", i);
-            types[i] = TOKEN_TYPE_UNUSED;
-        }
-    }
-    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_w_str(w, "tokenizer.ggml.pre", "qwen2");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)tokens, (uint64_t)vocab);
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, (uint64_t)vocab);
-    gguf_w_arr_str(w, "tokenizer.ggml.merges", NULL, 0);
-    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 256);     /* <|endoftext|>, as Qwen files set it */
-    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 258);     /* <|im_end|> */
-    gguf_w_u32(w, "tokenizer.ggml.padding_token_id", 256); /* <|endoftext|> */
-    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false);
-    free(tokens), free(types), free(text);
-    return 0;
-}
-
 int synth_write(const char *path, const char *name, const model_config_t *c, uint32_t wtype, uint64_t seed,
-                float norm_std, pool_t *pool, synth_progress_fn progress, void *progress_ctx, err_t *err)
+                float norm_std, const tok_spec_t *vocab, pool_t *pool, synth_progress_fn progress, void *progress_ctx,
+                err_t *err)
 {
     if (synth_check(c, wtype, err))
         return -1;
@@ -221,7 +183,16 @@ int synth_write(const char *path, const char *name, const model_config_t *c, uin
     gguf_w_u32(w, "qwen3.attention.value_length", (uint32_t)c->head_dim);
     gguf_w_f32(w, "qwen3.rope.freq_base", c->rope_theta);
     gguf_w_f32(w, "qwen3.attention.layer_norm_rms_epsilon", c->rms_eps);
-    int rc = add_tokenizer(w, c->vocab, err);
+    int rc = 0;
+    tok_spec_t bytes_vocab = {0};
+    if (!vocab) {
+        rc = tok_spec_bytes(&bytes_vocab, c->vocab, err);
+        vocab = &bytes_vocab;
+    } else if (vocab->n_tokens != c->vocab) {
+        rc = err_set(err, "the tokenizer has %d tokens but the model's vocabulary is %d", vocab->n_tokens, c->vocab);
+    }
+    if (!rc)
+        tok_spec_write(vocab, w);
 
     int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
     add(&s, "token_embd.weight", wtype, c->hidden, c->vocab, 0);
@@ -260,6 +231,7 @@ int synth_write(const char *path, const char *name, const model_config_t *c, uin
     }
     free(s.row_buf);
     free(s.t);
+    tok_spec_free(&bytes_vocab);
     gguf_writer_free(w);
     return rc;
 }

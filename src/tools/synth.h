@@ -10,6 +10,7 @@
 #include "base/err.h"
 #include "base/pool.h"
 #include "model/model.h"
+#include "text/tokspec.h"
 
 #define SYNTH_WEIGHT_STD 0.02f
 #define SYNTH_N_SPECIAL 3 /* <|endoftext|>, <|im_start|>, <|im_end|> after the 256 byte tokens */
@@ -24,10 +25,12 @@ int synth_check(const model_config_t *cfg, uint32_t wtype, err_t *err);
 /* Progress callback: done and total in bytes of tensor data. */
 typedef void (*synth_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
-/* Writes the model. Matrices use wtype; norms are f32, at 1 plus
+/* Writes the model. vocab: the tokenizer to embed (its size must equal
+ * cfg->vocab), or NULL for the byte-level vocabulary. Matrices use wtype; norms are f32, at 1 plus
  * norm_std * N(0, 1) (0: exactly 1; a spread makes norm weights visible to
  * conformance tests). */
 int synth_write(const char *path, const char *name, const model_config_t *cfg, uint32_t wtype, uint64_t seed,
-                float norm_std, pool_t *pool, synth_progress_fn progress, void *progress_ctx, err_t *err);
+                float norm_std, const tok_spec_t *vocab, pool_t *pool, synth_progress_fn progress, void *progress_ctx,
+                err_t *err);
 
 #endif
