@@ -16,6 +16,7 @@ static const command_t commands[] = {
     {"model", cmd_model, "model files: info (describe a GGUF), synth (write a synthetic model)"},
     {"tokenize", cmd_tokenize, "text to token ids with the model's tokenizer (also JSON lines, --bench)"},
     {"detokenize", cmd_detokenize, "token ids to text"},
+    {"template", cmd_template, "render a conversation with the Qwen3 chat template"},
 };
 
 static void usage(FILE *f)

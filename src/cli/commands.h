@@ -9,6 +9,7 @@ int cmd_run(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 /* Path of the built-in default model (next to the binary: models/default.gguf). */
 const char *cli_default_model(void);

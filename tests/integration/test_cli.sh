@@ -99,5 +99,22 @@ expect_error 1 "exceeds the model's context" -- "$splash" run --model "$work/m.g
 mkdir -p "$work/bin" && cp "$splash" "$work/bin/splash"
 expect_error 1 "built-in model .* is missing" -- "$work/bin/splash" run hi
 
+# tokenize / detokenize / template on the built-in model (byte-level vocabulary)
+expect_ok "$splash" tokenize --help
+expect_ok "$splash" detokenize --help
+expect_ok "$splash" template --help
+[ "$("$splash" tokenize "hi<|im_end|>" 2>&1)" = "104 105 258" ] && ok || bad "tokenize on the built-in model"
+[ "$("$splash" tokenize --no-parse-special "<|" 2>&1)" = "60 124" ] && ok || bad "tokenize --no-parse-special"
+[ "$("$splash" detokenize 104,105,258 2>&1)" = "hi<|im_end|>" ] && ok || bad "detokenize ids"
+out=$(printf '"a\\u00e9"\n[1,2]\n\n' | "$splash" tokenize --jsonl 2>&1)
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] && [ "$(printf '%s\n' "$out" | head -1)" = "[97,195,169]" ] &&
+    printf '%s\n' "$out" | sed -n 2p | grep -q '"error"' && ok || bad "tokenize --jsonl: $out"
+[ "$(printf '[97,255]\n' | "$splash" detokenize --jsonl 2>&1)" = "$(printf '"a\357\277\275"')" ] && ok || bad "detokenize --jsonl lossy"
+out=$(printf '{"messages":[{"role":"user","content":"Hi"}],"add_generation_prompt":true}\n' | "$splash" template --jsonl 2>/dev/null)
+[ "$out" = '"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"' ] && ok || bad "template --jsonl: $out"
+expect_error 2 "exactly one of TEXT, --jsonl or --bench" -- "$splash" tokenize
+expect_error 2 "IDS: .* is not a comma-separated" -- "$splash" detokenize 1,x
+expect_error 1 "token id 9999 is outside the vocabulary" -- "$splash" detokenize 9999
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
