@@ -153,7 +153,7 @@ static int tokenize_bench(const tok_cli_t *c, const char *path, int reps, err_t 
         return err_set(err, "%s: cannot read (empty or unreadable)", path);
     }
     fclose(f);
-    double secs[TOK_BENCH_MAX_REPS];
+    double secs[TOK_BENCH_MAX_REPS] = {0};
     tok_ids_t ids = {0};
     for (int r = 0; r < reps; r++) {
         ids.n = 0;
