@@ -316,8 +316,10 @@ static bpe_cand_t heap_pop(bpe_work_t *w)
 
 static void try_pair(const tokenizer_t *t, bpe_work_t *w, int32_t pos)
 {
+    if (pos < 0)
+        return;
     int32_t nx = w->next[pos];
-    if (pos < 0 || nx < 0)
+    if (nx < 0)
         return;
     const pair_slot_t *p = pair_find(t, w->ids[pos], w->ids[nx]);
     if (p)
