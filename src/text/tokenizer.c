@@ -212,7 +212,7 @@ tokenizer_t *tok_load(const vocab_t *v, const gguf_t *g, err_t *err)
     }
     int code;
     PCRE2_SIZE at;
-    t->re = pcre2_compile((PCRE2_SPTR)TOK_QWEN2_PATTERN, PCRE2_ZERO_TERMINATED,
+    t->re = pcre2_compile((PCRE2_SPTR)TOK_QWEN2_PATTERN_COMPILED, PCRE2_ZERO_TERMINATED,
                           PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &code, &at, NULL);
     if (!t->re) {
         err_set(err, "tokenizer: the pre-tokenizer pattern does not compile (PCRE2 error %d)", code);

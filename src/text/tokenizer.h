@@ -19,6 +19,16 @@
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"  \
     "\\s+(?!\\S)|\\s+"
 
+/* The same pattern as compiled: PCRE2's \s also matches U+180E (no longer
+ * whitespace since Unicode 6.3; Oniguruma, which Hugging Face uses, and the
+ * JavaScript port agree it is not), so \s and \S are spelled out as the
+ * Unicode White_Space property. */
+#define TOK_WS                                                                                                         \
+    "\\t\\n\\x0B\\f\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define TOK_QWEN2_PATTERN_COMPILED                                                                                     \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" TOK_WS "\\p{L}\\p{N}]+[\\r\\n]*|[" TOK_WS \
+    "]*[\\r\\n]+|[" TOK_WS "]+(?![^" TOK_WS "])|[" TOK_WS "]+"
+
 typedef struct tokenizer tokenizer_t;
 
 /* A growable list of token ids. */
