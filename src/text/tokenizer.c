@@ -270,10 +270,25 @@ typedef struct bpe_cand {
     int32_t left, right; /* ids when the candidate was made */
 } bpe_cand_t;
 
+/* A direct-mapped cache of short pieces' ids, for the length of one encode
+ * call: prose repeats its words, so most pieces skip BPE entirely. */
+#define PIECE_CACHE_SLOTS 4096
+#define PIECE_CACHE_MAX_BYTES 23
+#define PIECE_CACHE_MAX_IDS 6
+#define PIECE_CACHE_MIN_TEXT 4096 /* shorter texts do not pay for the table */
+
+typedef struct piece_slot {
+    uint8_t len; /* 0: empty */
+    uint8_t n_ids;
+    char bytes[PIECE_CACHE_MAX_BYTES];
+    int32_t ids[PIECE_CACHE_MAX_IDS];
+} piece_slot_t;
+
 typedef struct bpe_work {
     int32_t *ids, *prev, *next;
     bpe_cand_t *heap;
     size_t cap, n_heap;
+    piece_slot_t *cache; /* (PIECE_CACHE_SLOTS) or NULL */
 } bpe_work_t;
 
 static bool cand_less(const bpe_cand_t *a, const bpe_cand_t *b)
@@ -326,10 +341,35 @@ static void try_pair(const tokenizer_t *t, bpe_work_t *w, int32_t pos)
         heap_push(w, (bpe_cand_t){p->rank, pos, w->ids[pos], w->ids[nx]});
 }
 
+static int bpe_merge(const tokenizer_t *t, bpe_work_t *w, const char *s, size_t n, tok_ids_t *out, err_t *err);
+
 static int bpe_piece(const tokenizer_t *t, bpe_work_t *w, const char *s, size_t n, tok_ids_t *out, err_t *err)
 {
     if (n == 1)
         return push(out, t->v->byte_token[(uint8_t)s[0]], err);
+    if (!w->cache || n > PIECE_CACHE_MAX_BYTES)
+        return bpe_merge(t, w, s, n, out, err);
+    piece_slot_t *slot = &w->cache[hash_bytes(s, n) & (PIECE_CACHE_SLOTS - 1)];
+    if (slot->len == n && memcmp(slot->bytes, s, n) == 0) {
+        for (int i = 0; i < slot->n_ids; i++)
+            if (push(out, slot->ids[i], err))
+                return -1;
+        return 0;
+    }
+    size_t first = out->n;
+    if (bpe_merge(t, w, s, n, out, err))
+        return -1;
+    if (out->n - first <= PIECE_CACHE_MAX_IDS) {
+        slot->len = (uint8_t)n;
+        slot->n_ids = (uint8_t)(out->n - first);
+        memcpy(slot->bytes, s, n);
+        memcpy(slot->ids, out->v + first, slot->n_ids * sizeof *slot->ids);
+    }
+    return 0;
+}
+
+static int bpe_merge(const tokenizer_t *t, bpe_work_t *w, const char *s, size_t n, tok_ids_t *out, err_t *err)
+{
     if (n > w->cap) {
         size_t cap = n * 2;
         int32_t *ids = realloc(w->ids, cap * sizeof *ids);
@@ -448,6 +488,8 @@ int tok_encode(const tokenizer_t *t, const char *text, size_t n, bool parse_spec
     if (!md)
         return err_set(err, "tokenizer: out of memory");
     bpe_work_t w = {0};
+    if (n >= PIECE_CACHE_MIN_TEXT)
+        w.cache = calloc(PIECE_CACHE_SLOTS, sizeof *w.cache); /* NULL: no cache, same result */
     int rc = 0;
     size_t pos = 0;
     while (pos < n && !rc) {
@@ -464,6 +506,7 @@ int tok_encode(const tokenizer_t *t, const char *text, size_t n, bool parse_spec
     free(w.prev);
     free(w.next);
     free(w.heap);
+    free(w.cache);
     pcre2_match_data_free(md);
     return rc;
 }

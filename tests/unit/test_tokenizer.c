@@ -164,6 +164,31 @@ static void test_regex_nfc_and_invalid_utf8(void **state)
     destroy(f);
 }
 
+/* Long texts go through the piece cache: the ids must equal those of the
+ * same lines encoded one by one (short texts skip the cache). */
+static void test_piece_cache_is_transparent(void **state)
+{
+    (void)state;
+    const char *m[] = {"a b", "ab c", "a a"};
+    fixture_t *f = make(m, 3);
+    const char *line = "abc aab abcab caaa abc\n";
+    size_t n_line = strlen(line), reps = 400; /* 9,600 bytes: above PIECE_CACHE_MIN_TEXT */
+    char *text = malloc(n_line * reps + 1);
+    for (size_t i = 0; i < reps; i++)
+        memcpy(text + i * n_line, line, n_line);
+    tok_ids_t whole = {0}, one = {0};
+    err_t err;
+    assert_int_equal(tok_encode(f->t, text, n_line * reps, true, &whole, &err), 0);
+    assert_int_equal(tok_encode(f->t, line, n_line, true, &one, &err), 0);
+    assert_int_equal(whole.n, one.n * reps);
+    for (size_t i = 0; i < reps; i++)
+        assert_memory_equal(whole.v + i * one.n, one.v, one.n * sizeof *one.v);
+    tok_ids_free(&whole);
+    tok_ids_free(&one);
+    free(text);
+    destroy(f);
+}
+
 static void test_utf8_lossy(void **state)
 {
     (void)state;
@@ -202,9 +227,13 @@ static void test_refuses_other_pretokenizers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_merge_rank_order), cmocka_unit_test(test_leftmost_on_ties_and_long_pieces),
-        cmocka_unit_test(test_added_tokens),     cmocka_unit_test(test_regex_nfc_and_invalid_utf8),
-        cmocka_unit_test(test_utf8_lossy),       cmocka_unit_test(test_refuses_other_pretokenizers),
+        cmocka_unit_test(test_merge_rank_order),
+        cmocka_unit_test(test_leftmost_on_ties_and_long_pieces),
+        cmocka_unit_test(test_added_tokens),
+        cmocka_unit_test(test_regex_nfc_and_invalid_utf8),
+        cmocka_unit_test(test_piece_cache_is_transparent),
+        cmocka_unit_test(test_utf8_lossy),
+        cmocka_unit_test(test_refuses_other_pretokenizers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
