@@ -195,7 +195,15 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
                 return err_set(err, "--prompt-ids: id %d is outside the vocabulary (%d)", o->prompt_ids[i], c->vocab);
         n_prompt = o->n_prompt_ids;
     } else {
-        /* the prompt is user text: special-token text in it is parsed, as llama.cpp's CLI does */
+        /* the prompt is user text: special-token text in it is parsed, as llama.cpp's CLI does;
+         * a BOS token first when the file asks for one (Qwen's do not) */
+        if (s->vocab.add_bos && s->vocab.bos_id >= 0) {
+            prompt_ids->v = malloc(sizeof *prompt_ids->v);
+            if (!prompt_ids->v)
+                return err_set(err, "out of memory");
+            prompt_ids->v[0] = s->vocab.bos_id;
+            prompt_ids->n = prompt_ids->cap = 1;
+        }
         if (tok_encode(s->tok, o->prompt, strlen(o->prompt), true, prompt_ids, err))
             return -1;
         if (prompt_ids->n > INT32_MAX / 2)
