@@ -2,6 +2,7 @@
 
 #include <math.h>
 
+#include "kernels/dispatch.h"
 #include "kernels/types.h"
 
 typedef struct matmul_job {
@@ -29,7 +30,7 @@ static void matmul_worker(void *ctx, int ith, int nth)
 
 void ops_matmul(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows)
 {
-    matmul_job_t job = {w, x, y, n_rows, type_traits(w->type)->dot_f32};
+    matmul_job_t job = {w, x, y, n_rows, type_kernels(w->type)->dot_f32};
     pool_run(pool, matmul_worker, &job);
 }
 

@@ -1,0 +1,29 @@
+#include "kernels/dispatch.h"
+
+#include <pthread.h>
+
+static type_kernels_t active[TYPE_COUNT];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+void kernels_table_for_level(cpu_level_t level, type_kernels_t table[TYPE_COUNT])
+{
+    for (uint32_t t = 0; t < TYPE_COUNT; t++) {
+        const type_traits_t *tt = type_traits(t);
+        table[t] = (type_kernels_t){tt ? tt->dot_f32 : NULL, "generic"};
+    }
+    if (level >= CPU_AVX2)
+        kernels_register_avx2(table);
+    if (level >= CPU_AVX512)
+        kernels_register_avx512(table);
+}
+
+static void init(void)
+{
+    kernels_table_for_level(cpu_level(), active);
+}
+
+const type_kernels_t *type_kernels(uint32_t type)
+{
+    pthread_once(&once, init);
+    return &active[type < TYPE_COUNT ? type : 0];
+}

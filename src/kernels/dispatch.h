@@ -1,0 +1,25 @@
+/* Kernel selection: per weight type, the scalar reference from the traits
+ * table or a SIMD path, chosen once from the CPU's features (base/cpu.h).
+ * Every SIMD path is tested against the scalar reference (tests/unit). */
+#ifndef SPLASH_DISPATCH_H
+#define SPLASH_DISPATCH_H
+
+#include "base/cpu.h"
+#include "kernels/types.h"
+
+typedef struct type_kernels {
+    type_dot_f32_fn dot_f32; /* dot of stored weights with f32 activations */
+    const char *path;        /* "generic", "avx2", "avx512", "amx" */
+} type_kernels_t;
+
+/* The kernels in use for a type (the level is cpu_level(), fixed at first call). */
+const type_kernels_t *type_kernels(uint32_t type);
+
+/* The table a given level would use (for tests that compare every path). */
+void kernels_table_for_level(cpu_level_t level, type_kernels_t table[TYPE_COUNT]);
+
+/* Each ISA file overrides the entries it accelerates. */
+void kernels_register_avx2(type_kernels_t table[TYPE_COUNT]);
+void kernels_register_avx512(type_kernels_t table[TYPE_COUNT]);
+
+#endif
