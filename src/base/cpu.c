@@ -101,10 +101,17 @@ void cpu_features_string(char *buf, unsigned long cap)
     struct {
         bool on;
         const char *name;
-    } list[] = {{f->avx2, "avx2"},         {f->fma, "fma"},           {f->f16c, "f16c"},
-                {f->avx512f, "avx512f"},   {f->avx512bw, "avx512bw"}, {f->avx512vl, "avx512vl"},
-                {f->avx512vnni, "avx512vnni"}, {f->avx512bf16, "avx512bf16"}, {f->amx_tile, "amx-tile"},
-                {f->amx_int8, "amx-int8"}, {f->amx_bf16, "amx-bf16"}};
+    } list[] = {{f->avx2, "avx2"},
+                {f->fma, "fma"},
+                {f->f16c, "f16c"},
+                {f->avx512f, "avx512f"},
+                {f->avx512bw, "avx512bw"},
+                {f->avx512vl, "avx512vl"},
+                {f->avx512vnni, "avx512vnni"},
+                {f->avx512bf16, "avx512bf16"},
+                {f->amx_tile, "amx-tile"},
+                {f->amx_int8, "amx-int8"},
+                {f->amx_bf16, "amx-bf16"}};
     size_t n = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof list / sizeof list[0] && n < cap; i++)

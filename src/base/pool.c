@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +14,32 @@ typedef struct worker {
     pthread_t thread;
 } worker_t;
 
+/* Handing out work is a generation counter that workers spin on for a short
+ * while (a decode step dispatches hundreds of products back to back, so a
+ * sleeping hand-off would cost more than the work), then sleep on a condition
+ * variable. Completion is a counter the caller spins on. */
+#define POOL_SPIN_ITERS 5000 /* pause loops (~0.3 ms) before a worker sleeps */
+#define POOL_WAIT_SPINS 100  /* caller pause loops between yields while waiting */
+
 struct pool {
     int n_threads;
     worker_t *workers; /* (n_threads - 1): thread 0 is the caller */
     pthread_mutex_t mu;
-    pthread_cond_t wake;      /* workers wait here for a new generation */
-    pthread_cond_t done;      /* the caller waits here for pending == 0 */
-    unsigned long generation; /* bumped once per pool_run */
-    int pending;              /* workers still running the current job */
-    bool is_stopping;
-    pool_fn fn; /* the current job */
+    pthread_cond_t wake;     /* sleeping workers wait here for a new generation */
+    atomic_ulong generation; /* bumped once per pool_run */
+    atomic_int pending;      /* workers still running the current job */
+    atomic_int n_sleeping;   /* workers inside the condition-variable wait */
+    atomic_bool is_stopping;
+    pool_fn fn; /* the current job: written before the generation is bumped */
     void *ctx;
 };
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static void *worker_main(void *arg)
 {
@@ -32,24 +47,27 @@ static void *worker_main(void *arg)
     pool_t *p = w->pool;
     unsigned long seen = 0;
     for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (p->generation == seen && !p->is_stopping)
-            pthread_cond_wait(&p->wake, &p->mu);
-        if (p->is_stopping) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
+        unsigned long gen = atomic_load(&p->generation);
+        for (int i = 0; gen == seen && i < POOL_SPIN_ITERS && !atomic_load(&p->is_stopping); i++) {
+            cpu_relax();
+            gen = atomic_load(&p->generation);
         }
-        seen = p->generation;
-        pool_fn fn = p->fn;
-        void *ctx = p->ctx;
-        pthread_mutex_unlock(&p->mu);
-
-        fn(ctx, w->ith, p->n_threads);
-
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
-            pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        if (gen == seen) {
+            /* Sleep. n_sleeping is raised before re-checking the generation
+             * and pool_run bumps the generation before reading n_sleeping
+             * (both sequentially consistent), so a wake-up is never lost. */
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->n_sleeping, 1);
+            while ((gen = atomic_load(&p->generation)) == seen && !atomic_load(&p->is_stopping))
+                pthread_cond_wait(&p->wake, &p->mu);
+            atomic_fetch_sub(&p->n_sleeping, 1);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->is_stopping))
+            return NULL;
+        seen = gen;
+        p->fn(p->ctx, w->ith, p->n_threads);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
     }
 }
 
@@ -67,7 +85,10 @@ pool_t *pool_create(int n_threads, err_t *err)
     p->n_threads = n_threads;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->n_sleeping, 0);
+    atomic_init(&p->is_stopping, false);
     if (n_threads > 1) {
         p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
         if (!p->workers) {
@@ -95,14 +116,13 @@ void pool_destroy(pool_t *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
-    p->is_stopping = true;
+    atomic_store(&p->is_stopping, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n_threads; i++)
         pthread_join(p->workers[i - 1].thread, NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
     free(p->workers);
     free(p);
 }
@@ -118,20 +138,23 @@ void pool_run(pool_t *p, pool_fn fn, void *ctx)
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->n_threads - 1;
-    p->generation++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->pending, p->n_threads - 1);
+    atomic_fetch_add(&p->generation, 1); /* publishes fn and ctx */
+    if (atomic_load(&p->n_sleeping) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
 
     fn(ctx, 0, p->n_threads);
 
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
+        cpu_relax();
+        if (i % POOL_WAIT_SPINS == POOL_WAIT_SPINS - 1)
+            sched_yield(); /* more threads than cores: let the stragglers run */
+    }
 }
 
 int pool_default_threads(void)

@@ -8,6 +8,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_perf(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 

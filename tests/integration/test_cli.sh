@@ -116,5 +116,15 @@ expect_error 2 "exactly one of TEXT, --jsonl or --bench" -- "$splash" tokenize
 expect_error 2 "IDS: .* is not a comma-separated" -- "$splash" detokenize 1,x
 expect_error 1 "token id 9999 is outside the vocabulary" -- "$splash" detokenize 9999
 
+# perf: a tiny run, JSON that parses, errors on bad flags
+expect_ok "$splash" perf --help
+"$splash" perf --pp 8 --tg 4 --reps 1 --threads 1,2 --json >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["results"];
+assert [x["threads"] for x in r]==[1,2] and all(x["tg_tokens_per_s"]>0 and x["pp_tokens_per_s"]>0 and x["probe_read_gbs"]>0 for x in r)' \
+    "$work/perf.json" && ok || bad "perf --json: $(head -c 300 "$work/perf.json")"
+expect_error 2 "--pp and --tg are both 0" -- "$splash" perf --pp 0 --tg 0
+expect_error 2 "--threads: 0 is out of range" -- "$splash" perf --threads 0
+SPLASH_CPU=pentium "$splash" perf --tg 1 --pp 0 >/dev/null 2>"$work/err"; [ $? -eq 2 ] && grep -q "SPLASH_CPU must be" "$work/err" && ok || bad "bad SPLASH_CPU accepted"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,327 @@
+/* splash perf: in-process speed of the forward pass. Prefill (ppN: N prompt
+ * rows in one batch) and decode (tgN: N single-row steps) tokens/s per
+ * thread count, the effective weight-streaming rate during decode, and the
+ * machine's own read bandwidth from a built-in probe, so each decode figure
+ * is shown as a fraction of the memory roofline. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cli.h"
+#include "base/clock.h"
+#include "base/cpu.h"
+#include "base/rng.h"
+#include "build_info.h"
+#include "cli/commands.h"
+#include "kernels/dispatch.h"
+#include "model/forward.h"
+#include "model/kv.h"
+#include "model/model.h"
+
+#define PERF_MAX_THREAD_COUNTS 16
+#define PERF_MAX_REPS 50
+#define PERF_PROBE_BYTES (512ull << 20) /* far larger than any cache */
+#define PERF_PROBE_PASSES 5
+
+static const char perf_usage[] =
+    "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--reps 3] [--json]\n"
+    "\n"
+    "Measures the forward pass in-process: prefill tokens/s for a batch of --pp prompt rows\n"
+    "(ppN), decode tokens/s over --tg single-row steps (tgN), the effective weight-streaming\n"
+    "rate during decode (bytes of weights read per token x tokens/s) and the machine's read\n"
+    "bandwidth measured by a built-in probe with the same thread count. Figures are medians of\n"
+    "--reps runs. --pp 0 or --tg 0 skips that test.\n";
+
+typedef struct probe_job {
+    const uint64_t *buf;
+    size_t n_words;
+    uint64_t sums[POOL_MAX_THREADS];
+} probe_job_t;
+
+static void probe_worker(void *arg, int ith, int nth)
+{
+    probe_job_t *job = arg;
+    long lo, hi;
+    pool_split((long)(job->n_words / 8), ith, nth, &lo, &hi);
+    const uint64_t *p = job->buf + (size_t)lo * 8;
+    uint64_t a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0;
+    for (long i = lo; i < hi; i++, p += 8) { /* eight streams of loads keep the memory system busy */
+        a += p[0], b += p[1], c += p[2], d += p[3];
+        e += p[4], f += p[5], g += p[6], h += p[7];
+    }
+    job->sums[ith] = a + b + c + d + e + f + g + h;
+}
+
+/* Best read bandwidth (GB/s) over several passes of a buffer with the pool's threads. */
+static double probe_bandwidth(pool_t *pool, const uint64_t *buf, size_t bytes)
+{
+    probe_job_t job = {.buf = buf, .n_words = bytes / 8};
+    double best = 0;
+    for (int pass = 0; pass < PERF_PROBE_PASSES; pass++) {
+        int64_t t0 = clock_now_ns();
+        pool_run(pool, probe_worker, &job);
+        double s = (clock_now_ns() - t0) / 1e9;
+        if (bytes / s / 1e9 > best)
+            best = bytes / s / 1e9;
+    }
+    return best;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct perf_result {
+    int threads;
+    double probe_gbs;
+    double pp_tps, tg_tps;
+    double pp_runs[PERF_MAX_REPS], tg_runs[PERF_MAX_REPS];
+} perf_result_t;
+
+/* One thread count: prefill and decode, reps times each. */
+static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, perf_result_t *r, err_t *err)
+{
+    const model_config_t *c = &m->cfg;
+    int n_ctx = pp > tg ? pp : tg;
+    int rows = pp > 1 ? pp : 1;
+    int n_blocks = (n_ctx + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE;
+    fwd_ctx_t ctx;
+    kv_store_t kv = {0};
+    int32_t *tokens = malloc((size_t)n_ctx * sizeof *tokens), *pos = malloc((size_t)rows * sizeof *pos);
+    int32_t *table = malloc((size_t)n_blocks * sizeof *table);
+    const int32_t **tables = malloc((size_t)rows * sizeof *tables);
+    uint8_t *want = calloc((size_t)rows, 1);
+    float *logits = malloc((size_t)c->vocab * sizeof *logits);
+    int rc = -1;
+    if (!tokens || !pos || !table || !tables || !want || !logits) {
+        err_set(err, "out of memory");
+        goto done;
+    }
+    if (fwd_ctx_init(&ctx, m, pool, rows, n_ctx, err))
+        goto done;
+    if (kv_store_init(&kv, c->n_layers, n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
+        goto done_ctx;
+    rng_t rng;
+    rng_seed(&rng, 1);
+    for (int i = 0; i < n_ctx; i++)
+        tokens[i] = (int32_t)(rng_u64(&rng) % (uint64_t)c->vocab);
+    for (int i = 0; i < n_blocks; i++)
+        table[i] = i;
+    for (int i = 0; i < rows; i++)
+        tables[i] = table;
+    for (int rep = 0; rep < reps; rep++) {
+        if (pp > 0) { /* one batch of pp rows, logits for the last (as a server's prefill) */
+            for (int i = 0; i < pp; i++)
+                pos[i] = i, want[i] = i == pp - 1;
+            fwd_batch_t b = {pp, tokens, pos, tables, want};
+            int64_t t0 = clock_now_ns();
+            if (fwd_run(&ctx, &kv, &b, logits, err))
+                goto done_kv;
+            r->pp_runs[rep] = pp / ((clock_now_ns() - t0) / 1e9);
+        }
+        if (tg > 0) { /* tg single-row steps from an empty context, logits every step */
+            int64_t t0 = clock_now_ns();
+            for (int i = 0; i < tg; i++) {
+                pos[0] = i;
+                want[0] = 1;
+                fwd_batch_t b = {1, &tokens[i], pos, tables, want};
+                if (fwd_run(&ctx, &kv, &b, logits, err))
+                    goto done_kv;
+            }
+            r->tg_runs[rep] = tg / ((clock_now_ns() - t0) / 1e9);
+        }
+        fprintf(stderr, "perf: threads %d, rep %d/%d done\n", pool_size(pool), rep + 1, reps);
+    }
+    double tmp[PERF_MAX_REPS];
+    memcpy(tmp, r->pp_runs, sizeof tmp);
+    r->pp_tps = pp > 0 ? median(tmp, reps) : 0;
+    memcpy(tmp, r->tg_runs, sizeof tmp);
+    r->tg_tps = tg > 0 ? median(tmp, reps) : 0;
+    rc = 0;
+done_kv:
+    kv_store_free(&kv);
+done_ctx:
+    fwd_ctx_free(&ctx);
+done:
+    free(tokens), free(pos), free(table), free(tables), free(want), free(logits);
+    return rc;
+}
+
+/* Bytes of weights one decode step reads: every layer matrix and norm, the
+ * output projection, and one embedding row (the whole table only when tied,
+ * as it is then the output projection). */
+static uint64_t streamed_bytes(const model_t *m)
+{
+    uint64_t embd = (uint64_t)m->tok_embd.row_bytes * (uint64_t)m->tok_embd.n_out;
+    return m->weight_bytes - (m->cfg.is_tied ? 0 : embd) + m->tok_embd.row_bytes;
+}
+
+static void print_runs(const double *runs, int reps)
+{
+    for (int i = 0; i < reps; i++)
+        printf("%s%.2f", i ? " " : "", runs[i]);
+}
+
+int cmd_perf(int argc, char **argv)
+{
+    const char *model_path = cli_default_model();
+    int32_t *threads = NULL;
+    int n_threads = 0;
+    int64_t pp = 512, tg = 128, reps = 3;
+    bool json = false;
+    err_t err;
+    for (int i = 1; i < argc; i++) {
+        bool missing = false;
+        const char *v;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(perf_usage, stdout);
+            free(threads);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
+            model_path = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
+            free(threads);
+            threads = NULL;
+            if (cli_parse_i32_list("--threads", v, 1, POOL_MAX_THREADS, &threads, &n_threads, &err))
+                goto bad;
+            if (n_threads > PERF_MAX_THREAD_COUNTS) {
+                err_set(&err, "--threads: at most %d thread counts", PERF_MAX_THREAD_COUNTS);
+                goto bad;
+            }
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--pp", &missing))) {
+            if (cli_parse_i64("--pp", v, 0, 8192, &pp, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--tg", &missing))) {
+            if (cli_parse_i64("--tg", v, 0, 8192, &tg, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--reps", &missing))) {
+            if (cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &reps, &err))
+                goto bad;
+        } else if (missing) {
+            err_set(&err, "%s needs a value", argv[i]);
+            goto bad;
+        } else {
+            err_set(&err, "unknown argument '%s' (splash perf --help lists the options)", argv[i]);
+            goto bad;
+        }
+    }
+    if (pp == 0 && tg == 0) {
+        err_set(&err, "--pp and --tg are both 0: nothing to measure");
+        goto bad;
+    }
+    if (cpu_env_error()) {
+        err_set(&err, "%s", cpu_env_error());
+        goto bad;
+    }
+    if (!threads) {
+        n_threads = 1;
+        threads = malloc(sizeof *threads);
+        if (!threads)
+            return 1;
+        threads[0] = pool_default_threads();
+    }
+    model_t *m = model_load(model_path, &err);
+    if (!m) {
+        fprintf(stderr, "splash perf: %s\n", err.msg);
+        free(threads);
+        return 1;
+    }
+    if (pp > m->cfg.context_length || tg > m->cfg.context_length) {
+        fprintf(stderr, "splash perf: --pp/--tg exceed the model's context (%d)\n", m->cfg.context_length);
+        model_free(m);
+        free(threads);
+        return EXIT_USAGE;
+    }
+    uint64_t *probe = malloc(PERF_PROBE_BYTES);
+    if (probe)
+        memset(probe, 1, PERF_PROBE_BYTES); /* fault the pages in before timing */
+    perf_result_t results[PERF_MAX_THREAD_COUNTS] = {0};
+    int rc = 0;
+    for (int t = 0; t < n_threads && !rc; t++) {
+        pool_t *pool = pool_create(threads[t], &err);
+        if (!pool) {
+            rc = 1;
+            break;
+        }
+        results[t].threads = threads[t];
+        results[t].probe_gbs = probe ? probe_bandwidth(pool, probe, PERF_PROBE_BYTES) : 0;
+        if (measure(m, pool, (int)pp, (int)tg, (int)reps, &results[t], &err))
+            rc = 1;
+        pool_destroy(pool);
+    }
+    free(probe);
+    if (rc) {
+        fprintf(stderr, "splash perf: %s\n", err.msg);
+        model_free(m);
+        free(threads);
+        return 1;
+    }
+    uint64_t streamed = streamed_bytes(m);
+    char feats[256];
+    cpu_features_string(feats, sizeof feats);
+    const char *path = type_kernels(m->layers[0].wq.type)->path;
+    if (json) {
+        printf(
+            "{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
+            ", \"weight_bytes_per_token\": %" PRIu64 ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
+            "\"kernel_path\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
+            model_path, m->arch, m->n_params, streamed, SPLASH_VERSION, SPLASH_GIT_REV, cpu_level_name(cpu_level()),
+            path, feats, (int)pp, (int)tg, (int)reps);
+        for (int t = 0; t < n_threads; t++) {
+            const perf_result_t *r = &results[t];
+            double gbs = r->tg_tps * streamed / 1e9;
+            printf("%s{\"threads\": %d, \"probe_read_gbs\": %.3f, \"pp_tokens_per_s\": %.3f, \"tg_tokens_per_s\": "
+                   "%.3f, \"tg_weight_gbs\": %.3f, \"tg_fraction_of_probe\": %.4f, \"pp_runs\": [",
+                   t ? ", " : "", r->threads, r->probe_gbs, r->pp_tps, r->tg_tps, gbs,
+                   r->probe_gbs > 0 ? gbs / r->probe_gbs : 0);
+            for (int i = 0; i < reps && pp > 0; i++)
+                printf("%s%.3f", i ? ", " : "", r->pp_runs[i]);
+            printf("], \"tg_runs\": [");
+            for (int i = 0; i < reps && tg > 0; i++)
+                printf("%s%.3f", i ? ", " : "", r->tg_runs[i]);
+            printf("]}");
+        }
+        printf("]}\n");
+    } else {
+        printf("model: %s (%s, %.1f M parameters, %.1f MiB of weights read per decode token)\n", model_path, m->arch,
+               m->n_params / 1e6, streamed / 1048576.0);
+        printf("cpu:   %s; kernel path %s (level %s)\n", feats, path, cpu_level_name(cpu_level()));
+        printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
+        printf("| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe |\n",
+               (int)reps);
+        printf("|---|---|---|---|---|---|---|\n");
+        for (int t = 0; t < n_threads; t++) {
+            const perf_result_t *r = &results[t];
+            if (pp > 0) {
+                printf("| %d | pp%d | %.2f | ", r->threads, (int)pp, r->pp_tps);
+                print_runs(r->pp_runs, (int)reps);
+                printf(" | | %.1f | |\n", r->probe_gbs);
+            }
+            if (tg > 0) {
+                double gbs = r->tg_tps * streamed / 1e9;
+                printf("| %d | tg%d | %.2f | ", r->threads, (int)tg, r->tg_tps);
+                print_runs(r->tg_runs, (int)reps);
+                printf(" | %.2f | %.1f | %.0f %% |\n", gbs, r->probe_gbs,
+                       r->probe_gbs > 0 ? 100 * gbs / r->probe_gbs : 0);
+            }
+        }
+    }
+    model_free(m);
+    free(threads);
+    return 0;
+bad:
+    fprintf(stderr, "splash perf: %s\n", err.msg);
+    free(threads);
+    return EXIT_USAGE;
+}
