@@ -7,9 +7,19 @@
 #include "base/cpu.h"
 #include "kernels/types.h"
 
+/* A tile of dot products: y[c * y_stride + r] = dot(w row r, x row c, n) for
+ * r < n_w, c < n_x, where row r of w starts at w + r * w_stride bytes and row
+ * c of x at x + c * x_stride floats. Every element is bit-identical to the
+ * same path's dot_f32 on that pair of rows, whatever n_w and n_x are: tiling
+ * only reuses loads, never changes an element's order of operations (batch
+ * invariance). */
+typedef void (*type_dot_tile_fn)(const void *w, size_t w_stride, int64_t n_w, const float *x, size_t x_stride,
+                                 int64_t n_x, float *y, size_t y_stride, int64_t n);
+
 typedef struct type_kernels {
-    type_dot_f32_fn dot_f32; /* dot of stored weights with f32 activations */
-    const char *path;        /* "generic", "avx2", "avx512", "amx" */
+    type_dot_f32_fn dot_f32;   /* dot of stored weights with f32 activations */
+    type_dot_tile_fn dot_tile; /* the same, for a tile of rows; NULL: loop over dot_f32 */
+    const char *path;          /* "generic", "avx2", "avx512", "amx" */
 } type_kernels_t;
 
 /* The kernels in use for a type (the level is cpu_level(), fixed at first call). */

@@ -5,33 +5,63 @@
 #include "kernels/dispatch.h"
 #include "kernels/types.h"
 
+/* Cache blocking for the tiled path. A block of weight rows is loaded from
+ * memory once and reused, from L2, across every block of activation rows;
+ * each activation block is sized to stay in L2 while the weight rows sweep
+ * it. Blocks change which elements are computed together, never how one is
+ * computed, so they do not affect the results. */
+#define MATMUL_ROW_UNIT 4                /* threads split output rows in multiples of this */
+#define MATMUL_W_BLOCK 16                /* weight rows per block */
+#define MATMUL_X_BLOCK_BYTES (128 << 10) /* activation bytes per block */
+
 typedef struct matmul_job {
     const matrix_t *w;
     const float *x;
     float *y;
     int n_rows;
-    type_dot_f32_fn dot;
+    const type_kernels_t *k;
 } matmul_job_t;
 
 static void matmul_worker(void *ctx, int ith, int nth)
 {
     const matmul_job_t *job = ctx;
     const matrix_t *w = job->w;
-    long lo, hi;
-    pool_split((long)w->n_out, ith, nth, &lo, &hi);
+    long units = (long)((w->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT), lo, hi;
+    pool_split(units, ith, nth, &lo, &hi);
+    lo *= MATMUL_ROW_UNIT;
+    hi = hi * MATMUL_ROW_UNIT < w->n_out ? hi * MATMUL_ROW_UNIT : (long)w->n_out;
     const uint8_t *base = w->data;
-    for (long o = lo; o < hi; o++) {
-        const void *row = base + (size_t)o * w->row_bytes;
-        /* the weight row stays in cache across the batch rows */
-        for (int r = 0; r < job->n_rows; r++)
-            job->y[(size_t)r * w->n_out + o] = job->dot(row, job->x + (size_t)r * w->n_in, w->n_in);
+    const size_t n_in = (size_t)w->n_in, n_out = (size_t)w->n_out;
+    if (!job->k->dot_tile) {
+        for (long o = lo; o < hi; o++) {
+            const void *row = base + (size_t)o * w->row_bytes;
+            /* the weight row stays in cache across the batch rows */
+            for (int r = 0; r < job->n_rows; r++)
+                job->y[(size_t)r * n_out + o] = job->k->dot_f32(row, job->x + (size_t)r * n_in, w->n_in);
+        }
+        return;
     }
+    long x_block = (long)(MATMUL_X_BLOCK_BYTES / (n_in * sizeof(float)));
+    x_block = x_block < MATMUL_ROW_UNIT ? MATMUL_ROW_UNIT : x_block;
+    for (long o = lo; o < hi; o += MATMUL_W_BLOCK) {
+        long n_w = hi - o < MATMUL_W_BLOCK ? hi - o : MATMUL_W_BLOCK;
+        for (long r = 0; r < job->n_rows; r += x_block) {
+            long n_x = job->n_rows - r < x_block ? job->n_rows - r : x_block;
+            job->k->dot_tile(base + (size_t)o * w->row_bytes, w->row_bytes, n_w, job->x + (size_t)r * n_in, n_in, n_x,
+                             job->y + (size_t)r * n_out + o, n_out, w->n_in);
+        }
+    }
+}
+
+void ops_matmul_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, const float *x, float *y, int n_rows)
+{
+    matmul_job_t job = {w, x, y, n_rows, k};
+    pool_run(pool, matmul_worker, &job);
 }
 
 void ops_matmul(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows)
 {
-    matmul_job_t job = {w, x, y, n_rows, type_kernels(w->type)->dot_f32};
-    pool_run(pool, matmul_worker, &job);
+    ops_matmul_with(pool, type_kernels(w->type), w, x, y, n_rows);
 }
 
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps)

@@ -21,6 +21,11 @@ typedef struct matrix {
  * computed the same way whatever n_rows is (batch invariance). */
 void ops_matmul(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows);
 
+/* The same with a given kernel set (tests compare every path's matmul). */
+struct type_kernels;
+void ops_matmul_with(pool_t *pool, const struct type_kernels *k, const matrix_t *w, const float *x, float *y,
+                     int n_rows);
+
 /* y = x / sqrt(mean(x^2) + eps) * weight, over n elements (in place allowed). */
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps);
 

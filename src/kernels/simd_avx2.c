@@ -1,8 +1,235 @@
 /* AVX2 + FMA + F16C kernels (this file is compiled with -mavx2 -mfma -mf16c
- * and only called when the CPU has them). */
+ * and only called when the CPU has them).
+ *
+ * Dot products of stored weight rows with f32 activations, for F32, F16,
+ * BF16 and Q8_0, built as in simd_avx512.c: one routine computes an R x C
+ * tile (R weight rows, C activation rows) and every kernel is an instance of
+ * it (1 x 1 is dot_f32, 4 x 1 serves decode, 4 x 2 prefill: 8 accumulators
+ * of 16 ymm registers). Each output element has its own accumulator and sees
+ * the same operations in the same order in every instance:
+ *   acc = 0 (8 lanes); for each 8-element chunk i: acc = fma(w_i, x_i, acc)
+ *   (a short last chunk is zero-padded); then one fixed horizontal tree.
+ * so a row's result is bit-identical whatever tile, batch or thread count it
+ * is computed in. Q8_0 weights are dequantised exactly (q * d) first. */
+#include <immintrin.h>
+#include <string.h>
+
 #include "kernels/dispatch.h"
+
+#define AI static inline __attribute__((always_inline))
+#define LANES 8  /* f32 lanes in a ymm register */
+#define TILE_R 4 /* weight rows per micro-kernel */
+#define TILE_C 2 /* activation rows per micro-kernel */
+
+/* Fixed-order horizontal sum: halves, then pairs, then the last two. */
+AI float hsum(__m256 v)
+{
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+    return _mm_cvtss_f32(s1);
+}
+
+/* Decode streams weight rows from memory once: the hardware prefetcher,
+ * seeing short row segments, starts too late, so each load first asks for
+ * the same offset in the next group of R rows (R * ws bytes ahead). A
+ * prefetch is a hint: it never faults, even past the end of the rows. */
+AI void prefetch_next_rows(const uint8_t *p, int R, size_t ws)
+{
+    _mm_prefetch((const char *)(p + (size_t)R * ws), _MM_HINT_T0);
+}
+
+/* 8 weights from element i of a row, as f32. */
+AI __m256 load_w(uint32_t type, const uint8_t *w, int64_t i)
+{
+    switch (type) {
+    case TYPE_F32: return _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(w + 4 * i)));
+    case TYPE_F16: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * i)));
+    default: /* TYPE_BF16: the upper half of an f32 */
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + 2 * i))), 16));
+    }
+}
+
+/* The last k < 8 weights from element i, zero-padded (read bytewise: no
+ * access past the row). */
+AI __m256 load_w_tail(uint32_t type, const uint8_t *w, int64_t i, int k)
+{
+    size_t size = type == TYPE_F32 ? 4 : 2;
+    uint8_t buf[LANES * 4] = {0};
+    memcpy(buf, w + size * (size_t)i, size * (size_t)k);
+    return load_w(type, buf, 0);
+}
+
+AI __m256 load_x_tail(const float *x, int k)
+{
+    float buf[LANES] = {0};
+    memcpy(buf, x, sizeof(float) * (size_t)k);
+    return _mm256_loadu_ps(buf);
+}
+
+/* y[c * ys + r] = dot(w row r, x row c) for an R x C tile of a float type. */
+AI void tile_float(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const float *x, size_t xs, float *y,
+                   size_t ys, int64_t n)
+{
+    __m256 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        __m256 xv[TILE_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            xv[c] = _mm256_loadu_ps(x + c * xs + i);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            if (R > 1)
+                prefetch_next_rows(w + r * ws + (i << (type == TYPE_F32 ? 2 : 1)), R, ws);
+            __m256 wv = load_w(type, w + r * ws, i);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
+        }
+    }
+    if (i < n) {
+        int k = (int)(n - i);
+        __m256 xv[TILE_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            xv[c] = load_x_tail(x + c * xs + i, k);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m256 wv = load_w_tail(type, w + r * ws, i, k);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+/* The scale of a Q8_0 block, read bytewise (rows of 34-byte blocks are only
+ * 2-byte aligned, and callers may pass any address). */
+AI __m256 q8_0_scale(const uint8_t *b)
+{
+    uint16_t d;
+    memcpy(&d, b, sizeof d);
+    return _mm256_set1_ps(_cvtsh_ss(d));
+}
+
+/* 8 dequantised Q8_0 weights: quants [j, j + 8) of the block times its scale (exact). */
+AI __m256 q8_0_part(const uint8_t *b, int j, __m256 d)
+{
+    __m128i q = _mm_loadl_epi64((const __m128i *)(b + 2 + j));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+}
+
+AI void tile_q8_0(int R, int C, const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)
+{
+    __m256 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm256_setzero_ps();
+    const int64_t n_blocks = n / QK8_0;
+    for (int64_t b = 0; b < n_blocks; b++) {
+        __m256 d[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            if (R > 1)
+                prefetch_next_rows(w + r * ws + b * sizeof(block_q8_0_t), R, ws);
+            d[r] = q8_0_scale(w + r * ws + b * sizeof(block_q8_0_t));
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < QK8_0; j += LANES) {
+            __m256 xv[TILE_C];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                xv[c] = _mm256_loadu_ps(x + c * xs + b * QK8_0 + j);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m256 wv = q8_0_part(w + r * ws + b * sizeof(block_q8_0_t), j, d[r]);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+/* A micro-kernel: one fixed R x C instance of tile_float / tile_q8_0. */
+typedef void (*micro_fn)(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n);
+
+/* Covers any n_w x n_x with 4 x 2 tiles, then 4 x 1 for the last activation
+ * rows, then 1 x 1 for the last weight rows. */
+static void drive(micro_fn k4x2, micro_fn k4x1, micro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w, const float *x,
+                  size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            k4x2(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            k4x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
+/* Per type: the three micro-kernels, dot_f32 (the 1 x 1 one) and dot_tile. */
+#define DEFINE_KERNELS(name, TILE)                                                                                     \
+    static void name##_4x2(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
+    {                                                                                                                  \
+        TILE(4, 2, w, ws, x, xs, y, ys, n);                                                                            \
+    }                                                                                                                  \
+    static void name##_4x1(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
+    {                                                                                                                  \
+        TILE(4, 1, w, ws, x, xs, y, ys, n);                                                                            \
+    }                                                                                                                  \
+    static void name##_1x1(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
+    {                                                                                                                  \
+        TILE(1, 1, w, ws, x, xs, y, ys, n);                                                                            \
+    }                                                                                                                  \
+    static float name##_dot(const void *w, const float *x, int64_t n)                                                  \
+    {                                                                                                                  \
+        float y;                                                                                                       \
+        name##_1x1(w, 0, x, 0, &y, 0, n);                                                                              \
+        return y;                                                                                                      \
+    }                                                                                                                  \
+    static void name##_dot_tile(const void *w, size_t ws, int64_t n_w, const float *x, size_t xs, int64_t n_x,         \
+                                float *y, size_t ys, int64_t n)                                                        \
+    {                                                                                                                  \
+        drive(name##_4x2, name##_4x1, name##_1x1, w, ws, n_w, x, xs, n_x, y, ys, n);                                   \
+    }
+
+#define F32_TILE(R, C, ...) tile_float(TYPE_F32, R, C, __VA_ARGS__)
+#define F16_TILE(R, C, ...) tile_float(TYPE_F16, R, C, __VA_ARGS__)
+#define BF16_TILE(R, C, ...) tile_float(TYPE_BF16, R, C, __VA_ARGS__)
+
+DEFINE_KERNELS(f32, F32_TILE)
+DEFINE_KERNELS(f16, F16_TILE)
+DEFINE_KERNELS(bf16, BF16_TILE)
+DEFINE_KERNELS(q8_0, tile_q8_0)
 
 void kernels_register_avx2(type_kernels_t table[TYPE_COUNT])
 {
-    (void)table; /* no AVX2 kernels yet: the scalar reference stays */
+    table[TYPE_F32] = (type_kernels_t){f32_dot, f32_dot_tile, "avx2"};
+    table[TYPE_F16] = (type_kernels_t){f16_dot, f16_dot_tile, "avx2"};
+    table[TYPE_BF16] = (type_kernels_t){bf16_dot, bf16_dot_tile, "avx2"};
+    table[TYPE_Q8_0] = (type_kernels_t){q8_0_dot, q8_0_dot_tile, "avx2"};
 }
