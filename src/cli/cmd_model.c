@@ -18,7 +18,8 @@
 
 static const char model_usage[] =
     "usage: splash model info FILE [--no-hash]\n"
-    "       splash model synth --out FILE [--preset tiny|qwen3-0.6b] [--type f32|f16|bf16|q8_0] [--seed N]\n"
+    "       splash model synth --out FILE [--preset tiny|qwen3-0.6b] [--seed N]\n"
+    "                          [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m]\n"
     "                          [--layers N] [--hidden N] [--ffn N] [--heads N] [--kv-heads N] [--head-dim N]\n"
     "                          [--vocab N] [--context N] [--rope-theta X] [--rms-eps X] [--tied|--untied]\n"
     "                          [--norm-std X] [--name S] [--threads N]\n"
@@ -31,7 +32,10 @@ static const char model_usage[] =
     "       Presets: tiny (hidden 64, 2 layers, vocab 512) and qwen3-0.6b (the Qwen3-0.6B\n"
     "       shape); any field can be overridden. --tokenizer imports a Hugging Face byte-level\n"
     "       BPE tokenizer (and with --tokenizer-config its special tokens and chat template)\n"
-    "       instead; the vocabulary grows to hold it.\n";
+    "       instead; the vocabulary grows to hold it. --type sets the matrices' storage type\n"
+    "       (f16 by default); q4_k_m is llama.cpp's Q4_K_M mix (Q6_K for the output and for\n"
+    "       some layers' attn_v and ffn_down, Q4_K elsewhere). The K-quants (q4_k, q5_k, q6_k,\n"
+    "       q4_k_m) need row widths that are multiples of 256: not the tiny preset.\n";
 
 /* ---- info --------------------------------------------------------------- */
 
@@ -343,15 +347,15 @@ static int model_synth(int argc, char **argv)
         if (tok_spec_pad(&spec, cfg.vocab, &err))
             goto fail;
     }
-    int wtype = type_from_name(type);
-    if (wtype < 0 || !type_is_computable((uint32_t)wtype)) {
-        fprintf(stderr, "splash model synth: --type '%s' is not one of f32, f16, bf16, q8_0\n", type);
+    int wtype = synth_type_from_name(type);
+    if (wtype < 0) {
+        fprintf(stderr, "splash model synth: --type '%s' is not one of %s\n", type, SYNTH_TYPE_NAMES);
         return EXIT_USAGE;
     }
     if (synth_check(&cfg, (uint32_t)wtype, &err))
         goto bad;
     char default_name[96];
-    snprintf(default_name, sizeof default_name, "splash-synth-%s-%s", preset, type_name((uint32_t)wtype));
+    snprintf(default_name, sizeof default_name, "splash-synth-%s-%s", preset, synth_type_name((uint32_t)wtype));
     pool_t *pool = pool_create((int)threads, &err);
     if (!pool)
         goto fail;
@@ -365,7 +369,8 @@ static int model_synth(int argc, char **argv)
     if (rc)
         goto fail;
     fprintf(stderr, "synth: wrote %s (%s, %s, %d layers, hidden %d, vocab %d) in %.1f s\n", out, preset,
-            type_name((uint32_t)wtype), cfg.n_layers, cfg.hidden, cfg.vocab, (clock_now_ns() - prog.start_ns) / 1e9);
+            synth_type_name((uint32_t)wtype), cfg.n_layers, cfg.hidden, cfg.vocab,
+            (clock_now_ns() - prog.start_ns) / 1e9);
     return 0;
 bad:
     fprintf(stderr, "splash model synth: %s\n", err.msg);

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "base/fp16.h"
+#include "kernels/kquants.h"
 
 /* ---- scalar reference kernels ------------------------------------------
  * Dot products accumulate in f32 in one fixed order (element by element
@@ -126,17 +127,18 @@ static const type_traits_t traits[TYPE_COUNT] = {
     [TYPE_F16] = {"f16", 1, 2, f16_to_f32, f16_from_f32, f16_dot},
     [TYPE_BF16] = {"bf16", 1, 2, bf16_to_f32_row, bf16_from_f32, bf16_dot},
     [TYPE_Q8_0] = {"q8_0", QK8_0, sizeof(block_q8_0_t), q8_0_to_f32, q8_0_from_f32, q8_0_dot},
+    /* 4- to 6-bit types: kernels/kquants.c */
+    [TYPE_Q4_0] = {"q4_0", QK4_0, sizeof(block_q4_0_t), kq_q4_0_to_f32, kq_q4_0_from_f32, kq_q4_0_dot_f32},
+    [TYPE_Q4_K] = {"q4_k", QK_K, sizeof(block_q4_k_t), kq_q4_k_to_f32, kq_q4_k_from_f32, kq_q4_k_dot_f32},
+    [TYPE_Q5_K] = {"q5_k", QK_K, sizeof(block_q5_k_t), kq_q5_k_to_f32, kq_q5_k_from_f32, kq_q5_k_dot_f32},
+    [TYPE_Q6_K] = {"q6_k", QK_K, sizeof(block_q6_k_t), kq_q6_k_to_f32, kq_q6_k_from_f32, kq_q6_k_dot_f32},
     /* Known layouts without kernels yet: readable, described, not computed. */
-    LAYOUT(TYPE_Q4_0, "q4_0", 32, 18),
     LAYOUT(TYPE_Q4_1, "q4_1", 32, 20),
     LAYOUT(TYPE_Q5_0, "q5_0", 32, 22),
     LAYOUT(TYPE_Q5_1, "q5_1", 32, 24),
     LAYOUT(TYPE_Q8_1, "q8_1", 32, 36),
     LAYOUT(TYPE_Q2_K, "q2_k", 256, 84),
     LAYOUT(TYPE_Q3_K, "q3_k", 256, 110),
-    LAYOUT(TYPE_Q4_K, "q4_k", 256, 144),
-    LAYOUT(TYPE_Q5_K, "q5_k", 256, 176),
-    LAYOUT(TYPE_Q6_K, "q6_k", 256, 210),
     LAYOUT(TYPE_Q8_K, "q8_k", 256, 292),
     LAYOUT(TYPE_IQ2_XXS, "iq2_xxs", 256, 66),
     LAYOUT(TYPE_IQ2_XS, "iq2_xs", 256, 74),

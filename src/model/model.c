@@ -79,7 +79,7 @@ static int bind_matrix(model_t *m, const char *name, int64_t n_in, int64_t n_out
     if (!type_is_computable(t->type))
         return err_set(err,
                        "tensor '%s' has type %s, which splash cannot compute with yet (supported: f32, f16, "
-                       "bf16, q8_0)",
+                       "bf16, q8_0, q4_0, q4_k, q5_k, q6_k)",
                        name, type_name(t->type));
     out->data = t->data;
     out->type = t->type;

@@ -1,8 +1,10 @@
 #include "tools/synth.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/fp16.h"
 #include "base/rng.h"
@@ -46,10 +48,75 @@ int synth_preset(const char *name, model_config_t *cfg, err_t *err)
     return err_set(err, "unknown preset '%s' (presets: tiny, qwen3-0.6b)", name);
 }
 
+int synth_type_from_name(const char *name)
+{
+    if (strcasecmp(name, "q4_k_m") == 0)
+        return (int)SYNTH_TYPE_Q4_K_M;
+    int t = type_from_name(name);
+    return t >= 0 && type_is_computable((uint32_t)t) ? t : -1;
+}
+
+const char *synth_type_name(uint32_t wtype)
+{
+    return wtype == SYNTH_TYPE_Q4_K_M ? "q4_k_m" : type_name(wtype);
+}
+
+/* The matrices of a Qwen3 model, by role (the mix chooses types by role). */
+typedef enum role {
+    ROLE_TOKEN_EMBD,
+    ROLE_OUTPUT,
+    ROLE_ATTN_Q,
+    ROLE_ATTN_K,
+    ROLE_ATTN_V,
+    ROLE_ATTN_OUTPUT,
+    ROLE_FFN_GATE,
+    ROLE_FFN_UP,
+    ROLE_FFN_DOWN,
+    ROLE_COUNT
+} role_t;
+
+static const char *const role_suffix[ROLE_COUNT] = {"token_embd",  "output",   "attn_q", "attn_k",  "attn_v",
+                                                    "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+
+/* llama.cpp's layers that get more bits in its _M mixes: the first and last
+ * eighth, and every third layer in between. */
+static bool use_more_bits(int layer, int n_layers)
+{
+    return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+static uint32_t matrix_type(uint32_t wtype, role_t role, int layer, const model_config_t *c)
+{
+    if (wtype != SYNTH_TYPE_Q4_K_M)
+        return wtype;
+    switch (role) {
+    case ROLE_OUTPUT: return TYPE_Q6_K;
+    case ROLE_TOKEN_EMBD: return c->is_tied ? TYPE_Q6_K : TYPE_Q4_K; /* tied: it is the output */
+    case ROLE_ATTN_V:
+    case ROLE_FFN_DOWN: return use_more_bits(layer, c->n_layers) ? TYPE_Q6_K : TYPE_Q4_K;
+    default: return TYPE_Q4_K;
+    }
+}
+
+/* ne[0], the quantised row width, of a role's matrix, and its name in messages. */
+static int64_t matrix_width(role_t role, const model_config_t *c, const char **what)
+{
+    if (role == ROLE_ATTN_OUTPUT) {
+        *what = "heads x head-dim";
+        return (int64_t)c->n_heads * c->head_dim;
+    }
+    if (role == ROLE_FFN_DOWN) {
+        *what = "ffn";
+        return c->ffn;
+    }
+    *what = "hidden";
+    return c->hidden;
+}
+
 int synth_check(const model_config_t *c, uint32_t wtype, err_t *err)
 {
-    if (!type_is_computable(wtype))
-        return err_set(err, "weight type %s cannot be written (f32, f16, bf16, q8_0)", type_name(wtype));
+    if (wtype != SYNTH_TYPE_Q4_K_M && !type_is_computable(wtype))
+        return err_set(err, "weight type %s cannot be written (%s)", type_name(wtype), SYNTH_TYPE_NAMES);
     if (c->n_layers < 1 || c->n_layers > SYNTH_MAX_TENSORS / 11)
         return err_set(err, "layers must be 1 to %d", SYNTH_MAX_TENSORS / 11);
     if (c->hidden < 1 || c->ffn < 1 || c->n_heads < 1 || c->n_kv_heads < 1 || c->head_dim < 2)
@@ -61,13 +128,27 @@ int synth_check(const model_config_t *c, uint32_t wtype, err_t *err)
     if (c->vocab < SYNTH_MIN_VOCAB || c->vocab > (1 << 24))
         return err_set(err, "vocab %d must be %d to %d (256 byte tokens and %d special tokens)", c->vocab,
                        SYNTH_MIN_VOCAB, 1 << 24, SYNTH_N_SPECIAL);
-    int64_t bs = type_traits(wtype)->block_size;
-    int64_t widths[3] = {c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn};
-    const char *what[3] = {"hidden", "heads x head-dim", "ffn"};
-    for (int i = 0; i < 3; i++)
-        if (widths[i] % bs)
-            return err_set(err, "%s = %lld is not a multiple of the %s block size %lld", what[i], (long long)widths[i],
-                           type_name(wtype), (long long)bs);
+    /* every matrix's row width against its own type (a mix varies by layer) */
+    for (int layer = 0; layer < c->n_layers; layer++) {
+        for (int r = 0; r < ROLE_COUNT; r++) {
+            bool is_global = r == ROLE_TOKEN_EMBD || r == ROLE_OUTPUT;
+            if ((is_global && layer > 0) || (r == ROLE_OUTPUT && c->is_tied))
+                continue;
+            uint32_t type = matrix_type(wtype, (role_t)r, layer, c);
+            const char *what;
+            int64_t width = matrix_width((role_t)r, c, &what);
+            int64_t bs = type_traits(type)->block_size;
+            if (width % bs == 0)
+                continue;
+            char tensor[64];
+            if (is_global)
+                snprintf(tensor, sizeof tensor, "%s.weight", role_suffix[r]);
+            else
+                snprintf(tensor, sizeof tensor, "blk.%d.%s.weight", layer, role_suffix[r]);
+            return err_set(err, "%s = %lld is not a multiple of the %s block size %lld (the row width of tensor %s)",
+                           what, (long long)width, type_name(type), (long long)bs, tensor);
+        }
+    }
     return 0;
 }
 
@@ -141,12 +222,18 @@ static void add(synth_ctx_t *s, const char *name, uint32_t type, int64_t n_in, i
         s->max_in = n_in;
 }
 
-/* llama.cpp's general.file_type values for the all-one-type files written here */
+/* llama.cpp's general.file_type (llama_ftype) for the files written here; a
+ * uniform K-quant file is labelled with the nearest _S mix. */
 static uint32_t file_type(uint32_t wtype)
 {
     switch (wtype) {
     case TYPE_F16: return 1;
+    case TYPE_Q4_0: return 2;
     case TYPE_Q8_0: return 7;
+    case TYPE_Q4_K: return 14;         /* Q4_K_S */
+    case SYNTH_TYPE_Q4_K_M: return 15; /* Q4_K_M */
+    case TYPE_Q5_K: return 16;         /* Q5_K_S */
+    case TYPE_Q6_K: return 18;
     case TYPE_BF16: return 32;
     default: return 0;
     }
@@ -171,7 +258,7 @@ int synth_write(const char *path, const char *name, const model_config_t *c, uin
     gguf_w_str(w, "general.architecture", a);
     gguf_w_str(w, "general.name", name);
     gguf_w_u32(w, "general.file_type", file_type(wtype));
-    if (wtype == TYPE_Q8_0)
+    if (wtype == SYNTH_TYPE_Q4_K_M || type_traits(wtype)->block_size > 1)
         gguf_w_u32(w, "general.quantization_version", 2);
     gguf_w_u32(w, "qwen3.block_count", (uint32_t)c->n_layers);
     gguf_w_u32(w, "qwen3.context_length", (uint32_t)c->context_length);
@@ -195,28 +282,30 @@ int synth_write(const char *path, const char *name, const model_config_t *c, uin
         tok_spec_write(vocab, w);
 
     int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
-    add(&s, "token_embd.weight", wtype, c->hidden, c->vocab, 0);
+    add(&s, "token_embd.weight", matrix_type(wtype, ROLE_TOKEN_EMBD, 0, c), c->hidden, c->vocab, 0);
     for (int i = 0; i < c->n_layers; i++) {
         char n[96];
 #define LAYER_TENSOR(suffix, type, n_in, n_out, is_norm)                                                               \
     snprintf(n, sizeof n, "blk.%d.%s.weight", i, suffix);                                                              \
     add(&s, n, type, n_in, n_out, is_norm)
+#define LAYER_MATRIX(role, n_in, n_out) LAYER_TENSOR(role_suffix[role], matrix_type(wtype, role, i, c), n_in, n_out, 0)
         LAYER_TENSOR("attn_norm", TYPE_F32, c->hidden, 1, 1);
-        LAYER_TENSOR("attn_q", wtype, c->hidden, q_dim, 0);
-        LAYER_TENSOR("attn_k", wtype, c->hidden, kv_dim, 0);
-        LAYER_TENSOR("attn_v", wtype, c->hidden, kv_dim, 0);
+        LAYER_MATRIX(ROLE_ATTN_Q, c->hidden, q_dim);
+        LAYER_MATRIX(ROLE_ATTN_K, c->hidden, kv_dim);
+        LAYER_MATRIX(ROLE_ATTN_V, c->hidden, kv_dim);
         LAYER_TENSOR("attn_q_norm", TYPE_F32, c->head_dim, 1, 1);
         LAYER_TENSOR("attn_k_norm", TYPE_F32, c->head_dim, 1, 1);
-        LAYER_TENSOR("attn_output", wtype, q_dim, c->hidden, 0);
+        LAYER_MATRIX(ROLE_ATTN_OUTPUT, q_dim, c->hidden);
         LAYER_TENSOR("ffn_norm", TYPE_F32, c->hidden, 1, 1);
-        LAYER_TENSOR("ffn_gate", wtype, c->hidden, c->ffn, 0);
-        LAYER_TENSOR("ffn_up", wtype, c->hidden, c->ffn, 0);
-        LAYER_TENSOR("ffn_down", wtype, c->ffn, c->hidden, 0);
+        LAYER_MATRIX(ROLE_FFN_GATE, c->hidden, c->ffn);
+        LAYER_MATRIX(ROLE_FFN_UP, c->hidden, c->ffn);
+        LAYER_MATRIX(ROLE_FFN_DOWN, c->ffn, c->hidden);
+#undef LAYER_MATRIX
 #undef LAYER_TENSOR
     }
     add(&s, "output_norm.weight", TYPE_F32, c->hidden, 1, 1);
     if (!c->is_tied)
-        add(&s, "output.weight", wtype, c->hidden, c->vocab, 0);
+        add(&s, "output.weight", matrix_type(wtype, ROLE_OUTPUT, 0, c), c->hidden, c->vocab, 0);
 
     for (int i = 0; i < s.n && !rc; i++) {
         int64_t ne[2] = {s.t[i].n_in, s.t[i].n_out};

@@ -16,17 +16,32 @@
 #define SYNTH_N_SPECIAL 3 /* <|endoftext|>, <|im_start|>, <|im_end|> after the 256 byte tokens */
 #define SYNTH_MIN_VOCAB (256 + SYNTH_N_SPECIAL)
 
+/* Weight types: any computable ggml type for every matrix, or this mix,
+ * llama.cpp's Q4_K_M (not a ggml type id): Q4_K for the matrices, Q6_K for
+ * output.weight (or token_embd.weight when it is tied to the output) and for
+ * attn_v and ffn_down in layers i with i < n/8, i >= 7n/8 or
+ * (i - n/8) % 3 == 2 (llama.cpp's use_more_bits); norms f32. The K-quants
+ * need every matrix's row width (ne[0]) to be a multiple of 256. */
+#define SYNTH_TYPE_Q4_K_M 256u
+#define SYNTH_TYPE_NAMES "f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m"
+
+/* A --type name ("q8_0", "Q4_K_M": case-insensitive) as a weight type for
+ * synth, or -1 if it is neither a computable type nor a mix. */
+int synth_type_from_name(const char *name);
+const char *synth_type_name(uint32_t wtype);
+
 /* Fills cfg from a preset name ("tiny", "qwen3-0.6b"). */
 int synth_preset(const char *name, model_config_t *cfg, err_t *err);
 
-/* Checks a configuration (after overrides) is writable with weight type wtype. */
+/* Checks a configuration (after overrides) is writable with weight type
+ * wtype: every matrix's row width must be a multiple of its type's block. */
 int synth_check(const model_config_t *cfg, uint32_t wtype, err_t *err);
 
 /* Progress callback: done and total in bytes of tensor data. */
 typedef void (*synth_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* Writes the model. vocab: the tokenizer to embed (its size must equal
- * cfg->vocab), or NULL for the byte-level vocabulary. Matrices use wtype; norms are f32, at 1 plus
+ * cfg->vocab), or NULL for the byte-level vocabulary. Matrices use wtype (or its mix); norms are f32, at 1 plus
  * norm_std * N(0, 1) (0: exactly 1; a spread makes norm weights visible to
  * conformance tests). */
 int synth_write(const char *path, const char *name, const model_config_t *cfg, uint32_t wtype, uint64_t seed,

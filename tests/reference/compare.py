@@ -34,9 +34,28 @@ sys.path.insert(0, HERE)
 import gguf_ref  # noqa: E402
 import qwen3_ref  # noqa: E402
 
-TYPES = ("f32", "f16", "bf16", "q8_0")
+TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m")
 TYPE_IDS = {"f32": gguf_ref.GGML_F32, "f16": gguf_ref.GGML_F16, "bf16": gguf_ref.GGML_BF16,
-            "q8_0": gguf_ref.GGML_Q8_0}
+            "q8_0": gguf_ref.GGML_Q8_0, "q4_0": gguf_ref.GGML_Q4_0, "q4_k": gguf_ref.GGML_Q4_K,
+            "q5_k": gguf_ref.GGML_Q5_K, "q6_k": gguf_ref.GGML_Q6_K}
+
+
+def expected_type(mix, name, n_layer, has_output):
+    """The storage type --type `mix` should give 2-D tensor `name`.  One type
+    for everything, or q4_k_m: llama.cpp's Q4_K_M rule -- Q6_K for
+    output.weight (token_embd.weight when there is no output.weight), Q6_K
+    for attn_v and ffn_down in layer i when i < n/8, i >= 7n/8 or
+    (i - n/8) % 3 == 2, Q4_K for every other matrix."""
+    if mix != "q4_k_m":
+        return TYPE_IDS[mix]
+    if name == "output.weight" or (name == "token_embd.weight" and not has_output):
+        return gguf_ref.GGML_Q6_K
+    parts = name.split(".")
+    if parts[0] == "blk" and parts[2] in ("attn_v", "ffn_down"):
+        i, n = int(parts[1]), n_layer
+        if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2:
+            return gguf_ref.GGML_Q6_K
+    return gguf_ref.GGML_Q4_K
 
 # Tolerance on   max over positions of  max_j |c_j - r_j| / max_j |r_j|
 # (the logit error relative to that position's logit scale), for a model of
@@ -46,7 +65,10 @@ TYPE_IDS = {"f32": gguf_ref.GGML_F32, "f16": gguf_ref.GGML_F16, "bf16": gguf_ref
 # not enter the arithmetic -- only float32-vs-float64 activation rounding
 # does, measured at ~1e-6 (README.md).  1e-4 is ~100x that; the smallest
 # deliberate bug we test moves this metric by >= 5e-2.
-TOL_REL_BASE = {"f32": 1e-4, "f16": 1e-4, "bf16": 1e-4, "q8_0": 1e-4}
+# The 4- to 6-bit types share it: their float64 values are exact too, and the
+# C side's float32 copy of a weight differs by at most one rounding (2^-24
+# relative), far below the activation drift.
+TOL_REL_BASE = {t: 1e-4 for t in TYPES}
 TOL_DEPTH_REF = 2
 
 
@@ -231,13 +253,15 @@ def _compare(a, splash, wd, tag):
     except Exception as e:  # malformed GGUF from the C writer is a failure
         print("FAIL %s: reference GGUF reader rejects the synthesised model: %s" % (tag, e))
         return 1
-    want = TYPE_IDS[a.type]
+    n_layer = int(g.kv.get("qwen3.block_count", 0))
+    has_output = "output.weight" in g.tensors
     big = [n for n, ti in g.tensors.items() if len(ti.ne) == 2]
-    wrong = [n for n in big if g.tensors[n].type != want]
+    wrong = [n for n in big if g.tensors[n].type != expected_type(a.type, n, n_layer, has_output)]
     if wrong:
-        print("FAIL %s: --type %s but 2-D tensors stored as %s (e.g. %s)" % (
-            tag, a.type, sorted({gguf_ref.TYPE_NAMES.get(g.tensors[n].type, g.tensors[n].type) for n in wrong}),
-            wrong[0]))
+        tn = gguf_ref.TYPE_NAMES
+        print("FAIL %s: --type %s but %d 2-D tensor(s) have the wrong type, e.g. %s stored as %s, expected %s" % (
+            tag, a.type, len(wrong), wrong[0], tn.get(g.tensors[wrong[0]].type, g.tensors[wrong[0]].type),
+            tn[expected_type(a.type, wrong[0], n_layer, has_output)]))
         return 1
     g.close()
 

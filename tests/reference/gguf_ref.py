@@ -9,8 +9,28 @@ engine.  Uses only the Python standard library and numpy.
     g.get("token_embd.weight")         -> float64 ndarray, numpy shape reversed(ne)
     g.get_rows("token_embd.weight", [5, 7])  -> float64 rows (for 2-D tensors)
 
-All supported storage types (F32, F16, BF16, Q8_0) are dequantised exactly:
-every stored value is representable in float32 and therefore in float64.
+Supported storage types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.  All
+are dequantised exactly into float64.  F32/F16/BF16/Q8_0/Q4_0 values are also
+exact float32 numbers; a K-quant value (d*sc*q - dmin*m, or d*sc*(q-32) for
+Q6_K) can need up to 25 significant bits, so an engine holding weights in
+float32 sees it rounded once (relative error <= 2^-24).
+
+The block layouts, written from the public ggml/GGUF format description:
+  Q4_0  32 values, 18 bytes: f16 d; 16 bytes of nibbles.  x = d * (q - 8);
+        byte l holds value l (low nibble) and value l + 16 (high nibble).
+  Q4_K  256 values, 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and
+        mins for 8 sub-blocks of 32, 128 bytes of nibbles.
+        x = d * sc[s] * q - dmin * m[s].  Sub-block j < 4: sc = b[j] & 63,
+        m = b[j+4] & 63; j >= 4: sc = (b[j+4] & 15) | (b[j-4] >> 6) << 4,
+        m = (b[j+4] >> 4) | (b[j] >> 6) << 4.  Chunk c (64 values) owns
+        bytes 32c..32c+31: low nibbles are sub-block 2c, high ones 2c+1.
+  Q5_K  176 bytes: Q4_K's header, then qh[32], then the 128 nibble bytes;
+        sub-block s takes its fifth bit (value 16) from bit s of qh[l].
+  Q6_K  256 values, 210 bytes: ql[128], qh[64], int8 scales[16], f16 d.
+        x = d * scales[i // 16] * (q - 32), q 6-bit.  In half h (128 values,
+        ql[64h:], qh[32h:]) value 32g + l (g = 0..3, l = 0..31) has low bits
+        ql[l] & 15, ql[l+32] & 15, ql[l] >> 4, ql[l+32] >> 4 for g = 0..3 and
+        high bits (qh[l] >> 2g) & 3.
 """
 
 import mmap
@@ -31,15 +51,36 @@ _SCALAR_FMT = {
 # ggml tensor types
 GGML_F32 = 0
 GGML_F16 = 1
+GGML_Q4_0 = 2
 GGML_Q8_0 = 8
+GGML_Q4_K = 12
+GGML_Q5_K = 13
+GGML_Q6_K = 14
 GGML_BF16 = 30
 
-TYPE_NAMES = {GGML_F32: "F32", GGML_F16: "F16", GGML_Q8_0: "Q8_0", GGML_BF16: "BF16"}
+TYPE_NAMES = {GGML_F32: "F32", GGML_F16: "F16", GGML_Q8_0: "Q8_0", GGML_BF16: "BF16", GGML_Q4_0: "Q4_0",
+              GGML_Q4_K: "Q4_K", GGML_Q5_K: "Q5_K", GGML_Q6_K: "Q6_K"}
 
 QK8_0 = 32
 # block layout: little-endian float16 scale, then 32 int8 quants (34 bytes, packed)
 Q8_0_BLOCK = np.dtype([("d", "<f2"), ("q", "i1", (QK8_0,))])
 assert Q8_0_BLOCK.itemsize == 34
+
+QK4_0 = 32
+Q4_0_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (QK4_0 // 2,))])
+assert Q4_0_BLOCK.itemsize == 18
+
+QK_K = 256
+Q4_K_BLOCK = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (QK_K // 2,))])
+Q5_K_BLOCK = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qh", "u1", (QK_K // 8,)),
+                       ("qs", "u1", (QK_K // 2,))])
+Q6_K_BLOCK = np.dtype([("ql", "u1", (QK_K // 2,)), ("qh", "u1", (QK_K // 4,)), ("scales", "i1", (QK_K // 16,)),
+                       ("d", "<f2")])
+assert (Q4_K_BLOCK.itemsize, Q5_K_BLOCK.itemsize, Q6_K_BLOCK.itemsize) == (144, 176, 210)
+
+# quantised types: (values per block, block dtype)
+BLOCKS = {GGML_Q8_0: (QK8_0, Q8_0_BLOCK), GGML_Q4_0: (QK4_0, Q4_0_BLOCK), GGML_Q4_K: (QK_K, Q4_K_BLOCK),
+          GGML_Q5_K: (QK_K, Q5_K_BLOCK), GGML_Q6_K: (QK_K, Q6_K_BLOCK)}
 
 
 class GGUFError(Exception):
@@ -54,11 +95,64 @@ def tensor_nbytes(ggml_type, ne):
         return 4 * n
     if ggml_type in (GGML_F16, GGML_BF16):
         return 2 * n
-    if ggml_type == GGML_Q8_0:
-        if len(ne) == 0 or int(ne[0]) % QK8_0 != 0:
-            raise GGUFError("Q8_0 tensor with ne[0]=%s not a multiple of 32" % (ne[0] if ne else None))
-        return (n // QK8_0) * Q8_0_BLOCK.itemsize
+    if ggml_type in BLOCKS:
+        qk, block = BLOCKS[ggml_type]
+        if len(ne) == 0 or int(ne[0]) % qk != 0:
+            raise GGUFError("%s tensor with ne[0]=%s not a multiple of %d" % (
+                TYPE_NAMES[ggml_type], ne[0] if ne else None, qk))
+        return (n // qk) * block.itemsize
     raise GGUFError("unsupported ggml tensor type %d" % ggml_type)
+
+
+def _k_scales_mins(b):
+    """Q4_K/Q5_K: the 8 six-bit scales and mins of each block, int64 (nb, 8) each."""
+    s = b["scales"].astype(np.int64)
+    sc = np.concatenate([s[:, 0:4] & 63, (s[:, 8:12] & 15) | ((s[:, 0:4] >> 6) << 4)], axis=1)
+    mn = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)], axis=1)
+    return sc, mn
+
+
+def _k_nibbles(b):
+    """Q4_K/Q5_K: the 4-bit quants as (nb, 8 sub-blocks, 32): chunk c's bytes
+    give sub-block 2c (low nibbles) and 2c+1 (high nibbles)."""
+    qs = b["qs"].astype(np.int64).reshape(-1, 4, 32)
+    return np.stack([qs & 15, qs >> 4], axis=2).reshape(-1, 8, 32)
+
+
+def _dequant_q4_0(b):
+    qs = b["qs"].astype(np.int64)
+    q = np.concatenate([qs & 15, qs >> 4], axis=1) - 8
+    return b["d"].astype(np.float64)[:, None] * q
+
+
+def _dequant_k_min(b, q):
+    sc, mn = _k_scales_mins(b)
+    d = b["d"].astype(np.float64)[:, None, None]
+    dmin = b["dmin"].astype(np.float64)[:, None, None]
+    return d * sc[:, :, None] * q - dmin * mn[:, :, None]
+
+
+def _dequant_q4_k(b):
+    return _dequant_k_min(b, _k_nibbles(b))
+
+
+def _dequant_q5_k(b):
+    qh = b["qh"].astype(np.int64)[:, None, :]                  # (nb, 1, 32)
+    high = (qh >> np.arange(8, dtype=np.int64)[None, :, None]) & 1  # sub-block s: bit s
+    return _dequant_k_min(b, _k_nibbles(b) | (high << 4))
+
+
+def _dequant_q6_k(b):
+    ql = b["ql"].astype(np.int64).reshape(-1, 2, 64)
+    qh = b["qh"].astype(np.int64).reshape(-1, 2, 32)
+    lo = [ql[:, :, 0:32] & 15, ql[:, :, 32:64] & 15, ql[:, :, 0:32] >> 4, ql[:, :, 32:64] >> 4]
+    q = np.stack([lo[g] | (((qh >> (2 * g)) & 3) << 4) for g in range(4)], axis=2)  # (nb, 2, 4, 32)
+    q = q.reshape(-1, 16, 16) - 32
+    sc = b["scales"].astype(np.float64)[:, :, None]
+    return b["d"].astype(np.float64)[:, None, None] * sc * q
+
+
+_DEQUANT = {GGML_Q4_0: _dequant_q4_0, GGML_Q4_K: _dequant_q4_k, GGML_Q5_K: _dequant_q5_k, GGML_Q6_K: _dequant_q6_k}
 
 
 def dequantize(raw, ggml_type, n_elems):
@@ -76,6 +170,8 @@ def dequantize(raw, ggml_type, n_elems):
         d = blocks["d"].astype(np.float64)[:, None]
         q = blocks["q"].astype(np.float64)
         out = (d * q).reshape(-1)
+    elif ggml_type in _DEQUANT:
+        out = _DEQUANT[ggml_type](raw.view(BLOCKS[ggml_type][1])).reshape(-1)
     else:
         raise GGUFError("unsupported ggml tensor type %d" % ggml_type)
     if out.size != n_elems:
