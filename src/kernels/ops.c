@@ -74,18 +74,32 @@ void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float
         y[i] = x[i] * scale * weight[i];
 }
 
-void ops_rope_neox(float *head, int head_dim, int32_t pos, float theta)
+void ops_rope_table(int head_dim, int32_t pos, float theta, float *cos_out, float *sin_out)
 {
-    int half = head_dim / 2;
-    for (int i = 0; i < half; i++) {
+    for (int i = 0; i < head_dim / 2; i++) {
         /* angles in double: pos * freq reaches 1e5 rad at long contexts */
         double freq = pow((double)theta, -2.0 * i / head_dim);
         double angle = (double)pos * freq;
-        float c = (float)cos(angle), s = (float)sin(angle);
-        float a = head[i], b = head[i + half];
-        head[i] = a * c - b * s;
-        head[i + half] = a * s + b * c;
+        cos_out[i] = (float)cos(angle);
+        sin_out[i] = (float)sin(angle);
     }
+}
+
+void ops_rope_apply(float *head, int head_dim, const float *cos_t, const float *sin_t)
+{
+    int half = head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        float a = head[i], b = head[i + half];
+        head[i] = a * cos_t[i] - b * sin_t[i];
+        head[i + half] = a * sin_t[i] + b * cos_t[i];
+    }
+}
+
+void ops_rope_neox(float *head, int head_dim, int32_t pos, float theta)
+{
+    float c[ROPE_MAX_HALF], s[ROPE_MAX_HALF];
+    ops_rope_table(head_dim, pos, theta, c, s);
+    ops_rope_apply(head, head_dim, c, s);
 }
 
 void ops_softmax(float *x, int64_t n)

@@ -29,9 +29,17 @@ void ops_matmul_with(pool_t *pool, const struct type_kernels *k, const matrix_t 
 /* y = x / sqrt(mean(x^2) + eps) * weight, over n elements (in place allowed). */
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps);
 
+#define ROPE_MAX_HALF 2048 /* head_dim / 2 limit of ops_rope_neox's stack tables */
+
 /* NeoX-style rotary embedding on one head of head_dim elements: element i
  * pairs with i + head_dim/2, rotated by pos * theta^(-2i/head_dim). */
 void ops_rope_neox(float *head, int head_dim, int32_t pos, float theta);
+
+/* The same in two steps: the rotation for a position once (head_dim / 2
+ * cosines and sines), then applied to every head of every layer. Gives the
+ * same bits as ops_rope_neox. */
+void ops_rope_table(int head_dim, int32_t pos, float theta, float *cos_out, float *sin_out);
+void ops_rope_apply(float *head, int head_dim, const float *cos_t, const float *sin_t);
 
 /* In-place softmax over n elements. */
 void ops_softmax(float *x, int64_t n);

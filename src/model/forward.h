@@ -42,6 +42,8 @@ typedef struct fwd_ctx {
     float *up;         /* (max_rows, ffn) */
     float *scores;     /* (n_threads, max_ctx) attention weights, one row per thread */
     int32_t *out_rows; /* (max_rows) indices of rows whose logits are wanted */
+    float *rope_cos;   /* (max_rows, head_dim / 2) each row's rotation */
+    float *rope_sin;   /* (max_rows, head_dim / 2) */
 } fwd_ctx_t;
 
 int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err);

@@ -9,6 +9,7 @@
 #include "kernels/types.h"
 
 #define MODEL_MAX_DIM (1 << 20) /* bound on any width read from metadata */
+#define MODEL_MAX_HEAD_DIM 4096
 
 /* Reads "<arch>.<suffix>" as an int in [lo, hi]. */
 static int get_dim(const gguf_t *g, const char *arch, const char *suffix, int lo, int hi, int *out, err_t *err)
@@ -123,6 +124,8 @@ static int load_qwen3(model_t *m, err_t *err)
             return err_set(err, "key '%s' = %d differs from key_length %d (unsupported)", key, value_length,
                            c->head_dim);
     }
+    if (c->head_dim < 2 || c->head_dim > MODEL_MAX_HEAD_DIM)
+        return err_set(err, "head dimension %d is out of range [2, %d]", c->head_dim, MODEL_MAX_HEAD_DIM);
     if (c->head_dim % 2)
         return err_set(err, "head dimension %d is odd; RoPE needs pairs", c->head_dim);
     if (c->n_heads % c->n_kv_heads)

@@ -27,6 +27,7 @@ uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ct
     const model_config_t *c = &m->cfg;
     uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     uint64_t per_row = c->hidden + max_sz((size_t)c->hidden, (size_t)q_dim) + q_dim + 2 * kv_dim + 2ull * c->ffn;
+    per_row += (uint64_t)c->head_dim; /* RoPE cosines and sines */
     return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * max_ctx) * sizeof(float) +
            (uint64_t)max_rows * sizeof(int32_t);
 }
@@ -52,8 +53,10 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
     ctx->up = malloc(rows * c->ffn * sizeof(float));
     ctx->scores = malloc((size_t)pool_size(pool) * max_ctx * sizeof(float));
     ctx->out_rows = malloc(rows * sizeof(int32_t));
+    ctx->rope_cos = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
+    ctx->rope_sin = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
     if (!ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->gate || !ctx->up || !ctx->scores ||
-        !ctx->out_rows) {
+        !ctx->out_rows || !ctx->rope_cos || !ctx->rope_sin) {
         fwd_ctx_free(ctx);
         return err_set(err, "forward: out of memory for scratch buffers");
     }
@@ -71,6 +74,8 @@ void fwd_ctx_free(fwd_ctx_t *ctx)
     free(ctx->up);
     free(ctx->scores);
     free(ctx->out_rows);
+    free(ctx->rope_cos);
+    free(ctx->rope_sin);
     memset(ctx, 0, sizeof *ctx);
 }
 
@@ -157,6 +162,12 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         embd_type->to_f32(row, ctx->x + (size_t)r * hidden, hidden);
     }
 
+    /* each row's rotation, once for all heads of all layers */
+    int half = hd / 2;
+    for (int r = 0; r < n; r++)
+        ops_rope_table(hd, b->pos[r], c->rope_theta, ctx->rope_cos + (size_t)r * half,
+                       ctx->rope_sin + (size_t)r * half);
+
     for (int li = 0; li < c->n_layers; li++) {
         const model_layer_t *l = &m->layers[li];
 
@@ -172,12 +183,12 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
             for (int h = 0; h < c->n_heads; h++) {
                 float *qh = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
                 ops_rmsnorm(qh, qh, l->q_norm, hd, c->rms_eps);
-                ops_rope_neox(qh, hd, b->pos[r], c->rope_theta);
+                ops_rope_apply(qh, hd, ctx->rope_cos + (size_t)r * half, ctx->rope_sin + (size_t)r * half);
             }
             for (int h = 0; h < c->n_kv_heads; h++) {
                 float *kh = ctx->k + (size_t)r * kv_dim + (size_t)h * hd;
                 ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
-                ops_rope_neox(kh, hd, b->pos[r], c->rope_theta);
+                ops_rope_apply(kh, hd, ctx->rope_cos + (size_t)r * half, ctx->rope_sin + (size_t)r * half);
             }
             int32_t pos = b->pos[r];
             int32_t blk = b->block_tables[r][pos / kv->block_size];
