@@ -13,11 +13,17 @@
  *   horizontal tree (hsum).
  * so a row's result is bit-identical whatever tile, batch or thread count it
  * is computed in. Q8_0 weights are dequantised exactly (q * d: an 8-bit times
- * an 11-bit significand fits f32's 24 bits) before the same fma chain. */
+ * an 11-bit significand fits f32's 24 bits) before the same fma chain.
+ *
+ * Q4_0, Q4_K, Q5_K and Q6_K have dot_f32 only (dot_tile NULL: matmul loops
+ * over dot_f32, so batch invariance holds by construction); see the section
+ * below for their order of operations. */
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels/dispatch.h"
+#include "kernels/kquants.h"
 
 #define AI static inline __attribute__((always_inline))
 #define LANES 16 /* f32 lanes in a zmm register */
@@ -200,10 +206,175 @@ DEFINE_KERNELS(f16, F16_TILE)
 DEFINE_KERNELS(bf16, BF16_TILE)
 DEFINE_KERNELS(q8_0, tile_q8_0)
 
+/* ---- Q4_0 and the K-quants: dot_f32 ------------------------------------
+ * Each weight is dequantised to the very f32 the scalar to_f32 gives
+ * (kquants.h: every product but the last is exact, and the last rounding is
+ * the same one here, fmsub or mul), then multiplied into f32 accumulators:
+ * vector v of each group of ACC_K consecutive 16-element vectors (in
+ * element order) goes to accumulator v, and at the end the accumulators
+ * are added in a fixed tree, then hsum. Blocks are read bytewise (any
+ * address: rows of 18-, 144-, 176- or 210-byte blocks have no alignment),
+ * f16 scales through memcpy. */
+
+#define ACC_K 4 /* K-quant accumulators: one per 16-element vector of a 64-element chunk */
+
+/* An f16 at any address, as f32. */
+AI float f16_at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* 16 bytes at any address, zero-extended to 32-bit lanes. */
+AI __m512i bytes16(const uint8_t *p)
+{
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+
+AI __m512 to_ps(__m512i q)
+{
+    return _mm512_cvtepi32_ps(q);
+}
+
+AI float sum4(const __m512 acc[ACC_K])
+{
+    return hsum(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+/* Q4_K / Q5_K super-block scales: ds[s] = d * sc[s] and dm[s] = dmin * m[s]
+ * (both exact), unpacking the 6-bit layout described at kq_scale_min_get. */
+AI void k_scales(const uint8_t *blk, size_t scales_at, float ds[8], float dm[8])
+{
+    const uint8_t *s = blk + scales_at;
+    float d = f16_at(blk), dmin = f16_at(blk + 2);
+    for (int j = 0; j < 4; j++) {
+        ds[j] = d * (float)(s[j] & 63);
+        dm[j] = dmin * (float)(s[j + 4] & 63);
+        ds[j + 4] = d * (float)((s[j + 8] & 15) | ((s[j] >> 6) << 4));
+        dm[j + 4] = dmin * (float)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    }
+}
+
+/* Q4_K (has_qh false) and Q5_K (true): chunk j's bytes 0..15 and 16..31
+ * give elements 64j + 0..15 and 16..31 (low nibbles, sub-block 2j) and
+ * 64j + 32..47 and 48..63 (high nibbles, sub-block 2j + 1); for Q5_K, bits
+ * 2j and 2j + 1 of qh[l] are the fifth bits of 64j + l and 64j + 32 + l. */
+AI float dot_k_scale_min(bool has_qh, const uint8_t *blk, const float *x, int64_t n)
+{
+    const size_t block_bytes = has_qh ? sizeof(block_q5_k_t) : sizeof(block_q4_k_t);
+    const size_t scales_at = has_qh ? offsetof(block_q5_k_t, scales) : offsetof(block_q4_k_t, scales);
+    const size_t qs_at = has_qh ? offsetof(block_q5_k_t, qs) : offsetof(block_q4_k_t, qs);
+    const __m512i nib = _mm512_set1_epi32(15), bit4 = _mm512_set1_epi32(16);
+    __m512 acc[ACC_K] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t b = 0; b < n / QK_K; b++, blk += block_bytes) {
+        float ds[8], dm[8];
+        k_scales(blk, scales_at, ds, dm);
+        const uint8_t *qs = blk + qs_at;
+        __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        if (has_qh) {
+            h[0] = bytes16(blk + offsetof(block_q5_k_t, qh));
+            h[1] = bytes16(blk + offsetof(block_q5_k_t, qh) + 16);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < QK_K / 64; j++, qs += 32, x += 64) {
+            __m512i q[2] = {bytes16(qs), bytes16(qs + 16)};
+            __m512i v[ACC_K] = {_mm512_and_si512(q[0], nib), _mm512_and_si512(q[1], nib), _mm512_srli_epi32(q[0], 4),
+                                _mm512_srli_epi32(q[1], 4)};
+            if (has_qh) {
+                /* h holds qh >> 2j: bit 0 -> 16 for the low nibbles, bit 1 -> 16 for the high */
+                v[0] = _mm512_or_si512(v[0], _mm512_and_si512(_mm512_slli_epi32(h[0], 4), bit4));
+                v[1] = _mm512_or_si512(v[1], _mm512_and_si512(_mm512_slli_epi32(h[1], 4), bit4));
+                v[2] = _mm512_or_si512(v[2], _mm512_and_si512(_mm512_slli_epi32(h[0], 3), bit4));
+                v[3] = _mm512_or_si512(v[3], _mm512_and_si512(_mm512_slli_epi32(h[1], 3), bit4));
+                h[0] = _mm512_srli_epi32(h[0], 2);
+                h[1] = _mm512_srli_epi32(h[1], 2);
+            }
+#pragma GCC unroll 4
+            for (int k = 0; k < ACC_K; k++) {
+                int s = 2 * j + k / 2;
+                __m512 wv = _mm512_fmsub_ps(_mm512_set1_ps(ds[s]), to_ps(v[k]), _mm512_set1_ps(dm[s]));
+                acc[k] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + LANES * k), acc[k]);
+            }
+        }
+    }
+    return sum4(acc);
+}
+
+static float q4_k_dot(const void *w, const float *x, int64_t n)
+{
+    return dot_k_scale_min(false, w, x, n);
+}
+
+static float q5_k_dot(const void *w, const float *x, int64_t n)
+{
+    return dot_k_scale_min(true, w, x, n);
+}
+
+/* Q6_K: per 128-element half, ql bytes l and l + 32 and qh byte l (l in
+ * 0..31, 16 at a time) give the elements l + {0, 32, 64, 96}; weight =
+ * (d * scales[e / 16]) * (q - 32), one rounding as in the scalar to_f32. */
+static float q6_k_dot(const void *w, const float *x, int64_t n)
+{
+    const uint8_t *blk = w;
+    const __m512i nib = _mm512_set1_epi32(15), two_bits = _mm512_set1_epi32(48), bias = _mm512_set1_epi32(32);
+    __m512 acc[ACC_K] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t b = 0; b < n / QK_K; b++, blk += sizeof(block_q6_k_t)) {
+        float d = f16_at(blk + offsetof(block_q6_k_t, d));
+        const int8_t *sc = (const int8_t *)(blk + offsetof(block_q6_k_t, scales));
+        for (int half = 0; half < QK_K / 128; half++, x += 128) {
+            const uint8_t *ql = blk + offsetof(block_q6_k_t, ql) + 64 * half;
+            const uint8_t *qh = blk + offsetof(block_q6_k_t, qh) + 32 * half;
+            __m512i lo[2] = {bytes16(ql), bytes16(ql + 16)}, hi[2] = {bytes16(ql + 32), bytes16(ql + 48)};
+            __m512i h[2] = {bytes16(qh), bytes16(qh + 16)};
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) { /* elements 32k + 0..31 of the half */
+#pragma GCC unroll 2
+                for (int l = 0; l < 2; l++) {
+                    __m512i src = k & 1 ? hi[l] : lo[l];
+                    __m512i q4 = k < 2 ? _mm512_and_si512(src, nib) : _mm512_srli_epi32(src, 4);
+                    __m512i q2 = k == 0   ? _mm512_slli_epi32(h[l], 4)
+                                 : k == 1 ? _mm512_slli_epi32(h[l], 2)
+                                 : k == 2 ? h[l]
+                                          : _mm512_srli_epi32(h[l], 2);
+                    __m512i q = _mm512_sub_epi32(_mm512_or_si512(q4, _mm512_and_si512(q2, two_bits)), bias);
+                    float ds = d * (float)sc[8 * half + 2 * k + l];
+                    __m512 wv = _mm512_mul_ps(_mm512_set1_ps(ds), to_ps(q));
+                    int v = 2 * k + l;
+                    acc[v % ACC_K] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + LANES * v), acc[v % ACC_K]);
+                }
+            }
+        }
+    }
+    return sum4(acc);
+}
+
+/* Q4_0: byte l holds elements l (low nibble) and l + 16 (high); weight =
+ * d * (q - 8), exact. Two accumulators: the block's two halves. */
+static float q4_0_dot(const void *w, const float *x, int64_t n)
+{
+    const uint8_t *blk = w;
+    const __m512i nib = _mm512_set1_epi32(15), bias = _mm512_set1_epi32(8);
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t b = 0; b < n / QK4_0; b++, blk += sizeof(block_q4_0_t), x += QK4_0) {
+        __m512 d = _mm512_set1_ps(f16_at(blk));
+        __m512i q = bytes16(blk + offsetof(block_q4_0_t, qs));
+        __m512 wlo = _mm512_mul_ps(d, to_ps(_mm512_sub_epi32(_mm512_and_si512(q, nib), bias)));
+        __m512 whi = _mm512_mul_ps(d, to_ps(_mm512_sub_epi32(_mm512_srli_epi32(q, 4), bias)));
+        acc[0] = _mm512_fmadd_ps(wlo, _mm512_loadu_ps(x), acc[0]);
+        acc[1] = _mm512_fmadd_ps(whi, _mm512_loadu_ps(x + LANES), acc[1]);
+    }
+    return hsum(_mm512_add_ps(acc[0], acc[1]));
+}
+
 void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
 {
     table[TYPE_F32] = (type_kernels_t){f32_dot, f32_dot_tile, "avx512"};
     table[TYPE_F16] = (type_kernels_t){f16_dot, f16_dot_tile, "avx512"};
     table[TYPE_BF16] = (type_kernels_t){bf16_dot, bf16_dot_tile, "avx512"};
     table[TYPE_Q8_0] = (type_kernels_t){q8_0_dot, q8_0_dot_tile, "avx512"};
+    table[TYPE_Q4_0] = (type_kernels_t){q4_0_dot, NULL, "avx512"};
+    table[TYPE_Q4_K] = (type_kernels_t){q4_k_dot, NULL, "avx512"};
+    table[TYPE_Q5_K] = (type_kernels_t){q5_k_dot, NULL, "avx512"};
+    table[TYPE_Q6_K] = (type_kernels_t){q6_k_dot, NULL, "avx512"};
 }

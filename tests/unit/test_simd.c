@@ -3,7 +3,8 @@
  * over ragged lengths and unaligned pointers within a derived f32 error
  * bound, bit-identical repeats, tiles whose every element equals the path's
  * single dot product, and matmul rows independent of batch size and thread
- * count on each path. */
+ * count on each path. The 4-, 5- and 6-bit types (AVX-512 dot_f32 only) get
+ * the same checks on quantised data and on random bytes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,11 +20,16 @@
 #include "base/fp16.h"
 #include "base/rng.h"
 #include "kernels/dispatch.h"
+#include "kernels/kquants.h"
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
 static const uint32_t computable[] = {TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0};
 #define N_COMPUTABLE (sizeof computable / sizeof computable[0])
+
+/* Types with a SIMD dot_f32 on AVX-512 only, and no dot_tile. */
+static const uint32_t low_bit[] = {TYPE_Q4_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K};
+#define N_LOW_BIT (sizeof low_bit / sizeof low_bit[0])
 
 static const cpu_level_t levels[] = {CPU_GENERIC, CPU_AVX2, CPU_AVX512};
 #define N_LEVELS (sizeof levels / sizeof levels[0])
@@ -77,6 +83,14 @@ static void test_paths_selected(void **state)
                 assert_ptr_equal(k->dot_f32, type_traits(computable[ti])->dot_f32);
             else
                 assert_non_null(k->dot_tile);
+        }
+        for (size_t ti = 0; ti < N_LOW_BIT; ti++) {
+            const type_kernels_t *k = &table[low_bit[ti]];
+            bool is_simd = levels[li] >= CPU_AVX512;
+            assert_string_equal(k->path, is_simd ? "avx512" : "generic");
+            assert_non_null(k->dot_f32);
+            assert_true((k->dot_f32 == type_traits(low_bit[ti])->dot_f32) != is_simd);
+            assert_null(k->dot_tile);
         }
     }
 }
@@ -156,6 +170,168 @@ static void test_bound_is_tight_enough(void **state)
     assert_false(fabs(dropped - exact) <= (3.0 + 4 + 1) * 0x1p-24 * mag * 1.01);
 }
 
+/* Where a low-bit block keeps its f16 scales (d; dmin at +2 for Q4_K /
+ * Q5_K) and its quants (zeroed to read back the mins), by type. */
+typedef struct block_layout {
+    size_t d_at, quants_at, quants_bytes;
+    bool has_dmin;
+} block_layout_t;
+
+static block_layout_t layout_of(uint32_t type)
+{
+    switch (type) {
+    case TYPE_Q4_0: return (block_layout_t){offsetof(block_q4_0_t, d), offsetof(block_q4_0_t, qs), QK4_0 / 2, false};
+    case TYPE_Q4_K: return (block_layout_t){offsetof(block_q4_k_t, d), offsetof(block_q4_k_t, qs), QK_K / 2, true};
+    case TYPE_Q5_K: /* qh and qs are adjacent */
+        return (block_layout_t){offsetof(block_q5_k_t, d), offsetof(block_q5_k_t, qh), QK_K / 8 + QK_K / 2, true};
+    default: return (block_layout_t){offsetof(block_q6_k_t, d), offsetof(block_q6_k_t, ql), 0, false};
+    }
+}
+
+/* Random bytes, except finite f16 scales of either sign in [2^-5, 2^-3): every
+ * quant, 6-bit scale / min and int8 scale pattern occurs. */
+static void *random_bytes_row(uint32_t type, int64_t n, uint64_t seed)
+{
+    const type_traits_t *t = type_traits(type);
+    block_layout_t lay = layout_of(type);
+    size_t bytes;
+    assert_true(type_row_bytes(type, n, &bytes));
+    uint8_t *q = malloc(bytes);
+    rng_t r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < bytes; i++)
+        q[i] = (uint8_t)rng_u64(&r);
+    for (int64_t b = 0; b < n / t->block_size; b++) {
+        for (int s = 0; s < (lay.has_dmin ? 2 : 1); s++) {
+            float v = (float)((0.125 + 0.125 * rng_uniform(&r)) * (rng_u64(&r) & 1 ? 1 : -1) / 4);
+            uint16_t h = f32_to_fp16(v);
+            memcpy(q + (size_t)b * t->bytes_per_block + lay.d_at + 2 * s, &h, sizeof h);
+        }
+    }
+    return q;
+}
+
+/* Per element, dmin * m of its sub-block (0 for types without mins): the
+ * row with every quant zeroed dequantises to exactly -dmin * m. */
+static void mins_of(uint32_t type, const uint8_t *w, int64_t n, float *dm)
+{
+    const type_traits_t *t = type_traits(type);
+    block_layout_t lay = layout_of(type);
+    size_t bytes;
+    type_row_bytes(type, n, &bytes);
+    if (!lay.has_dmin) {
+        memset(dm, 0, (size_t)n * sizeof *dm);
+        return;
+    }
+    uint8_t *z = malloc(bytes);
+    memcpy(z, w, bytes);
+    for (int64_t b = 0; b < n / t->block_size; b++)
+        memset(z + (size_t)b * t->bytes_per_block + lay.quants_at, 0, lay.quants_bytes);
+    t->to_f32(z, dm, n);
+    for (int64_t i = 0; i < n; i++)
+        dm[i] = -dm[i];
+    free(z);
+}
+
+/* Low-bit types on AVX-512 against their scalar kernels. Error bounds:
+ * recursive f32 summation of terms t_i with k roundings on each path is
+ * within k * 2^-24 * sum|t_i| of the exact sum (first order).
+ * - SIMD: each weight is dequantised to the f32 that to_f32 gives (checked
+ *   here only through the bound), so its terms are wf_i * x_i. A lane of one
+ *   of A <= 4 accumulators takes n / (16 A) fmas, the accumulators are added
+ *   in log2(A) levels, the 16 lanes in 4: k_simd = n / 16 + 6 covers all A.
+ * - Scalar: per sub-block sum(q x) over at most 32 elements (32), times its
+ *   scale (1), minus the min term (1), the sub-block sums of a block (at most
+ *   16), the block sums (n / 32 for Q4_0, fewer for 256-blocks):
+ *   k_ref = 50 + n / 32. Its terms are (d sc q) x and (dmin m) x, whose
+ *   magnitudes sum to at most |wf x| + 2 |dmin m x| (times 1 + 2^-24).
+ * The exact sum uses wf, itself within 2^-24 |w| of the stored weight: one
+ * more rounding on each path. Both kinds of data (quantised normals, random
+ * bytes) at lengths 256..4096 (ragged multiples, plus Q4_0's short ones),
+ * every weight byte offset 0..3 with every activation float offset 0..3; the
+ * result must not depend on the weight offset, and repeats are identical. */
+static void test_low_bit_dot_against_scalar(void **state)
+{
+    (void)state;
+    if (cpu_level() < CPU_AVX512)
+        skip();
+    const int64_t lengths[] = {32, 96, 160, 256, 512, 768, 1056, 1280, 2304, 3840, 4096, 4128};
+    type_kernels_t table[TYPE_COUNT];
+    kernels_table_for_level(CPU_AVX512, table);
+    for (size_t ti = 0; ti < N_LOW_BIT; ti++) {
+        uint32_t type = low_bit[ti];
+        const type_traits_t *t = type_traits(type);
+        type_dot_f32_fn dot = table[type].dot_f32;
+        for (size_t ni = 0; ni < sizeof lengths / sizeof lengths[0]; ni++) {
+            int64_t n = lengths[ni];
+            if (n % t->block_size)
+                continue;
+            for (int kind = 0; kind < 2; kind++) {
+                size_t bytes;
+                type_row_bytes(type, n, &bytes);
+                uint64_t seed = 7000 + ni * 10 + ti;
+                uint8_t *w = kind == 0 ? random_row(type, n, seed) : random_bytes_row(type, n, seed);
+                float *x = malloc((size_t)(n + 3) * sizeof *x), *wf = malloc((size_t)n * sizeof *wf);
+                float *dm = malloc((size_t)n * sizeof *dm);
+                uint8_t *wbuf = malloc(bytes + 3);
+                fill_normal(x, n + 3, 8000 + ni, 1.0f);
+                t->to_f32(w, wf, n);
+                mins_of(type, w, n, dm);
+                for (int xo = 0; xo < 4; xo++) {
+                    const float *xa = x + xo;
+                    double exact = 0, mag = 0, mag_ref = 0;
+                    for (int64_t i = 0; i < n; i++) {
+                        exact += (double)wf[i] * xa[i];
+                        mag += fabs((double)wf[i] * xa[i]);
+                        mag_ref += fabs((double)wf[i] * xa[i]) + 2 * fabs((double)dm[i] * xa[i]);
+                    }
+                    double k_simd = (double)n / 16 + 6 + 1, k_ref = 50 + (double)n / 32 + 1;
+                    double bound_simd = k_simd * 0x1p-24 * mag * 1.01 + 1e-37;
+                    double bound_ref = k_ref * 0x1p-24 * mag_ref * 1.01 + 1e-37;
+                    float ref = t->dot_f32(w, xa, n);
+                    assert_true(fabs((double)ref - exact) <= bound_ref);
+                    float first = 0.0f;
+                    for (int wo = 0; wo < 4; wo++) {
+                        memcpy(wbuf + wo, w, bytes);
+                        float got = dot(wbuf + wo, xa, n);
+                        float again = dot(wbuf + wo, xa, n);
+                        assert_memory_equal(&got, &again, sizeof got);
+                        if (wo == 0)
+                            first = got;
+                        assert_memory_equal(&got, &first, sizeof got);
+                        assert_true(fabs((double)got - exact) <= bound_simd);
+                        assert_true(fabs((double)got - ref) <= bound_simd + bound_ref);
+                    }
+                }
+                free(w), free(x), free(wf), free(dm), free(wbuf);
+            }
+        }
+    }
+}
+
+/* The low-bit SIMD bound catches a wrong sub-block scale: the Q4_K dot of a
+ * row whose last sub-block scale is off by 8 (what a kernel misreading the
+ * 6-bit packing would compute) falls outside it around the true exact sum. */
+static void test_low_bit_bound_is_tight_enough(void **state)
+{
+    (void)state;
+    const int64_t n = 4096;
+    uint8_t *w = random_row(TYPE_Q4_K, n, 11);
+    float *x = malloc((size_t)n * sizeof *x), *wf = malloc((size_t)n * sizeof *wf);
+    fill_normal(x, n, 12, 1.0f);
+    kq_q4_k_to_f32(w, wf, n);
+    double exact = 0, mag = 0;
+    for (int64_t i = 0; i < n; i++) {
+        exact += (double)wf[i] * x[i];
+        mag += fabs((double)wf[i] * x[i]);
+    }
+    block_q4_k_t *last = (block_q4_k_t *)w + n / QK_K - 1;
+    last->scales[11] = (uint8_t)(last->scales[11] ^ 8); /* sub-block 7's scale, bit 3 */
+    float got = kq_q4_k_dot_f32(w, x, n);
+    assert_false(fabs((double)got - exact) <= ((double)n / 16 + 7) * 0x1p-24 * mag * 1.01);
+    free(w), free(x), free(wf);
+}
+
 /* A tile of any shape: every element is bit-identical to the path's single
  * dot product of its two rows, and nothing outside the tile is written. */
 static void test_tiles_match_dot(void **state)
@@ -201,7 +377,9 @@ static void test_tiles_match_dot(void **state)
 static void test_matmul_batch_invariance(void **state)
 {
     (void)state;
-    const int64_t shapes[][2] = {{96, 37}, {1056, 21}}; /* (n_in, n_out): ragged row splits */
+    /* (n_in, n_out): ragged row splits; n_in a multiple of every block size */
+    const int64_t shapes[][2] = {{96, 37}, {1056, 21}}, k_shapes[][2] = {{256, 37}, {1280, 21}};
+    const uint32_t types[] = {TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0, TYPE_Q4_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K};
     const int batches[] = {1, 2, 3, 4, 5, 8, 17, 70};
     const int max_batch = 70;
     err_t err;
@@ -211,11 +389,12 @@ static void test_matmul_batch_invariance(void **state)
     for (size_t li = 0; li < N_LEVELS && levels[li] <= cpu_level(); li++) {
         type_kernels_t table[TYPE_COUNT];
         kernels_table_for_level(levels[li], table);
-        for (size_t ti = 0; ti < N_COMPUTABLE; ti++) {
-            uint32_t type = computable[ti];
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            uint32_t type = types[ti];
             const type_kernels_t *k = &table[type];
+            bool is_k = type_traits(type)->block_size == QK_K;
             for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-                int64_t n_in = shapes[si][0], n_out = shapes[si][1];
+                int64_t n_in = is_k ? k_shapes[si][0] : shapes[si][0], n_out = is_k ? k_shapes[si][1] : shapes[si][1];
                 size_t rb;
                 type_row_bytes(type, n_in, &rb);
                 matrix_t m = {random_row(type, n_in * n_out, 500 + ti), type, n_in, n_out, rb};
@@ -247,8 +426,12 @@ static void test_matmul_batch_invariance(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_selected),          cmocka_unit_test(test_dot_against_scalar),
-        cmocka_unit_test(test_bound_is_tight_enough),   cmocka_unit_test(test_tiles_match_dot),
+        cmocka_unit_test(test_paths_selected),
+        cmocka_unit_test(test_dot_against_scalar),
+        cmocka_unit_test(test_bound_is_tight_enough),
+        cmocka_unit_test(test_low_bit_dot_against_scalar),
+        cmocka_unit_test(test_low_bit_bound_is_tight_enough),
+        cmocka_unit_test(test_tiles_match_dot),
         cmocka_unit_test(test_matmul_batch_invariance),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
