@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/dispatch.h"
 #include "kernels/ops.h"
 #include "kernels/types.h"
 #include "model/forward.h"
@@ -97,6 +98,9 @@ static void attn_worker(void *arg, int ith, int nth)
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, q_dim = c->n_heads * hd;
     float scale = 1.0f / sqrtf((float)hd);
     float *att = ctx->scores + (size_t)ith * ctx->max_ctx;
+    /* q.k through the selected f32 dot kernel: the same kernel for every
+     * row, so a row's scores never depend on the batch */
+    type_dot_f32_fn dot = type_kernels(TYPE_F32)->dot_f32;
     long lo, hi;
     pool_split((long)job->b->n_rows * c->n_heads, ith, nth, &lo, &hi);
     for (long item = lo; item < hi; item++) {
@@ -107,10 +111,7 @@ static void attn_worker(void *arg, int ith, int nth)
         const float *q = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
         for (int32_t t = 0; t <= pos; t++) {
             const float *k = kv_k(kv, job->layer, table[t / kv->block_size], t % kv->block_size) + kvh * hd;
-            float s = 0.0f;
-            for (int i = 0; i < hd; i++)
-                s += q[i] * k[i];
-            att[t] = s * scale;
+            att[t] = dot(k, q, hd) * scale;
         }
         ops_softmax(att, pos + 1);
         float *out = ctx->xn + (size_t)r * q_dim + (size_t)h * hd;
