@@ -18,23 +18,10 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
+#include "test_util.h"
+
 static const uint32_t computable[] = {TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0};
 #define N_COMPUTABLE (sizeof computable / sizeof computable[0])
-
-static int setup(void **state)
-{
-    (void)state;
-    fp16_init();
-    return 0;
-}
-
-static void fill_normal(float *x, int64_t n, uint64_t seed, float scale)
-{
-    rng_t r;
-    rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++)
-        x[i] = rng_normal(&r) * scale;
-}
 
 /* Every half value converts exactly (checked against ldexp on its fields),
  * and f32 -> f16 rounds to the nearest half (ties to even). */
@@ -272,5 +259,5 @@ int main(void)
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_softmax_swiglu),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

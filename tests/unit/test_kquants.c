@@ -25,23 +25,10 @@
 #include "model/gguf.h"
 #include "tools/synth.h"
 
+#include "test_util.h"
+
 static const uint32_t kq_types[] = {TYPE_Q4_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K};
 #define N_KQ (sizeof kq_types / sizeof kq_types[0])
-
-static int setup(void **state)
-{
-    (void)state;
-    fp16_init();
-    return 0;
-}
-
-static void fill_normal(float *x, int64_t n, uint64_t seed, float scale)
-{
-    rng_t r;
-    rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++)
-        x[i] = rng_normal(&r) * scale;
-}
 
 static double half(const uint8_t *p)
 {
@@ -513,5 +500,5 @@ int main(void)
         cmocka_unit_test(test_matmul_invariance),
         cmocka_unit_test(test_synth_q4_k_m),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

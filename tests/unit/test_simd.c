@@ -24,6 +24,8 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
+#include "test_util.h"
+
 static const uint32_t computable[] = {TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0};
 #define N_COMPUTABLE (sizeof computable / sizeof computable[0])
 
@@ -38,21 +40,6 @@ static const cpu_level_t levels[] = {CPU_GENERIC, CPU_AVX2, CPU_AVX512};
 static int lanes_of(cpu_level_t level)
 {
     return level == CPU_AVX512 ? 16 : level == CPU_AVX2 ? 8 : 1;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    fp16_init();
-    return 0;
-}
-
-static void fill_normal(float *x, int64_t n, uint64_t seed, float scale)
-{
-    rng_t r;
-    rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++)
-        x[i] = rng_normal(&r) * scale;
 }
 
 /* n elements of a type, quantised from random normals (n a multiple of the block size). */
@@ -434,5 +421,5 @@ int main(void)
         cmocka_unit_test(test_tiles_match_dot),
         cmocka_unit_test(test_matmul_batch_invariance),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }
