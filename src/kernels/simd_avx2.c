@@ -10,11 +10,17 @@
  *   acc = 0 (8 lanes); for each 8-element chunk i: acc = fma(w_i, x_i, acc)
  *   (a short last chunk is zero-padded); then one fixed horizontal tree.
  * so a row's result is bit-identical whatever tile, batch or thread count it
- * is computed in. Q8_0 weights are dequantised exactly (q * d) first. */
+ * is computed in. Q8_0 weights are dequantised exactly (q * d) first.
+ *
+ * Q4_0, Q4_K, Q5_K and Q6_K have dot_f32 only (dot_tile NULL: matmul loops
+ * over dot_f32, so batch invariance holds by construction), ported from
+ * simd_avx512.c at 8 lanes; see the section below for their order. */
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels/dispatch.h"
+#include "kernels/kquants.h"
 
 #define AI static inline __attribute__((always_inline))
 #define LANES 8  /* f32 lanes in a ymm register */
@@ -226,10 +232,174 @@ DEFINE_KERNELS(f16, F16_TILE)
 DEFINE_KERNELS(bf16, BF16_TILE)
 DEFINE_KERNELS(q8_0, tile_q8_0)
 
+/* ---- Q4_0 and the K-quants: dot_f32 ------------------------------------
+ * As in simd_avx512.c, at 8 lanes: each weight is dequantised to the very
+ * f32 the scalar to_f32 gives (kquants.h: every product but the last is
+ * exact, and the last rounding is the same one here, fmsub or mul), then
+ * multiplied into f32 accumulators: vector v of each group of ACC_K
+ * consecutive 8-element vectors (in element order) goes to accumulator v,
+ * and at the end the accumulators are added in a fixed tree, then hsum.
+ * Blocks are read bytewise (any address: rows of 18-, 144-, 176- or
+ * 210-byte blocks have no alignment), f16 scales through memcpy. */
+
+#define ACC_K 4 /* K-quant accumulators: one per 8-element vector of a 32-element group */
+
+/* An f16 at any address, as f32. */
+AI float f16_at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* 8 bytes at any address, zero-extended to 32-bit lanes. */
+AI __m256i bytes8(const uint8_t *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+AI __m256 to_ps(__m256i q)
+{
+    return _mm256_cvtepi32_ps(q);
+}
+
+AI float sum4(const __m256 acc[ACC_K])
+{
+    return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+/* Q4_K / Q5_K super-block scales: ds[s] = d * sc[s] and dm[s] = dmin * m[s]
+ * (both exact), unpacking the 6-bit layout described at kq_scale_min_get. */
+AI void k_scales(const uint8_t *blk, size_t scales_at, float ds[8], float dm[8])
+{
+    const uint8_t *s = blk + scales_at;
+    float d = f16_at(blk), dmin = f16_at(blk + 2);
+    for (int j = 0; j < 4; j++) {
+        ds[j] = d * (float)(s[j] & 63);
+        dm[j] = dmin * (float)(s[j + 4] & 63);
+        ds[j + 4] = d * (float)((s[j + 8] & 15) | ((s[j] >> 6) << 4));
+        dm[j + 4] = dmin * (float)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    }
+}
+
+/* Q4_K (has_qh false) and Q5_K (true): chunk j's bytes 8m..8m+7 (m in 0..3)
+ * give elements 64j + 8m + 0..7 (low nibbles, sub-block 2j) and
+ * 64j + 32 + 8m + 0..7 (high nibbles, sub-block 2j + 1); for Q5_K, bits 2j
+ * and 2j + 1 of qh[l] are the fifth bits of 64j + l and 64j + 32 + l.
+ * Vector v = 0..7 of the chunk (element order) goes to accumulator v % 4. */
+AI float dot_k_scale_min(bool has_qh, const uint8_t *blk, const float *x, int64_t n)
+{
+    const size_t block_bytes = has_qh ? sizeof(block_q5_k_t) : sizeof(block_q4_k_t);
+    const size_t scales_at = has_qh ? offsetof(block_q5_k_t, scales) : offsetof(block_q4_k_t, scales);
+    const size_t qs_at = has_qh ? offsetof(block_q5_k_t, qs) : offsetof(block_q4_k_t, qs);
+    const __m256i nib = _mm256_set1_epi32(15), bit4 = _mm256_set1_epi32(16);
+    __m256 acc[ACC_K] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < n / QK_K; b++, blk += block_bytes) {
+        float ds[8], dm[8];
+        k_scales(blk, scales_at, ds, dm);
+        const uint8_t *qs = blk + qs_at;
+        const uint8_t *qh = blk + offsetof(block_q5_k_t, qh);
+#pragma GCC unroll 4
+        for (int j = 0; j < QK_K / 64; j++, qs += 32, x += 64) {
+            __m256 dlo = _mm256_set1_ps(ds[2 * j]), mlo = _mm256_set1_ps(dm[2 * j]);
+            __m256 dhi = _mm256_set1_ps(ds[2 * j + 1]), mhi = _mm256_set1_ps(dm[2 * j + 1]);
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) { /* accumulator m: vectors m (low) then 4 + m (high) */
+                __m256i q = bytes8(qs + 8 * m);
+                __m256i lo = _mm256_and_si256(q, nib), hi = _mm256_srli_epi32(q, 4);
+                if (has_qh) {
+                    /* qh >> 2j: bit 0 -> 16 for the low nibbles, bit 1 -> 16 for the high */
+                    __m256i h = _mm256_srli_epi32(bytes8(qh + 8 * m), 2 * j);
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(h, 4), bit4));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi32(h, 3), bit4));
+                }
+                __m256 wlo = _mm256_fmsub_ps(dlo, to_ps(lo), mlo);
+                __m256 whi = _mm256_fmsub_ps(dhi, to_ps(hi), mhi);
+                acc[m] = _mm256_fmadd_ps(wlo, _mm256_loadu_ps(x + LANES * m), acc[m]);
+                acc[m] = _mm256_fmadd_ps(whi, _mm256_loadu_ps(x + 32 + LANES * m), acc[m]);
+            }
+        }
+    }
+    return sum4(acc);
+}
+
+static float q4_k_dot(const void *w, const float *x, int64_t n)
+{
+    return dot_k_scale_min(false, w, x, n);
+}
+
+static float q5_k_dot(const void *w, const float *x, int64_t n)
+{
+    return dot_k_scale_min(true, w, x, n);
+}
+
+/* Q6_K: per 128-element half, ql bytes l and l + 32 and qh byte l (l in
+ * 0..31, 8 at a time: l = 8m + 0..7) give the elements l + {0, 32, 64, 96};
+ * weight = (d * scales[e / 16]) * (q - 32), one rounding as in the scalar
+ * to_f32. Vector v = 4k + m of the half goes to accumulator m, in order of
+ * k (= element order). */
+static float q6_k_dot(const void *w, const float *x, int64_t n)
+{
+    const uint8_t *blk = w;
+    const __m256i nib = _mm256_set1_epi32(15), two_bits = _mm256_set1_epi32(48), bias = _mm256_set1_epi32(32);
+    __m256 acc[ACC_K] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < n / QK_K; b++, blk += sizeof(block_q6_k_t)) {
+        float d = f16_at(blk + offsetof(block_q6_k_t, d));
+        const int8_t *sc = (const int8_t *)(blk + offsetof(block_q6_k_t, scales));
+        for (int half = 0; half < QK_K / 128; half++, x += 128) {
+            const uint8_t *ql = blk + offsetof(block_q6_k_t, ql) + 64 * half;
+            const uint8_t *qh = blk + offsetof(block_q6_k_t, qh) + 32 * half;
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                __m256i lo = bytes8(ql + 8 * m), hi = bytes8(ql + 32 + 8 * m), h = bytes8(qh + 8 * m);
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) { /* elements 32k + 8m + 0..7 of the half */
+                    __m256i src = k & 1 ? hi : lo;
+                    __m256i q4 = k < 2 ? _mm256_and_si256(src, nib) : _mm256_srli_epi32(src, 4);
+                    __m256i q2 = k == 0   ? _mm256_slli_epi32(h, 4)
+                                 : k == 1 ? _mm256_slli_epi32(h, 2)
+                                 : k == 2 ? h
+                                          : _mm256_srli_epi32(h, 2);
+                    __m256i q = _mm256_sub_epi32(_mm256_or_si256(q4, _mm256_and_si256(q2, two_bits)), bias);
+                    float ds = d * (float)sc[8 * half + 2 * k + m / 2];
+                    __m256 wv = _mm256_mul_ps(_mm256_set1_ps(ds), to_ps(q));
+                    acc[m] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + 32 * k + LANES * m), acc[m]);
+                }
+            }
+        }
+    }
+    return sum4(acc);
+}
+
+/* Q4_0: byte l holds elements l (low nibble) and l + 16 (high); weight =
+ * d * (q - 8), exact. Vector v = 0..3 of the block goes to accumulator v. */
+static float q4_0_dot(const void *w, const float *x, int64_t n)
+{
+    const uint8_t *blk = w;
+    const __m256i nib = _mm256_set1_epi32(15), bias = _mm256_set1_epi32(8);
+    __m256 acc[ACC_K] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < n / QK4_0; b++, blk += sizeof(block_q4_0_t), x += QK4_0) {
+        __m256 d = _mm256_set1_ps(f16_at(blk));
+#pragma GCC unroll 2
+        for (int m = 0; m < 2; m++) {
+            __m256i q = bytes8(blk + offsetof(block_q4_0_t, qs) + 8 * m);
+            __m256 wlo = _mm256_mul_ps(d, to_ps(_mm256_sub_epi32(_mm256_and_si256(q, nib), bias)));
+            __m256 whi = _mm256_mul_ps(d, to_ps(_mm256_sub_epi32(_mm256_srli_epi32(q, 4), bias)));
+            acc[m] = _mm256_fmadd_ps(wlo, _mm256_loadu_ps(x + LANES * m), acc[m]);
+            acc[2 + m] = _mm256_fmadd_ps(whi, _mm256_loadu_ps(x + 16 + LANES * m), acc[2 + m]);
+        }
+    }
+    return sum4(acc);
+}
+
 void kernels_register_avx2(type_kernels_t table[TYPE_COUNT])
 {
     table[TYPE_F32] = (type_kernels_t){f32_dot, f32_dot_tile, "avx2"};
     table[TYPE_F16] = (type_kernels_t){f16_dot, f16_dot_tile, "avx2"};
     table[TYPE_BF16] = (type_kernels_t){bf16_dot, bf16_dot_tile, "avx2"};
     table[TYPE_Q8_0] = (type_kernels_t){q8_0_dot, q8_0_dot_tile, "avx2"};
+    table[TYPE_Q4_0] = (type_kernels_t){q4_0_dot, NULL, "avx2"};
+    table[TYPE_Q4_K] = (type_kernels_t){q4_k_dot, NULL, "avx2"};
+    table[TYPE_Q5_K] = (type_kernels_t){q5_k_dot, NULL, "avx2"};
+    table[TYPE_Q6_K] = (type_kernels_t){q6_k_dot, NULL, "avx2"};
 }
