@@ -32,18 +32,6 @@ static inline int round_clamped(float v, int lo, int hi)
 
 /* ---- 6-bit scale and min packing (Q4_K, Q5_K) --------------------------- */
 
-void kq_scale_min_get(const uint8_t scales[K_SCALE_BYTES], int j, int *sc, int *m)
-{
-    int k = j & 3; /* j < 4: its own bytes; j >= 4: the spare bits of sub-block j - 4's */
-    if (j < 4) {
-        *sc = scales[k] & 63;
-        *m = scales[k + 4] & 63;
-    } else {
-        *sc = (scales[k + 8] & 15) | ((scales[k] >> 6) << 4);
-        *m = (scales[k + 8] >> 4) | ((scales[k + 4] >> 6) << 4);
-    }
-}
-
 void kq_scale_min_pack(uint8_t scales[K_SCALE_BYTES], const uint8_t sc[8], const uint8_t m[8])
 {
     for (int j = 0; j < 4; j++) {

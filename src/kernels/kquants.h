@@ -67,7 +67,17 @@ _Static_assert(sizeof(block_q6_k_t) == 210, "Q6_K block is 210 bytes");
  * the low 6 bits of scales[j] and scales[j + 4]; for j >= 4 the nibbles of
  * scales[j + 4] (scale low, min high) with their top 2 bits in the top 2
  * bits of scales[j - 4] (scale) and scales[j] (min). */
-void kq_scale_min_get(const uint8_t scales[K_SCALE_BYTES], int j, int *sc, int *m);
+static inline void kq_scale_min_get(const uint8_t scales[K_SCALE_BYTES], int j, int *sc, int *m)
+{
+    int k = j & 3; /* j < 4: its own bytes; j >= 4: the spare bits of sub-block j - 4's */
+    if (j < 4) {
+        *sc = scales[k] & 63;
+        *m = scales[k + 4] & 63;
+    } else {
+        *sc = (scales[k + 8] & 15) | ((scales[k] >> 6) << 4);
+        *m = (scales[k + 8] >> 4) | ((scales[k + 4] >> 6) << 4);
+    }
+}
 /* Packs 8 scales and 8 mins (each 0..63) into that layout. */
 void kq_scale_min_pack(uint8_t scales[K_SCALE_BYTES], const uint8_t sc[8], const uint8_t m[8]);
 

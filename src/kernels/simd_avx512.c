@@ -243,16 +243,16 @@ AI float sum4(const __m512 acc[ACC_K])
 }
 
 /* Q4_K / Q5_K super-block scales: ds[s] = d * sc[s] and dm[s] = dmin * m[s]
- * (both exact), unpacking the 6-bit layout described at kq_scale_min_get. */
+ * (both exact), through kq_scale_min_get. */
 AI void k_scales(const uint8_t *blk, size_t scales_at, float ds[8], float dm[8])
 {
     const uint8_t *s = blk + scales_at;
     float d = f16_at(blk), dmin = f16_at(blk + 2);
-    for (int j = 0; j < 4; j++) {
-        ds[j] = d * (float)(s[j] & 63);
-        dm[j] = dmin * (float)(s[j + 4] & 63);
-        ds[j + 4] = d * (float)((s[j + 8] & 15) | ((s[j] >> 6) << 4));
-        dm[j + 4] = dmin * (float)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        kq_scale_min_get(s, j, &sc, &m);
+        ds[j] = d * (float)sc;
+        dm[j] = dmin * (float)m;
     }
 }
 
