@@ -9,7 +9,7 @@ void kernels_table_for_level(cpu_level_t level, type_kernels_t table[TYPE_COUNT]
 {
     for (uint32_t t = 0; t < TYPE_COUNT; t++) {
         const type_traits_t *tt = type_traits(t);
-        table[t] = (type_kernels_t){tt ? tt->dot_f32 : NULL, NULL, "generic"};
+        table[t] = (type_kernels_t){.dot_f32 = tt ? tt->dot_f32 : NULL, .path = "generic"};
     }
     if (level >= CPU_AVX2)
         kernels_register_avx2(table);

@@ -16,10 +16,24 @@
 typedef void (*type_dot_tile_fn)(const void *w, size_t w_stride, int64_t n_w, const float *x, size_t x_stride,
                                  int64_t n_x, float *y, size_t y_stride, int64_t n);
 
+/* The same for quantised activations: row c of xq starts at xq + c *
+ * x_stride bytes (qact_row_bytes). Every element is bit-identical to the
+ * same path's dot_q on that pair of rows. */
+typedef void (*type_dot_q_tile_fn)(const void *w, size_t w_stride, int64_t n_w, const void *xq, size_t x_stride,
+                                   int64_t n_x, float *y, size_t y_stride, int64_t n);
+
 typedef struct type_kernels {
     type_dot_f32_fn dot_f32;   /* dot of stored weights with f32 activations */
     type_dot_tile_fn dot_tile; /* the same, for a tile of rows; NULL: loop over dot_f32 */
     const char *path;          /* "generic", "avx2", "avx512", "amx" */
+    /* The integer path, used by matmul when dot_q is set (the SIMD levels
+     * for the quantised types): activation rows are quantised to act_type
+     * by quantize_act (same bytes as qact.h's scalar quantiser), then
+     * multiplied by dot_q / dot_q_tile. */
+    act_type_t act_type;
+    qact_quantize_fn quantize_act;
+    type_dot_q_fn dot_q;
+    type_dot_q_tile_fn dot_q_tile;
 } type_kernels_t;
 
 /* The kernels in use for a type (the level is cpu_level(), fixed at first call). */

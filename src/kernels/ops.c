@@ -1,8 +1,10 @@
 #include "kernels/ops.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "kernels/dispatch.h"
+#include "kernels/qact.h"
 #include "kernels/types.h"
 
 /* Cache blocking for the tiled path. A block of weight rows is loaded from
@@ -14,13 +16,54 @@
 #define MATMUL_W_BLOCK 16                /* weight rows per block */
 #define MATMUL_X_BLOCK_BYTES (128 << 10) /* activation bytes per block */
 
+/* Below this many activation values a batch is quantised on the calling
+ * thread (a decode row takes well under a microsecond: cheaper than a pool
+ * hand-off). */
+#define MATMUL_QUANT_SERIAL 8192
+
 typedef struct matmul_job {
     const matrix_t *w;
     const float *x;
     float *y;
     int n_rows;
     const type_kernels_t *k;
+    uint8_t *xq; /* (n_rows, xq_stride) quantised activations; NULL: the f32 path */
+    size_t xq_stride;
 } matmul_job_t;
+
+static void quantize_worker(void *ctx, int ith, int nth)
+{
+    const matmul_job_t *job = ctx;
+    long lo, hi;
+    pool_split(job->n_rows, ith, nth, &lo, &hi);
+    for (long r = lo; r < hi; r++)
+        job->k->quantize_act(job->x + (size_t)r * job->w->n_in, job->xq + (size_t)r * job->xq_stride, job->w->n_in);
+}
+
+/* The integer path's product: like the tiled f32 one, on quantised rows. */
+static void matmul_q_rows(const matmul_job_t *job, long lo, long hi)
+{
+    const matrix_t *w = job->w;
+    const uint8_t *base = w->data;
+    const size_t n_out = (size_t)w->n_out, xs = job->xq_stride;
+    if (!job->k->dot_q_tile) {
+        for (long o = lo; o < hi; o++)
+            for (int r = 0; r < job->n_rows; r++)
+                job->y[(size_t)r * n_out + o] =
+                    job->k->dot_q(base + (size_t)o * w->row_bytes, job->xq + (size_t)r * xs, w->n_in);
+        return;
+    }
+    long x_block = (long)(MATMUL_X_BLOCK_BYTES / xs);
+    x_block = x_block < MATMUL_ROW_UNIT ? MATMUL_ROW_UNIT : x_block;
+    for (long o = lo; o < hi; o += MATMUL_W_BLOCK) {
+        long n_w = hi - o < MATMUL_W_BLOCK ? hi - o : MATMUL_W_BLOCK;
+        for (long r = 0; r < job->n_rows; r += x_block) {
+            long n_x = job->n_rows - r < x_block ? job->n_rows - r : x_block;
+            job->k->dot_q_tile(base + (size_t)o * w->row_bytes, w->row_bytes, n_w, job->xq + (size_t)r * xs, xs, n_x,
+                               job->y + (size_t)r * n_out + o, n_out, w->n_in);
+        }
+    }
+}
 
 static void matmul_worker(void *ctx, int ith, int nth)
 {
@@ -30,6 +73,10 @@ static void matmul_worker(void *ctx, int ith, int nth)
     pool_split(units, ith, nth, &lo, &hi);
     lo *= MATMUL_ROW_UNIT;
     hi = hi * MATMUL_ROW_UNIT < w->n_out ? hi * MATMUL_ROW_UNIT : (long)w->n_out;
+    if (job->xq) {
+        matmul_q_rows(job, lo, hi);
+        return;
+    }
     const uint8_t *base = w->data;
     const size_t n_in = (size_t)w->n_in, n_out = (size_t)w->n_out;
     if (!job->k->dot_tile) {
@@ -53,15 +100,45 @@ static void matmul_worker(void *ctx, int ith, int nth)
     }
 }
 
+size_t ops_matmul_xq_bytes(int64_t n_in, int n_rows)
+{
+    return (size_t)n_rows * qact_row_bytes_max(n_in);
+}
+
+void ops_matmul_scratch_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, const float *x, float *y,
+                             int n_rows, void *xq)
+{
+    matmul_job_t job = {w, x, y, n_rows, k, NULL, 0};
+    if (k->dot_q && xq) {
+        job.xq = xq;
+        job.xq_stride = qact_row_bytes(k->act_type, w->n_in);
+        if ((int64_t)n_rows * w->n_in < MATMUL_QUANT_SERIAL)
+            quantize_worker(&job, 0, 1);
+        else
+            pool_run(pool, quantize_worker, &job);
+    }
+    pool_run(pool, matmul_worker, &job);
+}
+
 void ops_matmul_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, const float *x, float *y, int n_rows)
 {
-    matmul_job_t job = {w, x, y, n_rows, k};
-    pool_run(pool, matmul_worker, &job);
+    /* callers outside the forward pass: the same arithmetic, with scratch
+     * of their own */
+    void *xq = k->dot_q ? aligned_alloc(QACT_ALIGN, ops_matmul_xq_bytes(w->n_in, n_rows)) : NULL;
+    if (k->dot_q && !xq)
+        abort(); /* out of memory for a few KB: nothing sensible to return */
+    ops_matmul_scratch_with(pool, k, w, x, y, n_rows, xq);
+    free(xq);
 }
 
 void ops_matmul(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows)
 {
     ops_matmul_with(pool, type_kernels(w->type), w, x, y, n_rows);
+}
+
+void ops_matmul_scratch(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows, void *xq)
+{
+    ops_matmul_scratch_with(pool, type_kernels(w->type), w, x, y, n_rows, xq);
 }
 
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps)

@@ -3,6 +3,7 @@
 #ifndef SPLASH_OPS_H
 #define SPLASH_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/pool.h"
@@ -25,6 +26,17 @@ void ops_matmul(pool_t *pool, const matrix_t *w, const float *x, float *y, int n
 struct type_kernels;
 void ops_matmul_with(pool_t *pool, const struct type_kernels *k, const matrix_t *w, const float *x, float *y,
                      int n_rows);
+
+/* The same with caller-owned scratch for the quantised activations of the
+ * integer path (kernels/qact.h), so the per-token path does not allocate:
+ * xq holds at least ops_matmul_xq_bytes(w->n_in, n_rows) bytes, aligned to
+ * QACT_ALIGN. When the kernels have an integer path the rows are quantised
+ * first (split across the pool for batches), then multiplied; results are
+ * bit-identical to ops_matmul's. NULL xq: the f32 path. */
+size_t ops_matmul_xq_bytes(int64_t n_in, int n_rows);
+void ops_matmul_scratch(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows, void *xq);
+void ops_matmul_scratch_with(pool_t *pool, const struct type_kernels *k, const matrix_t *w, const float *x, float *y,
+                             int n_rows, void *xq);
 
 /* y = x / sqrt(mean(x^2) + eps) * weight, over n elements (in place allowed). */
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps);

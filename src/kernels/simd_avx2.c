@@ -21,6 +21,8 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/kquants.h"
+#include "kernels/qact.h"
+#include "kernels/qunpack.h"
 
 #define AI static inline __attribute__((always_inline))
 #define LANES 8  /* f32 lanes in a ymm register */
@@ -392,14 +394,274 @@ static float q4_0_dot(const void *w, const float *x, int64_t n)
     return sum4(acc);
 }
 
+/* ---- the integer path: int8 activations (AVX2) --------------------------
+ * As in simd_avx512.c, on 32-value chunks and without VNNI:
+ *   Q8_0 / Q4_0: vpmaddubsw(|w|, sign(x, w)) (no saturation: |w| <= 128,
+ *     |x| <= 127), vpmaddwd by ones into 8 int32 lanes: p = the block's
+ *     sum w x split over lanes; acc = fma(float(p), dw * dx, acc).
+ *   K-quants: vpmaddubsw(q, x), vpmaddwd by the pair scales, added into
+ *     int32 lanes A over the super-block; B from the activation sums; then
+ *     acc = fma(float(A), d * dx, acc), acc = fnmadd(float(B), dm * dx, acc).
+ * Each element's accumulator sees the same operations in every tile. */
+
+AI void unpack32(uint32_t type, const uint8_t *blk, int nb, qu_blocks_t *u)
+{
+    if (type == TYPE_Q8_0)
+        qu_unpack_q8_0(blk, nb, u);
+    else
+        qu_unpack_q4_0(blk, nb, u);
+}
+
+AI void unpack_k(uint32_t type, const uint8_t *blk, qu_kblock_t *u)
+{
+    if (type == TYPE_Q4_K)
+        qu_unpack_q4_k(blk, u);
+    else if (type == TYPE_Q5_K)
+        qu_unpack_q5_k(blk, u);
+    else
+        qu_unpack_q6_k(blk, u);
+}
+
+AI size_t block_bytes_of(uint32_t type)
+{
+    switch (type) {
+    case TYPE_Q8_0: return sizeof(block_q8_0_t);
+    case TYPE_Q4_0: return sizeof(block_q4_0_t);
+    case TYPE_Q4_K: return sizeof(block_q4_k_t);
+    case TYPE_Q5_K: return sizeof(block_q5_k_t);
+    default: return sizeof(block_q6_k_t);
+    }
+}
+
+AI void prefetch_unit(const uint8_t *p, size_t bytes, int R, size_t ws)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        prefetch_next_rows(p + o, R, ws);
+}
+
+AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                size_t ys, int64_t n)
+{
+    const size_t bb = block_bytes_of(type);
+    const int64_t nb_all = n / 32;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm256_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb_all; b0 += QU_BLOCKS32) {
+        int nb = nb_all - b0 < QU_BLOCKS32 ? (int)(nb_all - b0) : QU_BLOCKS32;
+        qu_blocks_t u[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * ws + (size_t)b0 * bb;
+            if (R > 1)
+                prefetch_unit(blk, (size_t)nb * bb, R, ws);
+            unpack32(type, blk, nb, &u[r]);
+        }
+        for (int j = 0; j < nb; j++) {
+            __m256i xv[TILE_C];
+            float dx[TILE_C];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++) {
+                xv[c] = _mm256_loadu_si256((const __m256i *)(x + c * xs + 32 * (b0 + j)));
+                dx[c] = qact_d(x + c * xs, n)[b0 + j];
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m256i wv = _mm256_loadu_si256((const __m256i *)(u[r].w + 32 * j));
+                __m256i aw = _mm256_abs_epi8(wv);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++) {
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[c], wv)), ones);
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(u[r].d[j] * dx[c]), acc[r][c]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                size_t ys, int64_t n)
+{
+    const size_t bb = block_bytes_of(type);
+    __m256 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        qu_kblock_t u[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * ws + (size_t)b * bb;
+            if (R > 1)
+                prefetch_unit(blk, bb, R, ws);
+            unpack_k(type, blk, &u[r]);
+        }
+        __m256i a[TILE_R][TILE_C];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                a[r][c] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            __m256i xv[TILE_C];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                xv[c] = _mm256_loadu_si256((const __m256i *)(x + c * xs + QK_K * b + 32 * j));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(u[r].q + 32 * j));
+                __m256i sc = _mm256_loadu_si256((const __m256i *)(u[r].scx + 16 * j));
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv[c]), sc));
+            }
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            const uint8_t *row = x + c * xs;
+            float dx = qact_d(row, n)[b];
+            __m256i bs = _mm256_loadu_si256((const __m256i *)(qact_bsums(row, n) + 16 * b));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m256i bm = _mm256_madd_epi16(bs, _mm256_loadu_si256((const __m256i *)u[r].coef));
+                acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[r][c]), _mm256_set1_ps(u[r].d * dx), acc[r][c]);
+                acc[r][c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(bm), _mm256_set1_ps(u[r].dm * dx), acc[r][c]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+typedef void (*qmicro_fn)(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n);
+
+/* Covers any n_w x n_x with 4 x 2 tiles, then 4 x 1, then 1 x 1. */
+static void qdrive(qmicro_fn k4x2, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w,
+                   const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            k4x2(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            k4x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
+#define DEFINE_QKERNELS(name, TILE, TYPE)                                                                              \
+    static void name##_q4x2(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
+    {                                                                                                                  \
+        TILE(TYPE, 4, 2, w, ws, x, xs, y, ys, n);                                                                      \
+    }                                                                                                                  \
+    static void name##_q4x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
+    {                                                                                                                  \
+        TILE(TYPE, 4, 1, w, ws, x, xs, y, ys, n);                                                                      \
+    }                                                                                                                  \
+    static void name##_q1x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
+    {                                                                                                                  \
+        TILE(TYPE, 1, 1, w, ws, x, xs, y, ys, n);                                                                      \
+    }                                                                                                                  \
+    static float name##_dot_q(const void *w, const void *xq, int64_t n)                                                \
+    {                                                                                                                  \
+        float y;                                                                                                       \
+        name##_q1x1(w, 0, xq, 0, &y, 0, n);                                                                            \
+        return y;                                                                                                      \
+    }                                                                                                                  \
+    static void name##_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,       \
+                                  float *y, size_t ys, int64_t n)                                                      \
+    {                                                                                                                  \
+        qdrive(name##_q4x2, name##_q4x1, name##_q1x1, w, ws, n_w, xq, xs, n_x, y, ys, n);                              \
+    }
+
+DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0)
+DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0)
+DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K)
+DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K)
+DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K)
+
+/* Blocks of bs values (see qact.h for the rule), 8 at a time; cvtps rounds
+ * in the default MXCSR mode (to nearest even), as lrintf does. */
+static void quantize_rows(int bs, const float *x, void *dst, int64_t n)
+{
+    int8_t *qs = dst;
+    float *d = (float *)(qs + n);
+    int16_t *bsums = (int16_t *)(d + n / bs);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < n / bs; b++) {
+        const float *xb = x + bs * b;
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < bs; i += LANES)
+            mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+        int8_t *q = qs + bs * b;
+        if (!(amax >= QACT_MIN_AMAX)) {
+            memset(q, 0, (size_t)bs);
+            d[b] = 0.0f;
+        } else {
+            __m256 id = _mm256_set1_ps(127.0f / amax);
+            d[b] = amax / 127.0f;
+            for (int i = 0; i < bs; i += 32) {
+                __m256i v[4];
+                for (int k = 0; k < 4; k++)
+                    v[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + i + 8 * k), id));
+                /* packs work within 128-bit lanes: the permute restores the order */
+                __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+                _mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(p, order));
+            }
+        }
+        if (bs == QK_K)
+            for (int g = 0; g < QK_K / QACT_BSUM; g++) {
+                int s = 0;
+                for (int i = 0; i < QACT_BSUM; i++)
+                    s += q[QACT_BSUM * g + i];
+                bsums[b * (QK_K / QACT_BSUM) + g] = (int16_t)s;
+            }
+    }
+}
+
+static void quantize_q8_32(const float *x, void *dst, int64_t n)
+{
+    quantize_rows(32, x, dst, n);
+}
+
+static void quantize_q8_256(const float *x, void *dst, int64_t n)
+{
+    quantize_rows(QK_K, x, dst, n);
+}
+
 void kernels_register_avx2(type_kernels_t table[TYPE_COUNT])
 {
-    table[TYPE_F32] = (type_kernels_t){f32_dot, f32_dot_tile, "avx2"};
-    table[TYPE_F16] = (type_kernels_t){f16_dot, f16_dot_tile, "avx2"};
-    table[TYPE_BF16] = (type_kernels_t){bf16_dot, bf16_dot_tile, "avx2"};
-    table[TYPE_Q8_0] = (type_kernels_t){q8_0_dot, q8_0_dot_tile, "avx2"};
-    table[TYPE_Q4_0] = (type_kernels_t){q4_0_dot, NULL, "avx2"};
-    table[TYPE_Q4_K] = (type_kernels_t){q4_k_dot, NULL, "avx2"};
-    table[TYPE_Q5_K] = (type_kernels_t){q5_k_dot, NULL, "avx2"};
-    table[TYPE_Q6_K] = (type_kernels_t){q6_k_dot, NULL, "avx2"};
+    table[TYPE_F32] = (type_kernels_t){.dot_f32 = f32_dot, .dot_tile = f32_dot_tile, .path = "avx2"};
+    table[TYPE_F16] = (type_kernels_t){.dot_f32 = f16_dot, .dot_tile = f16_dot_tile, .path = "avx2"};
+    table[TYPE_BF16] = (type_kernels_t){.dot_f32 = bf16_dot, .dot_tile = bf16_dot_tile, .path = "avx2"};
+    table[TYPE_Q8_0] =
+        (type_kernels_t){q8_0_dot, q8_0_dot_tile, "avx2", ACT_Q8_32, quantize_q8_32, q8_0_dot_q, q8_0_dot_q_tile};
+    table[TYPE_Q4_0] = (type_kernels_t){q4_0_dot, NULL, "avx2", ACT_Q8_32, quantize_q8_32, q4_0_dot_q, q4_0_dot_q_tile};
+    table[TYPE_Q4_K] =
+        (type_kernels_t){q4_k_dot, NULL, "avx2", ACT_Q8_256, quantize_q8_256, q4_k_dot_q, q4_k_dot_q_tile};
+    table[TYPE_Q5_K] =
+        (type_kernels_t){q5_k_dot, NULL, "avx2", ACT_Q8_256, quantize_q8_256, q5_k_dot_q, q5_k_dot_q_tile};
+    table[TYPE_Q6_K] =
+        (type_kernels_t){q6_k_dot, NULL, "avx2", ACT_Q8_256, quantize_q8_256, q6_k_dot_q, q6_k_dot_q_tile};
 }

@@ -24,6 +24,8 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/kquants.h"
+#include "kernels/qact.h"
+#include "kernels/qunpack.h"
 
 #define AI static inline __attribute__((always_inline))
 #define LANES 16 /* f32 lanes in a zmm register */
@@ -367,14 +369,308 @@ static float q4_0_dot(const void *w, const float *x, int64_t n)
     return hsum(_mm512_add_ps(acc[0], acc[1]));
 }
 
+/* ---- the integer path: int8 activations (AVX-512 VNNI) -----------------
+ * Activation rows are quantised once per matmul (kernels/qact.h). Weights
+ * are unpacked per 256-value unit (kernels/qunpack.h) and multiplied with
+ * vpdpbusd (u8 x s8, summed by 4 into int32 lanes, no saturation):
+ *   Q8_0 / Q4_0: signed weights w are biased to w + 128 (u8); the lanes
+ *     start from -128 * (sum of the 4 activations), so p = sum w x exactly.
+ *     Per 64-value chunk (two blocks, 8 lanes each): acc = fma(float(p),
+ *     dw * dx, acc), dw * dx per lane from its own block.
+ *   K-quants: vpmaddubsw pairs quants (u8, <= 63) with activations (no
+ *     saturation: 2 * 63 * 127 < 2^15), vpdpwssd multiplies the int16 pairs
+ *     by their scale into int32 lanes A; the activation sums times the
+ *     coefficients give B (8 lanes); per super-block acc = fma(float(A),
+ *     d * dx, acc), then acc = fnmadd(float(B), dm * dx, acc).
+ * Every (weight row, activation row) element has its own accumulator that
+ * sees these operations in this order in every tile shape, then hsum. */
+
+/* 16 lanes: a in lanes 0-7, b in lanes 8-15. */
+AI __m512 pair_bcast(float a, float b)
+{
+    return _mm512_castpd_ps(
+        _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+}
+
+/* Prefetch the bytes [p, p + bytes) of the next group of R rows. */
+AI void prefetch_unit(const uint8_t *p, size_t bytes, int R, size_t ws)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        prefetch_next_rows(p + o, R, ws);
+}
+
+AI void unpack32(uint32_t type, const uint8_t *blk, int nb, qu_blocks_t *u)
+{
+    if (type == TYPE_Q8_0)
+        qu_unpack_q8_0(blk, nb, u);
+    else
+        qu_unpack_q4_0(blk, nb, u);
+}
+
+AI void unpack_k(uint32_t type, const uint8_t *blk, qu_kblock_t *u)
+{
+    if (type == TYPE_Q4_K)
+        qu_unpack_q4_k(blk, u);
+    else if (type == TYPE_Q5_K)
+        qu_unpack_q5_k(blk, u);
+    else
+        qu_unpack_q6_k(blk, u);
+}
+
+AI size_t block_bytes_of(uint32_t type)
+{
+    switch (type) {
+    case TYPE_Q8_0: return sizeof(block_q8_0_t);
+    case TYPE_Q4_0: return sizeof(block_q4_0_t);
+    case TYPE_Q4_K: return sizeof(block_q4_k_t);
+    case TYPE_Q5_K: return sizeof(block_q5_k_t);
+    default: return sizeof(block_q6_k_t);
+    }
+}
+
+/* Q8_0 / Q4_0 against ACT_Q8_32 rows: an R x C tile. */
+AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                size_t ys, int64_t n)
+{
+    const size_t bb = block_bytes_of(type);
+    const int64_t nb_all = n / 32;
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    __m512 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb_all; b0 += QU_BLOCKS32) {
+        int nb = nb_all - b0 < QU_BLOCKS32 ? (int)(nb_all - b0) : QU_BLOCKS32;
+        qu_blocks_t u[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * ws + (size_t)b0 * bb;
+            if (R > 1)
+                prefetch_unit(blk, (size_t)nb * bb, R, ws);
+            unpack32(type, blk, nb, &u[r]);
+        }
+        for (int j = 0; 2 * j < nb; j++) {
+            int two = 2 * j + 1 < nb;
+            __mmask64 m = two ? ~(__mmask64)0 : (__mmask64)0xffffffffu;
+            __m512i xv[TILE_C], corr[TILE_C];
+            __m512 dx[TILE_C];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++) {
+                const uint8_t *row = x + c * xs;
+                const float *d = qact_d(row, n);
+                xv[c] = _mm512_maskz_loadu_epi8(m, row + 32 * b0 + 64 * j);
+                corr[c] =
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, _mm512_sub_epi8(_mm512_setzero_si512(), xv[c]));
+                dx[c] = pair_bcast(d[b0 + 2 * j], two ? d[b0 + 2 * j + 1] : 0.0f);
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m512i wu = _mm512_xor_si512(_mm512_loadu_si512(u[r].w + 64 * j), bias);
+                __m512 dw = pair_bcast(u[r].d[2 * j], u[r].d[2 * j + 1]);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++) {
+                    __m512i p = _mm512_dpbusd_epi32(corr[c], wu, xv[c]);
+                    acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx[c]), acc[r][c]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+/* Q4_K / Q5_K / Q6_K against ACT_Q8_256 rows: an R x C tile. */
+AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                size_t ys, int64_t n)
+{
+    const size_t bb = block_bytes_of(type);
+    __m512 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        qu_kblock_t u[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * ws + (size_t)b * bb;
+            if (R > 1)
+                prefetch_unit(blk, bb, R, ws);
+            unpack_k(type, blk, &u[r]);
+        }
+        __m512i a[TILE_R][TILE_C];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                a[r][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            __m512i xv[TILE_C];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                xv[c] = _mm512_loadu_si512(x + c * xs + QK_K * b + 64 * j);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m512i q = _mm512_loadu_si512(u[r].q + 64 * j);
+                __m512i sc = _mm512_loadu_si512(u[r].scx + 32 * j);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    a[r][c] = _mm512_dpwssd_epi32(a[r][c], _mm512_maddubs_epi16(q, xv[c]), sc);
+            }
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            const uint8_t *row = x + c * xs;
+            float dx = qact_d(row, n)[b];
+            __m256i bs = _mm256_loadu_si256((const __m256i *)(qact_bsums(row, n) + 16 * b));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m256i bm = _mm256_madd_epi16(bs, _mm256_loadu_si256((const __m256i *)u[r].coef));
+                acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[r][c]), _mm512_set1_ps(u[r].d * dx), acc[r][c]);
+                acc[r][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(bm)),
+                                             _mm512_set1_ps(u[r].dm * dx), acc[r][c]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+/* A micro-kernel of the integer path: one fixed R x C instance. */
+typedef void (*qmicro_fn)(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n);
+
+static void qdrive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w,
+                   const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            k4x4(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            k4x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
+#define DEFINE_QKERNELS(name, TILE, TYPE)                                                                              \
+    static void name##_q4x4(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
+    {                                                                                                                  \
+        TILE(TYPE, 4, 4, w, ws, x, xs, y, ys, n);                                                                      \
+    }                                                                                                                  \
+    static void name##_q4x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
+    {                                                                                                                  \
+        TILE(TYPE, 4, 1, w, ws, x, xs, y, ys, n);                                                                      \
+    }                                                                                                                  \
+    static void name##_q1x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
+    {                                                                                                                  \
+        TILE(TYPE, 1, 1, w, ws, x, xs, y, ys, n);                                                                      \
+    }                                                                                                                  \
+    static float name##_dot_q(const void *w, const void *xq, int64_t n)                                                \
+    {                                                                                                                  \
+        float y;                                                                                                       \
+        name##_q1x1(w, 0, xq, 0, &y, 0, n);                                                                            \
+        return y;                                                                                                      \
+    }                                                                                                                  \
+    static void name##_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,       \
+                                  float *y, size_t ys, int64_t n)                                                      \
+    {                                                                                                                  \
+        qdrive(name##_q4x4, name##_q4x1, name##_q1x1, w, ws, n_w, xq, xs, n_x, y, ys, n);                              \
+    }
+
+DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0)
+DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0)
+DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K)
+DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K)
+DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K)
+
+/* One block of bs values (see qact.h for the rule): 16 at a time, the
+ * rounding of cvtps (the default MXCSR mode, to nearest even) is lrintf's. */
+static void quantize_rows(int bs, const float *x, void *dst, int64_t n)
+{
+    int8_t *qs = dst;
+    float *d = (float *)(qs + n);
+    int16_t *bsums = (int16_t *)(d + n / bs);
+    for (int64_t b = 0; b < n / bs; b++) {
+        const float *xb = x + bs * b;
+        __m512 mx = _mm512_setzero_ps();
+        for (int i = 0; i < bs; i += LANES)
+            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_loadu_ps(xb + i)));
+        float amax = _mm512_reduce_max_ps(mx);
+        int8_t *q = qs + bs * b;
+        if (!(amax >= QACT_MIN_AMAX)) {
+            memset(q, 0, (size_t)bs);
+            d[b] = 0.0f;
+            if (bs == QK_K)
+                memset(bsums + b * (QK_K / QACT_BSUM), 0, QK_K / QACT_BSUM * sizeof(int16_t));
+            continue;
+        }
+        __m512 id = _mm512_set1_ps(127.0f / amax);
+        d[b] = amax / 127.0f;
+        for (int i = 0; i < bs; i += LANES) {
+            __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + i), id));
+            _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(v));
+            if (bs == QK_K)
+                bsums[(bs * b + i) / QACT_BSUM] = (int16_t)_mm512_reduce_add_epi32(v);
+        }
+    }
+}
+
+static void quantize_q8_32(const float *x, void *dst, int64_t n)
+{
+    quantize_rows(32, x, dst, n);
+}
+
+static void quantize_q8_256(const float *x, void *dst, int64_t n)
+{
+    quantize_rows(QK_K, x, dst, n);
+}
+
 void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
 {
-    table[TYPE_F32] = (type_kernels_t){f32_dot, f32_dot_tile, "avx512"};
-    table[TYPE_F16] = (type_kernels_t){f16_dot, f16_dot_tile, "avx512"};
-    table[TYPE_BF16] = (type_kernels_t){bf16_dot, bf16_dot_tile, "avx512"};
-    table[TYPE_Q8_0] = (type_kernels_t){q8_0_dot, q8_0_dot_tile, "avx512"};
-    table[TYPE_Q4_0] = (type_kernels_t){q4_0_dot, NULL, "avx512"};
-    table[TYPE_Q4_K] = (type_kernels_t){q4_k_dot, NULL, "avx512"};
-    table[TYPE_Q5_K] = (type_kernels_t){q5_k_dot, NULL, "avx512"};
-    table[TYPE_Q6_K] = (type_kernels_t){q6_k_dot, NULL, "avx512"};
+    table[TYPE_F32] = (type_kernels_t){.dot_f32 = f32_dot, .dot_tile = f32_dot_tile, .path = "avx512"};
+    table[TYPE_F16] = (type_kernels_t){.dot_f32 = f16_dot, .dot_tile = f16_dot_tile, .path = "avx512"};
+    table[TYPE_BF16] = (type_kernels_t){.dot_f32 = bf16_dot, .dot_tile = bf16_dot_tile, .path = "avx512"};
+    /* The integer path needs VNNI; without it the AVX2 one (already in
+     * the table) stays. */
+    bool has_vnni = cpu_features()->avx512vnni;
+    static const struct {
+        uint32_t type;
+        type_dot_f32_fn dot;
+        type_dot_tile_fn tile;
+        act_type_t act;
+        qact_quantize_fn quantize;
+        type_dot_q_fn dot_q;
+        type_dot_q_tile_fn dot_q_tile;
+    } quantised[] = {
+        {TYPE_Q8_0, q8_0_dot, q8_0_dot_tile, ACT_Q8_32, quantize_q8_32, q8_0_dot_q, q8_0_dot_q_tile},
+        {TYPE_Q4_0, q4_0_dot, NULL, ACT_Q8_32, quantize_q8_32, q4_0_dot_q, q4_0_dot_q_tile},
+        {TYPE_Q4_K, q4_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q4_k_dot_q, q4_k_dot_q_tile},
+        {TYPE_Q5_K, q5_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q5_k_dot_q, q5_k_dot_q_tile},
+        {TYPE_Q6_K, q6_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q6_k_dot_q, q6_k_dot_q_tile},
+    };
+    for (size_t i = 0; i < sizeof quantised / sizeof quantised[0]; i++) {
+        type_kernels_t *k = &table[quantised[i].type];
+        k->dot_f32 = quantised[i].dot;
+        k->dot_tile = quantised[i].tile;
+        k->path = "avx512";
+        if (has_vnni) {
+            k->act_type = quantised[i].act;
+            k->quantize_act = quantised[i].quantize;
+            k->dot_q = quantised[i].dot_q;
+            k->dot_q_tile = quantised[i].dot_q_tile;
+        }
+    }
 }

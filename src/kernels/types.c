@@ -6,6 +6,7 @@
 
 #include "base/fp16.h"
 #include "kernels/kquants.h"
+#include "kernels/qact.h"
 
 /* ---- scalar reference kernels ------------------------------------------
  * Dot products accumulate in f32 in one fixed order (element by element
@@ -123,15 +124,19 @@ static float q8_0_dot(const void *w, const float *x, int64_t n)
 #define LAYOUT(id, nm, bs, bytes) [id] = {.name = nm, .block_size = bs, .bytes_per_block = bytes}
 
 static const type_traits_t traits[TYPE_COUNT] = {
-    [TYPE_F32] = {"f32", 1, 4, f32_to_f32, f32_from_f32, f32_dot},
-    [TYPE_F16] = {"f16", 1, 2, f16_to_f32, f16_from_f32, f16_dot},
-    [TYPE_BF16] = {"bf16", 1, 2, bf16_to_f32_row, bf16_from_f32, bf16_dot},
-    [TYPE_Q8_0] = {"q8_0", QK8_0, sizeof(block_q8_0_t), q8_0_to_f32, q8_0_from_f32, q8_0_dot},
+    [TYPE_F32] = {"f32", 1, 4, f32_to_f32, f32_from_f32, f32_dot, ACT_F32, NULL},
+    [TYPE_F16] = {"f16", 1, 2, f16_to_f32, f16_from_f32, f16_dot, ACT_F32, NULL},
+    [TYPE_BF16] = {"bf16", 1, 2, bf16_to_f32_row, bf16_from_f32, bf16_dot, ACT_F32, NULL},
+    [TYPE_Q8_0] = {"q8_0", QK8_0, sizeof(block_q8_0_t), q8_0_to_f32, q8_0_from_f32, q8_0_dot, ACT_Q8_32, qact_dot_q8_0},
     /* 4- to 6-bit types: kernels/kquants.c */
-    [TYPE_Q4_0] = {"q4_0", QK4_0, sizeof(block_q4_0_t), kq_q4_0_to_f32, kq_q4_0_from_f32, kq_q4_0_dot_f32},
-    [TYPE_Q4_K] = {"q4_k", QK_K, sizeof(block_q4_k_t), kq_q4_k_to_f32, kq_q4_k_from_f32, kq_q4_k_dot_f32},
-    [TYPE_Q5_K] = {"q5_k", QK_K, sizeof(block_q5_k_t), kq_q5_k_to_f32, kq_q5_k_from_f32, kq_q5_k_dot_f32},
-    [TYPE_Q6_K] = {"q6_k", QK_K, sizeof(block_q6_k_t), kq_q6_k_to_f32, kq_q6_k_from_f32, kq_q6_k_dot_f32},
+    [TYPE_Q4_0] = {"q4_0", QK4_0, sizeof(block_q4_0_t), kq_q4_0_to_f32, kq_q4_0_from_f32, kq_q4_0_dot_f32, ACT_Q8_32,
+                   qact_dot_q4_0},
+    [TYPE_Q4_K] = {"q4_k", QK_K, sizeof(block_q4_k_t), kq_q4_k_to_f32, kq_q4_k_from_f32, kq_q4_k_dot_f32, ACT_Q8_256,
+                   qact_dot_q4_k},
+    [TYPE_Q5_K] = {"q5_k", QK_K, sizeof(block_q5_k_t), kq_q5_k_to_f32, kq_q5_k_from_f32, kq_q5_k_dot_f32, ACT_Q8_256,
+                   qact_dot_q5_k},
+    [TYPE_Q6_K] = {"q6_k", QK_K, sizeof(block_q6_k_t), kq_q6_k_to_f32, kq_q6_k_from_f32, kq_q6_k_dot_f32, ACT_Q8_256,
+                   qact_dot_q6_k},
     /* Known layouts without kernels yet: readable, described, not computed. */
     LAYOUT(TYPE_Q4_1, "q4_1", 32, 20),
     LAYOUT(TYPE_Q5_0, "q5_0", 32, 22),

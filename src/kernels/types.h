@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/qact.h"
+
 /* ggml type ids as stored in GGUF tensor infos. */
 typedef enum ggml_type {
     TYPE_F32 = 0,
@@ -60,6 +62,8 @@ typedef void (*type_to_f32_fn)(const void *src, float *dst, int64_t n);
 typedef void (*type_from_f32_fn)(const float *src, void *dst, int64_t n);
 /* Dot product of n stored elements with n f32 activations. */
 typedef float (*type_dot_f32_fn)(const void *w, const float *x, int64_t n);
+/* Dot product of n stored elements with a quantised activation row (kernels/qact.h). */
+typedef float (*type_dot_q_fn)(const void *w, const void *xq, int64_t n);
 
 typedef struct type_traits {
     const char *name;   /* "q8_0": as llama.cpp and gguf-py spell it */
@@ -70,6 +74,12 @@ typedef struct type_traits {
     type_to_f32_fn to_f32;
     type_from_f32_fn from_f32;
     type_dot_f32_fn dot_f32;
+    /* The integer path (NULL / ACT_F32 where the type has none): the
+     * activation format it pairs with and the scalar reference dot product
+     * against it. The generic level never uses it (the f32 path is the
+     * ground truth); the SIMD levels do, through type_kernels(). */
+    act_type_t act_type;
+    type_dot_q_fn dot_q;
 } type_traits_t;
 
 /* Traits of a type id, or NULL if the id is not a known ggml type. */

@@ -44,6 +44,7 @@ typedef struct fwd_ctx {
     int32_t *out_rows; /* (max_rows) indices of rows whose logits are wanted */
     float *rope_cos;   /* (max_rows, head_dim / 2) each row's rotation */
     float *rope_sin;   /* (max_rows, head_dim / 2) */
+    void *xq;          /* (max_rows, max(hidden, q_dim, ffn)) quantised matmul activations (ops_matmul_xq_bytes) */
 } fwd_ctx_t;
 
 int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err);

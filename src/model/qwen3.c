@@ -15,12 +15,21 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
+#include "kernels/qact.h"
 #include "kernels/types.h"
 #include "model/forward.h"
 
 static size_t max_sz(size_t a, size_t b)
 {
     return a > b ? a : b;
+}
+
+/* The widest input of any matrix product (Wq/Wk/Wv/Wgate/Wup/Wout read
+ * hidden, Wo reads q_dim, Wdown reads ffn). */
+static int64_t widest_input(const model_config_t *c)
+{
+    size_t q_dim = (size_t)c->n_heads * c->head_dim;
+    return (int64_t)max_sz(max_sz((size_t)c->hidden, q_dim), (size_t)c->ffn);
 }
 
 uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx)
@@ -30,7 +39,7 @@ uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ct
     uint64_t per_row = c->hidden + max_sz((size_t)c->hidden, (size_t)q_dim) + q_dim + 2 * kv_dim + 2ull * c->ffn;
     per_row += (uint64_t)c->head_dim; /* RoPE cosines and sines */
     return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * max_ctx) * sizeof(float) +
-           (uint64_t)max_rows * sizeof(int32_t);
+           (uint64_t)max_rows * sizeof(int32_t) + ops_matmul_xq_bytes(widest_input(c), max_rows);
 }
 
 int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err)
@@ -56,8 +65,9 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
     ctx->out_rows = malloc(rows * sizeof(int32_t));
     ctx->rope_cos = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
     ctx->rope_sin = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
+    ctx->xq = aligned_alloc(QACT_ALIGN, ops_matmul_xq_bytes(widest_input(c), max_rows));
     if (!ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->gate || !ctx->up || !ctx->scores ||
-        !ctx->out_rows || !ctx->rope_cos || !ctx->rope_sin) {
+        !ctx->out_rows || !ctx->rope_cos || !ctx->rope_sin || !ctx->xq) {
         fwd_ctx_free(ctx);
         return err_set(err, "forward: out of memory for scratch buffers");
     }
@@ -77,6 +87,7 @@ void fwd_ctx_free(fwd_ctx_t *ctx)
     free(ctx->out_rows);
     free(ctx->rope_cos);
     free(ctx->rope_sin);
+    free(ctx->xq);
     memset(ctx, 0, sizeof *ctx);
 }
 
@@ -175,9 +186,9 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         /* attention block: h = rmsnorm(x); q, k, v projections */
         for (int r = 0; r < n; r++)
             ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->attn_norm, hidden, c->rms_eps);
-        ops_matmul(ctx->pool, &l->wq, ctx->xn, ctx->q, n);
-        ops_matmul(ctx->pool, &l->wk, ctx->xn, ctx->k, n);
-        ops_matmul(ctx->pool, &l->wv, ctx->xn, ctx->v, n);
+        ops_matmul_scratch(ctx->pool, &l->wq, ctx->xn, ctx->q, n, ctx->xq);
+        ops_matmul_scratch(ctx->pool, &l->wk, ctx->xn, ctx->k, n, ctx->xq);
+        ops_matmul_scratch(ctx->pool, &l->wv, ctx->xn, ctx->v, n, ctx->xq);
 
         /* per-head RMSNorm on q and k (Qwen3's QK-norm), then RoPE; store k, v */
         for (int r = 0; r < n; r++) {
@@ -202,18 +213,19 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */
         attn_job_t job = {ctx, kv, b, li};
         pool_run(ctx->pool, attn_worker, &job);
-        ops_matmul(ctx->pool, &l->wo, ctx->xn, ctx->q, n); /* q is free now: reuse it for Wo's output */
+        ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->q, n,
+                           ctx->xq); /* q is free now: reuse it for Wo's output */
         for (size_t i = 0; i < (size_t)n * hidden; i++)
             ctx->x[i] += ctx->q[i];
 
         /* feed-forward block: x += Wdown(silu(Wgate h) * Wup h) */
         for (int r = 0; r < n; r++)
             ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->ffn_norm, hidden, c->rms_eps);
-        ops_matmul(ctx->pool, &l->w_gate, ctx->xn, ctx->gate, n);
-        ops_matmul(ctx->pool, &l->w_up, ctx->xn, ctx->up, n);
+        ops_matmul_scratch(ctx->pool, &l->w_gate, ctx->xn, ctx->gate, n, ctx->xq);
+        ops_matmul_scratch(ctx->pool, &l->w_up, ctx->xn, ctx->up, n, ctx->xq);
         for (int r = 0; r < n; r++)
             ops_swiglu(ctx->gate + (size_t)r * c->ffn, ctx->up + (size_t)r * c->ffn, c->ffn);
-        ops_matmul(ctx->pool, &l->w_down, ctx->gate, ctx->xn, n);
+        ops_matmul_scratch(ctx->pool, &l->w_down, ctx->gate, ctx->xn, n, ctx->xq);
         for (size_t i = 0; i < (size_t)n * hidden; i++)
             ctx->x[i] += ctx->xn[i];
     }
@@ -228,6 +240,6 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
     for (int i = 0; i < n_out; i++)
         ops_rmsnorm(ctx->xn + (size_t)i * hidden, ctx->x + (size_t)ctx->out_rows[i] * hidden, m->out_norm, hidden,
                     c->rms_eps);
-    ops_matmul(ctx->pool, &m->output, ctx->xn, logits, n_out);
+    ops_matmul_scratch(ctx->pool, &m->output, ctx->xn, logits, n_out, ctx->xq);
     return 0;
 }

@@ -18,6 +18,7 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
+#include "matmul_expect.h"
 #include "test_util.h"
 
 static const uint32_t computable[] = {TYPE_F32, TYPE_F16, TYPE_BF16, TYPE_Q8_0};
@@ -183,8 +184,8 @@ static void test_matmul_threads_and_batch_invariance(void **state)
             ops_matmul(p3, &m, x + (size_t)r * n_in, ysingle, 1);
             assert_memory_equal(ysingle, y1 + (size_t)r * n_out, (size_t)n_out * sizeof(float));
             for (int64_t o = 0; o < n_out; o++)
-                assert_true(y1[r * n_out + o] ==
-                            type_kernels(computable[ti])->dot_f32(wq + (size_t)o * row_bytes, x + r * n_in, n_in));
+                assert_true(y1[r * n_out + o] == matmul_expect(type_kernels(computable[ti]), wq + (size_t)o * row_bytes,
+                                                               x + r * n_in, n_in));
         }
         pool_destroy(p1);
         pool_destroy(p3);
