@@ -1,86 +1,357 @@
 #include "engine/sampler.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The first candidate threshold on w (w is 1 at the most likely token) and
+ * the factor it is lowered by until the candidates provably hold every
+ * survivor of the filters; below the floor the threshold drops to 0. */
+#define SAMPLER_FIRST_THRESHOLD 1e-3f
+#define SAMPLER_THRESHOLD_STEP 1e-3f
+#define SAMPLER_THRESHOLD_FLOOR 1e-30f
+
+sampler_params_t sampler_params_default(void)
+{
+    return (sampler_params_t){.temperature = 0.0f, .top_p = 1.0f, .repetition_penalty = 1.0f};
+}
+
+/* Range checks written so that NaN fails them. */
+static int check_params(const sampler_params_t *p, int vocab, err_t *err)
+{
+    if (vocab <= 0)
+        return err_set(err, "sampler: vocabulary size must be positive, got %d", vocab);
+    if (!(p->temperature >= 0.0f && p->temperature <= SAMPLER_MAX_TEMPERATURE))
+        return err_set(err, "sampler: temperature must be in [0, %g], got %g", (double)SAMPLER_MAX_TEMPERATURE,
+                       (double)p->temperature);
+    if (p->top_k < 0)
+        return err_set(err, "sampler: top_k must be >= 0 (0: off), got %d", p->top_k);
+    if (!(p->top_p > 0.0f && p->top_p <= 1.0f))
+        return err_set(err, "sampler: top_p must be in (0, 1] (1: off), got %g", (double)p->top_p);
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        return err_set(err, "sampler: min_p must be in [0, 1] (0: off), got %g", (double)p->min_p);
+    if (!(fabsf(p->presence_penalty) <= SAMPLER_MAX_ABS_PENALTY))
+        return err_set(err, "sampler: presence_penalty must be in [-%g, %g], got %g", (double)SAMPLER_MAX_ABS_PENALTY,
+                       (double)SAMPLER_MAX_ABS_PENALTY, (double)p->presence_penalty);
+    if (!(fabsf(p->frequency_penalty) <= SAMPLER_MAX_ABS_PENALTY))
+        return err_set(err, "sampler: frequency_penalty must be in [-%g, %g], got %g", (double)SAMPLER_MAX_ABS_PENALTY,
+                       (double)SAMPLER_MAX_ABS_PENALTY, (double)p->frequency_penalty);
+    if (!(p->repetition_penalty >= 0.0f && p->repetition_penalty <= SAMPLER_MAX_REPETITION_PENALTY))
+        return err_set(err, "sampler: repetition_penalty must be in (0, %g] (1: off), got %g",
+                       (double)SAMPLER_MAX_REPETITION_PENALTY, (double)p->repetition_penalty);
+    return 0;
+}
 
 int sampler_init(sampler_t *s, const sampler_params_t *p, int vocab, err_t *err)
 {
-    if (!(p->temperature >= 0.0f) || p->top_k < 0 || !(p->top_p > 0.0f && p->top_p <= 1.0f))
-        return err_set(err, "sampler: temperature must be >= 0, top_k >= 0 and top_p in (0, 1]");
+    memset(s, 0, sizeof *s);
+    if (check_params(p, vocab, err))
+        return -1;
     s->p = *p;
+    if (s->p.repetition_penalty == 0.0f)
+        s->p.repetition_penalty = 1.0f; /* zero-initialised params: off */
+    if (s->p.top_k >= vocab)
+        s->p.top_k = 0;
     s->vocab = vocab;
-    rng_seed(&s->rng, p->seed);
-    s->cand = malloc((size_t)vocab * sizeof *s->cand);
-    if (!s->cand) {
+    size_t n = (size_t)vocab;
+    s->count = calloc(n, sizeof *s->count);
+    s->seen = calloc(n, sizeof *s->seen);
+    s->l = malloc(n * sizeof *s->l);
+    s->w = malloc(n * sizeof *s->w);
+    s->cand = malloc(n * sizeof *s->cand);
+    if (!s->count || !s->seen || !s->l || !s->w || !s->cand) {
         sampler_free(s);
-        return err_set(err, "sampler: out of memory");
+        return err_set(err, "sampler: out of memory for a %d-token vocabulary", vocab);
     }
+    rng_seed(&s->rng, p->seed);
     return 0;
 }
 
 void sampler_free(sampler_t *s)
 {
+    free(s->count);
+    free(s->seen);
+    free(s->l);
+    free(s->w);
     free(s->cand);
+    s->count = NULL;
+    s->seen = NULL;
+    s->l = s->w = NULL;
     s->cand = NULL;
 }
 
-static int32_t argmax(const float *x, int n)
+void sampler_reset(sampler_t *s)
 {
+    memset(s->count, 0, (size_t)s->vocab * sizeof *s->count);
+    memset(s->seen, 0, (size_t)s->vocab * sizeof *s->seen);
+    s->n_accepted = 0;
+    rng_seed(&s->rng, s->p.seed);
+}
+
+void sampler_accept_prompt(sampler_t *s, const int32_t *ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < s->vocab)
+            s->seen[ids[i]] = 1;
+}
+
+void sampler_accept(sampler_t *s, int32_t id)
+{
+    if (id < 0 || id >= s->vocab)
+        return;
+    s->seen[id] = 1;
+    if (s->count[id] < INT32_MAX)
+        s->count[id]++;
+    s->n_accepted++;
+}
+
+/* Step 1: s->l = the penalised logits (NaN as -inf). Returns the argmax,
+ * the lowest id on ties (0 when every logit is -inf). */
+static int32_t penalise(sampler_t *s, const float *logits)
+{
+    const float r = s->p.repetition_penalty, freq = s->p.frequency_penalty, pres = s->p.presence_penalty;
+    const bool has_rep = r != 1.0f, has_counts = s->n_accepted > 0 && (freq != 0.0f || pres != 0.0f);
+    float *l = s->l, max = -INFINITY;
     int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
+    for (int i = 0; i < s->vocab; i++) {
+        float v = logits[i];
+        if (isnan(v))
+            v = -INFINITY;
+        if (has_rep && s->seen[i])
+            v = v > 0.0f ? v / r : v * r;
+        if (has_counts && s->count[i] > 0) {
+            float f = (float)s->count[i] * freq;
+            v = v - f;
+            v = v - pres;
+        }
+        l[i] = v;
+        if (v > max) { /* the maximum in a register, not reloaded from l */
+            max = v;
             best = i;
+        }
+    }
     return best;
 }
 
-/* Orders candidates by probability, descending (ties: lower id first). */
-static int cmp_cand_desc(const void *a, const void *b)
+/* Step 2: s->w = exp((l - l_max) / T), 1 at the maximum. Returns the sum in
+ * id order. An infinite maximum shares the mass among the tokens at it. */
+static double weigh(sampler_t *s, int32_t best)
 {
-    const sampler_cand_t *x = a, *y = b;
-    if (x->p != y->p)
-        return x->p > y->p ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
+    const float lmax = s->l[best], t = s->p.temperature;
+    const float *l = s->l;
+    float *w = s->w;
+    double sum = 0.0;
+    if (isinf(lmax)) {
+        for (int i = 0; i < s->vocab; i++) {
+            w[i] = l[i] == lmax ? 1.0f : 0.0f;
+            sum += w[i];
+        }
+    } else {
+        for (int i = 0; i < s->vocab; i++) {
+            w[i] = expf((l[i] - lmax) / t);
+            sum += w[i];
+        }
+    }
+    return sum;
+}
+
+/* The ranking of step 3: by penalised logit, descending, then lower id. */
+static bool ranks_before(float la, int32_t ia, float lb, int32_t ib)
+{
+    return la > lb || (la == lb && ia < ib);
+}
+
+static bool cand_before(sampler_cand_t a, sampler_cand_t b)
+{
+    return ranks_before(a.l, a.id, b.l, b.id);
+}
+
+static void swap_cand(sampler_cand_t *a, sampler_cand_t *b)
+{
+    sampler_cand_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Partitions c[0, n) (n >= 2) around a median-of-three pivot: returns p
+ * with c[0, p) ranked before c[p] and c(p, n) after it. */
+static int partition(sampler_cand_t *c, int n)
+{
+    int mid = n / 2;
+    if (cand_before(c[mid], c[0]))
+        swap_cand(&c[mid], &c[0]);
+    if (cand_before(c[n - 1], c[0]))
+        swap_cand(&c[n - 1], &c[0]);
+    if (cand_before(c[n - 1], c[mid]))
+        swap_cand(&c[n - 1], &c[mid]);
+    swap_cand(&c[mid], &c[n - 1]); /* the median is the pivot, at the end */
+    sampler_cand_t pivot = c[n - 1];
+    int p = 0;
+    for (int i = 0; i < n - 1; i++)
+        if (cand_before(c[i], pivot))
+            swap_cand(&c[i], &c[p++]);
+    swap_cand(&c[p], &c[n - 1]);
+    return p;
+}
+
+/* Moves the first k of the ranking into c[0, k), in no particular order
+ * (quickselect, expected O(n)). */
+static void select_top(sampler_cand_t *c, int n, int k)
+{
+    int lo = 0, hi = n;
+    while (hi - lo > 1) {
+        int p = lo + partition(c + lo, hi - lo);
+        if (p == k || p == k - 1)
+            return;
+        if (p > k)
+            hi = p;
+        else
+            lo = p + 1;
+    }
+}
+
+/* The last candidate of c[0, n) in the ranking. */
+static sampler_cand_t last_ranked(const sampler_cand_t *c, int n)
+{
+    sampler_cand_t last = c[0];
+    for (int i = 1; i < n; i++)
+        if (cand_before(last, c[i]))
+            last = c[i];
+    return last;
+}
+
+/* top_p's cut: the candidate whose mass ranked before it is below need and,
+ * with its own, reaches need (a weighted quickselect, expected O(n)).
+ * Returns false when rounding leaves the whole set short of need. */
+static bool select_mass(sampler_cand_t *c, int n, const float *w, double need, sampler_cand_t *cut)
+{
+    int lo = 0, hi = n;
+    double before = 0.0; /* mass ranked before c[lo, hi) */
+    while (hi - lo > 1) {
+        int p = lo + partition(c + lo, hi - lo);
+        double left = 0.0;
+        for (int i = lo; i < p; i++)
+            left += w[c[i].id];
+        if (before + left >= need) {
+            hi = p;
+        } else if (before + left + w[c[p].id] >= need) {
+            *cut = c[p];
+            return true;
+        } else {
+            before += left + w[c[p].id];
+            lo = p + 1;
+        }
+    }
+    if (lo == hi || before + w[c[lo].id] < need)
+        return false;
+    *cut = c[lo];
+    return true;
+}
+
+/* Steps 4 and 5. Their survivors are a prefix of the ranking, described by
+ * the last one kept, *cut; returns false when neither is set. Only
+ * candidates with w >= t are looked at, t lowered until they provably hold
+ * every survivor: any set {w >= t} is itself a prefix of the ranking, and
+ * once t <= min_p it holds everything min_p (step 6) keeps. */
+static bool filter(sampler_t *s, double total_all, sampler_cand_t *cut)
+{
+    const int k = s->p.top_k;
+    const float top_p = s->p.top_p, min_p = s->p.min_p;
+    const bool use_p = top_p<1.0f, use_min = min_p> 0.0f;
+    if (!k && !use_p)
+        return false;
+    const float *w = s->w, *l = s->l;
+    sampler_cand_t *c = s->cand;
+    float t = use_min && min_p > SAMPLER_FIRST_THRESHOLD ? min_p : SAMPLER_FIRST_THRESHOLD;
+    for (;; t = t < SAMPLER_THRESHOLD_FLOOR ? 0.0f : t * SAMPLER_THRESHOLD_STEP) {
+        if (use_min && t < min_p && t * (1.0f / SAMPLER_THRESHOLD_STEP) > min_p)
+            t = min_p; /* never step over min_p */
+        const bool is_last = t == 0.0f, holds_min = use_min && t <= min_p;
+        int n = 0;
+        double mass = 0.0;
+        for (int i = 0; i < s->vocab; i++)
+            if (w[i] >= t) {
+                c[n++] = (sampler_cand_t){l[i], i};
+                mass += w[i];
+            }
+        int n_top = n;
+        if (k && n >= k) {
+            select_top(c, n, k);
+            n_top = k;
+        } else if (k && !is_last && !(holds_min && !use_p)) {
+            continue; /* top_p's mass is over top_k's whole set */
+        }
+        if (!use_p) {
+            *cut = last_ranked(c, n_top);
+            return true;
+        }
+        double total = total_all;
+        if (k) {
+            total = 0.0;
+            for (int i = 0; i < n_top; i++)
+                total += w[c[i].id];
+        }
+        const double need = (double)top_p * total;
+        const bool may_look_further = !k && !holds_min && !is_last;
+        if (may_look_further && mass < need)
+            continue;
+        if (select_mass(c, n_top, w, need, cut))
+            return true;
+        if (may_look_further)
+            continue;
+        *cut = last_ranked(c, n_top);
+        return true;
+    }
+}
+
+/* Steps 1 to 6: leaves s->w zero for filtered tokens and returns the kept
+ * mass. */
+static double prepare(sampler_t *s, const float *logits)
+{
+    int32_t best = penalise(s, logits);
+    double sum = weigh(s, best);
+    sampler_cand_t cut = {0.0f, 0};
+    const bool has_cut = filter(s, sum, &cut);
+    const float min_p = s->p.min_p; /* w is 1 at p_max: a ratio test */
+    if (!has_cut && min_p == 0.0f)
+        return sum;
+    sum = 0.0;
+    for (int i = 0; i < s->vocab; i++) {
+        if ((has_cut && ranks_before(cut.l, cut.id, s->l[i], i)) || s->w[i] < min_p)
+            s->w[i] = 0.0f;
+        sum += s->w[i];
+    }
+    return sum;
 }
 
 int32_t sampler_sample(sampler_t *s, const float *logits)
 {
-    int n = s->vocab;
     if (s->p.temperature == 0.0f)
-        return argmax(logits, n);
-
-    /* softmax at the temperature (unnormalised; sums carried in double) */
-    float max = logits[argmax(logits, n)];
-    for (int i = 0; i < n; i++) {
-        s->cand[i].p = expf((logits[i] - max) / s->p.temperature);
-        s->cand[i].id = i;
-    }
-    int n_cand = n;
-    if (s->p.top_k > 0 || s->p.top_p < 1.0f) {
-        qsort(s->cand, (size_t)n, sizeof *s->cand, cmp_cand_desc);
-        if (s->p.top_k > 0 && s->p.top_k < n_cand)
-            n_cand = s->p.top_k;
-        if (s->p.top_p < 1.0f) {
-            double total = 0.0, cum = 0.0;
-            for (int i = 0; i < n_cand; i++)
-                total += s->cand[i].p;
-            for (int i = 0; i < n_cand; i++) {
-                cum += s->cand[i].p;
-                if (cum >= s->p.top_p * total) {
-                    n_cand = i + 1;
-                    break;
-                }
-            }
-        }
-    }
-    double sum = 0.0;
-    for (int i = 0; i < n_cand; i++)
-        sum += s->cand[i].p;
-    double u = rng_uniform(&s->rng) * sum;
-    double acc = 0.0;
-    for (int i = 0; i < n_cand; i++) {
-        acc += s->cand[i].p;
+        return penalise(s, logits);
+    double sum = prepare(s, logits);
+    /* step 7: inverse CDF in id order */
+    double u = rng_uniform(&s->rng) * sum, acc = 0.0;
+    int32_t last = 0;
+    for (int i = 0; i < s->vocab; i++) {
+        if (s->w[i] == 0.0f)
+            continue;
+        acc += s->w[i];
+        last = i;
         if (u < acc)
-            return s->cand[i].id;
+            return i;
     }
-    return s->cand[n_cand - 1].id;
+    return last; /* rounding left u at the very top */
+}
+
+void sampler_distribution(sampler_t *s, const float *logits, double *probs)
+{
+    if (s->p.temperature == 0.0f) {
+        memset(probs, 0, (size_t)s->vocab * sizeof *probs);
+        probs[penalise(s, logits)] = 1.0;
+        return;
+    }
+    double sum = prepare(s, logits);
+    for (int i = 0; i < s->vocab; i++)
+        probs[i] = s->w[i] / sum;
 }

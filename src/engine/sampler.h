@@ -1,5 +1,34 @@
 /* Token sampling from one row of logits. Each request owns a sampler with
- * its own seeded generator, so its tokens never depend on other requests. */
+ * its own seeded generator and its own token history, so its tokens never
+ * depend on other requests.
+ *
+ * Order of operations (vLLM's order; llama.cpp users get the same result
+ * for every filter except that llama.cpp applies temperature last):
+ *   1. penalties on the logits, in float, as vLLM applies them:
+ *        repetition (CTRL / HF, over prompt + generated tokens):
+ *          l > 0 ? l / r : l * r        for every token seen so far
+ *        frequency and presence (OpenAI, over generated tokens only):
+ *          l - count * frequency - presence      for count > 0
+ *      NaN logits count as -inf; -inf is a mask and is never drawn.
+ *   2. temperature: 0 is greedy, the argmax of the penalised logits (lowest
+ *      id on ties), and stops here. Otherwise w = exp((l - l_max) / T).
+ *   3. candidates are ranked by penalised logit, descending, ties by the
+ *      lower id (the rank never depends on rounding in exp).
+ *   4. top_k keeps the first top_k of that ranking.
+ *   5. top_p keeps, of what top_k left, the shortest prefix of the ranking
+ *      whose mass reaches top_p of that set's mass (a token is kept when the
+ *      mass ranked before it is below top_p).
+ *   6. min_p keeps tokens with p >= min_p * p_max (p_max survives every
+ *      filter, so min_p is a ratio test on w and commutes with 4 and 5).
+ *   7. draw: one uniform u from the request's generator, scaled to the kept
+ *      mass and walked through the kept tokens in id order.
+ * The first token of the ranking always survives, so a sample always exists.
+ * When the largest penalised logit is infinite (+inf, or every token -inf),
+ * the tokens that share it split the mass equally.
+ *
+ * Cost: one pass over the vocabulary with no filter set; with filters, a few
+ * more passes plus a sort of only the candidates above a probability
+ * threshold (lowered until it provably holds every survivor). */
 #ifndef SPLASH_SAMPLER_H
 #define SPLASH_SAMPLER_H
 
@@ -8,15 +37,27 @@
 #include "base/err.h"
 #include "base/rng.h"
 
+#define SAMPLER_MAX_TEMPERATURE 100.0f       /* beyond this the distribution is flat to float precision */
+#define SAMPLER_MAX_ABS_PENALTY 2.0f         /* presence / frequency: [-2, 2], as OpenAI */
+#define SAMPLER_MAX_REPETITION_PENALTY 10.0f /* (0, 10]; 1 is off, values > 1 discourage repeats */
+
 typedef struct sampler_params {
-    float temperature; /* 0: greedy (argmax, lowest id on ties) */
-    int top_k;         /* 0: off */
-    float top_p;       /* 1: off */
+    float temperature;        /* 0: greedy (argmax after penalties, lowest id on ties); [0, 100] */
+    int top_k;                /* 0: off; >= 0 (above the vocabulary: off) */
+    float top_p;              /* 1: off; (0, 1] */
+    float min_p;              /* 0: off; [0, 1]: drop tokens with p < min_p * p_max */
+    float presence_penalty;   /* 0: off; [-2, 2], OpenAI semantics, over generated tokens */
+    float frequency_penalty;  /* 0: off; [-2, 2], OpenAI semantics, over generated tokens */
+    float repetition_penalty; /* 1: off (0, the zero-initialised value, is off too); (0, 10],
+                                 CTRL / HF semantics over prompt + generated tokens (vLLM's convention) */
     uint64_t seed;
 } sampler_params_t;
 
+/* Every filter and penalty off, greedy. */
+sampler_params_t sampler_params_default(void);
+
 typedef struct sampler_cand {
-    float p; /* unnormalised probability */
+    float l; /* penalised logit */
     int32_t id;
 } sampler_cand_t;
 
@@ -24,11 +65,32 @@ typedef struct sampler {
     sampler_params_t p;
     rng_t rng;
     int vocab;
-    sampler_cand_t *cand; /* (vocab) scratch */
+    int32_t *count;       /* (vocab) times each id was generated */
+    uint8_t *seen;        /* (vocab) 1: in the prompt or generated (repetition penalty) */
+    int32_t n_accepted;   /* generated tokens so far */
+    float *l;             /* (vocab) scratch: penalised logits */
+    float *w;             /* (vocab) scratch: unnormalised probabilities, 1 at the maximum */
+    sampler_cand_t *cand; /* (vocab) scratch: candidates being ranked */
 } sampler_t;
 
+/* Validates every field (the message names the one at fault) and allocates
+ * the per-request history and scratch, O(vocab). */
 int sampler_init(sampler_t *s, const sampler_params_t *p, int vocab, err_t *err);
 void sampler_free(sampler_t *s);
+/* Forgets the history and reseeds from p.seed, for reuse by another request
+ * with the same parameters (O(vocab) memset, no allocation). */
+void sampler_reset(sampler_t *s);
+
+void sampler_accept_prompt(sampler_t *s, const int32_t *ids, int n); /* prompt tokens (for repetition_penalty) */
+void sampler_accept(sampler_t *s, int32_t id);                       /* a generated token (all penalties) */
+/* Ids outside [0, vocab) are ignored by both. */
+
+/* Draws the next token (one uniform from the generator unless greedy). */
 int32_t sampler_sample(sampler_t *s, const float *logits);
+/* The final distribution the next sample would be drawn from (after
+ * penalties, temperature, filters), for tests and speculative verification:
+ * writes probabilities summing to 1 into probs[vocab] (0 for filtered
+ * tokens; greedy puts 1 on the argmax). Does not advance the generator. */
+void sampler_distribution(sampler_t *s, const float *logits, double *probs);
 
 #endif

@@ -1,4 +1,5 @@
-/* Sampling (greedy, seeded temperature, top-k, top-p) and the thread pool. */
+/* Sampling (greedy, seeded temperature, top-k, top-p) and the thread pool.
+ * The rest of sampling is tested in test_sampling.c and tests/sampling. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +20,7 @@ static void test_greedy(void **state)
     (void)state;
     float logits[6] = {0.1f, 3.0f, -1.0f, 3.0f, 2.9f, 0.0f};
     sampler_t s;
-    sampler_params_t p = {.temperature = 0.0f, .top_p = 1.0f};
+    sampler_params_t p = sampler_params_default();
     assert_int_equal(sampler_init(&s, &p, 6, NULL), 0);
     assert_int_equal(sampler_sample(&s, logits), 1); /* ties: the lower id */
     sampler_free(&s);
@@ -40,7 +41,9 @@ static void test_seeded_and_distribution(void **state)
     float logits[4] = {logf(0.1f), logf(0.2f), logf(0.3f), logf(0.4f)};
     enum { N = 20000 };
     int32_t *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *c = malloc(N * sizeof *c);
-    sampler_params_t p = {.temperature = 1.0f, .top_p = 1.0f, .seed = 1234};
+    sampler_params_t p = sampler_params_default();
+    p.temperature = 1.0f;
+    p.seed = 1234;
     sample_n(&p, logits, 4, N, a);
     sample_n(&p, logits, 4, N, b);
     assert_memory_equal(a, b, N * sizeof *a); /* same seed, same tokens */

@@ -1,0 +1,410 @@
+/* Sampling: validation, hand-computed distributions for every step of the
+ * documented order, masks, ties, the generator (seeds, draws by inverse CDF
+ * in id order). The random cross-check against an independent oracle is
+ * tests/sampling/oracle.py. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/sampler.h"
+#include "test_util.h"
+
+#define TOL 1e-6
+
+static sampler_params_t params(float temperature)
+{
+    sampler_params_t p = sampler_params_default();
+    p.temperature = temperature;
+    return p;
+}
+
+static void expect_rejected(sampler_params_t p, const char *field)
+{
+    sampler_t s;
+    err_t err = {{0}};
+    assert_int_equal(sampler_init(&s, &p, 8, &err), -1);
+    if (!strstr(err.msg, field))
+        fail_msg("message '%s' does not name %s", err.msg, field);
+}
+
+static void test_validation(void **state)
+{
+    (void)state;
+    sampler_params_t p = params(1.0f);
+    p.temperature = -0.1f;
+    expect_rejected(p, "temperature");
+    p.temperature = NAN;
+    expect_rejected(p, "temperature");
+    p = params(1.0f), p.top_k = -1;
+    expect_rejected(p, "top_k");
+    p = params(1.0f), p.top_p = 0.0f;
+    expect_rejected(p, "top_p");
+    p.top_p = 1.01f;
+    expect_rejected(p, "top_p");
+    p = params(1.0f), p.min_p = -0.01f;
+    expect_rejected(p, "min_p");
+    p.min_p = 1.5f;
+    expect_rejected(p, "min_p");
+    p = params(1.0f), p.presence_penalty = 2.5f;
+    expect_rejected(p, "presence_penalty");
+    p = params(1.0f), p.frequency_penalty = -2.01f;
+    expect_rejected(p, "frequency_penalty");
+    p.frequency_penalty = NAN;
+    expect_rejected(p, "frequency_penalty");
+    p = params(1.0f), p.repetition_penalty = -1.0f;
+    expect_rejected(p, "repetition_penalty");
+    p.repetition_penalty = 11.0f;
+    expect_rejected(p, "repetition_penalty");
+    /* accepted: the edges, top_k beyond the vocabulary, and an all-zero
+     * repetition_penalty (zero-initialised params) meaning off */
+    sampler_t s;
+    p = (sampler_params_t){.temperature = 2.0f,
+                           .top_k = 100,
+                           .top_p = 1.0f,
+                           .min_p = 1.0f,
+                           .presence_penalty = -2.0f,
+                           .frequency_penalty = 2.0f};
+    assert_int_equal(sampler_init(&s, &p, 8, NULL), 0);
+    assert_true(s.p.repetition_penalty == 1.0f);
+    sampler_free(&s);
+}
+
+static void dist(const sampler_params_t *p, const int32_t *prompt, int n_prompt, const int32_t *gen, int n_gen,
+                 const float *logits, int vocab, double *probs)
+{
+    sampler_t s;
+    assert_int_equal(sampler_init(&s, p, vocab, NULL), 0);
+    sampler_accept_prompt(&s, prompt, n_prompt);
+    for (int i = 0; i < n_gen; i++)
+        sampler_accept(&s, gen[i]);
+    sampler_distribution(&s, logits, probs);
+    sampler_free(&s);
+}
+
+static void expect_probs(const double *got, const double *want, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fabs(got[i] - want[i]) > TOL)
+            fail_msg("token %d: probability %.9f, expected %.9f", i, got[i], want[i]);
+}
+
+/* Softmax of x[0, n) at temperature 1 (want[] for hand-computed cases). */
+static void softmax(const double *x, int n, double *out)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += out[i] = exp(x[i]);
+    for (int i = 0; i < n; i++)
+        out[i] /= sum;
+}
+
+static void test_penalties(void **state)
+{
+    (void)state;
+    const float logits[5] = {2.0f, 1.5f, -1.0f, 0.5f, 1.0f};
+    const int32_t prompt[2] = {1, 2}, gen[3] = {0, 0, 3};
+    double probs[5], want[5];
+    /* repetition 2 over prompt + generated: positives halved, negatives doubled */
+    sampler_params_t p = params(1.0f);
+    p.repetition_penalty = 2.0f;
+    dist(&p, prompt, 2, gen, 3, logits, 5, probs);
+    softmax((double[]){1.0, 0.75, -2.0, 0.25, 1.0}, 5, want);
+    expect_probs(probs, want, 5);
+    /* frequency and presence over generated tokens only (0 twice, 3 once) */
+    p = params(1.0f);
+    p.frequency_penalty = 0.5f;
+    p.presence_penalty = 0.25f;
+    dist(&p, prompt, 2, gen, 3, logits, 5, probs);
+    softmax((double[]){2.0 - 1.0 - 0.25, 1.5, -1.0, 0.5 - 0.5 - 0.25, 1.0}, 5, want);
+    expect_probs(probs, want, 5);
+    /* all three: repetition first (vLLM's order), then the OpenAI ones */
+    p.repetition_penalty = 2.0f;
+    dist(&p, prompt, 2, gen, 3, logits, 5, probs);
+    softmax((double[]){1.0 - 1.0 - 0.25, 0.75, -2.0, 0.25 - 0.5 - 0.25, 1.0}, 5, want);
+    expect_probs(probs, want, 5);
+    /* greedy sees the penalties: token 0 falls to -0.25, token 4 leads */
+    p.temperature = 0.0f;
+    dist(&p, prompt, 2, gen, 3, logits, 5, probs);
+    expect_probs(probs, (double[]){0, 0, 0, 0, 1}, 5); /* 4 (1.0) beats 1 (0.75) */
+    /* negative presence encourages repeats */
+    p = params(0.0f);
+    p.presence_penalty = -2.0f;
+    dist(&p, NULL, 0, (int32_t[]){2}, 1, logits, 5, probs);
+    expect_probs(probs, (double[]){1, 0, 0, 0, 0}, 5); /* -1 + 2 = 1 < 2 */
+    dist(&p, NULL, 0, (int32_t[]){4}, 1, logits, 5, probs);
+    expect_probs(probs, (double[]){0, 0, 0, 0, 1}, 5); /* 1 + 2 = 3 */
+    /* out-of-range ids are ignored */
+    p = params(1.0f);
+    p.frequency_penalty = 1.0f;
+    p.repetition_penalty = 1.5f;
+    dist(&p, (int32_t[]){-1, 5}, 2, (int32_t[]){-3, 99}, 2, logits, 5, probs);
+    softmax((double[]){2.0, 1.5, -1.0, 0.5, 1.0}, 5, want);
+    expect_probs(probs, want, 5);
+}
+
+static void test_filters(void **state)
+{
+    (void)state;
+    const float logits[4] = {logf(0.1f), logf(0.2f), logf(0.3f), logf(0.4f)};
+    double probs[4];
+    sampler_params_t p = params(1.0f);
+    dist(&p, NULL, 0, NULL, 0, logits, 4, probs);
+    expect_probs(probs, (double[]){0.1, 0.2, 0.3, 0.4}, 4);
+    /* top_k 3 leaves .2 .3 .4; top_p .6 over that set (renormalised: .222
+     * .333 .444) keeps .4 and .3, since .444 ranked before .3 is < .6 */
+    p.top_k = 3;
+    p.top_p = 0.6f;
+    dist(&p, NULL, 0, NULL, 0, logits, 4, probs);
+    expect_probs(probs, (double[]){0, 0, 3.0 / 7, 4.0 / 7}, 4);
+    /* top_p .6 over all four: .4 then .3 (mass .7 reaches .6) */
+    p.top_k = 0;
+    dist(&p, NULL, 0, NULL, 0, logits, 4, probs);
+    expect_probs(probs, (double[]){0, 0, 3.0 / 7, 4.0 / 7}, 4);
+    /* top_p .75: .4 + .3 = .7 < .75, so .2 is kept too */
+    p.top_p = 0.75f;
+    dist(&p, NULL, 0, NULL, 0, logits, 4, probs);
+    expect_probs(probs, (double[]){0, 2.0 / 9, 3.0 / 9, 4.0 / 9}, 4);
+    /* min_p .6: p >= .24 keeps .3 and .4 */
+    p.top_p = 1.0f;
+    p.min_p = 0.6f;
+    dist(&p, NULL, 0, NULL, 0, logits, 4, probs);
+    expect_probs(probs, (double[]){0, 0, 3.0 / 7, 4.0 / 7}, 4);
+    /* min_p with top_k 1: just the argmax */
+    p.top_k = 1;
+    dist(&p, NULL, 0, NULL, 0, logits, 4, probs);
+    expect_probs(probs, (double[]){0, 0, 0, 1}, 4);
+    /* temperature before the filters: at T = 0.5 the weights are squared
+     * (.01 .04 .09 .16, /.30), so min_p .5 keeps p >= .08 / .30: .09 .16 */
+    p = params(0.5f);
+    p.min_p = 0.5f;
+    dist(&p, NULL, 0, NULL, 0, logits, 4, probs);
+    expect_probs(probs, (double[]){0, 0, 0.09 / 0.25, 0.16 / 0.25}, 4);
+}
+
+static void test_ties_and_masks(void **state)
+{
+    (void)state;
+    double probs[6];
+    const float flat[6] = {0};
+    /* ties rank the lower id first */
+    sampler_params_t p = params(1.0f);
+    p.top_k = 2;
+    dist(&p, NULL, 0, NULL, 0, flat, 6, probs);
+    expect_probs(probs, (double[]){0.5, 0.5, 0, 0, 0, 0}, 6);
+    /* top_p .5 over six equal tokens: mass before the 4th is exactly .5 */
+    p = params(1.0f);
+    p.top_p = 0.5f;
+    dist(&p, NULL, 0, NULL, 0, flat, 6, probs);
+    expect_probs(probs, (double[]){1.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0, 0}, 6);
+    /* min_p 1 keeps every token tied with the maximum */
+    p = params(1.0f);
+    p.min_p = 1.0f;
+    dist(&p, NULL, 0, NULL, 0, flat, 6, probs);
+    expect_probs(probs, (double[]){1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6}, 6);
+    /* top_p's mass reaching it exactly at a token (wherever the selection
+     * pivots): the token is kept, the next one is not */
+    for (int v = 2; v <= 40; v += 2) {
+        float eq[40] = {0};
+        double pr[40];
+        p = params(1.0f);
+        p.top_p = 0.5f;
+        dist(&p, NULL, 0, NULL, 0, eq, v, pr);
+        for (int i = 0; i < v; i++)
+            assert_true(fabs(pr[i] - (i < v / 2 ? 2.0 / v : 0.0)) < TOL);
+    }
+    /* -inf is a mask, NaN counts as -inf */
+    const float masked[6] = {-INFINITY, 1.0f, NAN, 1.0f, -INFINITY, 0.0f};
+    p = params(1.0f);
+    dist(&p, NULL, 0, NULL, 0, masked, 6, probs);
+    double e = exp(-1.0);
+    expect_probs(probs, (double[]){0, 1 / (2 + e), 0, 1 / (2 + e), 0, e / (2 + e)}, 6);
+    p.temperature = 0.0f;
+    dist(&p, NULL, 0, NULL, 0, masked, 6, probs);
+    expect_probs(probs, (double[]){0, 1, 0, 0, 0, 0}, 6);
+    /* +inf tokens share the mass; all -inf: shared by all (greedy: 0) */
+    const float inf[6] = {1.0f, INFINITY, 3.0f, INFINITY, -INFINITY, 0.0f};
+    p.temperature = 0.7f;
+    dist(&p, NULL, 0, NULL, 0, inf, 6, probs);
+    expect_probs(probs, (double[]){0, 0.5, 0, 0.5, 0, 0}, 6);
+    const float none[6] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    dist(&p, NULL, 0, NULL, 0, none, 6, probs);
+    expect_probs(probs, (double[]){1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6, 1.0 / 6}, 6);
+    p.temperature = 0.0f;
+    dist(&p, NULL, 0, NULL, 0, none, 6, probs);
+    expect_probs(probs, (double[]){1, 0, 0, 0, 0, 0}, 6);
+    /* a repetition-penalised positive +inf stays +inf */
+    p = params(1.0f);
+    p.repetition_penalty = 2.0f;
+    dist(&p, (int32_t[]){1}, 1, NULL, 0, inf, 6, probs);
+    expect_probs(probs, (double[]){0, 0.5, 0, 0.5, 0, 0}, 6);
+}
+
+/* The next draw, recomputed from the distribution and a copy of the
+ * generator: inverse CDF in id order. */
+static int32_t predict(sampler_t *s, const float *logits, double *probs)
+{
+    sampler_distribution(s, logits, probs);
+    if (s->p.temperature == 0.0f) {
+        for (int i = 0; i < s->vocab; i++)
+            if (probs[i] == 1.0)
+                return i;
+        return -1;
+    }
+    rng_t r = s->rng;
+    double u = rng_uniform(&r), acc = 0.0;
+    for (int i = 0; i < s->vocab; i++) {
+        acc += probs[i];
+        if (probs[i] > 0 && u < acc)
+            return i;
+    }
+    return -1;
+}
+
+static void test_draws_follow_distribution(void **state)
+{
+    (void)state;
+    enum { V = 1000, N = 200 };
+    float *logits = malloc(V * sizeof *logits), *copy = malloc(V * sizeof *copy);
+    double *probs = malloc(V * sizeof *probs);
+    const sampler_params_t cases[] = {
+        params(0.0f),
+        params(1.0f),
+        {.temperature = 0.8f,
+         .top_k = 40,
+         .top_p = 0.9f,
+         .min_p = 0.02f,
+         .presence_penalty = 0.5f,
+         .frequency_penalty = 0.3f,
+         .repetition_penalty = 1.2f,
+         .seed = 7},
+        {.temperature = 1.3f, .top_p = 0.5f, .repetition_penalty = 0.8f, .seed = 8},
+        {.temperature = 0.6f, .min_p = 0.1f, .frequency_penalty = -0.5f, .top_p = 1.0f, .seed = 9},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        sampler_t s;
+        assert_int_equal(sampler_init(&s, &cases[c], V, NULL), 0);
+        fill_normal(logits, V, 100 + c, 2.0f);
+        memcpy(copy, logits, V * sizeof *logits);
+        sampler_accept_prompt(&s, (int32_t[]){1, 2, 3}, 3);
+        int mismatches = 0;
+        for (int i = 0; i < N; i++) {
+            int32_t want = predict(&s, logits, probs);
+            int32_t got = sampler_sample(&s, logits);
+            mismatches += got != want; /* u within rounding of a step */
+            sampler_accept(&s, got);
+            logits[i % V] += 0.5f; /* the model moves on */
+            copy[i % V] += 0.5f;
+        }
+        assert_true(mismatches <= 1);
+        assert_memory_equal(logits, copy, V * sizeof *logits); /* const */
+        sampler_free(&s);
+    }
+    free(logits), free(copy), free(probs);
+}
+
+static void run(const sampler_params_t *p, const float *logits, int vocab, int n, int32_t *out)
+{
+    sampler_t s;
+    assert_int_equal(sampler_init(&s, p, vocab, NULL), 0);
+    for (int i = 0; i < n; i++) {
+        out[i] = sampler_sample(&s, logits);
+        sampler_accept(&s, out[i]);
+    }
+    sampler_free(&s);
+}
+
+static void test_seeds(void **state)
+{
+    (void)state;
+    enum { V = 64, N = 500 };
+    float logits[V];
+    fill_normal(logits, V, 3, 1.0f);
+    int32_t a[N], b[N], c[N];
+    sampler_params_t p = params(1.0f);
+    p.frequency_penalty = 0.1f;
+    p.seed = UINT64_C(0xfedcba9876543210);
+    run(&p, logits, V, N, a);
+    run(&p, logits, V, N, b);
+    assert_memory_equal(a, b, sizeof a);
+    p.seed++;
+    run(&p, logits, V, N, c);
+    assert_memory_not_equal(a, c, sizeof a);
+    /* sampler_distribution does not advance the generator; sampler_reset
+     * starts the request over */
+    sampler_t s;
+    p.seed--;
+    assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+    double probs[V];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            sampler_distribution(&s, logits, probs);
+            int32_t id = sampler_sample(&s, logits);
+            assert_int_equal(id, a[i]);
+            sampler_accept(&s, id);
+        }
+        sampler_reset(&s);
+    }
+    sampler_free(&s);
+    /* a filter that binds nothing draws exactly as no filter */
+    p = params(1.0f);
+    run(&p, logits, V, N, a);
+    p.top_k = V;
+    p.min_p = 1e-10f;
+    run(&p, logits, V, N, b);
+    assert_memory_equal(a, b, sizeof a);
+}
+
+/* The full Qwen3 vocabulary, with filters that bind only at the far tail:
+ * the candidate threshold must fall all the way and still agree with the
+ * unfiltered distribution everywhere else. */
+static void test_full_vocabulary_tail(void **state)
+{
+    (void)state;
+    enum { V = 151936 };
+    float *logits = malloc(V * sizeof *logits);
+    double *all = malloc(V * sizeof *all), *probs = malloc(V * sizeof *probs);
+    fill_normal(logits, V, 11, 4.0f);
+    sampler_params_t p = params(1.0f);
+    dist(&p, NULL, 0, NULL, 0, logits, V, all);
+    int32_t last = 0; /* the last of the ranking */
+    for (int i = 1; i < V; i++)
+        if (logits[i] <= logits[last])
+            last = i;
+    p.top_k = V - 1;
+    dist(&p, NULL, 0, NULL, 0, logits, V, probs);
+    assert_true(probs[last] == 0.0);
+    double scale = 1.0 / (1.0 - all[last]);
+    for (int i = 0; i < V; i++)
+        if (i != last && fabs(probs[i] - all[i] * scale) > 1e-12 + 1e-6 * all[i])
+            fail_msg("token %d: %g, expected %g", i, probs[i], all[i] * scale);
+    /* top_p just below 1 keeps all but the lightest tail */
+    p = params(1.0f);
+    p.top_p = 0.999999f;
+    dist(&p, NULL, 0, NULL, 0, logits, V, probs);
+    int kept = 0;
+    for (int i = 0; i < V; i++)
+        kept += probs[i] > 0;
+    assert_true(kept > V / 2 && kept < V);
+    free(logits), free(all), free(probs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_penalties),
+        cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_ties_and_masks),
+        cmocka_unit_test(test_draws_follow_distribution),
+        cmocka_unit_test(test_seeds),
+        cmocka_unit_test(test_full_vocabulary_tail),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
