@@ -26,9 +26,10 @@
  * When the largest penalised logit is infinite (+inf, or every token -inf),
  * the tokens that share it split the mass equally.
  *
- * Cost: one pass over the vocabulary with no filter set; with filters, a few
- * more passes plus a sort of only the candidates above a probability
- * threshold (lowered until it provably holds every survivor). */
+ * Cost: a few passes over the vocabulary with no filter set; with filters,
+ * a few more, looking only at candidates above a probability threshold
+ * (lowered until it provably holds every survivor) and finding the top_k and
+ * top_p cuts by quickselect (plain and mass-weighted): nothing is sorted. */
 #ifndef SPLASH_SAMPLER_H
 #define SPLASH_SAMPLER_H
 
