@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "build_info.h"
+#include "base/cpu.h"
 #include "cli/commands.h"
+#include "kernels/dispatch.h"
 
 typedef struct command {
     const char *name;
@@ -39,6 +41,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--version")) {
         printf("splash %s (%s, %s)\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
+        /* what the kernels in use do (tests/reference/compare.py reads it:
+         * the integer path quantises activations, which it then models) */
+        printf("kernels: %s; quantised weights multiply %s activations\n", cpu_level_name(cpu_level()),
+               type_kernels(TYPE_Q8_0)->dot_q ? "int8" : "f32");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

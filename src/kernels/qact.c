@@ -29,7 +29,7 @@ static void quantize_block(const float *x, int bs, int8_t *q, float *d)
 void qact_quantize_q8_32(const float *x, void *dst, int64_t n)
 {
     int8_t *qs = dst;
-    float *d = (float *)(qs + n);
+    float *d = qact_d_mut(dst, n);
     for (int64_t b = 0; b < n / 32; b++)
         quantize_block(x + 32 * b, 32, qs + 32 * b, &d[b]);
 }
@@ -37,8 +37,8 @@ void qact_quantize_q8_32(const float *x, void *dst, int64_t n)
 void qact_quantize_q8_256(const float *x, void *dst, int64_t n)
 {
     int8_t *qs = dst;
-    float *d = (float *)(qs + n);
-    int16_t *bsums = (int16_t *)(d + n / 256);
+    float *d = qact_d_mut(dst, n);
+    int16_t *bsums = qact_bsums_mut(dst, n);
     for (int64_t b = 0; b < n / 256; b++)
         quantize_block(x + 256 * b, 256, qs + 256 * b, &d[b]);
     for (int64_t g = 0; g < n / QACT_BSUM; g++) {

@@ -73,11 +73,20 @@ static inline const int8_t *qact_qs(const void *row)
 }
 static inline const float *qact_d(const void *row, int64_t n)
 {
-    return (const float *)((const uint8_t *)row + n);
+    return (const float *)(const void *)((const uint8_t *)row + n);
 }
 static inline const int16_t *qact_bsums(const void *row, int64_t n)
 {
-    return (const int16_t *)((const uint8_t *)row + n + (size_t)(n / 256) * sizeof(float));
+    return (const int16_t *)(const void *)((const uint8_t *)row + n + (size_t)(n / 256) * sizeof(float));
+}
+/* The same, for writing a row. */
+static inline float *qact_d_mut(void *row, int64_t n)
+{
+    return (float *)(void *)((uint8_t *)row + n);
+}
+static inline int16_t *qact_bsums_mut(void *row, int64_t n)
+{
+    return (int16_t *)(void *)((uint8_t *)row + n + (size_t)(n / 256) * sizeof(float));
 }
 
 /* Quantises one row of n f32 values (n a multiple of the block). */

@@ -602,8 +602,8 @@ DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K)
 static void quantize_rows(int bs, const float *x, void *dst, int64_t n)
 {
     int8_t *qs = dst;
-    float *d = (float *)(qs + n);
-    int16_t *bsums = (int16_t *)(d + n / bs);
+    float *d = qact_d_mut(dst, n);
+    int16_t *bsums = qact_bsums_mut(dst, n); /* ACT_Q8_256 only */
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t b = 0; b < n / bs; b++) {

@@ -601,8 +601,8 @@ DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K)
 static void quantize_rows(int bs, const float *x, void *dst, int64_t n)
 {
     int8_t *qs = dst;
-    float *d = (float *)(qs + n);
-    int16_t *bsums = (int16_t *)(d + n / bs);
+    float *d = qact_d_mut(dst, n);
+    int16_t *bsums = qact_bsums_mut(dst, n); /* ACT_Q8_256 only */
     for (int64_t b = 0; b < n / bs; b++) {
         const float *xb = x + bs * b;
         __m512 mx = _mm512_setzero_ps();

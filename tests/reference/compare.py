@@ -70,6 +70,23 @@ def expected_type(mix, name, n_layer, has_output):
 # relative), far below the activation drift.
 TOL_REL_BASE = {t: 1e-4 for t in TYPES}
 TOL_DEPTH_REF = 2
+# The engine's integer path (its SIMD levels; `--act-quant q8`) rounds every
+# activation row to int8 before a product with a quantised weight.  The
+# reference models that rounding exactly, and most runs then agree to
+# ~3e-7, but the reference rounds float64 activations and the engine float32
+# ones: an activation within ~1e-5 of a rounding midpoint can round the
+# other way (about one value in 1e5), and that one step moves the logits of
+# its row and, through the KV cache, of every later row by up to ~2e-2 of
+# the logit scale (measured; README.md).  The bound for those types on that
+# path is therefore looser, still 4x below the smallest deliberate bug (0.2).
+TOL_REL_INT8 = 5e-2
+# On that path a greedy divergence is accepted when every C choice from the
+# divergence on is within 2 * NEAR_TIE_INT8 * max|logit| of the reference's
+# best on the C's own token path: the measured size of one rounding flip
+# (2e-2), not the logit tolerance, so that a decode-only bug (decode_pos,
+# gaps ~8e-2) is still rejected.
+NEAR_TIE_INT8 = 2e-2
+INT8_TYPES = ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m")
 
 
 class SetupError(Exception):
@@ -80,10 +97,11 @@ class RunFailure(Exception):
     pass
 
 
-def tolerance(type_name, n_layer, override=None):
+def tolerance(type_name, n_layer, override=None, act_quant="none"):
     if override is not None:
         return override
-    return TOL_REL_BASE[type_name] * max(1.0, n_layer / float(TOL_DEPTH_REF))
+    base = TOL_REL_INT8 if act_quant == "q8" and type_name in INT8_TYPES else TOL_REL_BASE[type_name]
+    return base * max(1.0, n_layer / float(TOL_DEPTH_REF))
 
 
 def make_prompt(seed, n, vocab):
@@ -123,7 +141,7 @@ def row_rel_err(c, r):
     return abs_err, scale, abs_err / np.maximum(scale, 1e-300)
 
 
-def judge(c_logits, c_ids, ref, prompt, n_gen, tol):
+def judge(c_logits, c_ids, ref, prompt, n_gen, tol, accept_near_tie=False):
     """Compare C outputs with a (possibly perturbed) reference model.
     Returns (ok, summary dict)."""
     r_logits, r_ids = ref.run(prompt, n_gen)
@@ -159,7 +177,7 @@ def judge(c_logits, c_ids, ref, prompt, n_gen, tol):
             for i in range(k, n_gen):
                 zi = z[i]
                 gap = float(zi.max() - zi[c_ids[i]])
-                allow = 2.0 * tol * float(np.abs(zi).max())
+                allow = 2.0 * (NEAR_TIE_INT8 if accept_near_tie else tol) * float(np.abs(zi).max())
                 worst_gap = max(worst_gap, gap / max(allow, 1e-300))
                 if gap > allow:
                     ok = False
@@ -167,7 +185,13 @@ def judge(c_logits, c_ids, ref, prompt, n_gen, tol):
                         "greedy ids differ from step %d (C %d vs ref %d); at step %d the C token %d is %.4g "
                         "below the ref max (allowed near-tie %.3g)" % (k, c_ids[k], r_ids[k], i, c_ids[i], gap, allow)))
                     break
-            if ok:
+            if ok and accept_near_tie:
+                # int8 activations: one rounding flip legitimately moves the
+                # logits by up to ~tol (see TOL_REL_INT8), so a near-tie may flip
+                out.update(ids_ok=True, ids_note=(
+                    "greedy ids differ from step %d on a near-tie (all later C choices within %.2f of the "
+                    "tie margin): accepted on the int8 path" % (k, worst_gap)))
+            elif ok:
                 # The issue requires identical greedy tokens: a near-tie is
                 # reported as the likely cause, but it still fails.
                 out.update(ids_ok=False, ids_note=(
@@ -195,6 +219,11 @@ def main(argv=None):
     ap.add_argument("--synth-arg", action="append", default=[], metavar="ARG",
                     help="extra argument for `splash model synth` (repeatable), e.g. --synth-arg=--norm-std --synth-arg=0.1")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per splash invocation")
+    ap.add_argument("--cpu", choices=["generic", "avx2", "avx512", "amx"],
+                    help="cap the engine's kernel level (SPLASH_CPU) for every splash invocation")
+    ap.add_argument("--act-quant", choices=["auto", "none", "q8"], default="auto",
+                    help="model the engine's int8 activations: auto asks `splash --version` whether its "
+                         "kernels use them")
     ap.add_argument("-v", "--verbose", action="store_true")
     try:
         a = ap.parse_args(argv)
@@ -210,8 +239,22 @@ def main(argv=None):
     if not (os.path.isfile(splash) and os.access(splash, os.X_OK)):
         print("ERROR: splash binary %s missing or not executable" % splash, file=sys.stderr)
         return 2
+    if a.cpu:
+        os.environ["SPLASH_CPU"] = a.cpu
+    if a.act_quant == "auto":
+        try:
+            version = subprocess.run([splash, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     universal_newlines=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print("ERROR: `splash --version` failed: %s" % e, file=sys.stderr)
+            return 2
+        a.act_quant = "q8" if "multiply int8 activations" in version else "none"
 
     tag = "%s/%s%s seed=%d" % (a.preset, a.type, (" L=%d" % a.layers) if a.layers else "", a.seed)
+    if a.cpu:
+        tag += " cpu=%s" % a.cpu
+    if a.act_quant == "q8":
+        tag += " act=q8"
     if a.n_prompt != 16:
         tag += " n_prompt=%d" % a.n_prompt
     if a.n_gen != 32:
@@ -266,12 +309,13 @@ def _compare(a, splash, wd, tag):
     g.close()
 
     t0 = time.time()
-    ref = qwen3_ref.Qwen3Ref(model, verbose=a.verbose)
+    ref = qwen3_ref.Qwen3Ref(model, verbose=a.verbose, act_quant=a.act_quant == "q8")
     t_load = time.time() - t0
     if a.layers and ref.n_layer != a.layers:
         print("FAIL %s: asked for %d layers, file has %d" % (tag, a.layers, ref.n_layer))
         return 1
-    tol = tolerance(a.type, ref.n_layer, a.tol)
+    tol = tolerance(a.type, ref.n_layer, a.tol, a.act_quant)
+    int8_path = a.act_quant == "q8" and a.type in INT8_TYPES
     prompt = make_prompt(a.seed, a.n_prompt, ref.vocab)
 
     lpath = os.path.join(wd, "logits.f32")
@@ -302,7 +346,7 @@ def _compare(a, splash, wd, tag):
         return 1
 
     t0 = time.time()
-    ok, res = judge(c_logits, c_ids, ref, prompt, a.n_gen, tol)
+    ok, res = judge(c_logits, c_ids, ref, prompt, a.n_gen, tol, int8_path)
     t_ref = time.time() - t0 + t_load
 
     if a.verbose or not ok:
@@ -330,8 +374,8 @@ def _compare(a, splash, wd, tag):
                 print("  %-11s SKIPPED (blind spot): every RMSNorm weight in this model is exactly 1.0, so a "
                       "missing or misrouted norm weight cannot be seen" % name)
                 continue
-            pref = qwen3_ref.Qwen3Ref(model, perturb=name)
-            pok, pres = judge(c_logits, c_ids, pref, prompt, a.n_gen, tol)
+            pref = qwen3_ref.Qwen3Ref(model, perturb=name, act_quant=a.act_quant == "q8")
+            pok, pres = judge(c_logits, c_ids, pref, prompt, a.n_gen, tol, int8_path)
             print("  %-11s %s  max_rel=%.3g  ids: %s" % (
                 name, "missed!" if pok else "rejected", pres["max_rel"], pres["ids_note"]))
             if pok:

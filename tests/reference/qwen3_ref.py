@@ -15,6 +15,13 @@ and the greedy continuation (argmax, EOS ignored) as whitespace-separated ids.
 and BLAS accumulation; it exists to *calibrate* how far an honest float32
 implementation drifts from float64 (see README.md), never as the reference.
 
+--act-quant q8 models the C engine's integer matmul path (its SIMD levels):
+before every product with a Q8_0/Q4_0 weight the activation row is
+quantised in blocks of 32, before a Q4_K/Q5_K/Q6_K weight in blocks of 256,
+by the engine's documented rule (src/kernels/qact.h, restated in
+quantize_act below) applied to the float32 value of the activation; the
+product itself stays exact float64.  F32/F16/BF16 weights are unaffected.
+
 REF_PERTURB=<name> deliberately breaks the reference, to prove that
 compare.py can fail.  Names: see PERTURBATIONS below.
 """
@@ -44,6 +51,27 @@ PERTURBATIONS = {
 
 ARCH = "qwen3"
 
+# Activation block for the integer path, by weight type (0: none).
+ACT_BLOCK = {gguf_ref.GGML_Q8_0: 32, gguf_ref.GGML_Q4_0: 32, gguf_ref.GGML_Q4_K: 256, gguf_ref.GGML_Q5_K: 256,
+             gguf_ref.GGML_Q6_K: 256}
+ACT_MIN_AMAX = np.float32(1e-30)
+
+
+def quantize_act(x, block):
+    """The engine's activation quantiser, returned dequantised (float64).
+    Per block of `block` float32 values: amax = max|x|; below 1e-30 the
+    block is zero; else id = 127/amax and d = amax/127 (float32 divisions),
+    q = round-half-even(x * id) (one float32 multiply)."""
+    n = x.shape[0]
+    x32 = np.asarray(x, dtype=np.float32).reshape(n, -1, block)
+    amax = np.abs(x32).max(axis=-1, keepdims=True)
+    ok = amax >= ACT_MIN_AMAX
+    safe = np.where(ok, amax, np.float32(1))
+    inv = np.float32(127) / safe
+    q = np.where(ok, np.rint(x32 * inv), np.float32(0))
+    d = np.where(ok, safe / np.float32(127), np.float32(0))
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+
 
 def _kv(g, key, default=None):
     if key in g.kv:
@@ -54,8 +82,10 @@ def _kv(g, key, default=None):
 
 
 class Qwen3Ref(object):
-    def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, naive_accum=False):
+    def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, naive_accum=False, act_quant=False):
         self.dtype = np.dtype(dtype)
+        self.act_quant = act_quant
+        self.act_block = {}  # id(weight array) -> activation block of the integer path
         self.naive_accum = naive_accum
         self.perturb = perturb if perturb is not None else os.environ.get("REF_PERTURB", "") or None
         if self.perturb and self.perturb not in PERTURBATIONS:
@@ -144,6 +174,7 @@ class Qwen3Ref(object):
         for r0 in range(0, n_out, step):
             r1 = min(n_out, r0 + step)
             W[r0:r1] = self._rows(ti, r0, r1)
+        self.act_block[id(W)] = ACT_BLOCK.get(ti.type, 0)
         return W
 
     def _rows(self, ti, r0, r1):
@@ -191,6 +222,9 @@ class Qwen3Ref(object):
         """x (n, in) times W (out, in)^T.  naive_accum: one running sum per
         output, accumulated strictly left to right in self.dtype (models the
         worst plausible C loop; calibration only)."""
+        block = self.act_block.get(id(W), 0) if self.act_quant else 0
+        if block:
+            x = quantize_act(x, block).astype(self.dtype)
         if not self.naive_accum:
             return x @ W.T
         WT = np.ascontiguousarray(W.T)
@@ -303,13 +337,15 @@ def main(argv=None):
     ap.add_argument("--ids-out", help="write generated ids here")
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
                     help="float32 only for tolerance calibration")
+    ap.add_argument("--act-quant", choices=["none", "q8"], default="none",
+                    help="q8: model the engine's int8 activations (its SIMD levels)")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     prompt = parse_ids(a.prompt_ids)
     if not prompt:
         ap.error("empty prompt")
     t0 = time.time()
-    m = Qwen3Ref(a.model, dtype=np.dtype(a.dtype), verbose=a.verbose)
+    m = Qwen3Ref(a.model, dtype=np.dtype(a.dtype), verbose=a.verbose, act_quant=a.act_quant == "q8")
     logits, ids = m.run(prompt, a.n_gen)
     if a.logits_out:
         with open(a.logits_out, "wb") as f:
