@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "build_info.h"
 #include "cli/commands.h"
+#include "cli/perf_concurrency.h"
 #include "kernels/dispatch.h"
 #include "model/forward.h"
 #include "model/kv.h"
@@ -26,12 +27,17 @@
 
 static const char perf_usage[] =
     "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--reps 3] [--json]\n"
+    "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3] [--json]\n"
     "\n"
     "Measures the forward pass in-process: prefill tokens/s for a batch of --pp prompt rows\n"
     "(ppN), decode tokens/s over --tg single-row steps (tgN), the effective weight-streaming\n"
     "rate during decode (bytes of weights read per token x tokens/s) and the machine's read\n"
     "bandwidth measured by a built-in probe with the same thread count. Figures are medians of\n"
-    "--reps runs. --pp 0 or --tg 0 skips that test.\n";
+    "--reps runs. --pp 0 or --tg 0 skips that test.\n"
+    "\n"
+    "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
+    "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
+    "--threads value), over the window in which all N decode.\n";
 
 typedef struct probe_job {
     const uint64_t *buf;
@@ -171,11 +177,53 @@ static void print_runs(const double *runs, int reps)
         printf("%s%.2f", i ? " " : "", runs[i]);
 }
 
+static int run_concurrency(const model_t *m, const char *model_path, int n_threads, const int32_t *levels, int n_levels,
+                           int tg, int reps, bool json)
+{
+    perf_conc_result_t res[PERF_CONC_MAX_LEVELS];
+    err_t err;
+    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, res, &err)) {
+        fprintf(stderr, "splash perf: %s\n", err.msg);
+        return 1;
+    }
+    double base = 0;
+    for (int l = 0; l < n_levels; l++)
+        if (res[l].n_seqs == 1)
+            base = res[l].tps;
+    const char *path = type_kernels(m->layers[0].wq.type)->path;
+    if (json) {
+        printf("{\"schema\": \"splash.perf.concurrency.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
+               "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
+               model_path, SPLASH_VERSION, SPLASH_GIT_REV, path, n_threads, tg, reps);
+        for (int l = 0; l < n_levels; l++) {
+            printf("%s{\"seqs\": %d, \"decode_tokens_per_s\": %.3f, \"vs_one\": %.3f, \"runs\": [", l ? ", " : "",
+                   res[l].n_seqs, res[l].tps, base > 0 ? res[l].tps / base : 0);
+            for (int r = 0; r < reps; r++)
+                printf("%s%.3f", r ? ", " : "", res[l].runs[r]);
+            printf("]}");
+        }
+        printf("]}\n");
+        return 0;
+    }
+    printf("model: %s; kernel path %s; %d threads; tg%d; median of %d\n\n", model_path, path, n_threads, tg, reps);
+    printf("| sequences | aggregate decode tok/s | runs | vs 1 sequence |\n|---|---|---|---|\n");
+    for (int l = 0; l < n_levels; l++) {
+        printf("| %d | %.2f | ", res[l].n_seqs, res[l].tps);
+        print_runs(res[l].runs, reps);
+        if (base > 0)
+            printf(" | %.2fx |\n", res[l].tps / base);
+        else
+            printf(" | |\n");
+    }
+    return 0;
+}
+
 int cmd_perf(int argc, char **argv)
 {
+    int rc_conc;
     const char *model_path = cli_default_model();
-    int32_t *threads = NULL;
-    int n_threads = 0;
+    int32_t *threads = NULL, *conc = NULL;
+    int n_threads = 0, n_conc = 0;
     int64_t pp = 512, tg = 128, reps = 3;
     bool json = false;
     err_t err;
@@ -199,6 +247,15 @@ int cmd_perf(int argc, char **argv)
                 err_set(&err, "--threads: at most %d thread counts", PERF_MAX_THREAD_COUNTS);
                 goto bad;
             }
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--concurrency", &missing))) {
+            free(conc);
+            conc = NULL;
+            if (cli_parse_i32_list("--concurrency", v, 1, 256, &conc, &n_conc, &err))
+                goto bad;
+            if (n_conc > PERF_CONC_MAX_LEVELS) {
+                err_set(&err, "--concurrency: at most %d levels", PERF_CONC_MAX_LEVELS);
+                goto bad;
+            }
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--pp", &missing))) {
             if (cli_parse_i64("--pp", v, 0, 8192, &pp, &err))
                 goto bad;
@@ -216,7 +273,11 @@ int cmd_perf(int argc, char **argv)
             goto bad;
         }
     }
-    if (pp == 0 && tg == 0) {
+    if (conc && tg < 2) {
+        err_set(&err, "--concurrency needs --tg of at least 2");
+        goto bad;
+    }
+    if (pp == 0 && tg == 0 && !conc) {
         err_set(&err, "--pp and --tg are both 0: nothing to measure");
         goto bad;
     }
@@ -236,6 +297,13 @@ int cmd_perf(int argc, char **argv)
         fprintf(stderr, "splash perf: %s\n", err.msg);
         free(threads);
         return 1;
+    }
+    if (conc) {
+        rc_conc = run_concurrency(m, model_path, threads[0], conc, n_conc, (int)tg, (int)reps, json);
+        model_free(m);
+        free(threads);
+        free(conc);
+        return rc_conc;
     }
     if (pp > m->cfg.context_length || tg > m->cfg.context_length) {
         fprintf(stderr, "splash perf: --pp/--tg exceed the model's context (%d)\n", m->cfg.context_length);
@@ -323,5 +391,6 @@ int cmd_perf(int argc, char **argv)
 bad:
     fprintf(stderr, "splash perf: %s\n", err.msg);
     free(threads);
+    free(conc);
     return EXIT_USAGE;
 }

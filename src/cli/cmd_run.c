@@ -11,11 +11,8 @@
 #include "base/cli.h"
 #include "base/clock.h"
 #include "cli/commands.h"
-#include "engine/sampler.h"
-#include "model/forward.h"
-#include "model/kv.h"
+#include "engine/engine.h"
 #include "model/model.h"
-#include "text/detok.h"
 #include "text/tokenizer.h"
 #include "text/vocab.h"
 
@@ -36,6 +33,10 @@ static const char run_usage[] =
     "  --temperature T     0 = greedy (default 0)\n"
     "  --top-k N           sample from the N most likely tokens (default 0: off)\n"
     "  --top-p P           nucleus sampling threshold (default 1: off)\n"
+    "  --min-p P           drop tokens below P x the top probability (default 0: off)\n"
+    "  --presence-penalty X, --frequency-penalty X   OpenAI penalties in [-2, 2] (default 0)\n"
+    "  --repetition-penalty X  divide repeated tokens' logits by X (default 1: off)\n"
+    "  --stop TEXT         stop before TEXT (repeatable, up to %d)\n"
     "  --seed N            sampling seed (default 0)\n"
     "  --ignore-eos        keep generating past the end-of-sequence token\n"
     "  --threads N         worker threads (default: CPUs available, %d)\n"
@@ -72,6 +73,8 @@ typedef struct run_opts {
     int n_prompt_ids;
     int64_t max_tokens, threads, chunk;
     sampler_params_t sp;
+    const char *stop[ENGINE_MAX_STOP];
+    int n_stop;
     bool ignore_eos, quiet;
     const char *logits_out, *ids_out;
 } run_opts_t;
@@ -83,7 +86,7 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
     o->max_tokens = RUN_DEFAULT_MAX_TOKENS;
     o->threads = pool_default_threads();
     o->chunk = RUN_DEFAULT_CHUNK;
-    o->sp = (sampler_params_t){.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 0};
+    o->sp = sampler_params_default();
     for (int i = 1; i < argc; i++) {
         bool missing = false;
         const char *v;
@@ -110,6 +113,26 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
             if (cli_parse_f64("--top-p", v, 1e-6, 1.0, &d, err))
                 return -1;
             o->sp.top_p = (float)d;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--min-p", &missing))) {
+            if (cli_parse_f64("--min-p", v, 0.0, 1.0, &d, err))
+                return -1;
+            o->sp.min_p = (float)d;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--presence-penalty", &missing))) {
+            if (cli_parse_f64("--presence-penalty", v, -2.0, 2.0, &d, err))
+                return -1;
+            o->sp.presence_penalty = (float)d;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--frequency-penalty", &missing))) {
+            if (cli_parse_f64("--frequency-penalty", v, -2.0, 2.0, &d, err))
+                return -1;
+            o->sp.frequency_penalty = (float)d;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--repetition-penalty", &missing))) {
+            if (cli_parse_f64("--repetition-penalty", v, 1e-3, SAMPLER_MAX_REPETITION_PENALTY, &d, err))
+                return -1;
+            o->sp.repetition_penalty = (float)d;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--stop", &missing))) {
+            if (o->n_stop == ENGINE_MAX_STOP)
+                return err_set(err, "--stop: at most %d stop strings", ENGINE_MAX_STOP);
+            o->stop[o->n_stop++] = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--seed", &missing))) {
             if (cli_parse_u64("--seed", v, &o->sp.seed, err))
                 return -1;
@@ -149,27 +172,18 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
 typedef struct run_state {
     model_t *model;
     vocab_t vocab;
-    pool_t *pool;
-    fwd_ctx_t fwd;
-    kv_store_t kv;
-    int32_t *block_table;
-    sampler_t sampler;
     tokenizer_t *tok;
-    float *logits;
-    int32_t *tokens; /* (n_ctx) prompt then generated ids */
-    int n_ctx;
+    engine_t *engine;
+    float *prompt_logits; /* (n_prompt, vocab) when --logits-out */
+    int32_t *gen_ids;     /* (max_tokens) */
 } run_state_t;
 
 static void run_free(run_state_t *s)
 {
-    sampler_free(&s->sampler);
+    engine_destroy(s->engine);
     tok_free(s->tok);
-    free(s->logits);
-    free(s->tokens);
-    free(s->block_table);
-    kv_store_free(&s->kv);
-    fwd_ctx_free(&s->fwd);
-    pool_destroy(s->pool);
+    free(s->prompt_logits);
+    free(s->gen_ids);
     vocab_free(&s->vocab);
     model_free(s->model);
 }
@@ -185,135 +199,142 @@ static int write_file(const char *path, const void *data, size_t n, err_t *err)
     return 0;
 }
 
+/* The prompt's token ids: --prompt-ids as given, or the text encoded (with
+ * special-token text parsed, as llama.cpp's CLI does, and a BOS first when
+ * the file asks for one; Qwen's do not). */
+static int prompt_tokens(run_state_t *s, const run_opts_t *o, tok_ids_t *ids, err_t *err)
+{
+    if (o->prompt_ids) {
+        ids->v = malloc((size_t)o->n_prompt_ids * sizeof *ids->v);
+        if (!ids->v)
+            return err_set(err, "out of memory");
+        memcpy(ids->v, o->prompt_ids, (size_t)o->n_prompt_ids * sizeof *ids->v);
+        ids->n = ids->cap = (size_t)o->n_prompt_ids;
+        return 0;
+    }
+    if (s->vocab.add_bos && s->vocab.bos_id >= 0) {
+        ids->v = malloc(sizeof *ids->v);
+        if (!ids->v)
+            return err_set(err, "out of memory");
+        ids->v[0] = s->vocab.bos_id;
+        ids->n = ids->cap = 1;
+    }
+    if (tok_encode(s->tok, o->prompt, strlen(o->prompt), true, ids, err))
+        return -1;
+    if (ids->n > INT32_MAX / 2)
+        return err_set(err, "the prompt is too long");
+    return 0;
+}
+
 static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, err_t *err)
 {
     const model_config_t *c = &s->model->cfg;
-    int n_prompt = 0;
-    if (o->prompt_ids) {
-        for (int i = 0; i < o->n_prompt_ids; i++)
-            if (o->prompt_ids[i] >= c->vocab)
-                return err_set(err, "--prompt-ids: id %d is outside the vocabulary (%d)", o->prompt_ids[i], c->vocab);
-        n_prompt = o->n_prompt_ids;
-    } else {
-        /* the prompt is user text: special-token text in it is parsed, as llama.cpp's CLI does;
-         * a BOS token first when the file asks for one (Qwen's do not) */
-        if (s->vocab.add_bos && s->vocab.bos_id >= 0) {
-            prompt_ids->v = malloc(sizeof *prompt_ids->v);
-            if (!prompt_ids->v)
-                return err_set(err, "out of memory");
-            prompt_ids->v[0] = s->vocab.bos_id;
-            prompt_ids->n = prompt_ids->cap = 1;
-        }
-        if (tok_encode(s->tok, o->prompt, strlen(o->prompt), true, prompt_ids, err))
-            return -1;
-        if (prompt_ids->n > INT32_MAX / 2)
-            return err_set(err, "the prompt is too long");
-        n_prompt = (int)prompt_ids->n;
-    }
+    if (prompt_tokens(s, o, prompt_ids, err))
+        return -1;
+    int n_prompt = (int)prompt_ids->n;
     if (n_prompt == 0)
         return err_set(err, "the prompt is empty");
+    for (int i = 0; i < n_prompt; i++)
+        if (prompt_ids->v[i] >= c->vocab)
+            return err_set(err, "--prompt-ids: id %d is outside the vocabulary (%d)", prompt_ids->v[i], c->vocab);
     int64_t n_ctx = n_prompt + o->max_tokens;
     if (n_ctx > c->context_length)
         return err_set(err, "prompt (%d tokens) + --max-tokens (%lld) exceeds the model's context (%d)", n_prompt,
                        (long long)o->max_tokens, c->context_length);
-    s->n_ctx = (int)n_ctx;
-    int n_blocks = (s->n_ctx + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE;
-    int rows = (int)(o->chunk < n_prompt ? o->chunk : n_prompt);
-    bool all_logits = o->logits_out != NULL;
-    s->tokens = malloc((size_t)s->n_ctx * sizeof *s->tokens);
-    s->block_table = malloc((size_t)n_blocks * sizeof *s->block_table);
-    s->logits = malloc((size_t)(all_logits ? n_prompt : 1) * (size_t)c->vocab * sizeof(float));
-    if (!s->tokens || !s->block_table || !s->logits)
+    if (o->max_tokens == 0)
+        return 0;
+
+    /* one sequence through the serving engine: the prompt in chunks of
+     * --chunk rows, then one decode row per step */
+    engine_config_t ec;
+    engine_config_default(&ec);
+    ec.n_threads = (int)o->threads;
+    ec.max_seqs = 1;
+    ec.batch_tokens = (int)o->chunk;
+    ec.prefill_chunk = (int)o->chunk;
+    ec.max_context = (int)n_ctx;
+    ec.queue_size = 1;
+    ec.prompt_logit_rows = o->logits_out ? (int)o->chunk : 0;
+    if (!(s->engine = engine_create(s->model, &s->vocab, &ec, err)))
+        return -1;
+    s->gen_ids = malloc((size_t)o->max_tokens * sizeof *s->gen_ids);
+    if (o->logits_out)
+        s->prompt_logits = malloc((size_t)n_prompt * c->vocab * sizeof(float));
+    if (!s->gen_ids || (o->logits_out && !s->prompt_logits))
         return err_set(err, "out of memory");
-    if (o->prompt_ids)
-        memcpy(s->tokens, o->prompt_ids, (size_t)n_prompt * sizeof *s->tokens);
-    else
-        memcpy(s->tokens, prompt_ids->v, (size_t)n_prompt * sizeof *s->tokens);
-    for (int i = 0; i < n_blocks; i++)
-        s->block_table[i] = i; /* one sequence: blocks in order */
-    if (fwd_ctx_init(&s->fwd, s->model, s->pool, rows, s->n_ctx, err) ||
-        kv_store_init(&s->kv, c->n_layers, n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err) ||
-        sampler_init(&s->sampler, &o->sp, c->vocab, err))
+
+    engine_params_t p = {.prompt = prompt_ids->v,
+                         .n_prompt = n_prompt,
+                         .sampling = o->sp,
+                         .max_tokens = (int)o->max_tokens,
+                         .ignore_eos = o->ignore_eos,
+                         .stop = o->stop,
+                         .n_stop = o->n_stop,
+                         .prompt_logits = s->prompt_logits};
+    engine_req_t *r;
+    if (engine_submit(s->engine, &p, &r, err) != ENGINE_OK)
         return -1;
 
-    int32_t pos[RUN_MAX_CHUNK];
-    const int32_t *tables[RUN_MAX_CHUNK];
-    uint8_t want[RUN_MAX_CHUNK];
-    for (int i = 0; i < rows; i++)
-        tables[i] = s->block_table;
-
-    /* prefill: the prompt in chunks; logits of the last row (or every row) */
-    bool show_progress = isatty(STDERR_FILENO) && n_prompt > rows;
-    int64_t t0 = clock_now_ns();
-    for (int done = 0; done < n_prompt;) {
-        int n = n_prompt - done < rows ? n_prompt - done : rows;
-        for (int i = 0; i < n; i++) {
-            pos[i] = done + i;
-            want[i] = all_logits || done + i == n_prompt - 1;
-        }
-        fwd_batch_t b = {n, s->tokens + done, pos, tables, want};
-        float *out = all_logits ? s->logits + (size_t)done * c->vocab : s->logits;
-        if (fwd_run(&s->fwd, &s->kv, &b, out, err))
-            return -1;
-        done += n;
-        /* a long prompt on a slow model: show progress on a terminal */
-        if (show_progress && clock_now_ns() - t0 > RUN_PROGRESS_AFTER_NS)
-            fprintf(stderr, "\rprefill: %d / %d tokens", done, n_prompt);
-    }
-    if (show_progress && clock_now_ns() - t0 > RUN_PROGRESS_AFTER_NS)
-        fputc('\n', stderr);
-    int64_t t1 = clock_now_ns();
-    if (all_logits && write_file(o->logits_out, s->logits, (size_t)n_prompt * c->vocab * sizeof(float), err))
-        return -1;
-    const float *last = s->logits + (size_t)(all_logits ? n_prompt - 1 : 0) * c->vocab;
-
-    /* decode: sample, stream, feed back */
-    detok_t dt;
-    detok_init(&dt, &s->vocab);
-    char text[DETOK_MAX_TOKEN_BYTES + 8];
+    bool show_progress = isatty(STDERR_FILENO) && n_prompt > o->chunk, progress_shown = false;
+    int64_t t0 = clock_now_ns(), t1 = 0, t2 = 0;
     int n_gen = 0;
-    while (n_gen < o->max_tokens) {
-        int32_t id = sampler_sample(&s->sampler, last);
-        int p = n_prompt + n_gen;
-        s->tokens[p] = id;
-        n_gen++;
-        if (!o->quiet) {
-            size_t k = detok_push(&dt, id, text);
-            fwrite(text, 1, k, stdout);
-            fflush(stdout);
+    engine_event_t ev;
+    engine_finish_t finish = ENGINE_FINISH_NONE;
+    char *message = NULL;
+    while (finish == ENGINE_FINISH_NONE && engine_next(r, &ev, -1) == 1) {
+        if (ev.kind == ENGINE_EV_PROGRESS && show_progress && ev.time_ns - t0 > RUN_PROGRESS_AFTER_NS) {
+            /* a long prompt on a slow model: show progress on a terminal */
+            fprintf(stderr, "\rprefill: %d / %d tokens", ev.n_prefilled, n_prompt);
+            progress_shown = true;
+        } else if (ev.kind == ENGINE_EV_TOKEN) {
+            if (n_gen == 0)
+                t1 = ev.time_ns;
+            s->gen_ids[n_gen++] = ev.token;
+            if (!o->quiet) {
+                fwrite(ev.text, 1, ev.text_len, stdout);
+                fflush(stdout);
+            }
+        } else if (ev.kind == ENGINE_EV_DONE) {
+            finish = ev.finish;
+            t2 = ev.time_ns;
+            message = ev.message;
+            ev.message = NULL;
         }
-        if ((id == s->vocab.eos_id && !o->ignore_eos) || n_gen == o->max_tokens)
-            break; /* the last token needs no forward pass */
-        pos[0] = p;
-        want[0] = 1;
-        fwd_batch_t b = {1, &s->tokens[p], pos, tables, want};
-        if (fwd_run(&s->fwd, &s->kv, &b, s->logits, err))
-            return -1;
-        last = s->logits;
+        engine_event_clear(&ev);
     }
-    int64_t t2 = clock_now_ns();
+    engine_release(r);
+    if (progress_shown)
+        fputc('\n', stderr);
     if (!o->quiet) {
-        size_t k = detok_flush(&dt, text);
-        fwrite(text, 1, k, stdout);
         fputc('\n', stdout);
         fflush(stdout);
     }
+    if (finish == ENGINE_FINISH_ERROR || finish == ENGINE_FINISH_CANCELLED || finish == ENGINE_FINISH_TIMEOUT) {
+        err_set(err, "generation ended (%s): %s", engine_finish_name(finish), message ? message : "");
+        free(message);
+        return -1;
+    }
+    free(message);
+    if (o->logits_out && write_file(o->logits_out, s->prompt_logits, (size_t)n_prompt * c->vocab * sizeof(float), err))
+        return -1;
     if (o->ids_out) {
         FILE *f = fopen(o->ids_out, "w");
         if (!f)
             return err_set(err, "%s: %s", o->ids_out, strerror(errno));
         for (int i = 0; i < n_gen; i++)
-            fprintf(f, "%s%d", i ? " " : "", s->tokens[n_prompt + i]);
+            fprintf(f, "%s%d", i ? " " : "", s->gen_ids[i]);
         fputc('\n', f);
         if (fclose(f) != 0)
             return err_set(err, "%s: write failed", o->ids_out);
     }
     double pre_s = (t1 - t0) / 1e9, dec_s = (t2 - t1) / 1e9;
-    /* n_gen tokens took n_gen - 1 forward passes (the first came from prefill) */
+    /* n_gen tokens took n_gen - 1 decode steps (the first came from prefill) */
     int n_dec = n_gen > 1 ? n_gen - 1 : 0;
-    fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.2f tok/s); threads %d\n",
+    fprintf(stderr,
+            "prompt: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.2f tok/s); threads %d; "
+            "finish %s\n",
             n_prompt, pre_s, n_prompt / (pre_s > 0 ? pre_s : 1e-9), n_gen, dec_s, n_dec / (dec_s > 0 ? dec_s : 1e-9),
-            pool_size(s->pool));
+            (int)o->threads, engine_finish_name(finish));
     return 0;
 }
 
@@ -321,7 +342,8 @@ int cmd_run(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf(run_usage, cli_default_model(), RUN_DEFAULT_MAX_TOKENS, pool_default_threads(), RUN_DEFAULT_CHUNK);
+            printf(run_usage, cli_default_model(), RUN_DEFAULT_MAX_TOKENS, ENGINE_MAX_STOP, pool_default_threads(),
+                   RUN_DEFAULT_CHUNK);
             return 0;
         }
     }
@@ -346,8 +368,7 @@ int cmd_run(int argc, char **argv)
     }
     tok_ids_t prompt_ids = {0};
     if (vocab_load(&s.vocab, s.model->gguf, s.model->cfg.vocab, &err) ||
-        !(s.tok = tok_load(&s.vocab, s.model->gguf, &err)) || !(s.pool = pool_create((int)o.threads, &err)) ||
-        generate(&s, &o, &prompt_ids, &err)) {
+        !(s.tok = tok_load(&s.vocab, s.model->gguf, &err)) || generate(&s, &o, &prompt_ids, &err)) {
         fprintf(stderr, "splash run: %s\n", err.msg);
         rc = 1;
     }

@@ -1,0 +1,132 @@
+/* splash perf --concurrency: aggregate decode tokens/s of N sequences
+ * decoding together through the serving engine, where each step's weight
+ * reads are shared by N rows. Timing comes from the engine's own event
+ * timestamps, over the window in which all N sequences are decoding. */
+#include "cli/perf_concurrency.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+#define PERF_CONC_PROMPT 32 /* prompt tokens per sequence */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One run of n sequences; tokens/s over the all-decoding window. */
+static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, double *tps, err_t *err)
+{
+    engine_req_t **rs = calloc((size_t)n, sizeof *rs);
+    int32_t *prompts = malloc((size_t)n * PERF_CONC_PROMPT * sizeof *prompts);
+    int64_t *first = calloc((size_t)n, sizeof *first), *done = calloc((size_t)n, sizeof *done);
+    int64_t *times = malloc((size_t)n * (size_t)tg * sizeof *times);
+    int *counts = calloc((size_t)n, sizeof *counts);
+    int rc = -1;
+    if (!rs || !prompts || !first || !done || !times || !counts) {
+        err_set(err, "out of memory");
+        goto out;
+    }
+    /* distinct prompts (and salts), so no sequence reuses another's prefix */
+    uint32_t x = seed * 2654435761u + 12345u;
+    for (int i = 0; i < n * PERF_CONC_PROMPT; i++) {
+        x = x * 1664525u + 1013904223u;
+        prompts[i] = (int32_t)((x >> 8) % (uint32_t)(vocab < 256 ? vocab : 256));
+    }
+    for (int i = 0; i < n; i++) {
+        char salt[32];
+        snprintf(salt, sizeof salt, "perf-%u-%d", seed, i);
+        engine_params_t p = {.prompt = prompts + (size_t)i * PERF_CONC_PROMPT,
+                             .n_prompt = PERF_CONC_PROMPT,
+                             .max_tokens = tg,
+                             .ignore_eos = true,
+                             .cache_salt = salt};
+        p.sampling = sampler_params_default();
+        if (engine_submit(e, &p, &rs[i], err) != ENGINE_OK)
+            goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        engine_event_t ev;
+        while (engine_next(rs[i], &ev, -1) == 1) {
+            if (ev.kind == ENGINE_EV_TOKEN) {
+                if (counts[i] == 0)
+                    first[i] = ev.time_ns;
+                times[(size_t)i * tg + counts[i]++] = ev.time_ns;
+            }
+            bool is_done = ev.kind == ENGINE_EV_DONE;
+            if (is_done)
+                done[i] = ev.time_ns;
+            engine_event_clear(&ev);
+            if (is_done)
+                break;
+        }
+    }
+    int64_t t0 = 0, t1 = INT64_MAX;
+    for (int i = 0; i < n; i++) {
+        t0 = first[i] > t0 ? first[i] : t0;
+        t1 = done[i] < t1 ? done[i] : t1;
+    }
+    long tokens = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < counts[i]; j++)
+            tokens += times[(size_t)i * tg + j] > t0 && times[(size_t)i * tg + j] <= t1;
+    if (t1 <= t0 || tokens == 0) {
+        err_set(err, "--tg %d is too short to measure %d concurrent sequences", tg, n);
+        goto out;
+    }
+    *tps = tokens / ((t1 - t0) / 1e9);
+    rc = 0;
+out:
+    for (int i = 0; rs && i < n; i++)
+        engine_release(rs[i]);
+    free(rs);
+    free(prompts);
+    free(first);
+    free(done);
+    free(times);
+    free(counts);
+    return rc;
+}
+
+int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
+                     perf_conc_result_t *out, err_t *err)
+{
+    vocab_t vocab;
+    if (vocab_load(&vocab, m->gguf, m->cfg.vocab, err))
+        return -1;
+    int max_n = 1;
+    for (int i = 0; i < n_levels; i++)
+        max_n = levels[i] > max_n ? levels[i] : max_n;
+    engine_config_t c;
+    engine_config_default(&c);
+    c.n_threads = n_threads;
+    c.max_seqs = max_n;
+    c.batch_tokens = max_n * PERF_CONC_PROMPT;
+    c.prefill_chunk = PERF_CONC_PROMPT;
+    c.max_context = PERF_CONC_PROMPT + tg;
+    c.queue_size = max_n;
+    engine_t *e = engine_create(m, &vocab, &c, err);
+    if (!e) {
+        vocab_free(&vocab);
+        return -1;
+    }
+    int rc = 0;
+    for (int l = 0; l < n_levels && !rc; l++) {
+        double runs[PERF_CONC_MAX_REPS];
+        for (int r = 0; r < reps && !rc; r++)
+            rc = run_once(e, m->cfg.vocab, levels[l], tg, (uint32_t)(l * 1000 + r), &runs[r], err);
+        if (rc)
+            break;
+        out[l].n_seqs = levels[l];
+        memcpy(out[l].runs, runs, (size_t)reps * sizeof *runs);
+        qsort(runs, (size_t)reps, sizeof *runs, cmp_double);
+        out[l].tps = reps % 2 ? runs[reps / 2] : (runs[reps / 2 - 1] + runs[reps / 2]) / 2;
+    }
+    engine_destroy(e);
+    vocab_free(&vocab);
+    return rc;
+}

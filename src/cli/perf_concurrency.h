@@ -1,0 +1,25 @@
+/* Aggregate decode throughput of concurrent sequences through the engine
+ * (splash perf --concurrency). */
+#ifndef SPLASH_PERF_CONCURRENCY_H
+#define SPLASH_PERF_CONCURRENCY_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "model/model.h"
+
+#define PERF_CONC_MAX_LEVELS 16
+#define PERF_CONC_MAX_REPS 50
+
+typedef struct perf_conc_result {
+    int n_seqs;
+    double tps; /* median aggregate decode tokens/s */
+    double runs[PERF_CONC_MAX_REPS];
+} perf_conc_result_t;
+
+/* For each level N: N sequences of a 32-token prompt decode tg tokens each;
+ * tokens/s over the window where all N decode, median of reps runs. */
+int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
+                     perf_conc_result_t *out, err_t *err);
+
+#endif

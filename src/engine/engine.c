@@ -1,0 +1,1063 @@
+/* The engine thread, its request lifecycle and the scheduler. The policy is
+ * documented in docs/architecture.md ("Scheduler"); in short, each step:
+ *
+ *   1. drop cancelled and timed-out requests (their blocks go back at once);
+ *   2. admit queued requests in arrival order while a sequence slot is free
+ *      and the pool can hold the whole request (prompt + max_tokens), after
+ *      reusing its cached prefix blocks;
+ *   3. build one batch: a decode row for every decoding sequence first, then
+ *      prefill chunks (at most prefill_chunk rows per sequence) in admission
+ *      order within the batch_tokens budget;
+ *   4. run the forward pass, sample, emit events, cache newly full blocks.
+ *
+ * Reserving a request's blocks at admission means a running sequence never
+ * waits for memory and nothing is ever preempted. */
+#include "engine/engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "base/clock.h"
+#include "base/pool.h"
+#include "engine/blocks.h"
+#include "engine/stop.h"
+#include "model/forward.h"
+#include "model/kv.h"
+#include "text/detok.h"
+
+#define ENGINE_MEMORY_SHARE 0.9 /* of MemAvailable, when --max-memory is not given */
+
+struct engine_req {
+    /* shared with the caller, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    engine_event_t *evs; /* ring of pending events */
+    int ev_head, ev_n, ev_cap;
+    atomic_bool is_cancelled;
+    atomic_int refs; /* the engine's and the caller's */
+    uint64_t id;
+    /* fixed at submit */
+    engine_params_t p; /* prompt / salt / stop pointers are not kept: see below */
+    char *salt;
+    stop_t stop;
+    int64_t deadline_ns;
+    /* engine-thread state */
+    engine_phase_t phase;
+    engine_finish_t finish; /* set when it ends, before it is retired */
+    int32_t *tokens;        /* (n_prompt + max_tokens) prompt then generated ids */
+    int n_prompt, n_tokens, n_prefilled, n_kv, n_generated, n_cached;
+    int32_t *table; /* (n_table) KV blocks in position order */
+    int n_table;
+    blk_hash_t chain; /* hash of the last cached (or registered) block's prefix */
+    int n_hashed;     /* leading blocks whose chain hash is known */
+    sampler_t sampler;
+    bool has_sampler;
+    detok_t detok;
+    engine_req_t *q_next; /* admission queue link */
+};
+
+struct engine {
+    const model_t *m;
+    const vocab_t *vocab;
+    engine_config_t cfg;
+    engine_plan_t plan;
+    pool_t *pool;
+    fwd_ctx_t fwd;
+    kv_store_t kv;
+    blk_pool_t blocks;
+    bool *is_eog;  /* (vocab) end-of-generation tokens */
+    float *logits; /* (logit_rows, vocab) */
+    int logit_rows;
+    pthread_t thread;
+    bool has_thread;
+
+    /* submission side, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    engine_req_t *q_head, *q_tail;
+    int n_queued;
+    bool is_stopping, is_draining;
+    atomic_bool is_cancelling_all; /* engine_cancel_all: every request ends */
+    uint64_t next_id;
+    uint64_t submitted, rejected;
+
+    /* engine thread only */
+    engine_req_t **running; /* (max_seqs) in admission order */
+    int n_running;
+    int32_t *b_tokens, *b_pos;
+    const int32_t **b_tables;
+    uint8_t *b_want;
+    engine_req_t **b_req; /* (batch_tokens) the request of each row */
+    uint64_t steps, prefill_rows, prefill_chunks, decode_rows;
+    uint64_t width_hist[ENGINE_WIDTH_BUCKETS];
+    uint64_t completed, cancelled, failed, prompt_tokens, generated_tokens;
+    uint64_t cache_lookups, cache_hit_tokens;
+    engine_req_info_t *scratch_info; /* (max_seqs + queue_size) */
+
+    /* published counters, under snap_mu */
+    pthread_mutex_t snap_mu;
+    engine_snapshot_t pub;
+    engine_req_info_t *pub_active; /* (max_seqs + queue_size) */
+    uint64_t snap_seq;
+};
+
+/* ---------------------------------------------------------------- config */
+
+void engine_config_default(engine_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n_threads = pool_default_threads();
+    c->max_seqs = ENGINE_DEFAULT_MAX_SEQS;
+    c->batch_tokens = ENGINE_DEFAULT_BATCH_TOKENS;
+    c->prefill_chunk = ENGINE_DEFAULT_PREFILL_CHUNK;
+    c->queue_size = ENGINE_DEFAULT_QUEUE;
+}
+
+const char *engine_finish_name(engine_finish_t f)
+{
+    static const char *const names[] = {"none", "stop", "length", "cancelled", "timeout", "error"};
+    return (unsigned)f < sizeof names / sizeof *names ? names[f] : "?";
+}
+
+const char *engine_phase_name(engine_phase_t p)
+{
+    static const char *const names[] = {"queued", "prefill", "decode"};
+    return (unsigned)p < sizeof names / sizeof *names ? names[p] : "?";
+}
+
+int engine_width_bucket_low(int i)
+{
+    return i == 0 ? 1 : (1 << (i - 1)) + 1;
+}
+
+static int width_bucket(int w)
+{
+    int i = 0;
+    while (i < ENGINE_WIDTH_BUCKETS - 1 && w > (1 << i))
+        i++;
+    return i;
+}
+
+/* ------------------------------------------------------------ memory plan */
+
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+static int blocks_for(int n_tokens, int block_size)
+{
+    return (n_tokens + block_size - 1) / block_size;
+}
+
+int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan, err_t *err)
+{
+    const model_config_t *mc = &m->cfg;
+    memset(plan, 0, sizeof *plan);
+    if (c->n_threads < 1 || c->n_threads > POOL_MAX_THREADS)
+        return err_set(err, "threads must be in [1, %d]", POOL_MAX_THREADS);
+    if (c->max_seqs < 1 || c->max_seqs > 4096)
+        return err_set(err, "max-seqs must be in [1, 4096]");
+    if (c->batch_tokens < c->max_seqs || c->batch_tokens > 65536)
+        return err_set(err, "batch-tokens must be in [max-seqs (%d), 65536], so a prefill always gets a row",
+                       c->max_seqs);
+    if (c->prefill_chunk < 1 || c->prefill_chunk > c->batch_tokens)
+        return err_set(err, "prefill-chunk must be in [1, batch-tokens (%d)]", c->batch_tokens);
+    if (c->queue_size < 0 || c->queue_size > 1 << 20)
+        return err_set(err, "queue-size must be in [0, %d]", 1 << 20);
+    if (c->prompt_logit_rows < 0 || c->prompt_logit_rows > c->batch_tokens)
+        return err_set(err, "prompt logit rows must be in [0, batch-tokens]");
+    int max_ctx = c->max_context > 0 ? c->max_context : ENGINE_DEFAULT_MAX_CONTEXT;
+    if (max_ctx > mc->context_length) {
+        if (c->max_context > 0)
+            return err_set(err, "max-context %d exceeds the model's context (%d)", c->max_context, mc->context_length);
+        max_ctx = mc->context_length;
+    }
+    int kv_dim = mc->n_kv_heads * mc->head_dim;
+    plan->block_size = KV_BLOCK_SIZE;
+    plan->max_context = max_ctx;
+    plan->weights = m->weight_bytes;
+    plan->kv_per_block = kv_store_bytes(mc->n_layers, 1, KV_BLOCK_SIZE, kv_dim);
+    int logit_rows = c->max_seqs + c->prompt_logit_rows;
+    plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
+                    (uint64_t)logit_rows * mc->vocab * sizeof(float) +
+                    (uint64_t)c->max_seqs * mc->vocab * 24; /* samplers: candidates, scratch, token history */
+    int per_seq = blocks_for(max_ctx, KV_BLOCK_SIZE);
+    plan->kv_min = (uint64_t)per_seq * plan->kv_per_block;
+    plan->limit = c->max_memory ? c->max_memory : (uint64_t)(ENGINE_MEMORY_SHARE * (double)mem_available());
+    uint64_t fixed = plan->weights + plan->scratch;
+    if (plan->limit < fixed + plan->kv_min) {
+        char buf[512];
+        engine_plan_format(plan, buf, sizeof buf);
+        return err_set(err, "the model does not fit in %.1f MiB (one %d-token sequence needs %.1f MiB of KV): %s",
+                       plan->limit / 1048576.0, max_ctx, plan->kv_min / 1048576.0, buf);
+    }
+    /* room for every sequence slot at full context, and as much again for
+     * cached prefixes, as far as the limit allows */
+    uint64_t want = 2ull * (uint64_t)c->max_seqs * (uint64_t)per_seq;
+    uint64_t fit = (plan->limit - fixed) / plan->kv_per_block;
+    uint64_t n = want < fit ? want : fit;
+    if (n > BLK_MAX_BLOCKS)
+        n = BLK_MAX_BLOCKS;
+    plan->n_blocks = (int)n;
+    plan->kv = n * plan->kv_per_block;
+    return 0;
+}
+
+void engine_plan_format(const engine_plan_t *p, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "memory plan: weights %.1f MiB + KV %.1f MiB (%d blocks of %d tokens, %.2f MiB each) + scratch %.1f MiB "
+             "= %.1f MiB of %.1f MiB limit; context %d",
+             p->weights / 1048576.0, p->kv / 1048576.0, p->n_blocks, p->block_size, p->kv_per_block / 1048576.0,
+             p->scratch / 1048576.0, (p->weights + p->kv + p->scratch) / 1048576.0, p->limit / 1048576.0,
+             p->max_context);
+}
+
+/* ----------------------------------------------------------------- events */
+
+static void req_free(engine_req_t *r)
+{
+    for (int i = 0; i < r->ev_n; i++)
+        engine_event_clear(&r->evs[(r->ev_head + i) % r->ev_cap]);
+    free(r->evs);
+    free(r->tokens);
+    free(r->table);
+    free(r->salt);
+    if (r->has_sampler)
+        sampler_free(&r->sampler);
+    stop_free(&r->stop);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+static void req_unref(engine_req_t *r)
+{
+    if (atomic_fetch_sub(&r->refs, 1) == 1)
+        req_free(r);
+}
+
+/* Queues an event for the caller; the text (if any) is copied. */
+static void req_emit(engine_req_t *r, engine_event_t *ev, const char *text, size_t len)
+{
+    ev->time_ns = clock_now_ns();
+    if (text) {
+        ev->text = malloc(len + 1);
+        if (ev->text) {
+            memcpy(ev->text, text, len);
+            ev->text[len] = '\0';
+            ev->text_len = len;
+        }
+    }
+    pthread_mutex_lock(&r->mu);
+    if (r->ev_n == r->ev_cap) {
+        int cap = r->ev_cap ? 2 * r->ev_cap : 16;
+        engine_event_t *v = malloc((size_t)cap * sizeof *v);
+        if (!v) {
+            /* out of memory: the caller still gets DONE, which is the one
+             * event it cannot do without; others are dropped */
+            pthread_mutex_unlock(&r->mu);
+            if (ev->kind != ENGINE_EV_DONE) {
+                engine_event_clear(ev);
+                return;
+            }
+            pthread_mutex_lock(&r->mu);
+            engine_event_clear(&r->evs[(r->ev_head + r->ev_n - 1) % r->ev_cap]);
+            r->ev_n--;
+        } else {
+            for (int i = 0; i < r->ev_n; i++)
+                v[i] = r->evs[(r->ev_head + i) % r->ev_cap];
+            free(r->evs);
+            r->evs = v;
+            r->ev_head = 0;
+            r->ev_cap = cap;
+        }
+    }
+    r->evs[(r->ev_head + r->ev_n) % r->ev_cap] = *ev;
+    r->ev_n++;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+int engine_next(engine_req_t *r, engine_event_t *ev, int64_t timeout_ns)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->ev_n == 0 && timeout_ns != 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        if (timeout_ns > 0) {
+            int64_t ns = until.tv_nsec + timeout_ns % 1000000000;
+            until.tv_sec += (time_t)(timeout_ns / 1000000000 + ns / 1000000000);
+            until.tv_nsec = (long)(ns % 1000000000);
+        }
+        while (r->ev_n == 0) {
+            if (timeout_ns < 0)
+                pthread_cond_wait(&r->cv, &r->mu);
+            else if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
+                break;
+        }
+    }
+    if (r->ev_n == 0) {
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    *ev = r->evs[r->ev_head];
+    r->ev_head = (r->ev_head + 1) % r->ev_cap;
+    r->ev_n--;
+    pthread_mutex_unlock(&r->mu);
+    return 1;
+}
+
+void engine_event_clear(engine_event_t *ev)
+{
+    free(ev->text);
+    free(ev->message);
+    memset(ev, 0, sizeof *ev);
+}
+
+void engine_cancel(engine_req_t *r)
+{
+    atomic_store(&r->is_cancelled, true); /* the engine acts on it at its next step */
+}
+
+void engine_release(engine_req_t *r)
+{
+    if (!r)
+        return;
+    engine_cancel(r);
+    req_unref(r);
+}
+
+uint64_t engine_req_id(const engine_req_t *r)
+{
+    return r->id;
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+/* Ends a request that the engine holds: frees its blocks, sends DONE, and
+ * drops the engine's reference. */
+static void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *message)
+{
+    for (int i = 0; i < r->n_table; i++)
+        if (r->table[i] >= 0)
+            blk_release(&e->blocks, r->table[i]);
+    r->n_table = 0;
+    if (r->has_sampler) {
+        sampler_free(&r->sampler);
+        r->has_sampler = false;
+    }
+    engine_event_t ev = {.kind = ENGINE_EV_DONE, .step = e->steps, .finish = why};
+    ev.usage = (engine_usage_t){r->n_prompt, r->n_generated, r->n_cached};
+    if (message)
+        ev.message = strdup(message);
+    if (why == ENGINE_FINISH_CANCELLED)
+        e->cancelled++;
+    else if (why == ENGINE_FINISH_ERROR || why == ENGINE_FINISH_TIMEOUT)
+        e->failed++;
+    else
+        e->completed++;
+    e->generated_tokens += (uint64_t)r->n_generated;
+    req_emit(r, &ev, NULL, 0);
+    req_unref(r);
+}
+
+static engine_finish_t expired(const engine_t *e, const engine_req_t *r, int64_t now)
+{
+    if (atomic_load(&r->is_cancelled) || atomic_load(&e->is_cancelling_all))
+        return ENGINE_FINISH_CANCELLED;
+    if (r->deadline_ns && now >= r->deadline_ns)
+        return ENGINE_FINISH_TIMEOUT;
+    return ENGINE_FINISH_NONE;
+}
+
+engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_t **out, err_t *err)
+{
+    const model_config_t *mc = &e->m->cfg;
+    *out = NULL;
+    if (!p->prompt || p->n_prompt < 1)
+        return err_set(err, "prompt: at least one token is needed"), ENGINE_E_INVALID;
+    for (int i = 0; i < p->n_prompt; i++)
+        if (p->prompt[i] < 0 || p->prompt[i] >= mc->vocab)
+            return err_set(err, "prompt: token id %d is outside the vocabulary (%d)", p->prompt[i], mc->vocab),
+                   ENGINE_E_INVALID;
+    if (p->max_tokens < 1)
+        return err_set(err, "max_tokens: must be at least 1"), ENGINE_E_INVALID;
+    if ((int64_t)p->n_prompt + p->max_tokens > e->plan.max_context)
+        return err_set(err, "max_tokens: prompt (%d tokens) + max_tokens (%d) exceeds the context (%d)", p->n_prompt,
+                       p->max_tokens, e->plan.max_context),
+               ENGINE_E_TOO_LONG;
+    if (p->cache_salt && strlen(p->cache_salt) > BLK_MAX_SALT)
+        return err_set(err, "cache_salt: longer than %d bytes", BLK_MAX_SALT), ENGINE_E_INVALID;
+    if (p->n_stop < 0 || p->n_stop > ENGINE_MAX_STOP)
+        return err_set(err, "stop: at most %d strings", ENGINE_MAX_STOP), ENGINE_E_INVALID;
+    for (int i = 0; i < p->n_stop; i++)
+        if (!p->stop[i] || !p->stop[i][0] || strlen(p->stop[i]) > ENGINE_MAX_STOP_BYTES)
+            return err_set(err, "stop: each string must have 1 to %d bytes", ENGINE_MAX_STOP_BYTES), ENGINE_E_INVALID;
+    if (p->timeout_ns < 0)
+        return err_set(err, "timeout: must not be negative"), ENGINE_E_INVALID;
+    if (p->prompt_logits && e->cfg.prompt_logit_rows < 1)
+        return err_set(err, "prompt logits: the engine keeps no prompt logit rows"), ENGINE_E_INVALID;
+    /* the sampler checks its own fields (a trial initialisation, freed) */
+    sampler_t trial;
+    if (sampler_init(&trial, &p->sampling, mc->vocab, err))
+        return ENGINE_E_INVALID;
+    sampler_free(&trial);
+
+    engine_req_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return err_set(err, "out of memory"), ENGINE_E_NOMEM;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&r->refs, 2);
+    atomic_init(&r->is_cancelled, false);
+    r->p = *p;
+    r->p.prompt = NULL;
+    r->p.stop = NULL;
+    r->p.cache_salt = NULL;
+    r->n_prompt = r->n_tokens = p->n_prompt;
+    r->tokens = malloc(((size_t)p->n_prompt + (size_t)p->max_tokens) * sizeof *r->tokens);
+    r->table = malloc((size_t)blocks_for(p->n_prompt + p->max_tokens, KV_BLOCK_SIZE) * sizeof *r->table);
+    r->salt = strdup(p->cache_salt ? p->cache_salt : "");
+    if (!r->tokens || !r->table || !r->salt || stop_init(&r->stop, p->stop, p->n_stop, err)) {
+        if (!r->tokens || !r->table || !r->salt)
+            err_set(err, "out of memory");
+        atomic_store(&r->refs, 1);
+        req_unref(r);
+        return ENGINE_E_NOMEM;
+    }
+    memcpy(r->tokens, p->prompt, (size_t)p->n_prompt * sizeof *r->tokens);
+    detok_init(&r->detok, e->vocab);
+    r->phase = ENGINE_PHASE_QUEUED;
+    r->deadline_ns = p->timeout_ns ? clock_now_ns() + p->timeout_ns : 0;
+    int need = blocks_for(p->n_prompt + p->max_tokens, KV_BLOCK_SIZE);
+    if (need > e->plan.n_blocks) {
+        atomic_store(&r->refs, 1);
+        req_unref(r);
+        return err_set(err, "max_tokens: the request needs %d KV blocks and the pool has %d", need, e->plan.n_blocks),
+               ENGINE_E_TOO_LONG;
+    }
+
+    pthread_mutex_lock(&e->mu);
+    engine_status_t st = ENGINE_OK;
+    if (e->is_draining || e->is_stopping) {
+        st = ENGINE_E_DRAINING;
+        err_set(err, "the server is shutting down");
+    } else if (e->n_queued >= e->cfg.queue_size) {
+        st = ENGINE_E_QUEUE_FULL;
+        err_set(err, "the request queue is full (%d waiting)", e->n_queued);
+    }
+    if (st != ENGINE_OK) {
+        e->rejected++;
+        pthread_mutex_unlock(&e->mu);
+        atomic_store(&r->refs, 1);
+        req_unref(r);
+        return st;
+    }
+    r->id = ++e->next_id;
+    if (e->q_tail)
+        e->q_tail->q_next = r;
+    else
+        e->q_head = r;
+    e->q_tail = r;
+    e->n_queued++;
+    e->submitted++;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    *out = r;
+    return ENGINE_OK;
+}
+
+void engine_drain(engine_t *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->is_draining = true;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void engine_cancel_all(engine_t *e)
+{
+    engine_drain(e);
+    atomic_store(&e->is_cancelling_all, true);
+    pthread_mutex_lock(&e->mu);
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Takes r's cached prefix and reserves the rest of its blocks. false (and
+ * nothing held) when the pool cannot hold it yet. */
+static bool admit(engine_t *e, engine_req_t *r)
+{
+    blk_pool_t *bp = &e->blocks;
+    int bs = bp->block_size;
+    int n_table = blocks_for(r->n_prompt + r->p.max_tokens, bs);
+    int hits = 0;
+    blk_hash_t chain;
+    blk_hash_root(r->salt, &chain);
+    /* a prompt-logits request computes every position itself */
+    if (!r->p.prompt_logits) {
+        /* the last prompt token is always computed: its logits start decoding */
+        int max_hits = (r->n_prompt - 1) / bs;
+        while (hits < max_hits) {
+            blk_hash_t h;
+            blk_hash_next(&chain, r->tokens + (size_t)hits * bs, bs, &h);
+            int32_t b = blk_lookup(bp, &h, r->tokens + (size_t)hits * bs);
+            if (b < 0)
+                break;
+            r->table[hits++] = b;
+            chain = h;
+        }
+    }
+    if (blk_available(bp) < n_table - hits) {
+        for (int i = 0; i < hits; i++)
+            blk_release(bp, r->table[i]);
+        return false;
+    }
+    for (int i = hits; i < n_table; i++)
+        r->table[i] = blk_alloc(bp);
+    r->n_table = n_table;
+    r->chain = chain;
+    r->n_hashed = hits;
+    r->n_cached = r->n_prefilled = r->n_kv = hits * bs;
+    if (!r->p.prompt_logits) {
+        e->cache_lookups++;
+        e->cache_hit_tokens += (uint64_t)r->n_cached;
+    }
+    e->prompt_tokens += (uint64_t)r->n_prompt;
+    return true;
+}
+
+/* Admission and queue upkeep: cancelled or expired queued requests end at
+ * once; then the queue head is admitted while it fits. */
+static void admit_queued(engine_t *e)
+{
+    int64_t now = clock_now_ns();
+    pthread_mutex_lock(&e->mu);
+    engine_req_t *done = NULL, **link = &e->q_head, *last = NULL;
+    engine_finish_t why;
+    while (*link) {
+        engine_req_t *r = *link;
+        if ((why = expired(e, r, now)) != ENGINE_FINISH_NONE) {
+            *link = r->q_next;
+            e->n_queued--;
+            r->q_next = done;
+            r->finish = why;
+            done = r;
+        } else {
+            last = r;
+            link = &r->q_next;
+        }
+    }
+    e->q_tail = last;
+    engine_req_t *head = e->n_running < e->cfg.max_seqs ? e->q_head : NULL;
+    pthread_mutex_unlock(&e->mu);
+    while (done) {
+        engine_req_t *r = done;
+        done = r->q_next;
+        req_finish(e, r, r->finish, NULL);
+    }
+    /* only this thread removes from the queue, so the head stays put
+     * while it is examined unlocked */
+    while (head && admit(e, head)) {
+        pthread_mutex_lock(&e->mu);
+        e->q_head = head->q_next;
+        if (!e->q_head)
+            e->q_tail = NULL;
+        e->n_queued--;
+        pthread_mutex_unlock(&e->mu);
+        head->q_next = NULL;
+        err_t err;
+        if (sampler_init(&head->sampler, &head->p.sampling, e->m->cfg.vocab, &err)) {
+            req_finish(e, head, ENGINE_FINISH_ERROR, err.msg);
+        } else {
+            head->has_sampler = true;
+            sampler_accept_prompt(&head->sampler, head->tokens, head->n_prompt);
+            head->phase = ENGINE_PHASE_PREFILL;
+            e->running[e->n_running++] = head;
+            engine_event_t ev = {.kind = ENGINE_EV_STARTED, .step = e->steps, .n_prefilled = head->n_prefilled};
+            ev.usage = (engine_usage_t){head->n_prompt, 0, head->n_cached};
+            req_emit(head, &ev, NULL, 0);
+        }
+        pthread_mutex_lock(&e->mu);
+        head = e->n_running < e->cfg.max_seqs ? e->q_head : NULL;
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+static void remove_running(engine_t *e, int i)
+{
+    memmove(&e->running[i], &e->running[i + 1], (size_t)(e->n_running - i - 1) * sizeof *e->running);
+    e->n_running--;
+}
+
+/* Cancelled and timed-out running requests end before the step. */
+static void reap_running(engine_t *e)
+{
+    int64_t now = clock_now_ns();
+    for (int i = 0; i < e->n_running;) {
+        engine_finish_t why = expired(e, e->running[i], now);
+        if (why == ENGINE_FINISH_NONE) {
+            i++;
+            continue;
+        }
+        engine_req_t *r = e->running[i];
+        remove_running(e, i);
+        req_finish(e, r, why, NULL);
+    }
+}
+
+/* Registers r's newly full blocks in the prefix cache. */
+static void cache_full_blocks(engine_t *e, engine_req_t *r)
+{
+    int bs = e->blocks.block_size;
+    while ((r->n_hashed + 1) * bs <= r->n_kv) {
+        const int32_t *toks = r->tokens + (size_t)r->n_hashed * bs;
+        blk_hash_t h;
+        blk_hash_next(&r->chain, toks, bs, &h);
+        blk_register(&e->blocks, r->table[r->n_hashed], &h, toks);
+        r->chain = h;
+        r->n_hashed++;
+    }
+}
+
+/* Samples r's next token from row, emits it, and reports whether r ended. */
+static engine_finish_t take_token(engine_t *e, engine_req_t *r, const float *row)
+{
+    const vocab_t *v = e->vocab;
+    int32_t id = sampler_sample(&r->sampler, row);
+    if (r->p.token_logits)
+        memcpy(r->p.token_logits + (size_t)r->n_generated * v->n_tokens, row, (size_t)v->n_tokens * sizeof(float));
+    sampler_accept(&r->sampler, id);
+    r->tokens[r->n_tokens++] = id;
+    r->n_generated++;
+
+    engine_finish_t why = ENGINE_FINISH_NONE;
+    char piece[DETOK_MAX_TOKEN_BYTES + 8];
+    size_t n_piece = 0;
+    if (e->is_eog[id] && !r->p.ignore_eos)
+        why = ENGINE_FINISH_STOP; /* the end token itself is not text */
+    else if (v->types[id] != TOKEN_TYPE_CONTROL)
+        n_piece = detok_push(&r->detok, id, piece); /* control tokens are not shown (skip_special_tokens) */
+    if (why == ENGINE_FINISH_NONE && r->n_generated == r->p.max_tokens)
+        why = ENGINE_FINISH_LENGTH;
+    if (why != ENGINE_FINISH_NONE)
+        n_piece += detok_flush(&r->detok, piece + n_piece);
+
+    const char *emit = NULL;
+    size_t n_emit = 0;
+    int matched = stop_feed(&r->stop, piece, n_piece, &emit, &n_emit);
+    if (matched < 0) {
+        why = ENGINE_FINISH_ERROR; /* out of memory holding back text */
+        n_emit = 0;
+    } else if (matched) {
+        why = ENGINE_FINISH_STOP;
+    } else if (why != ENGINE_FINISH_NONE) {
+        /* the end: held-back text that never became a stop string goes out */
+        char tail[ENGINE_MAX_STOP_BYTES + DETOK_MAX_TOKEN_BYTES + 16];
+        size_t n_tail = 0;
+        if (n_emit <= sizeof tail) {
+            memcpy(tail, emit, n_emit);
+            n_tail = n_emit;
+        }
+        const char *rest;
+        size_t n_rest;
+        stop_flush(&r->stop, &rest, &n_rest);
+        if (n_tail + n_rest <= sizeof tail) {
+            memcpy(tail + n_tail, rest, n_rest);
+            n_tail += n_rest;
+        }
+        engine_event_t ev = {.kind = ENGINE_EV_TOKEN, .step = e->steps, .token = id};
+        req_emit(r, &ev, tail, n_tail);
+        return why;
+    }
+    engine_event_t ev = {.kind = ENGINE_EV_TOKEN, .step = e->steps, .token = id};
+    req_emit(r, &ev, emit ? emit : "", n_emit);
+    return why;
+}
+
+/* One step: build the batch, run it, consume its logits. */
+static void step(engine_t *e)
+{
+    const int vocab = e->m->cfg.vocab;
+    int n = 0, n_logits = 0, n_decode = 0, n_chunks = 0, prompt_logit_rows = 0;
+    /* decode rows first: every decoding sequence advances every step */
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->phase != ENGINE_PHASE_DECODE)
+            continue;
+        e->b_tokens[n] = r->tokens[r->n_tokens - 1];
+        e->b_pos[n] = r->n_tokens - 1;
+        e->b_tables[n] = r->table;
+        e->b_want[n] = 1;
+        e->b_req[n++] = r;
+        n_logits++;
+        n_decode++;
+    }
+    /* then prefill chunks, oldest admission first, within the budget */
+    for (int i = 0; i < e->n_running && n < e->cfg.batch_tokens; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->phase != ENGINE_PHASE_PREFILL)
+            continue;
+        int k = r->n_prompt - r->n_prefilled;
+        k = k < e->cfg.prefill_chunk ? k : e->cfg.prefill_chunk;
+        k = k < e->cfg.batch_tokens - n ? k : e->cfg.batch_tokens - n;
+        if (r->p.prompt_logits) {
+            int room = e->cfg.prompt_logit_rows - prompt_logit_rows;
+            k = k < room ? k : room;
+            prompt_logit_rows += k > 0 ? k : 0;
+        }
+        if (k <= 0)
+            continue;
+        for (int j = 0; j < k; j++) {
+            int pos = r->n_prefilled + j;
+            e->b_tokens[n] = r->tokens[pos];
+            e->b_pos[n] = pos;
+            e->b_tables[n] = r->table;
+            e->b_want[n] = r->p.prompt_logits || pos == r->n_prompt - 1;
+            n_logits += e->b_want[n];
+            e->b_req[n++] = r;
+        }
+        n_chunks++;
+    }
+    if (n == 0)
+        return;
+
+    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want};
+    err_t err;
+    int rc = fwd_run(&e->fwd, &e->kv, &b, e->logits, &err);
+    e->steps++;
+    e->decode_rows += (uint64_t)n_decode;
+    e->prefill_rows += (uint64_t)(n - n_decode);
+    e->prefill_chunks += (uint64_t)n_chunks;
+    if (n_decode)
+        e->width_hist[width_bucket(n_decode)]++;
+    (void)n_logits;
+
+    /* consume rows in order; a request's rows are contiguous */
+    int li = 0;
+    for (int i = 0; i < n;) {
+        engine_req_t *r = e->b_req[i];
+        int k = 1;
+        while (i + k < n && e->b_req[i + k] == r)
+            k++;
+        if (rc) {
+            r->finish = ENGINE_FINISH_ERROR;
+            i += k;
+            continue;
+        }
+        engine_finish_t why = ENGINE_FINISH_NONE;
+        if (r->phase == ENGINE_PHASE_DECODE) {
+            r->n_kv = r->n_tokens;
+            why = take_token(e, r, e->logits + (size_t)li++ * vocab);
+        } else {
+            for (int j = 0; j < k; j++) {
+                int pos = e->b_pos[i + j];
+                if (!e->b_want[i + j])
+                    continue;
+                const float *row = e->logits + (size_t)li++ * vocab;
+                if (r->p.prompt_logits)
+                    memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
+                if (pos == r->n_prompt - 1) {
+                    r->n_prefilled = r->n_kv = r->n_prompt;
+                    r->phase = ENGINE_PHASE_DECODE;
+                    why = take_token(e, r, row);
+                }
+            }
+            if (r->phase == ENGINE_PHASE_PREFILL) {
+                r->n_prefilled += k;
+                r->n_kv = r->n_prefilled;
+                engine_event_t ev = {.kind = ENGINE_EV_PROGRESS, .step = e->steps, .n_prefilled = r->n_prefilled};
+                req_emit(r, &ev, NULL, 0);
+            }
+        }
+        cache_full_blocks(e, r);
+        r->finish = why;
+        i += k;
+    }
+    /* retire the requests that ended, keeping the others' order */
+    for (int i = 0; i < e->n_running;) {
+        engine_req_t *r = e->running[i];
+        if (r->finish == ENGINE_FINISH_NONE) {
+            i++;
+            continue;
+        }
+        remove_running(e, i);
+        const char *why = NULL;
+        if (r->finish == ENGINE_FINISH_ERROR)
+            why = rc ? err.msg : "out of memory holding back stop-string text";
+        req_finish(e, r, r->finish, why);
+    }
+}
+
+/* ----------------------------------------------------- snapshot, thread */
+
+static void fill_info(engine_req_info_t *info, const engine_req_t *r)
+{
+    info->id = r->id;
+    info->phase = r->phase;
+    info->prompt_tokens = r->n_prompt;
+    info->prefilled_tokens = r->n_prefilled;
+    info->generated_tokens = r->n_generated;
+    info->cached_tokens = r->n_cached;
+}
+
+/* Publishes the counters after a step. The queue is read under mu first, so
+ * snap_mu is held only for the copy. */
+static void publish(engine_t *e)
+{
+    int n = 0, queued;
+    uint64_t submitted, rejected;
+    for (int i = 0; i < e->n_running; i++)
+        fill_info(&e->scratch_info[n++], e->running[i]);
+    pthread_mutex_lock(&e->mu);
+    queued = e->n_queued;
+    submitted = e->submitted;
+    rejected = e->rejected;
+    for (const engine_req_t *r = e->q_head; r && n < e->cfg.max_seqs + e->cfg.queue_size; r = r->q_next)
+        fill_info(&e->scratch_info[n++], r);
+    pthread_mutex_unlock(&e->mu);
+
+    int prefilling = 0, decoding = 0;
+    for (int i = 0; i < e->n_running; i++)
+        prefilling += e->running[i]->phase == ENGINE_PHASE_PREFILL;
+    decoding = e->n_running - prefilling;
+
+    pthread_mutex_lock(&e->snap_mu);
+    engine_snapshot_t *s = &e->pub;
+    s->queued = queued;
+    s->prefilling = prefilling;
+    s->decoding = decoding;
+    s->steps = e->steps;
+    s->prefill_rows = e->prefill_rows;
+    s->prefill_chunks = e->prefill_chunks;
+    s->decode_rows = e->decode_rows;
+    memcpy(s->decode_width_hist, e->width_hist, sizeof s->decode_width_hist);
+    s->submitted = submitted;
+    s->rejected = rejected;
+    s->completed = e->completed;
+    s->cancelled = e->cancelled;
+    s->failed = e->failed;
+    s->prompt_tokens = e->prompt_tokens;
+    s->generated_tokens = e->generated_tokens;
+    for (int i = 0; i < e->n_running; i++)
+        s->generated_tokens += (uint64_t)e->running[i]->n_generated;
+    s->n_active = n;
+    memcpy(e->pub_active, e->scratch_info, (size_t)n * sizeof *e->pub_active);
+    s->blocks_used = blk_used(&e->blocks);
+    s->blocks_cached = e->blocks.n_cached;
+    s->cache_lookups = e->cache_lookups;
+    s->cache_hit_tokens = e->cache_hit_tokens;
+    s->cache_evictions = e->blocks.evictions;
+    pthread_mutex_unlock(&e->snap_mu);
+}
+
+static void *engine_main(void *arg)
+{
+    engine_t *e = arg;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (!e->is_stopping && e->n_running == 0 && !e->q_head)
+            pthread_cond_wait(&e->cv, &e->mu);
+        bool is_stopping = e->is_stopping;
+        pthread_mutex_unlock(&e->mu);
+        if (is_stopping)
+            break;
+        admit_queued(e);
+        reap_running(e);
+        if (e->n_running)
+            step(e);
+        publish(e);
+    }
+    /* shutting down: everything still held ends as cancelled */
+    while (e->n_running) {
+        engine_req_t *r = e->running[e->n_running - 1];
+        e->n_running--;
+        req_finish(e, r, ENGINE_FINISH_CANCELLED, "the engine shut down");
+    }
+    pthread_mutex_lock(&e->mu);
+    engine_req_t *q = e->q_head;
+    e->q_head = e->q_tail = NULL;
+    e->n_queued = 0;
+    pthread_mutex_unlock(&e->mu);
+    while (q) {
+        engine_req_t *r = q;
+        q = r->q_next;
+        req_finish(e, r, ENGINE_FINISH_CANCELLED, "the engine shut down");
+    }
+    publish(e);
+    return NULL;
+}
+
+/* End-of-generation ids: the file's EOS, plus Qwen's turn and text ends
+ * when they are control tokens (an instruct model ends a turn with
+ * <|im_end|> whatever its EOS id says). */
+static int mark_eog(engine_t *e)
+{
+    const vocab_t *v = e->vocab;
+    e->is_eog = calloc((size_t)v->n_tokens, sizeof *e->is_eog);
+    if (!e->is_eog)
+        return -1;
+    if (v->eos_id >= 0 && v->eos_id < v->n_tokens)
+        e->is_eog[v->eos_id] = true;
+    static const char *const ends[] = {"<|im_end|>", "<|endoftext|>"};
+    for (int i = 0; i < v->n_tokens; i++) {
+        if (v->types[i] != TOKEN_TYPE_CONTROL)
+            continue;
+        for (size_t j = 0; j < sizeof ends / sizeof *ends; j++)
+            if (v->tokens[i].len == strlen(ends[j]) && !memcmp(v->tokens[i].ptr, ends[j], v->tokens[i].len))
+                e->is_eog[i] = true;
+    }
+    return 0;
+}
+
+engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_t *c, err_t *err)
+{
+    engine_plan_t plan;
+    if (engine_plan(m, c, &plan, err))
+        return NULL;
+    if (v->n_tokens != m->cfg.vocab) {
+        err_set(err, "engine: the vocabulary (%d) does not match the model (%d)", v->n_tokens, m->cfg.vocab);
+        return NULL;
+    }
+    engine_t *e = calloc(1, sizeof *e);
+    if (!e) {
+        err_set(err, "engine: out of memory");
+        return NULL;
+    }
+    e->m = m;
+    e->vocab = v;
+    e->cfg = *c;
+    e->cfg.max_context = plan.max_context;
+    e->plan = plan;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_mutex_init(&e->snap_mu, NULL);
+    const model_config_t *mc = &m->cfg;
+    int rows = c->batch_tokens, n_info = c->max_seqs + c->queue_size;
+    e->logit_rows = c->max_seqs + c->prompt_logit_rows;
+    e->logits = malloc((size_t)e->logit_rows * mc->vocab * sizeof(float));
+    e->running = calloc((size_t)c->max_seqs, sizeof *e->running);
+    e->b_tokens = malloc((size_t)rows * sizeof *e->b_tokens);
+    e->b_pos = malloc((size_t)rows * sizeof *e->b_pos);
+    e->b_tables = malloc((size_t)rows * sizeof *e->b_tables);
+    e->b_want = malloc((size_t)rows);
+    e->b_req = malloc((size_t)rows * sizeof *e->b_req);
+    e->scratch_info = calloc((size_t)n_info, sizeof *e->scratch_info);
+    e->pub_active = calloc((size_t)n_info, sizeof *e->pub_active);
+    if (!e->logits || !e->running || !e->b_tokens || !e->b_pos || !e->b_tables || !e->b_want || !e->b_req ||
+        !e->scratch_info || !e->pub_active || mark_eog(e)) {
+        err_set(err, "engine: out of memory");
+        engine_destroy(e);
+        return NULL;
+    }
+    if (!(e->pool = pool_create(c->n_threads, err)) || fwd_ctx_init(&e->fwd, m, e->pool, rows, plan.max_context, err) ||
+        kv_store_init(&e->kv, mc->n_layers, plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
+        blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err)) {
+        err_prefix(err, "engine: ");
+        engine_destroy(e);
+        return NULL;
+    }
+    e->pub.block_size = KV_BLOCK_SIZE;
+    e->pub.blocks_total = plan.n_blocks;
+    e->pub.plan = plan;
+    e->pub.max_seqs = c->max_seqs;
+    if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+        err_set(err, "engine: cannot start the engine thread");
+        engine_destroy(e);
+        return NULL;
+    }
+    e->has_thread = true;
+    return e;
+}
+
+void engine_destroy(engine_t *e)
+{
+    if (!e)
+        return;
+    if (e->has_thread) {
+        pthread_mutex_lock(&e->mu);
+        e->is_stopping = true;
+        pthread_cond_signal(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->thread, NULL);
+    }
+    blk_pool_free(&e->blocks);
+    kv_store_free(&e->kv);
+    fwd_ctx_free(&e->fwd);
+    pool_destroy(e->pool);
+    free(e->is_eog);
+    free(e->logits);
+    free(e->running);
+    free(e->b_tokens);
+    free(e->b_pos);
+    free(e->b_tables);
+    free(e->b_want);
+    free(e->b_req);
+    free(e->scratch_info);
+    free(e->pub_active);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->snap_mu);
+    free(e);
+}
+
+const engine_plan_t *engine_get_plan(const engine_t *e)
+{
+    return &e->plan;
+}
+
+const engine_config_t *engine_get_config(const engine_t *e)
+{
+    return &e->cfg;
+}
+
+int engine_snapshot(engine_t *e, engine_snapshot_t *s, err_t *err)
+{
+    engine_req_info_t *active = s->active;
+    if (!active) {
+        active = malloc((size_t)(e->cfg.max_seqs + e->cfg.queue_size) * sizeof *active);
+        if (!active)
+            return err_set(err, "snapshot: out of memory");
+    }
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    pthread_mutex_lock(&e->snap_mu);
+    *s = e->pub;
+    s->active = active;
+    memcpy(active, e->pub_active, (size_t)s->n_active * sizeof *active);
+    s->seq = ++e->snap_seq;
+    s->monotonic_ns = clock_now_ns();
+    pthread_mutex_unlock(&e->snap_mu);
+    /* submission-side totals change without an engine step: read them live */
+    pthread_mutex_lock(&e->mu);
+    s->submitted = e->submitted;
+    s->rejected = e->rejected;
+    pthread_mutex_unlock(&e->mu);
+    s->unix_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    return 0;
+}
+
+void engine_snapshot_free(engine_snapshot_t *s)
+{
+    free(s->active);
+    s->active = NULL;
+}

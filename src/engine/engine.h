@@ -1,0 +1,213 @@
+/* The serving engine: one engine thread owns the model's forward context,
+ * the KV cache and the scheduler; any other thread submits requests and
+ * reads their events. Each engine step runs one forward pass over a batch of
+ * rows: one decode row per decoding sequence plus prefill chunks, within a
+ * token budget (docs/architecture.md, "Scheduler").
+ *
+ *   engine_create   memory plan, KV pool, engine thread
+ *   engine_submit   validate and queue a request -> handle (or a clear refusal)
+ *   engine_next     the handle's next event (started, progress, token, done, error)
+ *   engine_cancel   stop a request at any point; its blocks are freed at the next step
+ *   engine_release  the caller is done with the handle
+ *   engine_snapshot thread-safe copy of the live counters (for /status)
+ */
+#ifndef SPLASH_ENGINE_H
+#define SPLASH_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/sampler.h"
+#include "engine/stop.h"
+#include "model/model.h"
+#include "text/vocab.h"
+
+#define ENGINE_MAX_STOP STOP_MAX_STRINGS     /* stop strings per request */
+#define ENGINE_MAX_STOP_BYTES STOP_MAX_BYTES /* bytes per stop string */
+#define ENGINE_DEFAULT_MAX_SEQS 8
+#define ENGINE_DEFAULT_BATCH_TOKENS 256
+#define ENGINE_DEFAULT_PREFILL_CHUNK 128
+#define ENGINE_DEFAULT_QUEUE 64
+#define ENGINE_DEFAULT_MAX_CONTEXT 4096 /* capped by the model's trained context */
+#define ENGINE_WIDTH_BUCKETS 9          /* decode batch widths 1, 2, 3-4, 5-8, ..., 129-256, >256 */
+
+typedef struct engine_config {
+    int n_threads;         /* kernel threads (the engine thread is one of them) */
+    int max_seqs;          /* sequences prefilling or decoding at once */
+    int batch_tokens;      /* rows per step (>= max_seqs, so prefill always gets a row) */
+    int prefill_chunk;     /* prompt rows one sequence may take per step */
+    int max_context;       /* tokens per sequence (prompt + generated); 0: default */
+    int queue_size;        /* requests waiting for admission before submissions are refused */
+    uint64_t max_memory;   /* bytes for weights + KV + scratch; 0: derived from available RAM */
+    int prompt_logit_rows; /* >0: rows of logits kept per step for requests that ask for
+                              every prompt position's logits (splash run --logits-out) */
+} engine_config_t;
+
+void engine_config_default(engine_config_t *c);
+
+/* The memory plan: what start-up needs, and what the pool got. */
+typedef struct engine_plan {
+    uint64_t limit;        /* --max-memory, or the derived default */
+    uint64_t weights;      /* bytes of weights the forward reads (memory-mapped) */
+    uint64_t scratch;      /* forward scratch, logits, samplers */
+    uint64_t kv;           /* KV pool */
+    uint64_t kv_per_block; /* bytes per block (all layers, keys and values) */
+    uint64_t kv_min;       /* KV for one sequence of max_context tokens */
+    int n_blocks;
+    int block_size;
+    int max_context;
+} engine_plan_t;
+
+/* Computes the plan without starting anything; -1 with the breakdown in the
+ * message when the model does not fit. */
+int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan, err_t *err);
+/* One line per figure, for start-up logs and refusals. */
+void engine_plan_format(const engine_plan_t *plan, char *out, size_t cap);
+
+typedef struct engine engine_t;
+typedef struct engine_req engine_req_t;
+
+/* Creates the engine on a loaded model and vocabulary (both outlive it) and
+ * starts its thread. NULL with a message (the memory-plan breakdown when the
+ * model does not fit). */
+engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_t *c, err_t *err);
+/* Cancels everything, joins the thread, frees the engine. Handles not yet
+ * released stay valid until engine_release. */
+void engine_destroy(engine_t *e);
+const engine_plan_t *engine_get_plan(const engine_t *e);
+const engine_config_t *engine_get_config(const engine_t *e);
+
+typedef struct engine_params {
+    const int32_t *prompt; /* (n_prompt) token ids; copied */
+    int n_prompt;
+    sampler_params_t sampling;
+    int max_tokens;          /* >= 1; prompt + max_tokens <= max_context */
+    bool ignore_eos;         /* keep generating past end-of-generation tokens */
+    const char *cache_salt;  /* NULL / "": shared prefix namespace; copied */
+    const char *const *stop; /* (n_stop) stop strings; copied */
+    int n_stop;
+    int64_t timeout_ns; /* 0: none; the request ends with ENGINE_FINISH_TIMEOUT past it */
+    /* Optional outputs, written by the engine thread before the event that
+     * reports them: the logits each generated token was sampled from
+     * (max_tokens x vocab floats), and the logits at every prompt position
+     * (n_prompt x vocab; needs engine_config.prompt_logit_rows > 0; cached
+     * positions are not recomputed, so such requests bypass the prefix cache). */
+    float *token_logits;
+    float *prompt_logits;
+} engine_params_t;
+
+typedef enum engine_status {
+    ENGINE_OK = 0,
+    ENGINE_E_INVALID,    /* bad request (message says which field) */
+    ENGINE_E_TOO_LONG,   /* prompt + max_tokens beyond the context or the pool */
+    ENGINE_E_QUEUE_FULL, /* admission queue full: retry later */
+    ENGINE_E_DRAINING,   /* shutting down: no new requests */
+    ENGINE_E_NOMEM,
+} engine_status_t;
+
+typedef enum engine_event_kind {
+    ENGINE_EV_STARTED,  /* admitted: cached tokens known */
+    ENGINE_EV_PROGRESS, /* a prefill chunk ran */
+    ENGINE_EV_TOKEN,    /* one generated token and the text it completes */
+    ENGINE_EV_DONE,     /* finished: reason and usage; the last event */
+} engine_event_kind_t;
+
+typedef enum engine_finish {
+    ENGINE_FINISH_NONE = 0,
+    ENGINE_FINISH_STOP,      /* end-of-generation token or a stop string */
+    ENGINE_FINISH_LENGTH,    /* max_tokens */
+    ENGINE_FINISH_CANCELLED, /* engine_cancel, or the engine shut down */
+    ENGINE_FINISH_TIMEOUT,   /* timeout_ns passed */
+    ENGINE_FINISH_ERROR,     /* the forward pass failed (message in the event) */
+} engine_finish_t;
+
+const char *engine_finish_name(engine_finish_t f); /* "stop", "length", ... */
+
+typedef struct engine_usage {
+    int prompt_tokens;
+    int completion_tokens;
+    int cached_tokens; /* prompt tokens whose KV came from the prefix cache */
+} engine_usage_t;
+
+typedef struct engine_event {
+    engine_event_kind_t kind;
+    uint64_t step;   /* engine step that produced it */
+    int64_t time_ns; /* monotonic time it was produced */
+    int32_t token;   /* TOKEN: the id */
+    int n_prefilled; /* STARTED, PROGRESS: prompt tokens with KV (cached included) */
+    char *text;      /* TOKEN, DONE: text now safe to emit (may be empty); owned */
+    size_t text_len;
+    engine_finish_t finish; /* DONE */
+    engine_usage_t usage;   /* STARTED (cached), DONE */
+    char *message;          /* DONE with ERROR: why; owned */
+} engine_event_t;
+
+/* Queues a request. On ENGINE_OK, *out is the handle. Otherwise a message
+ * says why (naming the parameter for ENGINE_E_INVALID). */
+engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_t **out, err_t *err);
+
+/* Waits up to timeout_ns (<0: forever) for the next event. Returns 1 with an
+ * event (free it with engine_event_clear), 0 on timeout. After DONE there
+ * are no more events. */
+int engine_next(engine_req_t *r, engine_event_t *ev, int64_t timeout_ns);
+void engine_event_clear(engine_event_t *ev);
+void engine_cancel(engine_req_t *r);
+/* The caller's last use of the handle (cancels it if still running). */
+void engine_release(engine_req_t *r);
+uint64_t engine_req_id(const engine_req_t *r);
+
+/* Refuse new submissions from now on (ENGINE_E_DRAINING); running requests go on. */
+void engine_drain(engine_t *e);
+/* Drain, and end every queued and running request (ENGINE_FINISH_CANCELLED). */
+void engine_cancel_all(engine_t *e);
+
+/* ---- live counters ---- */
+
+typedef enum engine_phase {
+    ENGINE_PHASE_QUEUED,
+    ENGINE_PHASE_PREFILL,
+    ENGINE_PHASE_DECODE,
+} engine_phase_t;
+
+typedef struct engine_req_info {
+    uint64_t id;
+    engine_phase_t phase;
+    int prompt_tokens;
+    int prefilled_tokens; /* cached included */
+    int generated_tokens;
+    int cached_tokens;
+} engine_req_info_t;
+
+typedef struct engine_snapshot {
+    uint64_t seq;         /* strictly increasing over every snapshot taken */
+    int64_t monotonic_ns; /* when it was taken */
+    int64_t unix_ms;
+    /* scheduler */
+    int queued, prefilling, decoding;
+    uint64_t steps;
+    uint64_t prefill_rows, prefill_chunks, decode_rows; /* totals */
+    uint64_t decode_width_hist[ENGINE_WIDTH_BUCKETS];
+    /* requests */
+    uint64_t submitted, completed, cancelled, failed, rejected;
+    uint64_t prompt_tokens, generated_tokens; /* totals */
+    int n_active;
+    engine_req_info_t *active; /* (n_active) points into the snapshot's own storage */
+    /* cache */
+    int block_size, blocks_total, blocks_used, blocks_cached;
+    uint64_t cache_lookups, cache_hit_tokens, cache_evictions;
+    /* memory */
+    engine_plan_t plan;
+    int max_seqs;
+} engine_snapshot_t;
+
+/* Fills *s, which must start zeroed (its active array is allocated on the
+ * first call and reused; engine_snapshot_free when done). Copies under a lock the engine holds only
+ * to publish a step's counters, so it never stalls a step. */
+int engine_snapshot(engine_t *e, engine_snapshot_t *s, err_t *err);
+void engine_snapshot_free(engine_snapshot_t *s);
+const char *engine_phase_name(engine_phase_t p);
+/* Lower bound of decode-width bucket i (1, 2, 3, 5, 9, ...). */
+int engine_width_bucket_low(int i);
+
+#endif
