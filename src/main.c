@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "build_info.h"
 #include "base/cpu.h"
+#include "build_info.h"
 #include "cli/commands.h"
 #include "kernels/dispatch.h"
 
@@ -14,6 +14,7 @@ typedef struct command {
 } command_t;
 
 static const command_t commands[] = {
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server over the engine"},
     {"run", cmd_run, "one-shot generation to stdout, streamed"},
     {"perf", cmd_perf, "in-process speed: prefill and decode tokens/s, weight GB/s against measured bandwidth"},
     {"model", cmd_model, "model files: info (describe a GGUF), synth (write a synthetic model)"},

@@ -116,7 +116,7 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
     }
     int rc = 0;
     for (int l = 0; l < n_levels && !rc; l++) {
-        double runs[PERF_CONC_MAX_REPS];
+        double runs[PERF_CONC_MAX_REPS] = {0};
         for (int r = 0; r < reps && !rc; r++)
             rc = run_once(e, m->cfg.vocab, levels[l], tg, (uint32_t)(l * 1000 + r), &runs[r], err);
         if (rc)

@@ -1,0 +1,250 @@
+/* splash serve: the HTTP server over the engine. Listens first (so /health
+ * and /ready answer while the model loads), loads the model, prints one
+ * ready line with the URL, and on SIGINT / SIGTERM drains: new requests get
+ * 503, in-flight ones have --drain-timeout to finish, the rest are
+ * cancelled; then it exits 0. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "base/cli.h"
+#include "base/sha256.h"
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "server/server.h"
+#include "text/tokenizer.h"
+
+#define SERVE_DEFAULT_DRAIN_S 30
+
+static const char serve_usage[] =
+    "usage: splash serve [--model FILE] [options]\n"
+    "\n"
+    "OpenAI-compatible HTTP server: /v1/chat/completions, /v1/completions (streaming or not),\n"
+    "/tokenize, /detokenize, /apply-template, /v1/models, /health, /ready, /status, /metrics.\n"
+    "\n"
+    "  --model FILE           GGUF model (default: the built-in model, %s)\n"
+    "  --host ADDR            address to bind (default 127.0.0.1; 0.0.0.0 for every interface)\n"
+    "  --port N               port (default %d; 0: any free port)\n"
+    "  --api-key KEY          require this key (Authorization: Bearer KEY or x-api-key); also SPLASH_API_KEY\n"
+    "  --allowed-host NAME    accept this Host header besides localhost names (repeatable)\n"
+    "  --max-body BYTES       largest request body (default %u)\n"
+    "  --max-connections N    concurrent connections (default %d)\n"
+    "  --queue-size N         requests waiting for a sequence slot before 429 (default %d)\n"
+    "  --request-timeout S    seconds a request may take (default %d)\n"
+    "  --drain-timeout S      seconds in-flight requests get on shutdown (default %d)\n"
+    "engine:\n"
+    "  --threads N            kernel threads (default: CPUs available, %d)\n"
+    "  --max-seqs N           sequences decoding or prefilling at once (default %d)\n"
+    "  --batch-tokens N       rows per engine step (default %d)\n"
+    "  --prefill-chunk N      prompt rows one sequence may take per step (default %d)\n"
+    "  --max-context N        tokens per sequence (default: min(model context, %d))\n"
+    "  --max-memory BYTES     weights + KV + scratch limit, suffix K/M/G allowed (default: 90%% of available)\n";
+
+typedef struct serve_opts {
+    const char *model;
+    server_config_t srv;
+    engine_config_t eng;
+    int64_t drain_s;
+} serve_opts_t;
+
+static int parse_bytes(const char *flag, const char *v, uint64_t *out, err_t *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    uint64_t mult = 1;
+    if (end != v && *end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': mult = 1ull << 10; break;
+        case 'M': mult = 1ull << 20; break;
+        case 'G': mult = 1ull << 30; break;
+        default: mult = 0;
+        }
+        if (mult && end[1] && strcasecmp(end + 1, "iB") && strcasecmp(end + 1, "B"))
+            mult = 0;
+    }
+    if (end == v || errno || mult == 0 || n == 0 || n > UINT64_MAX / mult || v[0] == '-')
+        return err_set(err, "%s: '%s' is not a positive byte count (suffix K, M or G allowed)", flag, v);
+    *out = n * mult;
+    return 0;
+}
+
+static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
+{
+    memset(o, 0, sizeof *o);
+    o->model = cli_default_model();
+    server_config_default(&o->srv);
+    engine_config_default(&o->eng);
+    o->drain_s = SERVE_DEFAULT_DRAIN_S;
+    const char *env_key = getenv("SPLASH_API_KEY");
+    if (env_key && env_key[0])
+        o->srv.api_key = env_key;
+    for (int i = 1; i < argc; i++) {
+        bool missing = false;
+        const char *v;
+        int64_t x;
+        if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
+            o->model = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--host", &missing))) {
+            o->srv.host = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--port", &missing))) {
+            if (cli_parse_i64("--port", v, 0, 65535, &x, err))
+                return -1;
+            o->srv.port = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--api-key", &missing))) {
+            if (!v[0])
+                return err_set(err, "--api-key must not be empty");
+            o->srv.api_key = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--allowed-host", &missing))) {
+            if (o->srv.n_allowed_hosts == SERVER_MAX_ALLOWED_HOSTS)
+                return err_set(err, "--allowed-host: at most %d", SERVER_MAX_ALLOWED_HOSTS);
+            if (!v[0] || strlen(v) > 253)
+                return err_set(err, "--allowed-host: '%s' is not a host name", v);
+            o->srv.allowed_hosts[o->srv.n_allowed_hosts++] = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-body", &missing))) {
+            if (parse_bytes("--max-body", v, &o->srv.max_body, err))
+                return -1;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-connections", &missing))) {
+            if (cli_parse_i64("--max-connections", v, 1, 65536, &x, err))
+                return -1;
+            o->srv.max_connections = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--queue-size", &missing))) {
+            if (cli_parse_i64("--queue-size", v, 0, 1 << 20, &x, err))
+                return -1;
+            o->eng.queue_size = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--request-timeout", &missing))) {
+            if (cli_parse_i64("--request-timeout", v, 1, 7 * 86400, &x, err))
+                return -1;
+            o->srv.request_timeout_s = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--drain-timeout", &missing))) {
+            if (cli_parse_i64("--drain-timeout", v, 0, 86400, &o->drain_s, err))
+                return -1;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
+            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &x, err))
+                return -1;
+            o->eng.n_threads = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-seqs", &missing))) {
+            if (cli_parse_i64("--max-seqs", v, 1, 4096, &x, err))
+                return -1;
+            o->eng.max_seqs = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--batch-tokens", &missing))) {
+            if (cli_parse_i64("--batch-tokens", v, 1, 65536, &x, err))
+                return -1;
+            o->eng.batch_tokens = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--prefill-chunk", &missing))) {
+            if (cli_parse_i64("--prefill-chunk", v, 1, 65536, &x, err))
+                return -1;
+            o->eng.prefill_chunk = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-context", &missing))) {
+            if (cli_parse_i64("--max-context", v, 2, INT32_MAX, &x, err))
+                return -1;
+            o->eng.max_context = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-memory", &missing))) {
+            if (parse_bytes("--max-memory", v, &o->eng.max_memory, err))
+                return -1;
+        } else if (missing) {
+            return err_set(err, "%s needs a value", argv[i]);
+        } else {
+            return err_set(err, "unknown argument '%s' (splash serve --help lists the options)", argv[i]);
+        }
+    }
+    return 0;
+}
+
+/* The model's name in the API: its file name without directory or .gguf. */
+static void model_id(const char *path, char *out, size_t cap)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base);
+    if (n > 5 && !strcmp(base + n - 5, ".gguf"))
+        n -= 5;
+    snprintf(out, cap, "%.*s", (int)n, base);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf(serve_usage, cli_default_model(), SERVER_DEFAULT_PORT, SERVER_DEFAULT_MAX_BODY,
+                   SERVER_DEFAULT_MAX_CONNECTIONS, ENGINE_DEFAULT_QUEUE, SERVER_DEFAULT_REQUEST_TIMEOUT_S,
+                   SERVE_DEFAULT_DRAIN_S, pool_default_threads(), ENGINE_DEFAULT_MAX_SEQS, ENGINE_DEFAULT_BATCH_TOKENS,
+                   ENGINE_DEFAULT_PREFILL_CHUNK, ENGINE_DEFAULT_MAX_CONTEXT);
+            return 0;
+        }
+    }
+    serve_opts_t o;
+    err_t err;
+    if (parse(argc, argv, &o, &err)) {
+        fprintf(stderr, "splash serve: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    /* SIGINT / SIGTERM are taken by sigwait below: blocked here, before any
+     * thread starts, so every thread inherits the mask */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    server_t *srv = server_start(&o.srv, &err);
+    if (!srv) {
+        fprintf(stderr, "splash serve: %s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "splash serve: listening on %s:%d, loading %s\n", o.srv.host, server_port(srv), o.model);
+    int rc = 0;
+    model_t *m = model_load(o.model, &err);
+    vocab_t vocab = {0};
+    tokenizer_t *tok = NULL;
+    engine_t *engine = NULL;
+    char sha[SHA256_HEX_LEN] = "", id[256];
+    bool has_vocab = false;
+    if (!m) {
+        if (!strcmp(o.model, cli_default_model()) && access(o.model, F_OK) != 0)
+            err_set(&err, "the built-in model %s is missing (the build writes it; or pass --model)", o.model);
+        rc = 1;
+    } else if (vocab_load(&vocab, m->gguf, m->cfg.vocab, &err) || !(has_vocab = true) ||
+               !(tok = tok_load(&vocab, m->gguf, &err)) || sha256_hex(m->gguf->base, m->gguf->size, sha, &err) ||
+               !(engine = engine_create(m, &vocab, &o.eng, &err))) {
+        rc = 1;
+    }
+    if (rc) {
+        fprintf(stderr, "splash serve: %s\n", err.msg);
+    } else {
+        char plan[512];
+        engine_plan_format(engine_get_plan(engine), plan, sizeof plan);
+        fprintf(stderr, "splash serve: %s\n", plan);
+        model_id(o.model, id, sizeof id);
+        server_model_t sm = {m, &vocab, tok, engine, o.model, id, sha};
+        server_set_ready(srv, &sm);
+        const char *host = o.srv.host;
+        bool is_v6 = strchr(host, ':') != NULL;
+        printf("splash serve: ready at http://%s%s%s:%d (model %s)\n", is_v6 ? "[" : "", host, is_v6 ? "]" : "",
+               server_port(srv), id);
+        fflush(stdout);
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        fprintf(stderr, "splash serve: %s: draining (up to %lld s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                (long long)o.drain_s);
+        server_drain(srv, o.drain_s * 1000000000LL);
+        engine_cancel_all(engine); /* whatever is still running ends now */
+    }
+    server_stop(srv); /* joins every connection thread */
+    engine_destroy(engine);
+    tok_free(tok);
+    if (has_vocab)
+        vocab_free(&vocab);
+    model_free(m);
+    if (!rc)
+        fprintf(stderr, "splash serve: stopped\n");
+    return rc;
+}

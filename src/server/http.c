@@ -1,0 +1,521 @@
+/* The HTTP layer on libmicrohttpd: binding, connection limits, the checks
+ * every request passes in order (Host allowlist, route, API key, method,
+ * readiness, content type, body size, JSON well-formedness and depth), then
+ * the endpoint handler, and the reply as JSON or as an SSE stream. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/sha256.h"
+#include "server/internal.h"
+
+enum route {
+    R_NONE,
+    R_CHAT,
+    R_COMPLETIONS,
+    R_TOKENIZE,
+    R_DETOKENIZE,
+    R_TEMPLATE,
+    R_HEALTH,
+    R_READY,
+    R_MODELS,
+    R_STATUS,
+    R_METRICS,
+};
+
+typedef struct route_def {
+    const char *path;
+    enum route route;
+    bool is_post;     /* POST with a JSON body; otherwise GET */
+    bool is_public;   /* no API key needed */
+    bool needs_model; /* 503 until loaded */
+} route_def_t;
+
+static const route_def_t routes[] = {
+    {"/v1/chat/completions", R_CHAT, true, false, true},
+    {"/v1/completions", R_COMPLETIONS, true, false, true},
+    {"/tokenize", R_TOKENIZE, true, false, true},
+    {"/detokenize", R_DETOKENIZE, true, false, true},
+    {"/apply-template", R_TEMPLATE, true, false, true},
+    {"/health", R_HEALTH, false, true, false},
+    {"/ready", R_READY, false, true, false},
+    {"/v1/models", R_MODELS, false, false, true},
+    {"/status", R_STATUS, false, false, false},
+    {"/metrics", R_METRICS, false, false, false},
+};
+
+/* One HTTP request's state across libmicrohttpd's calls. */
+typedef struct conn {
+    const route_def_t *route;
+    char *body;
+    size_t len, cap;
+    bool is_too_large;
+    bool is_counted; /* counted in in_flight */
+} conn_t;
+
+const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                                        1,     2.5,  5,     10,   30,  60,   120};
+
+void lat_hist_add(lat_hist_t *h, int64_t ns)
+{
+    double s = ns / 1e9;
+    int i = 0;
+    while (i < METRICS_LAT_BUCKETS && s > metrics_lat_bounds[i])
+        i++;
+    atomic_fetch_add(&h->counts[i], 1);
+    atomic_fetch_add(&h->sum_us, (uint64_t)(ns > 0 ? ns / 1000 : 0));
+    atomic_fetch_add(&h->n, 1);
+}
+
+void server_config_default(server_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->host = "127.0.0.1";
+    c->port = SERVER_DEFAULT_PORT;
+    c->max_body = SERVER_DEFAULT_MAX_BODY;
+    c->max_connections = SERVER_DEFAULT_MAX_CONNECTIONS;
+    c->request_timeout_s = SERVER_DEFAULT_REQUEST_TIMEOUT_S;
+}
+
+void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *type = "invalid_request_error", *code = NULL;
+    switch (status) {
+    case 401: type = "authentication_error", code = "invalid_api_key"; break;
+    case 403: type = "permission_error", code = "host_not_allowed"; break;
+    case 404: type = "not_found_error", code = "not_found"; break;
+    case 405: code = "method_not_allowed"; break;
+    case 408: type = "timeout_error", code = "request_timeout"; break;
+    case 413: code = "request_too_large"; break;
+    case 415: code = "unsupported_media_type"; break;
+    case 429: type = "rate_limit_error", code = "queue_full"; break;
+    case 500: type = "server_error", code = "internal_error"; break;
+    case 503: type = "service_unavailable_error", code = "unavailable"; break;
+    default: break;
+    }
+    json_decref(r->body);
+    /* a message quoting client bytes may hold invalid UTF-8: say so plainly then */
+    json_t *m = json_string(msg);
+    r->status = status;
+    r->body = json_pack("{s:{s:o,s:s,s:s?,s:s?}}", "error", "message", m ? m : json_string("invalid request"), "type",
+                        type, "param", param, "code", code);
+}
+
+/* ---- checks ---- */
+
+static bool host_allowed(const server_t *s, struct MHD_Connection *c)
+{
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (!host)
+        return true; /* HTTP/1.0 clients send none; browsers always do */
+    char name[256];
+    size_t n = strlen(host);
+    if (n >= sizeof name)
+        return false;
+    memcpy(name, host, n + 1);
+    /* strip the port: "[::1]:8000" -> "[::1]", "localhost:8000" -> "localhost" */
+    char *colon = strrchr(name, ':');
+    if (colon && (name[0] != '[' || (colon > name && colon[-1] == ']')))
+        *colon = '\0';
+    for (char *p = name; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    static const char *const local[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++)
+        if (!strcmp(name, local[i]))
+            return true;
+    for (int i = 0; i < s->n_allowed; i++)
+        if (!strcmp(name, s->allowed[i]))
+            return true;
+    return false;
+}
+
+/* Constant-time comparison, so the key cannot be guessed byte by byte. */
+static bool key_equal(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned char d = (unsigned char)(na != nb);
+    for (size_t i = 0; i < nb; i++)
+        d |= (unsigned char)(a[i < na ? i : 0] ^ b[i]);
+    return d == 0;
+}
+
+static bool authorised(const server_t *s, struct MHD_Connection *c)
+{
+    if (!s->api_key)
+        return true;
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (auth && !strncasecmp(auth, "Bearer ", 7) && key_equal(auth + 7, s->api_key))
+        return true;
+    const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+    return x && key_equal(x, s->api_key);
+}
+
+static bool is_json_type(struct MHD_Connection *c)
+{
+    const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!t)
+        return false;
+    while (*t == ' ')
+        t++;
+    return !strncasecmp(t, "application/json", 16) && (t[16] == '\0' || t[16] == ';' || t[16] == ' ');
+}
+
+static int json_depth(const json_t *v)
+{
+    int d = 0;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            int dx = json_depth(x);
+            d = dx > d ? dx : d;
+        }
+        return d + 1;
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            int dx = json_depth(x);
+            d = dx > d ? dx : d;
+        }
+        return d + 1;
+    }
+    return 0;
+}
+
+/* ---- replies ---- */
+
+static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, reply_t *r)
+{
+    struct MHD_Response *resp;
+    if (r->stream) {
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, r->stream, sse_free);
+        if (!resp) {
+            sse_free(r->stream);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+    } else {
+        char *text = r->body ? json_dumps(r->body, JSON_COMPACT) : NULL;
+        if (!text) {
+            text = strdup("{\"error\":{\"message\":\"internal error encoding the response\",\"type\":\"server_error\","
+                          "\"param\":null,\"code\":\"internal_error\"}}");
+            r->status = 500;
+        }
+        resp = MHD_create_response_from_buffer(text ? strlen(text) : 0, text, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+            free(text);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    }
+    if (r->retry_after)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+    if (r->allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    int status = r->status ? r->status : 200;
+    if (status >= 100 && status < 600)
+        atomic_fetch_add(&s->metrics.by_status[status], 1);
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    json_decref(r->body);
+    r->body = NULL;
+    return ok;
+}
+
+static enum MHD_Result send_error(server_t *s, struct MHD_Connection *c, int status, const char *param, const char *msg)
+{
+    reply_t r = {0};
+    reply_error(&r, status, param, "%s", msg);
+    if (status == 503)
+        r.retry_after = "1";
+    return send_reply(s, c, &r);
+}
+
+static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *text, size_t len, const char *type)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    atomic_fetch_add(&s->metrics.by_status[200], 1);
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+/* ---- the request handler ---- */
+
+static const route_def_t *find_route(const char *url)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
+        if (!strcmp(url, routes[i].path))
+            return &routes[i];
+    return NULL;
+}
+
+static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *cc)
+{
+    const route_def_t *rt = cc->route;
+    reply_t r = {.status = 200};
+    json_t *req = NULL;
+    if (rt->is_post) {
+        json_error_t jerr;
+        req = json_loadb(cc->body ? cc->body : "", cc->len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!req) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
+                     jerr.position, jerr.text);
+            return send_error(s, c, 400, NULL, msg);
+        }
+        if (!json_is_object(req)) {
+            json_decref(req);
+            return send_error(s, c, 400, NULL, "the request body must be a JSON object");
+        }
+        if (json_depth(req) > SERVER_MAX_JSON_DEPTH) {
+            json_decref(req);
+            char msg[128];
+            snprintf(msg, sizeof msg, "JSON nested deeper than %d levels", SERVER_MAX_JSON_DEPTH);
+            return send_error(s, c, 400, NULL, msg);
+        }
+    }
+    switch (rt->route) {
+    case R_CHAT: api_chat(s, req, &r); break;
+    case R_COMPLETIONS: api_completions(s, req, &r); break;
+    case R_TOKENIZE: api_tokenize(s, req, &r); break;
+    case R_DETOKENIZE: api_detokenize(s, req, &r); break;
+    case R_TEMPLATE: api_apply_template(s, req, &r); break;
+    case R_MODELS: api_models(s, &r); break;
+    case R_STATUS: api_status(s, &r); break;
+    case R_HEALTH: r.body = json_pack("{s:s}", "status", "ok"); break;
+    case R_READY:
+        if (atomic_load(&s->is_ready) && !atomic_load(&s->is_draining)) {
+            r.body = json_pack("{s:s}", "status", "ready");
+        } else {
+            reply_error(&r, 503, NULL, atomic_load(&s->is_draining) ? "draining" : "loading the model");
+            r.retry_after = "1";
+        }
+        break;
+    case R_METRICS: {
+        size_t len = 0;
+        char *text = api_metrics(s, &len);
+        if (!text)
+            return send_error(s, c, 500, NULL, "out of memory");
+        return send_text(s, c, text, len, "text/plain; version=0.0.4; charset=utf-8");
+    }
+    case R_NONE: break;
+    }
+    json_decref(req);
+    return send_reply(s, c, &r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    server_t *s = cls;
+    conn_t *cc = *con_cls;
+    if (!cc) {
+        /* first call: headers only. Every check that needs no body runs
+         * now, so a refused request's body is never read. */
+        cc = calloc(1, sizeof *cc);
+        if (!cc)
+            return MHD_NO;
+        *con_cls = cc;
+        if (!host_allowed(s, c))
+            return send_error(s, c, 403, NULL, "the Host header names a host this server does not serve");
+        cc->route = find_route(url);
+        if (!cc->route)
+            return send_error(s, c, 404, NULL, "no such endpoint");
+        if (!cc->route->is_public && !authorised(s, c))
+            return send_error(s, c, 401, NULL, "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
+        bool is_post = !strcmp(method, MHD_HTTP_METHOD_POST), is_get = !strcmp(method, MHD_HTTP_METHOD_GET);
+        if (cc->route->is_post ? !is_post : !is_get) {
+            reply_t r = {0};
+            reply_error(&r, 405, NULL, "%s is not allowed on %s", method, url);
+            r.allow = cc->route->is_post ? "POST" : "GET";
+            return send_reply(s, c, &r);
+        }
+        if (cc->route->needs_model && (!atomic_load(&s->is_ready) || atomic_load(&s->is_draining)))
+            return send_error(s, c, 503, NULL,
+                              atomic_load(&s->is_draining) ? "the server is shutting down" : "the model is loading");
+        if (cc->route->is_post) {
+            if (!is_json_type(c))
+                return send_error(s, c, 415, NULL, "Content-Type must be application/json");
+            const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            if (len && strtoull(len, NULL, 10) > s->cfg.max_body) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "the request body is larger than %llu bytes",
+                         (unsigned long long)s->cfg.max_body);
+                return send_error(s, c, 413, NULL, msg);
+            }
+        }
+        if (cc->route->needs_model) {
+            atomic_fetch_add(&s->in_flight, 1);
+            cc->is_counted = true;
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        /* body bytes: kept up to the limit (chunked uploads have no length up front) */
+        if (!cc->is_too_large && cc->len + *upload_size > s->cfg.max_body) {
+            cc->is_too_large = true;
+        } else if (!cc->is_too_large) {
+            if (cc->len + *upload_size + 1 > cc->cap) {
+                size_t cap = cc->cap ? cc->cap : 4096;
+                while (cap < cc->len + *upload_size + 1)
+                    cap *= 2;
+                char *b = realloc(cc->body, cap);
+                if (!b)
+                    return MHD_NO;
+                cc->body = b;
+                cc->cap = cap;
+            }
+            memcpy(cc->body + cc->len, upload, *upload_size);
+            cc->len += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (cc->is_too_large) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the request body is larger than %llu bytes", (unsigned long long)s->cfg.max_body);
+        return send_error(s, c, 413, NULL, msg);
+    }
+    (void)version;
+    return dispatch(s, c, cc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    server_t *s = cls;
+    conn_t *cc = *con_cls;
+    (void)c;
+    (void)toe;
+    if (!cc)
+        return;
+    if (cc->is_counted)
+        atomic_fetch_sub(&s->in_flight, 1);
+    free(cc->body);
+    free(cc);
+    *con_cls = NULL;
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    (void)fmt;
+    (void)ap; /* libmicrohttpd's own messages (client resets and the like) are not errors of ours */
+}
+
+server_t *server_start(const server_config_t *cfg, err_t *err)
+{
+    if (cfg->port < 0 || cfg->port > 65535) {
+        err_set(err, "--port must be in [0, 65535]");
+        return NULL;
+    }
+    server_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        err_set(err, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    s->started_unix = (int64_t)time(NULL);
+    if (cfg->api_key && cfg->api_key[0])
+        s->api_key = strdup(cfg->api_key);
+    for (int i = 0; i < cfg->n_allowed_hosts; i++) {
+        s->allowed[s->n_allowed] = strdup(cfg->allowed_hosts[i]);
+        for (char *p = s->allowed[s->n_allowed]; p && *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        s->n_allowed++;
+    }
+    /* the bind address itself, when it is a specific one */
+    if (strcmp(cfg->host, "0.0.0.0") && strcmp(cfg->host, "::"))
+        s->allowed[s->n_allowed++] = strdup(cfg->host);
+    if (sha256_file_hex("/proc/self/exe", s->binary_sha256, err))
+        snprintf(s->binary_sha256, sizeof s->binary_sha256, "unknown");
+
+    struct sockaddr_storage addr;
+    memset(&addr, 0, sizeof addr);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&addr;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&addr;
+    if (inet_pton(AF_INET, cfg->host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)cfg->port);
+    } else if (inet_pton(AF_INET6, cfg->host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)cfg->port);
+        flags |= MHD_USE_IPv6;
+    } else {
+        err_set(err, "--host '%s' is not an IPv4 or IPv6 address", cfg->host);
+        server_stop(s);
+        return NULL;
+    }
+    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+    if (!s->d) {
+        err_set(err, "cannot listen on %s:%d (address in use, or not permitted)", cfg->host, cfg->port);
+        server_stop(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : cfg->port;
+    return s;
+}
+
+int server_port(const server_t *s)
+{
+    return s->port;
+}
+
+void server_set_ready(server_t *s, const server_model_t *m)
+{
+    s->m = *m;
+    atomic_store(&s->is_ready, true);
+}
+
+void server_drain(server_t *s, int64_t grace_ns)
+{
+    atomic_store(&s->is_draining, true);
+    if (s->m.engine)
+        engine_drain(s->m.engine);
+    int64_t until = clock_now_ns() + grace_ns;
+    while (atomic_load(&s->in_flight) > 0 && clock_now_ns() < until)
+        usleep(10000);
+}
+
+void server_stop(server_t *s)
+{
+    if (!s)
+        return;
+    if (s->d)
+        MHD_stop_daemon(s->d); /* joins connection threads; their streams cancel their requests */
+    for (int i = 0; i < s->n_allowed; i++)
+        free(s->allowed[i]);
+    free(s->api_key);
+    free(s);
+}

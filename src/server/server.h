@@ -1,0 +1,65 @@
+/* The HTTP server: OpenAI-compatible endpoints over the engine, plus
+ * tokenize / detokenize / apply-template, health, readiness, /status and
+ * /metrics. libmicrohttpd runs one thread per connection; a connection
+ * thread parses and validates its request, submits it to the engine and
+ * waits on that request's events. It never touches model state.
+ *
+ * Lifecycle: server_start listens at once (every API call gets 503 while
+ * loading, /health answers); server_set_ready hands it the loaded model and
+ * engine; server_drain refuses new work (503) and waits for in-flight
+ * requests; server_stop closes. */
+#ifndef SPLASH_SERVER_H
+#define SPLASH_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
+
+#define SERVER_MAX_ALLOWED_HOSTS 32
+#define SERVER_DEFAULT_PORT 8000
+#define SERVER_DEFAULT_MAX_BODY (8u << 20) /* bytes of request body */
+#define SERVER_DEFAULT_MAX_CONNECTIONS 256
+#define SERVER_DEFAULT_REQUEST_TIMEOUT_S 600
+#define SERVER_MAX_JSON_DEPTH 64         /* nesting accepted in a request body */
+#define SERVER_KEEPALIVE_NS 1000000000LL /* SSE comment after this long without an event */
+
+typedef struct server_config {
+    const char *host;                                    /* bind address (default 127.0.0.1) */
+    int port;                                            /* 0: any free port */
+    const char *api_key;                                 /* NULL: no authentication */
+    const char *allowed_hosts[SERVER_MAX_ALLOWED_HOSTS]; /* Host header names allowed beyond localhost */
+    int n_allowed_hosts;
+    uint64_t max_body;
+    int max_connections;
+    int request_timeout_s; /* per request, in the engine */
+} server_config_t;
+
+void server_config_default(server_config_t *c);
+
+/* What the server serves, once loaded. All of it outlives the server. */
+typedef struct server_model {
+    const model_t *model;
+    const vocab_t *vocab;
+    const tokenizer_t *tok;
+    engine_t *engine;
+    const char *path;   /* the GGUF file */
+    const char *id;     /* model name in the API (the file name without .gguf) */
+    const char *sha256; /* the file's SHA-256, hex */
+} server_model_t;
+
+typedef struct server server_t;
+
+server_t *server_start(const server_config_t *c, err_t *err);
+int server_port(const server_t *s);
+void server_set_ready(server_t *s, const server_model_t *m);
+/* New requests get 503 from now on; waits up to grace_ns for in-flight
+ * requests, then cancels what is left and waits for them to end. */
+void server_drain(server_t *s, int64_t grace_ns);
+void server_stop(server_t *s);
+
+#endif

@@ -1,0 +1,312 @@
+/* GET /status (SPEC section 4, schema_version 1; JSON Schema in
+ * docs/status.schema.json) and GET /metrics (Prometheus text), both built
+ * from one engine snapshot, so they never stall the engine. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cpu.h"
+#include "build_info.h"
+#include "kernels/dispatch.h"
+#include "kernels/types.h"
+#include "server/internal.h"
+
+#define STATUS_SCHEMA_VERSION 1
+
+static uint64_t resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%llu %llu", &size, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* MemAvailable and MemTotal from /proc/meminfo (bytes). */
+static void host_memory(uint64_t *avail, uint64_t *total)
+{
+    *avail = *total = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return;
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            *avail = (uint64_t)kb * 1024;
+        else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+            *total = (uint64_t)kb * 1024;
+    }
+    fclose(f);
+}
+
+static json_t *weight_types(const model_t *m)
+{
+    /* the distinct types of the matrices, in first-seen order */
+    json_t *arr = json_array();
+    const matrix_t *ms[] = {&m->tok_embd, &m->output};
+    for (int i = 0; i < 2; i++) {
+        const char *name = type_traits(ms[i]->type)->name;
+        bool seen = false;
+        size_t j;
+        json_t *v;
+        json_array_foreach(arr, j, v) seen |= !strcmp(json_string_value(v), name);
+        if (!seen)
+            json_array_append_new(arr, json_string(name));
+    }
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const model_layer_t *ly = &m->layers[l];
+        const matrix_t *lm[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w_gate, &ly->w_up, &ly->w_down};
+        for (int i = 0; i < 7; i++) {
+            const char *name = type_traits(lm[i]->type)->name;
+            bool seen = false;
+            size_t j;
+            json_t *v;
+            json_array_foreach(arr, j, v) seen |= !strcmp(json_string_value(v), name);
+            if (!seen)
+                json_array_append_new(arr, json_string(name));
+        }
+    }
+    return arr;
+}
+
+static json_t *build_json(const server_t *s)
+{
+    char feats[256];
+    cpu_features_string(feats, sizeof feats);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "version", SPLASH_VERSION, "git_revision", SPLASH_GIT_REV,
+                     "binary_sha256", s->binary_sha256, "build_type", SPLASH_BUILD_TYPE, "compile_flags",
+                     SPLASH_COMPILE_FLAGS, "cpu_features", feats, "cpu_level", cpu_level_name(cpu_level()));
+}
+
+void api_status(server_t *s, reply_t *r)
+{
+    bool ready = atomic_load(&s->is_ready);
+    json_t *st = json_pack("{s:i,s:b,s:b,s:o}", "schema_version", STATUS_SCHEMA_VERSION, "ready",
+                           ready && !atomic_load(&s->is_draining), "draining", atomic_load(&s->is_draining), "build",
+                           build_json(s));
+    if (!ready) {
+        /* loading: no engine yet, still a fresh, stamped snapshot */
+        struct timespec ts, tr;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(CLOCK_REALTIME, &tr);
+        static atomic_uint_fast64_t loading_seq;
+        json_object_set_new(st, "snapshot",
+                            json_pack("{s:I,s:I,s:I}", "seq", (json_int_t)atomic_fetch_add(&loading_seq, 1) + 1,
+                                      "monotonic_ns", (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec, "unix_ms",
+                                      (json_int_t)tr.tv_sec * 1000 + tr.tv_nsec / 1000000));
+        r->body = st;
+        return;
+    }
+    engine_snapshot_t snap = {0};
+    err_t err;
+    if (engine_snapshot(s->m.engine, &snap, &err)) {
+        json_decref(st);
+        reply_error(r, 500, NULL, "%s", err.msg);
+        return;
+    }
+    const model_t *m = s->m.model;
+    const model_config_t *c = &m->cfg;
+    json_object_set_new(st, "snapshot",
+                        json_pack("{s:I,s:I,s:I}", "seq", (json_int_t)snap.seq, "monotonic_ns",
+                                  (json_int_t)snap.monotonic_ns, "unix_ms", (json_int_t)snap.unix_ms));
+    json_object_set_new(st, "model",
+                        json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:b}}", "id",
+                                  s->m.id, "path", s->m.path, "sha256", s->m.sha256, "arch", m->arch, "weight_types",
+                                  weight_types(m), "kernel_path", type_kernels(m->layers[0].wq.type)->path,
+                                  "parameters", "n_params", (json_int_t)m->n_params, "n_layers", c->n_layers, "hidden",
+                                  c->hidden, "ffn", c->ffn, "n_heads", c->n_heads, "n_kv_heads", c->n_kv_heads,
+                                  "head_dim", c->head_dim, "vocab", c->vocab, "context_length", c->context_length,
+                                  "max_context", snap.plan.max_context, "rope_theta", (double)c->rope_theta,
+                                  "tied_output", c->is_tied));
+    json_object_set_new(
+        st, "policy",
+        json_pack("{s:s,s:s,s:s}", "verify_rows", "off", "verify_rows_effective", "off", "drafter", "none"));
+    json_t *hist = json_array();
+    for (int i = 0; i < ENGINE_WIDTH_BUCKETS; i++) {
+        int lo = engine_width_bucket_low(i);
+        json_t *b = json_pack("{s:i,s:I}", "min", lo, "count", (json_int_t)snap.decode_width_hist[i]);
+        if (i + 1 < ENGINE_WIDTH_BUCKETS)
+            json_object_set_new(b, "max", json_integer(engine_width_bucket_low(i + 1) - 1));
+        else
+            json_object_set_new(b, "max", json_null());
+        json_array_append_new(hist, b);
+    }
+    json_object_set_new(st, "scheduler",
+                        json_pack("{s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "max_seqs", snap.max_seqs, "queued",
+                                  snap.queued, "prefilling", snap.prefilling, "decoding", snap.decoding, "waiting",
+                                  snap.queued, "steps", (json_int_t)snap.steps, "prefill_rows",
+                                  (json_int_t)snap.prefill_rows, "prefill_chunks", (json_int_t)snap.prefill_chunks,
+                                  "decode_rows", (json_int_t)snap.decode_rows, "decode_width_histogram", hist));
+    json_t *active = json_array();
+    for (int i = 0; i < snap.n_active; i++) {
+        const engine_req_info_t *a = &snap.active[i];
+        json_array_append_new(active, json_pack("{s:I,s:s,s:i,s:i,s:i,s:i}", "id", (json_int_t)a->id, "phase",
+                                                engine_phase_name(a->phase), "prompt_tokens", a->prompt_tokens,
+                                                "prefilled_tokens", a->prefilled_tokens, "generated_tokens",
+                                                a->generated_tokens, "cached_tokens", a->cached_tokens));
+    }
+    json_object_set_new(st, "requests",
+                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "submitted", (json_int_t)snap.submitted,
+                                  "completed", (json_int_t)snap.completed, "cancelled", (json_int_t)snap.cancelled,
+                                  "failed", (json_int_t)snap.failed, "rejected", (json_int_t)snap.rejected,
+                                  "prompt_tokens", (json_int_t)snap.prompt_tokens, "generated_tokens",
+                                  (json_int_t)snap.generated_tokens, "active", active));
+    json_object_set_new(st, "cache",
+                        json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:I}", "block_size", snap.block_size, "blocks_total",
+                                  snap.blocks_total, "blocks_used", snap.blocks_used, "blocks_cached",
+                                  snap.blocks_cached, "lookups", (json_int_t)snap.cache_lookups, "hit_tokens",
+                                  (json_int_t)snap.cache_hit_tokens, "evictions", (json_int_t)snap.cache_evictions));
+    uint64_t avail, total;
+    host_memory(&avail, &total);
+    json_object_set_new(st, "memory",
+                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)resident_bytes(),
+                                  "weights_bytes", (json_int_t)snap.plan.weights, "kv_bytes", (json_int_t)snap.plan.kv,
+                                  "scratch_bytes", (json_int_t)snap.plan.scratch, "limit_bytes",
+                                  (json_int_t)snap.plan.limit, "host_available_bytes", (json_int_t)avail,
+                                  "host_total_bytes", (json_int_t)total, "host_pressure",
+                                  total ? 1.0 - (double)avail / (double)total : 0.0));
+    json_object_set_new(st, "spec",
+                        json_pack("{s:I,s:I,s:n,s:[],s:n}", "drafted", (json_int_t)0, "accepted", (json_int_t)0,
+                                  "acceptance_rate", "accepted_length_histogram", "fitter"));
+    json_object_set_new(st, "trace",
+                        json_pack("{s:b,s:I,s:I,s:I}", "enabled", 0, "capacity", (json_int_t)0, "recorded",
+                                  (json_int_t)0, "dropped", (json_int_t)0));
+    engine_snapshot_free(&snap);
+    r->body = st;
+}
+
+/* ---- Prometheus text ---- */
+
+typedef struct text_buf {
+    char *p;
+    size_t len, cap;
+    bool is_oom;
+} text_buf_t;
+
+static void tb_printf(text_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tb_printf(text_buf_t *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (b->p && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 8192;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->is_oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+static void tb_hist(text_buf_t *b, const char *name, const char *help, const lat_hist_t *h)
+{
+    tb_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int i = 0; i < METRICS_LAT_BUCKETS; i++) {
+        cum += atomic_load(&h->counts[i]);
+        tb_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, metrics_lat_bounds[i], (unsigned long long)cum);
+    }
+    cum += atomic_load(&h->counts[METRICS_LAT_BUCKETS]);
+    tb_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)cum, name,
+              atomic_load(&h->sum_us) / 1e6, name, (unsigned long long)atomic_load(&h->n));
+}
+
+char *api_metrics(server_t *s, size_t *len)
+{
+    text_buf_t b = {0};
+    tb_printf(&b, "# HELP splash_http_responses_total HTTP responses by status code.\n"
+                  "# TYPE splash_http_responses_total counter\n");
+    for (int code = 100; code < 600; code++) {
+        uint64_t n = atomic_load(&s->metrics.by_status[code]);
+        if (n)
+            tb_printf(&b, "splash_http_responses_total{code=\"%d\"} %llu\n", code, (unsigned long long)n);
+    }
+    tb_printf(&b,
+              "# HELP splash_completions_total Chat and text completions answered.\n"
+              "# TYPE splash_completions_total counter\nsplash_completions_total %llu\n",
+              (unsigned long long)atomic_load(&s->metrics.completions));
+    tb_printf(&b,
+              "# HELP splash_ready 1 when the model is loaded and the server takes requests.\n"
+              "# TYPE splash_ready gauge\nsplash_ready %d\n",
+              atomic_load(&s->is_ready) && !atomic_load(&s->is_draining));
+    tb_hist(&b, "splash_time_to_first_token_seconds", "Time from submission to the first generated token.",
+            &s->metrics.ttft);
+    tb_hist(&b, "splash_inter_token_latency_seconds", "Time between consecutive generated tokens of a request.",
+            &s->metrics.itl);
+    tb_hist(&b, "splash_request_duration_seconds", "Time from submission to the end of generation.", &s->metrics.e2e);
+    if (atomic_load(&s->is_ready)) {
+        engine_snapshot_t snap = {0};
+        err_t err;
+        if (engine_snapshot(s->m.engine, &snap, &err) == 0) {
+            tb_printf(&b,
+                      "# HELP splash_requests_total Requests by outcome.\n# TYPE splash_requests_total counter\n"
+                      "splash_requests_total{outcome=\"submitted\"} %llu\n"
+                      "splash_requests_total{outcome=\"completed\"} %llu\n"
+                      "splash_requests_total{outcome=\"cancelled\"} %llu\n"
+                      "splash_requests_total{outcome=\"failed\"} %llu\n"
+                      "splash_requests_total{outcome=\"rejected\"} %llu\n",
+                      (unsigned long long)snap.submitted, (unsigned long long)snap.completed,
+                      (unsigned long long)snap.cancelled, (unsigned long long)snap.failed,
+                      (unsigned long long)snap.rejected);
+            tb_printf(&b,
+                      "# HELP splash_prompt_tokens_total Prompt tokens admitted.\n"
+                      "# TYPE splash_prompt_tokens_total counter\nsplash_prompt_tokens_total %llu\n"
+                      "# HELP splash_generation_tokens_total Tokens generated.\n"
+                      "# TYPE splash_generation_tokens_total counter\nsplash_generation_tokens_total %llu\n",
+                      (unsigned long long)snap.prompt_tokens, (unsigned long long)snap.generated_tokens);
+            tb_printf(&b,
+                      "# HELP splash_queue_depth Requests waiting for admission.\n# TYPE splash_queue_depth gauge\n"
+                      "splash_queue_depth %d\n"
+                      "# HELP splash_requests_running Requests prefilling or decoding.\n"
+                      "# TYPE splash_requests_running gauge\nsplash_requests_running %d\n",
+                      snap.queued, snap.prefilling + snap.decoding);
+            tb_printf(&b,
+                      "# HELP splash_engine_steps_total Engine steps (forward passes).\n"
+                      "# TYPE splash_engine_steps_total counter\nsplash_engine_steps_total %llu\n"
+                      "# HELP splash_prefix_cache_lookups_total Prefix-cache lookups.\n"
+                      "# TYPE splash_prefix_cache_lookups_total counter\nsplash_prefix_cache_lookups_total %llu\n"
+                      "# HELP splash_prefix_cache_hit_tokens_total Prompt tokens served from the prefix cache.\n"
+                      "# TYPE splash_prefix_cache_hit_tokens_total counter\n"
+                      "splash_prefix_cache_hit_tokens_total %llu\n"
+                      "# HELP splash_prefix_cache_evictions_total Cached blocks evicted.\n"
+                      "# TYPE splash_prefix_cache_evictions_total counter\nsplash_prefix_cache_evictions_total %llu\n",
+                      (unsigned long long)snap.steps, (unsigned long long)snap.cache_lookups,
+                      (unsigned long long)snap.cache_hit_tokens, (unsigned long long)snap.cache_evictions);
+            tb_printf(&b,
+                      "# HELP splash_kv_blocks KV blocks by state.\n# TYPE splash_kv_blocks gauge\n"
+                      "splash_kv_blocks{state=\"total\"} %d\nsplash_kv_blocks{state=\"used\"} %d\n"
+                      "splash_kv_blocks{state=\"cached\"} %d\n"
+                      "# HELP splash_kv_usage_ratio Fraction of KV blocks held by requests.\n"
+                      "# TYPE splash_kv_usage_ratio gauge\nsplash_kv_usage_ratio %.6f\n",
+                      snap.blocks_total, snap.blocks_used, snap.blocks_cached,
+                      snap.blocks_total ? (double)snap.blocks_used / snap.blocks_total : 0.0);
+            engine_snapshot_free(&snap);
+        }
+    }
+    if (b.is_oom) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
