@@ -36,7 +36,7 @@ static const char serve_usage[] =
     "  --allowed-host NAME    accept this Host header besides localhost names (repeatable)\n"
     "  --max-body BYTES       largest request body (default %u)\n"
     "  --max-connections N    concurrent connections (default %d)\n"
-    "  --queue-size N         requests waiting for a sequence slot before 429 (default %d)\n"
+    "  --queue-size N         requests waiting for a sequence slot before 429 (>= 1, default %d)\n"
     "  --request-timeout S    seconds a request may take (default %d)\n"
     "  --drain-timeout S      seconds in-flight requests get on shutdown (default %d)\n"
     "engine:\n"
@@ -116,7 +116,9 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
                 return -1;
             o->srv.max_connections = (int)x;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--queue-size", &missing))) {
-            if (cli_parse_i64("--queue-size", v, 0, 1 << 20, &x, err))
+            /* at least 1: every request passes through the engine's admission
+             * queue, so with 0 each one would be refused as "queue full" */
+            if (cli_parse_i64("--queue-size", v, 1, 1 << 20, &x, err))
                 return -1;
             o->eng.queue_size = (int)x;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--request-timeout", &missing))) {

@@ -104,7 +104,8 @@ typedef struct gen_req {
     bool include_usage;
     const char *stop[ENGINE_MAX_STOP];
     tok_ids_t ids;
-    const char *prompt_param; /* "messages" or "prompt": names the prompt in errors */
+    const char *prompt_param;     /* "messages" or "prompt": names the prompt in errors */
+    const char *max_tokens_param; /* "max_tokens" or "max_completion_tokens", as the request named it */
 } gen_req_t;
 
 static int check_model(server_t *s, const json_t *req, reply_t *r)
@@ -154,8 +155,8 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
     else
         sp->seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)clock_now_ns();
     /* max_tokens, or chat's newer name for it */
-    const char *mt = json_object_get(req, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if (get_int(req, mt, 1, INT32_MAX, &x, &g->has_max_tokens, r))
+    g->max_tokens_param = json_object_get(req, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (get_int(req, g->max_tokens_param, 1, INT32_MAX, &x, &g->has_max_tokens, r))
         return -1;
     if (g->has_max_tokens)
         g->p.max_tokens = (int)x;
@@ -441,7 +442,7 @@ static engine_req_t *submit(server_t *s, gen_req_t *g, reply_t *r)
     case ENGINE_E_DRAINING: reply_error(r, 503, NULL, "%s", err.msg); return NULL;
     case ENGINE_E_NOMEM: reply_error(r, 500, NULL, "%s", err.msg); return NULL;
     case ENGINE_E_TOO_LONG:
-        reply_error(r, 400, g->has_max_tokens ? "max_tokens" : g->prompt_param, "%s", err.msg);
+        reply_error(r, 400, g->has_max_tokens ? g->max_tokens_param : g->prompt_param, "%s", err.msg);
         return NULL;
     case ENGINE_E_INVALID: {
         /* the engine's message starts with the field it refuses */

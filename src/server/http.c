@@ -283,7 +283,8 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
     json_t *req = NULL;
     if (rt->is_post) {
         json_error_t jerr;
-        req = json_loadb(cc->body ? cc->body : "", cc->len, JSON_REJECT_DUPLICATES, &jerr);
+        /* any JSON value parses, so a well-formed non-object gets the clearer message below */
+        req = json_loadb(cc->body ? cc->body : "", cc->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!req) {
             char msg[512];
             snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
