@@ -484,7 +484,49 @@ AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const 
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
-/* Q4_K / Q5_K / Q6_K against ACT_Q8_256 rows: an R x C tile. */
+/* One super-block b of an R x C tile of the K-quants against ACT_Q8_256
+ * rows, from unpacked weight units u[r], into the accumulators. */
+AI void ktile_block(int R, int C, const qu_kblock_t *const u[TILE_R], const uint8_t *x, size_t xs, int64_t n, int64_t b,
+                    __m512 acc[TILE_R][TILE_C])
+{
+    __m512i a[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            a[r][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        __m512i xv[TILE_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            xv[c] = _mm512_loadu_si512(x + c * xs + QK_K * b + 64 * j);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512i q = _mm512_loadu_si512(u[r]->q + 64 * j);
+            __m512i sc = _mm512_loadu_si512(u[r]->scx + 32 * j);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                a[r][c] = _mm512_dpwssd_epi32(a[r][c], _mm512_maddubs_epi16(q, xv[c]), sc);
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++) {
+        const uint8_t *row = x + c * xs;
+        float dx = qact_d(row, n)[b];
+        __m256i bs = _mm256_loadu_si256((const __m256i *)(qact_bsums(row, n) + 16 * b));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m256i bm = _mm256_madd_epi16(bs, _mm256_loadu_si256((const __m256i *)u[r]->coef));
+            acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[r][c]), _mm512_set1_ps(u[r]->d * dx), acc[r][c]);
+            acc[r][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(bm)), _mm512_set1_ps(u[r]->dm * dx),
+                                         acc[r][c]);
+        }
+    }
+}
+
+/* Q4_K / Q5_K / Q6_K against ACT_Q8_256 rows: an R x C tile, unpacking each
+ * super-block as it goes (decode, and rows too long to unpack ahead). */
 AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                 size_t ys, int64_t n)
 {
@@ -497,53 +539,58 @@ AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const 
             acc[r][c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         qu_kblock_t u[TILE_R];
+        const qu_kblock_t *up[TILE_R];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = w + r * ws + (size_t)b * bb;
             if (R > 1)
                 prefetch_unit(blk, bb, R, ws);
             unpack_k(type, blk, &u[r]);
+            up[r] = &u[r];
         }
-        __m512i a[TILE_R][TILE_C];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-            for (int c = 0; c < C; c++)
-                a[r][c] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            __m512i xv[TILE_C];
-#pragma GCC unroll 4
-            for (int c = 0; c < C; c++)
-                xv[c] = _mm512_loadu_si512(x + c * xs + QK_K * b + 64 * j);
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m512i q = _mm512_loadu_si512(u[r].q + 64 * j);
-                __m512i sc = _mm512_loadu_si512(u[r].scx + 32 * j);
-#pragma GCC unroll 4
-                for (int c = 0; c < C; c++)
-                    a[r][c] = _mm512_dpwssd_epi32(a[r][c], _mm512_maddubs_epi16(q, xv[c]), sc);
-            }
-        }
-#pragma GCC unroll 4
-        for (int c = 0; c < C; c++) {
-            const uint8_t *row = x + c * xs;
-            float dx = qact_d(row, n)[b];
-            __m256i bs = _mm256_loadu_si256((const __m256i *)(qact_bsums(row, n) + 16 * b));
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m256i bm = _mm256_madd_epi16(bs, _mm256_loadu_si256((const __m256i *)u[r].coef));
-                acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[r][c]), _mm512_set1_ps(u[r].d * dx), acc[r][c]);
-                acc[r][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(bm)),
-                                             _mm512_set1_ps(u[r].dm * dx), acc[r][c]);
-            }
-        }
+        ktile_block(R, C, up, x, xs, n, b, acc);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++)
             y[c * ys + r] = hsum(acc[r][c]);
+}
+
+/* The same tile from weight rows unpacked ahead: row r's super-block b is
+ * u[r * nu + b]. The same operations in the same order as qtile_k, so the
+ * same bits. */
+AI void ktile_pre(int R, int C, const qu_kblock_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys,
+                  int64_t n)
+{
+    __m512 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nu; b++) {
+        const qu_kblock_t *up[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            up[r] = u + r * nu + b;
+        ktile_block(R, C, up, x, xs, n, b, acc);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+static void ktile_pre_4x4(const qu_kblock_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)
+{
+    ktile_pre(4, 4, u, nu, x, xs, y, ys, n);
+}
+
+static void ktile_pre_4x1(const qu_kblock_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)
+{
+    ktile_pre(4, 1, u, nu, x, xs, y, ys, n);
 }
 
 /* A micro-kernel of the integer path: one fixed R x C instance. */
@@ -565,7 +612,56 @@ static void qdrive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t
             k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
 }
 
-#define DEFINE_QKERNELS(name, TILE, TYPE)                                                                              \
+/* K-quant tiles for a batch: each group of 4 weight rows is unpacked once
+ * (up to KQ_PRE_UNITS super-blocks per row, 4 x 32 x 552 bytes of stack)
+ * and reused across every activation row, instead of once per 4 x 4 tile.
+ * Longer rows, and single activation rows (decode: nothing to reuse), take
+ * qdrive. */
+#define KQ_PRE_UNITS 32
+
+typedef void (*kunpack_fn)(const uint8_t *blk, qu_kblock_t *u);
+
+static void qdrive_k(kunpack_fn unpack, size_t bb, qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w,
+                     size_t ws, int64_t n_w, const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const int64_t nu = n / QK_K;
+    if (nu > KQ_PRE_UNITS || n_x < 2 || n_w < TILE_R) {
+        qdrive(k4x4, k4x1, k1x1, w, ws, n_w, x, xs, n_x, y, ys, n);
+        return;
+    }
+    qu_kblock_t u[TILE_R * KQ_PRE_UNITS];
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        for (int i = 0; i < TILE_R; i++)
+            for (int64_t b = 0; b < nu; b++)
+                unpack(w + (r + i) * ws + (size_t)b * bb, &u[i * nu + b]);
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            ktile_pre_4x4(u, nu, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            ktile_pre_4x1(u, nu, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
+static void unpack_q4_k_fn(const uint8_t *blk, qu_kblock_t *u)
+{
+    qu_unpack_q4_k(blk, u);
+}
+
+static void unpack_q5_k_fn(const uint8_t *blk, qu_kblock_t *u)
+{
+    qu_unpack_q5_k(blk, u);
+}
+
+static void unpack_q6_k_fn(const uint8_t *blk, qu_kblock_t *u)
+{
+    qu_unpack_q6_k(blk, u);
+}
+
+#define DEFINE_QKERNELS(name, TILE, TYPE, DRIVE)                                                                       \
     static void name##_q4x4(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
     {                                                                                                                  \
         TILE(TYPE, 4, 4, w, ws, x, xs, y, ys, n);                                                                      \
@@ -587,14 +683,18 @@ static void qdrive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t
     static void name##_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,       \
                                   float *y, size_t ys, int64_t n)                                                      \
     {                                                                                                                  \
-        qdrive(name##_q4x4, name##_q4x1, name##_q1x1, w, ws, n_w, xq, xs, n_x, y, ys, n);                              \
+        DRIVE(name##_q4x4, name##_q4x1, name##_q1x1, w, ws, n_w, xq, xs, n_x, y, ys, n);                               \
     }
 
-DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0)
-DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0)
-DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K)
-DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K)
-DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K)
+#define Q4K_DRIVE(...) qdrive_k(unpack_q4_k_fn, sizeof(block_q4_k_t), __VA_ARGS__)
+#define Q5K_DRIVE(...) qdrive_k(unpack_q5_k_fn, sizeof(block_q5_k_t), __VA_ARGS__)
+#define Q6K_DRIVE(...) qdrive_k(unpack_q6_k_fn, sizeof(block_q6_k_t), __VA_ARGS__)
+
+DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0, qdrive)
+DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, qdrive)
+DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K, Q4K_DRIVE)
+DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K, Q5K_DRIVE)
+DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K, Q6K_DRIVE)
 
 /* One block of bs values (see qact.h for the rule): 16 at a time, the
  * rounding of cvtps (the default MXCSR mode, to nearest even) is lrintf's. */
