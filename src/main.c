@@ -17,6 +17,7 @@ static const command_t commands[] = {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server over the engine"},
     {"run", cmd_run, "one-shot generation to stdout, streamed"},
     {"perf", cmd_perf, "in-process speed: prefill and decode tokens/s, weight GB/s against measured bandwidth"},
+    {"trace", cmd_trace, "engine traces: report (validate and summarise), export (Chrome / Perfetto JSON)"},
     {"model", cmd_model, "model files: info (describe a GGUF), synth (write a synthetic model)"},
     {"tokenize", cmd_tokenize, "text to token ids with the model's tokenizer (also JSON lines, --bench)"},
     {"detokenize", cmd_detokenize, "token ids to text"},

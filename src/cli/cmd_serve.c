@@ -45,13 +45,18 @@ static const char serve_usage[] =
     "  --batch-tokens N       rows per engine step (default %d)\n"
     "  --prefill-chunk N      prompt rows one sequence may take per step (default %d)\n"
     "  --max-context N        tokens per sequence (default: min(model context, %d))\n"
-    "  --max-memory BYTES     weights + KV + scratch limit, suffix K/M/G allowed (default: 90%% of available)\n";
+    "  --max-memory BYTES     weights + KV + scratch limit, suffix K/M/G allowed (default: 90%% of available)\n"
+    "tracing:\n"
+    "  --trace-capacity N     record engine trace events into a preallocated buffer of N events\n"
+    "  --trace-out FILE       where the capture is written (JSON Lines): at shutdown and on POST /trace/dump\n";
 
 typedef struct serve_opts {
     const char *model;
     server_config_t srv;
     engine_config_t eng;
     int64_t drain_s;
+    int64_t trace_capacity;
+    const char *trace_out;
 } serve_opts_t;
 
 static int parse_bytes(const char *flag, const char *v, uint64_t *out, err_t *err)
@@ -148,6 +153,11 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
             if (cli_parse_i64("--max-context", v, 2, INT32_MAX, &x, err))
                 return -1;
             o->eng.max_context = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--trace-capacity", &missing))) {
+            if (cli_parse_i64("--trace-capacity", v, 1, TRACE_MAX_CAPACITY, &o->trace_capacity, err))
+                return -1;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--trace-out", &missing))) {
+            o->trace_out = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-memory", &missing))) {
             if (parse_bytes("--max-memory", v, &o->eng.max_memory, err))
                 return -1;
@@ -157,6 +167,8 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
             return err_set(err, "unknown argument '%s' (splash serve --help lists the options)", argv[i]);
         }
     }
+    if (!o->trace_capacity != !o->trace_out)
+        return err_set(err, "--trace-capacity and --trace-out go together");
     return 0;
 }
 
@@ -197,8 +209,16 @@ int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    trace_t *trace = NULL;
+    if (o.trace_capacity && !(trace = trace_create((uint64_t)o.trace_capacity, &err))) {
+        fprintf(stderr, "splash serve: %s\n", err.msg);
+        return 1;
+    }
+    o.srv.trace = o.eng.trace = trace;
+    o.srv.trace_out = o.trace_out;
     server_t *srv = server_start(&o.srv, &err);
     if (!srv) {
+        trace_destroy(trace);
         fprintf(stderr, "splash serve: %s\n", err.msg);
         return 1;
     }
@@ -240,8 +260,17 @@ int cmd_serve(int argc, char **argv)
         server_drain(srv, o.drain_s * 1000000000LL);
         engine_cancel_all(engine); /* whatever is still running ends now */
     }
-    server_stop(srv); /* joins every connection thread */
+    server_close(srv); /* joins every connection thread */
     engine_destroy(engine);
+    if (trace && !rc) {
+        /* the engine has stopped: nothing is in flight, the capture is complete */
+        if (server_trace_write(srv, true, &err))
+            fprintf(stderr, "splash serve: trace: %s\n", err.msg);
+        else
+            fprintf(stderr, "splash serve: trace written to %s\n", o.trace_out);
+    }
+    server_stop(srv);
+    trace_destroy(trace);
     tok_free(tok);
     if (has_vocab)
         vocab_free(&vocab);

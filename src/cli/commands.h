@@ -12,6 +12,7 @@ int cmd_perf(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 /* Path of the built-in default model (next to the binary: models/default.gguf). */
 const char *cli_default_model(void);

@@ -29,6 +29,7 @@
 #include "model/forward.h"
 #include "model/kv.h"
 #include "text/detok.h"
+#include "trace/trace.h"
 
 #define ENGINE_MEMORY_SHARE 0.9 /* of MemAvailable, when --max-memory is not given */
 
@@ -49,6 +50,8 @@ struct engine_req {
     /* engine-thread state */
     engine_phase_t phase;
     engine_finish_t finish; /* set when it ends, before it is retired */
+    int n_rows;             /* rows planned for this step */
+    int32_t sampled;        /* token sampled this step, committed by apply */
     int32_t *tokens;        /* (n_prompt + max_tokens) prompt then generated ids */
     int n_prompt, n_tokens, n_prefilled, n_kv, n_generated, n_cached;
     int32_t *table; /* (n_table) KV blocks in position order */
@@ -93,6 +96,8 @@ struct engine {
     const int32_t **b_tables;
     uint8_t *b_want;
     engine_req_t **b_req; /* (batch_tokens) the request of each row */
+    int n_batch;
+    uint64_t loops; /* engine loop iterations (trace step ids) */
     uint64_t steps, prefill_rows, prefill_chunks, decode_rows;
     uint64_t width_hist[ENGINE_WIDTH_BUCKETS];
     uint64_t completed, cancelled, failed, prompt_tokens, generated_tokens;
@@ -373,6 +378,8 @@ static void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const 
     else
         e->completed++;
     e->generated_tokens += (uint64_t)r->n_generated;
+    TRACE_EVENT(e->cfg.trace, why == ENGINE_FINISH_CANCELLED ? TRACE_REQ_CANCELLED : TRACE_REQ_DONE, TRACE_INSTANT,
+                TRACE_TID_ENGINE, r->id, (uint32_t)why, (uint32_t)r->n_generated, 0);
     req_emit(r, &ev, NULL, 0);
     req_unref(r);
 }
@@ -481,6 +488,8 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
     e->q_tail = r;
     e->n_queued++;
     e->submitted++;
+    /* under the lock, so "queued" always precedes the engine's "started" */
+    TRACE_EVENT(e->cfg.trace, TRACE_REQ_QUEUED, TRACE_INSTANT, TRACE_TID_CALLER, r->id, (uint32_t)r->n_prompt, 0, 0);
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
     *out = r;
@@ -593,6 +602,8 @@ static void admit_queued(engine_t *e)
             sampler_accept_prompt(&head->sampler, head->tokens, head->n_prompt);
             head->phase = ENGINE_PHASE_PREFILL;
             e->running[e->n_running++] = head;
+            TRACE_EVENT(e->cfg.trace, TRACE_REQ_STARTED, TRACE_INSTANT, TRACE_TID_ENGINE, head->id,
+                        (uint32_t)head->n_cached, 0, 0);
             engine_event_t ev = {.kind = ENGINE_EV_STARTED, .step = e->steps, .n_prefilled = head->n_prefilled};
             ev.usage = (engine_usage_t){head->n_prompt, 0, head->n_cached};
             req_emit(head, &ev, NULL, 0);
@@ -639,16 +650,16 @@ static void cache_full_blocks(engine_t *e, engine_req_t *r)
     }
 }
 
-/* Samples r's next token from row, emits it, and reports whether r ended. */
-static engine_finish_t take_token(engine_t *e, engine_req_t *r, const float *row)
+/* Commits r's sampled token: history, detokenised and stop-matched text,
+ * the TOKEN event. Reports whether r ended. */
+static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
 {
     const vocab_t *v = e->vocab;
-    int32_t id = sampler_sample(&r->sampler, row);
-    if (r->p.token_logits)
-        memcpy(r->p.token_logits + (size_t)r->n_generated * v->n_tokens, row, (size_t)v->n_tokens * sizeof(float));
     sampler_accept(&r->sampler, id);
     r->tokens[r->n_tokens++] = id;
     r->n_generated++;
+    if (r->n_generated == 1)
+        TRACE_EVENT(e->cfg.trace, TRACE_REQ_FIRST_TOKEN, TRACE_INSTANT, TRACE_TID_ENGINE, r->id, 0, 0, 0);
 
     engine_finish_t why = ENGINE_FINISH_NONE;
     char piece[DETOK_MAX_TOKEN_BYTES + 8];
@@ -694,26 +705,19 @@ static engine_finish_t take_token(engine_t *e, engine_req_t *r, const float *row
     return why;
 }
 
-/* One step: build the batch, run it, consume its logits. */
-static void step(engine_t *e)
+/* Planning: how many rows each running sequence gets this step (decode: 1;
+ * prefill: a chunk within the budget). Returns the row count. */
+static int plan_rows(engine_t *e)
 {
-    const int vocab = e->m->cfg.vocab;
-    int n = 0, n_logits = 0, n_decode = 0, n_chunks = 0, prompt_logit_rows = 0;
+    int n = 0, prompt_logit_rows = 0;
     /* decode rows first: every decoding sequence advances every step */
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
-        if (r->phase != ENGINE_PHASE_DECODE)
-            continue;
-        e->b_tokens[n] = r->tokens[r->n_tokens - 1];
-        e->b_pos[n] = r->n_tokens - 1;
-        e->b_tables[n] = r->table;
-        e->b_want[n] = 1;
-        e->b_req[n++] = r;
-        n_logits++;
-        n_decode++;
+        r->n_rows = r->phase == ENGINE_PHASE_DECODE;
+        n += r->n_rows;
     }
     /* then prefill chunks, oldest admission first, within the budget */
-    for (int i = 0; i < e->n_running && n < e->cfg.batch_tokens; i++) {
+    for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
         if (r->phase != ENGINE_PHASE_PREFILL)
             continue;
@@ -723,77 +727,102 @@ static void step(engine_t *e)
         if (r->p.prompt_logits) {
             int room = e->cfg.prompt_logit_rows - prompt_logit_rows;
             k = k < room ? k : room;
-            prompt_logit_rows += k > 0 ? k : 0;
         }
-        if (k <= 0)
-            continue;
-        for (int j = 0; j < k; j++) {
-            int pos = r->n_prefilled + j;
-            e->b_tokens[n] = r->tokens[pos];
-            e->b_pos[n] = pos;
-            e->b_tables[n] = r->table;
-            e->b_want[n] = r->p.prompt_logits || pos == r->n_prompt - 1;
-            n_logits += e->b_want[n];
-            e->b_req[n++] = r;
-        }
-        n_chunks++;
+        r->n_rows = k > 0 ? k : 0;
+        n += r->n_rows;
+        if (r->p.prompt_logits)
+            prompt_logit_rows += r->n_rows;
     }
-    if (n == 0)
-        return;
+    return n;
+}
 
-    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want};
-    err_t err;
-    int rc = fwd_run(&e->fwd, &e->kv, &b, e->logits, &err);
-    e->steps++;
-    e->decode_rows += (uint64_t)n_decode;
-    e->prefill_rows += (uint64_t)(n - n_decode);
-    e->prefill_chunks += (uint64_t)n_chunks;
-    if (n_decode)
-        e->width_hist[width_bucket(n_decode)]++;
-    (void)n_logits;
-
-    /* consume rows in order; a request's rows are contiguous */
-    int li = 0;
-    for (int i = 0; i < n;) {
-        engine_req_t *r = e->b_req[i];
-        int k = 1;
-        while (i + k < n && e->b_req[i + k] == r)
-            k++;
-        if (rc) {
-            r->finish = ENGINE_FINISH_ERROR;
-            i += k;
-            continue;
+/* Preparation: the batch arrays, decode rows first, then prefill chunks. */
+static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
+{
+    int n = 0;
+    *n_decode = *n_chunks = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        engine_phase_t want = pass == 0 ? ENGINE_PHASE_DECODE : ENGINE_PHASE_PREFILL;
+        for (int i = 0; i < e->n_running; i++) {
+            engine_req_t *r = e->running[i];
+            if (r->phase != want || r->n_rows == 0)
+                continue;
+            int first = want == ENGINE_PHASE_DECODE ? r->n_tokens - 1 : r->n_prefilled;
+            for (int j = 0; j < r->n_rows; j++) {
+                int pos = first + j;
+                e->b_tokens[n] = r->tokens[pos];
+                e->b_pos[n] = pos;
+                e->b_tables[n] = r->table;
+                e->b_want[n] = want == ENGINE_PHASE_DECODE || r->p.prompt_logits || pos == r->n_prompt - 1;
+                e->b_req[n++] = r;
+            }
+            if (want == ENGINE_PHASE_DECODE)
+                (*n_decode)++;
+            else
+                (*n_chunks)++;
         }
+    }
+    e->n_batch = n;
+}
+
+/* Consumption: sample every row that ends in a token (decode rows, the last
+ * prompt row); copy logits a request asked for. Nothing is committed yet. */
+static void consume_rows(engine_t *e)
+{
+    const int vocab = e->m->cfg.vocab;
+    int li = 0;
+    for (int i = 0; i < e->n_batch; i++) {
+        engine_req_t *r = e->b_req[i];
+        if (!e->b_want[i])
+            continue;
+        const float *row = e->logits + (size_t)li++ * vocab;
+        int pos = e->b_pos[i];
+        if (r->phase == ENGINE_PHASE_PREFILL && r->p.prompt_logits)
+            memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
+        if (r->phase == ENGINE_PHASE_DECODE || pos == r->n_prompt - 1) {
+            r->sampled = sampler_sample(&r->sampler, row);
+            if (r->p.token_logits)
+                memcpy(r->p.token_logits + (size_t)r->n_generated * vocab, row, (size_t)vocab * sizeof(float));
+        }
+    }
+}
+
+/* Application: advance each request by its rows, commit sampled tokens,
+ * emit events, cache newly full blocks, retire finished requests. Returns
+ * the tokens committed. */
+static int apply_rows(engine_t *e)
+{
+    int committed = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->n_rows == 0)
+            continue;
         engine_finish_t why = ENGINE_FINISH_NONE;
         if (r->phase == ENGINE_PHASE_DECODE) {
             r->n_kv = r->n_tokens;
-            why = take_token(e, r, e->logits + (size_t)li++ * vocab);
+            why = commit_token(e, r, r->sampled);
+            committed++;
         } else {
-            for (int j = 0; j < k; j++) {
-                int pos = e->b_pos[i + j];
-                if (!e->b_want[i + j])
-                    continue;
-                const float *row = e->logits + (size_t)li++ * vocab;
-                if (r->p.prompt_logits)
-                    memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
-                if (pos == r->n_prompt - 1) {
-                    r->n_prefilled = r->n_kv = r->n_prompt;
-                    r->phase = ENGINE_PHASE_DECODE;
-                    why = take_token(e, r, row);
-                }
-            }
-            if (r->phase == ENGINE_PHASE_PREFILL) {
-                r->n_prefilled += k;
-                r->n_kv = r->n_prefilled;
+            r->n_prefilled += r->n_rows;
+            r->n_kv = r->n_prefilled;
+            if (r->n_prefilled == r->n_prompt) {
+                r->phase = ENGINE_PHASE_DECODE;
+                why = commit_token(e, r, r->sampled);
+                committed++;
+            } else {
                 engine_event_t ev = {.kind = ENGINE_EV_PROGRESS, .step = e->steps, .n_prefilled = r->n_prefilled};
                 req_emit(r, &ev, NULL, 0);
             }
         }
         cache_full_blocks(e, r);
         r->finish = why;
-        i += k;
     }
-    /* retire the requests that ended, keeping the others' order */
+    return committed;
+}
+
+/* Retires the requests that ended, keeping the others' order. */
+static void retire(engine_t *e, const char *error)
+{
     for (int i = 0; i < e->n_running;) {
         engine_req_t *r = e->running[i];
         if (r->finish == ENGINE_FINISH_NONE) {
@@ -803,9 +832,52 @@ static void step(engine_t *e)
         remove_running(e, i);
         const char *why = NULL;
         if (r->finish == ENGINE_FINISH_ERROR)
-            why = rc ? err.msg : "out of memory holding back stop-string text";
+            why = error ? error : "out of memory holding back stop-string text";
         req_finish(e, r, r->finish, why);
     }
+}
+
+/* One step's forward pass and what follows it. */
+static void step(engine_t *e, uint64_t loop)
+{
+    trace_t *tr = e->cfg.trace;
+    TRACE_SPAN_BEGIN(tr, TRACE_PLANNING, loop);
+    int n = plan_rows(e);
+    TRACE_SPAN_END(tr, TRACE_PLANNING, loop);
+    if (n == 0)
+        return;
+    int n_decode, n_chunks;
+    TRACE_SPAN_BEGIN(tr, TRACE_PREPARATION, loop);
+    prepare_rows(e, &n_decode, &n_chunks);
+    TRACE_SPAN_END(tr, TRACE_PREPARATION, loop);
+
+    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want};
+    err_t err;
+    TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode, (uint32_t)(n - n_decode),
+                0);
+    int rc = fwd_run(&e->fwd, &e->kv, &b, e->logits, &err);
+    TRACE_SPAN_END(tr, TRACE_FORWARD, loop);
+    e->steps++;
+    e->decode_rows += (uint64_t)n_decode;
+    e->prefill_rows += (uint64_t)(n - n_decode);
+    e->prefill_chunks += (uint64_t)n_chunks;
+    if (n_decode)
+        e->width_hist[width_bucket(n_decode)]++;
+    if (rc) {
+        /* a malformed batch is an engine bug: its requests fail, others go on */
+        for (int i = 0; i < e->n_running; i++)
+            if (e->running[i]->n_rows)
+                e->running[i]->finish = ENGINE_FINISH_ERROR;
+        retire(e, err.msg);
+        return;
+    }
+    TRACE_SPAN_BEGIN(tr, TRACE_CONSUME, loop);
+    consume_rows(e);
+    TRACE_SPAN_END(tr, TRACE_CONSUME, loop);
+    TRACE_SPAN_BEGIN(tr, TRACE_APPLY, loop);
+    int committed = apply_rows(e);
+    retire(e, NULL);
+    TRACE_EVENT(tr, TRACE_APPLY, TRACE_END, TRACE_TID_ENGINE, loop, (uint32_t)committed, 0, 0);
 }
 
 /* ----------------------------------------------------- snapshot, thread */
@@ -881,10 +953,16 @@ static void *engine_main(void *arg)
         pthread_mutex_unlock(&e->mu);
         if (is_stopping)
             break;
+        uint64_t loop = ++e->loops;
+        trace_t *tr = e->cfg.trace;
+        TRACE_SPAN_BEGIN(tr, TRACE_STEP, loop);
+        TRACE_SPAN_BEGIN(tr, TRACE_ADMISSION, loop);
         admit_queued(e);
         reap_running(e);
+        TRACE_SPAN_END(tr, TRACE_ADMISSION, loop);
         if (e->n_running)
-            step(e);
+            step(e, loop);
+        TRACE_SPAN_END(tr, TRACE_STEP, loop);
         publish(e);
     }
     /* shutting down: everything still held ends as cancelled */

@@ -22,6 +22,7 @@
 #include "engine/stop.h"
 #include "model/model.h"
 #include "text/vocab.h"
+#include "trace/trace.h"
 
 #define ENGINE_MAX_STOP STOP_MAX_STRINGS     /* stop strings per request */
 #define ENGINE_MAX_STOP_BYTES STOP_MAX_BYTES /* bytes per stop string */
@@ -42,6 +43,7 @@ typedef struct engine_config {
     uint64_t max_memory;   /* bytes for weights + KV + scratch; 0: derived from available RAM */
     int prompt_logit_rows; /* >0: rows of logits kept per step for requests that ask for
                               every prompt position's logits (splash run --logits-out) */
+    trace_t *trace;        /* NULL: the null sink (no clock read, nothing recorded) */
 } engine_config_t;
 
 void engine_config_default(engine_config_t *c);

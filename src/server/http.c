@@ -31,12 +31,13 @@ enum route {
     R_MODELS,
     R_STATUS,
     R_METRICS,
+    R_TRACE_DUMP,
 };
 
 typedef struct route_def {
     const char *path;
     enum route route;
-    bool is_post;     /* POST with a JSON body; otherwise GET */
+    bool is_post;     /* POST (with a JSON body, except /trace/dump); otherwise GET */
     bool is_public;   /* no API key needed */
     bool needs_model; /* 503 until loaded */
 } route_def_t;
@@ -52,6 +53,7 @@ static const route_def_t routes[] = {
     {"/v1/models", R_MODELS, false, false, true},
     {"/status", R_STATUS, false, false, false},
     {"/metrics", R_METRICS, false, false, false},
+    {"/trace/dump", R_TRACE_DUMP, true, false, false},
 };
 
 /* One HTTP request's state across libmicrohttpd's calls. */
@@ -281,7 +283,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
     const route_def_t *rt = cc->route;
     reply_t r = {.status = 200};
     json_t *req = NULL;
-    if (rt->is_post) {
+    if (rt->is_post && rt->route != R_TRACE_DUMP) {
         json_error_t jerr;
         /* any JSON value parses, so a well-formed non-object gets the clearer message below */
         req = json_loadb(cc->body ? cc->body : "", cc->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
@@ -326,6 +328,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
             return send_error(s, c, 500, NULL, "out of memory");
         return send_text(s, c, text, len, "text/plain; version=0.0.4; charset=utf-8");
     }
+    case R_TRACE_DUMP: api_trace_dump(s, &r); break;
     case R_NONE: break;
     }
     json_decref(req);
@@ -361,7 +364,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (cc->route->needs_model && (!atomic_load(&s->is_ready) || atomic_load(&s->is_draining)))
             return send_error(s, c, 503, NULL,
                               atomic_load(&s->is_draining) ? "the server is shutting down" : "the model is loading");
-        if (cc->route->is_post) {
+        if (cc->route->is_post && cc->route->route != R_TRACE_DUMP) {
             if (!is_json_type(c))
                 return send_error(s, c, 415, NULL, "Content-Type must be application/json");
             const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -509,12 +512,19 @@ void server_drain(server_t *s, int64_t grace_ns)
         usleep(10000);
 }
 
+void server_close(server_t *s)
+{
+    if (s && s->d) {
+        MHD_stop_daemon(s->d); /* joins connection threads; their streams cancel their requests */
+        s->d = NULL;
+    }
+}
+
 void server_stop(server_t *s)
 {
     if (!s)
         return;
-    if (s->d)
-        MHD_stop_daemon(s->d); /* joins connection threads; their streams cancel their requests */
+    server_close(s);
     for (int i = 0; i < s->n_allowed; i++)
         free(s->allowed[i]);
     free(s->api_key);

@@ -68,6 +68,7 @@ void api_apply_template(server_t *s, json_t *req, reply_t *r);
 void api_models(server_t *s, reply_t *r);
 void api_status(server_t *s, reply_t *r);
 char *api_metrics(server_t *s, size_t *len); /* Prometheus text, malloc'd */
+void api_trace_dump(server_t *s, reply_t *r);
 
 /* SSE streams (api.c): the libmicrohttpd reader and cleanup callbacks. */
 typedef struct sse sse_t;

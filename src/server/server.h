@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "text/tokenizer.h"
 #include "text/vocab.h"
+#include "trace/trace.h"
 
 #define SERVER_MAX_ALLOWED_HOSTS 32
 #define SERVER_DEFAULT_PORT 8000
@@ -37,6 +38,8 @@ typedef struct server_config {
     uint64_t max_body;
     int max_connections;
     int request_timeout_s; /* per request, in the engine */
+    trace_t *trace;        /* bounded trace capture, or NULL */
+    const char *trace_out; /* where POST /trace/dump and shutdown write it */
 } server_config_t;
 
 void server_config_default(server_config_t *c);
@@ -60,6 +63,12 @@ void server_set_ready(server_t *s, const server_model_t *m);
 /* New requests get 503 from now on; waits up to grace_ns for in-flight
  * requests, then cancels what is left and waits for them to end. */
 void server_drain(server_t *s, int64_t grace_ns);
-void server_stop(server_t *s);
+/* Stops listening and joins every connection thread (the engine must have
+ * ended their requests: engine_cancel_all). */
+void server_close(server_t *s);
+void server_stop(server_t *s); /* closes if needed, then frees */
+/* Writes the trace capture to cfg.trace_out; is_final: the workload is over
+ * (shutdown, engine stopped), so the capture is complete. */
+int server_trace_write(server_t *s, bool is_final, err_t *err);
 
 #endif

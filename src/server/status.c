@@ -310,3 +310,36 @@ char *api_metrics(server_t *s, size_t *len)
     *len = b.len;
     return b.p;
 }
+
+/* ---- trace capture ---- */
+
+int server_trace_write(server_t *s, bool is_final, err_t *err)
+{
+    if (!s->cfg.trace || !s->cfg.trace_out)
+        return err_set(err, "tracing is off (start with --trace-capacity N --trace-out FILE)");
+    bool is_idle = is_final;
+    if (!is_final && atomic_load(&s->is_ready)) {
+        /* on demand: complete only if nothing is in flight right now */
+        engine_snapshot_t snap = {0};
+        if (engine_snapshot(s->m.engine, &snap, err))
+            return -1;
+        is_idle = snap.queued + snap.prefilling + snap.decoding == 0;
+        engine_snapshot_free(&snap);
+    }
+    char build[128];
+    snprintf(build, sizeof build, "%s %s", SPLASH_VERSION, SPLASH_GIT_REV);
+    trace_meta_t meta = {build, s->binary_sha256, s->m.sha256, s->m.path, is_idle};
+    return trace_write(s->cfg.trace, &meta, s->cfg.trace_out, err);
+}
+
+void api_trace_dump(server_t *s, reply_t *r)
+{
+    err_t err;
+    if (server_trace_write(s, false, &err)) {
+        reply_error(r, s->cfg.trace ? 500 : 404, NULL, "%s", err.msg);
+        return;
+    }
+    trace_t *t = s->cfg.trace;
+    r->body = json_pack("{s:s,s:I,s:I,s:I}", "path", s->cfg.trace_out, "capacity", (json_int_t)t->capacity, "recorded",
+                        (json_int_t)atomic_load(&t->written), "dropped", (json_int_t)atomic_load(&t->dropped));
+}
