@@ -1,0 +1,255 @@
+// The malformed-request table: each case sends raw bytes and headers through
+// node:http to the real `splash serve` and names the status and `param` it
+// expects, and every error answer must be the OpenAI error body
+// {"error": {"message", "type", "param", "code"}}. A few positive controls
+// (the right key, an allowed Host, nesting at the limit) show the checks are
+// not simply refusing everything.
+//   node errors.test.mjs --splash BIN --model GGUF
+import assert from "node:assert/strict";
+import http from "node:http";
+import { after, before, test } from "node:test";
+import { get, isErrorBody, options, post, request, startServer } from "./lib.mjs";
+
+const opts = options();
+const KEY = "sk-splash-test";
+const MAX_BODY = 4096;
+const MAX_CONTEXT = 64;
+const AUTH = { Authorization: `Bearer ${KEY}` };
+
+const nest = (depth) => "[".repeat(depth) + "]".repeat(depth); // depth levels of arrays
+const chat = (extra) => ({ messages: [{ role: "user", content: "hi" }], max_tokens: 2, ...extra });
+const cmpl = (extra) => ({ prompt: "hi", max_tokens: 2, ...extra });
+
+// {name, path, method, body (object: JSON; string or Buffer: raw), headers
+// (replacing the defaults: JSON type and the key), status, param, match (the
+// message), allow (405), ok (a 200 control)}
+const CASES = [
+    // ---- bad JSON and bodies that are not objects ----
+    { name: "truncated JSON", path: "/v1/completions", body: '{"prompt": "hi",', status: 400, param: null, match: /malformed JSON at line 1, column \d+ \(byte \d+\)/ },
+    { name: "garbage after the object", path: "/v1/completions", body: '{"prompt": "hi"} x', status: 400, param: null, match: /column 18/ },
+    { name: "bad JSON on line 2", path: "/v1/completions", body: '{"prompt": "hi",\n  "max_tokens": }', status: 400, param: null, match: /line 2, column \d+/ },
+    { name: "empty body", path: "/v1/completions", body: "", status: 400, param: null, match: /malformed JSON/ },
+    { name: "single quotes", path: "/v1/chat/completions", body: "{'messages': []}", status: 400, param: null, match: /malformed JSON/ },
+    { name: "duplicate key", path: "/v1/completions", body: '{"prompt": "a", "prompt": "b"}', status: 400, param: null, match: /duplicate/ },
+    { name: "body is an array", path: "/v1/completions", body: "[1, 2]", status: 400, param: null, match: /JSON object/ },
+    { name: "body is a string", path: "/v1/chat/completions", body: '"hello"', status: 400, param: null, match: /JSON object/ },
+    { name: "body is null", path: "/tokenize", body: "null", status: 400, param: null, match: /JSON object/ },
+    { name: "invalid UTF-8 in a string", path: "/v1/completions", body: Buffer.concat([Buffer.from('{"prompt": "a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]), status: 400, param: null, match: /column 13 .*decode byte 0xff/ },
+    { name: "invalid UTF-8 in message content", path: "/v1/chat/completions", body: Buffer.concat([Buffer.from('{"messages": [{"role": "user", "content": "'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]}')]), status: 400, param: null, match: /decode byte 0xc3/ },
+    { name: "JSON nested deeper than 64", path: "/v1/completions", body: `{"prompt": "hi", "stop": ${nest(70)}}`, status: 400, param: null, match: /deeper than 64/ },
+    { name: "nesting at the limit reaches the field checks", path: "/v1/completions", body: `{"prompt": "hi", "frobnicate": ${nest(63)}}`, status: 400, param: "frobnicate" },
+
+    // ---- missing and unknown fields ----
+    { name: "chat without messages", path: "/v1/chat/completions", body: { max_tokens: 2 }, status: 400, param: "messages" },
+    { name: "completions without prompt", path: "/v1/completions", body: { max_tokens: 2 }, status: 400, param: "prompt" },
+    { name: "unknown top-level field", path: "/v1/completions", body: cmpl({ frobnicate: 1 }), status: 400, param: "frobnicate" },
+    { name: "unknown field in a message", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x", mood: "happy" }] }, status: 400, param: "messages[0].mood" },
+    { name: "chat field on completions", path: "/v1/completions", body: cmpl({ messages: [] }), status: 400, param: "messages" },
+    { name: "unknown model", path: "/v1/completions", body: cmpl({ model: "gpt-4" }), status: 404, param: "model" },
+
+    // ---- messages ----
+    { name: "messages not an array", path: "/v1/chat/completions", body: { messages: "hi" }, status: 400, param: "messages" },
+    { name: "messages empty", path: "/v1/chat/completions", body: { messages: [] }, status: 400, param: "messages" },
+    { name: "message not an object", path: "/v1/chat/completions", body: { messages: ["hi"] }, status: 400, param: "messages[0]" },
+    { name: "unknown role", path: "/v1/chat/completions", body: { messages: [{ role: "wizard", content: "x" }] }, status: 400, param: "messages[0].role" },
+    { name: "missing role", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "a" }, { content: "x" }] }, status: 400, param: "messages[1].role" },
+    { name: "content a number", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: 5 }] }, status: 400, param: "messages[0].content" },
+    { name: "image content part", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "image_url", image_url: { url: "http://x/y.png" } }] }] }, status: 400, param: "messages[0].content[1]" },
+    { name: "audio content part", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "", format: "wav" } }] }] }, status: 400, param: "messages[0].content[0]" },
+
+    // ---- wrong types, huge and negative numbers ----
+    { name: "prompt a number", path: "/v1/completions", body: cmpl({ prompt: 5 }), status: 400, param: "prompt" },
+    { name: "prompt token id out of range", path: "/v1/completions", body: cmpl({ prompt: [1, 2, 999999] }), status: 400, param: "prompt", match: /prompt\[2\]/ },
+    { name: "prompt token id negative", path: "/v1/completions", body: cmpl({ prompt: [-1] }), status: 400, param: "prompt" },
+    { name: "several prompts (n > 1)", path: "/v1/completions", body: cmpl({ prompt: ["a", "b"] }), status: 400, param: "prompt" },
+    { name: "max_tokens -1", path: "/v1/completions", body: cmpl({ max_tokens: -1 }), status: 400, param: "max_tokens" },
+    { name: "max_tokens 0", path: "/v1/completions", body: cmpl({ max_tokens: 0 }), status: 400, param: "max_tokens" },
+    { name: "max_tokens 1e30", path: "/v1/completions", body: '{"prompt": "hi", "max_tokens": 1e30}', status: 400, param: "max_tokens" },
+    // beyond int64, jansson refuses the number itself: no field to name yet
+    { name: "max_tokens 2^63", path: "/v1/completions", body: '{"prompt": "hi", "max_tokens": 9223372036854775808}', status: 400, param: null, match: /too big integer/ },
+    { name: "max_tokens a string", path: "/v1/completions", body: cmpl({ max_tokens: "10" }), status: 400, param: "max_tokens" },
+    { name: "max_completion_tokens -5", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x" }], max_completion_tokens: -5 }, status: 400, param: "max_completion_tokens" },
+    { name: "temperature 3", path: "/v1/completions", body: cmpl({ temperature: 3 }), status: 400, param: "temperature" },
+    { name: "temperature -0.5", path: "/v1/chat/completions", body: chat({ temperature: -0.5 }), status: 400, param: "temperature" },
+    { name: "temperature a string", path: "/v1/completions", body: cmpl({ temperature: "hot" }), status: 400, param: "temperature" },
+    { name: "top_p 0", path: "/v1/completions", body: cmpl({ top_p: 0 }), status: 400, param: "top_p" },
+    { name: "top_p 1.5", path: "/v1/chat/completions", body: chat({ top_p: 1.5 }), status: 400, param: "top_p" },
+    { name: "top_k 1.5", path: "/v1/completions", body: cmpl({ top_k: 1.5 }), status: 400, param: "top_k" },
+    { name: "presence_penalty 5", path: "/v1/completions", body: cmpl({ presence_penalty: 5 }), status: 400, param: "presence_penalty" },
+    { name: "n 2", path: "/v1/chat/completions", body: chat({ n: 2 }), status: 400, param: "n" },
+    { name: "seed \"x\"", path: "/v1/completions", body: cmpl({ seed: "x" }), status: 400, param: "seed" },
+    { name: "seed 1.5", path: "/v1/completions", body: cmpl({ seed: 1.5 }), status: 400, param: "seed" },
+    { name: "stream \"yes\"", path: "/v1/chat/completions", body: chat({ stream: "yes" }), status: 400, param: "stream" },
+    { name: "stream_options without stream", path: "/v1/chat/completions", body: chat({ stream_options: { include_usage: true } }), status: 400, param: "stream_options" },
+    { name: "stream_options unknown field", path: "/v1/chat/completions", body: chat({ stream: true, stream_options: { sparkle: true } }), status: 400, param: "stream_options" },
+    { name: "stop a number", path: "/v1/completions", body: cmpl({ stop: 5 }), status: 400, param: "stop" },
+    { name: "stop empty string", path: "/v1/completions", body: cmpl({ stop: [""] }), status: 400, param: "stop" },
+    { name: "stop 17 strings", path: "/v1/completions", body: cmpl({ stop: Array.from({ length: 17 }, (_, i) => `s${i}`) }), status: 400, param: "stop" },
+    { name: "cache_salt a number", path: "/v1/completions", body: cmpl({ cache_salt: 7 }), status: 400, param: "cache_salt" },
+    { name: "ignore_eos a string", path: "/v1/completions", body: cmpl({ ignore_eos: "true" }), status: 400, param: "ignore_eos" },
+
+    // ---- unsupported options are refused, never ignored ----
+    { name: "logprobs true", path: "/v1/chat/completions", body: chat({ logprobs: true }), status: 400, param: "logprobs" },
+    { name: "completions logprobs 3", path: "/v1/completions", body: cmpl({ logprobs: 3 }), status: 400, param: "logprobs" },
+    { name: "top_logprobs 2", path: "/v1/chat/completions", body: chat({ top_logprobs: 2 }), status: 400, param: "top_logprobs" },
+    { name: "logit_bias", path: "/v1/completions", body: cmpl({ logit_bias: { 5: 10 } }), status: 400, param: "logit_bias" },
+    { name: "response_format json_object", path: "/v1/chat/completions", body: chat({ response_format: { type: "json_object" } }), status: 400, param: "response_format" },
+    { name: "tool_choice required", path: "/v1/chat/completions", body: chat({ tool_choice: "required" }), status: 400, param: "tool_choice" },
+    { name: "echo", path: "/v1/completions", body: cmpl({ echo: true }), status: 400, param: "echo" },
+    { name: "best_of 2", path: "/v1/completions", body: cmpl({ best_of: 2 }), status: 400, param: "best_of" },
+
+    // ---- context limits (--max-context 64) ----
+    { name: "prompt longer than the context", path: "/v1/completions", body: cmpl({ prompt: "x".repeat(3 * MAX_CONTEXT) }), status: 400, param: "prompt", match: /context/ },
+    { name: "chat longer than the context", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x".repeat(3 * MAX_CONTEXT) }] }, status: 400, param: "messages" },
+    { name: "max_tokens beyond the context", path: "/v1/completions", body: cmpl({ max_tokens: 2 * MAX_CONTEXT }), status: 400, param: "max_tokens", match: /context/ },
+    { name: "max_completion_tokens beyond the context", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x" }], max_completion_tokens: 2 * MAX_CONTEXT }, status: 400, param: "max_completion_tokens" },
+
+    // ---- the text utilities ----
+    { name: "tokenize with prompt and messages", path: "/tokenize", body: { prompt: "a", messages: [{ role: "user", content: "b" }] }, status: 400, param: "messages" },
+    { name: "tokenize with neither", path: "/tokenize", body: {}, status: 400, param: "prompt" },
+    { name: "detokenize tokens a string", path: "/detokenize", body: { tokens: "abc" }, status: 400, param: "tokens" },
+    { name: "detokenize token out of range", path: "/detokenize", body: { tokens: [1, 100000] }, status: 400, param: "tokens" },
+    { name: "apply-template unknown role", path: "/apply-template", body: { messages: [{ role: "robot", content: "x" }] }, status: 400, param: "messages[0].role" },
+
+    // ---- transport: size, content type ----
+    { name: "oversized body (Content-Length)", path: "/v1/completions", body: JSON.stringify(cmpl({ prompt: "x".repeat(2 * MAX_BODY) })), status: 413, param: null },
+    { name: "oversized body (chunked)", path: "/v1/completions", chunked: true, body: JSON.stringify(cmpl({ prompt: "x".repeat(2 * MAX_BODY) })), status: 413, param: null },
+    { name: "Content-Type text/plain", path: "/v1/completions", body: JSON.stringify(cmpl()), headers: { ...AUTH, "Content-Type": "text/plain" }, status: 415, param: null },
+    { name: "Content-Type form", path: "/v1/chat/completions", body: JSON.stringify(chat()), headers: { ...AUTH, "Content-Type": "application/x-www-form-urlencoded" }, status: 415, param: null },
+    { name: "no Content-Type", path: "/v1/completions", body: JSON.stringify(cmpl()), headers: { ...AUTH }, noType: true, status: 415, param: null },
+    { name: "Content-Type application/jsonx", path: "/v1/completions", body: JSON.stringify(cmpl()), headers: { ...AUTH, "Content-Type": "application/jsonx" }, status: 415, param: null },
+    { name: "Content-Type with charset passes", path: "/v1/completions", body: JSON.stringify(cmpl({ max_tokens: 1 })), headers: { ...AUTH, "Content-Type": "application/json; charset=utf-8" }, status: 200, ok: true },
+
+    // ---- API key (--api-key) ----
+    { name: "no API key", path: "/v1/completions", body: cmpl(), headers: {}, status: 401, param: null },
+    { name: "wrong Bearer key", path: "/v1/completions", body: cmpl(), headers: { Authorization: "Bearer sk-wrong" }, status: 401, param: null },
+    { name: "key prefix only", path: "/v1/completions", body: cmpl(), headers: { Authorization: `Bearer ${KEY.slice(0, -1)}` }, status: 401, param: null },
+    { name: "key without Bearer", path: "/v1/completions", body: cmpl(), headers: { Authorization: KEY }, status: 401, param: null },
+    { name: "wrong x-api-key", path: "/v1/chat/completions", body: chat(), headers: { "x-api-key": "nope" }, status: 401, param: null },
+    { name: "/status needs the key", method: "GET", path: "/status", headers: {}, status: 401, param: null },
+    { name: "/metrics needs the key", method: "GET", path: "/metrics", headers: {}, status: 401, param: null },
+    { name: "right x-api-key passes", path: "/v1/completions", body: cmpl({ max_tokens: 1 }), headers: { "x-api-key": KEY }, status: 200, ok: true },
+    { name: "/health public without a key", method: "GET", path: "/health", headers: {}, status: 200, ok: true },
+    { name: "/ready public without a key", method: "GET", path: "/ready", headers: {}, status: 200, ok: true },
+
+    // ---- Host allowlist (DNS rebinding) ----
+    { name: "Host not allowed", path: "/v1/completions", body: cmpl(), host: "evil.example", status: 403, param: null },
+    { name: "Host not allowed, with a port", method: "GET", path: "/v1/models", host: "rebind.attacker.test:8000", status: 403, param: null },
+    { name: "Host not allowed on /health", method: "GET", path: "/health", headers: {}, host: "evil.example", status: 403, param: null },
+    { name: "Host a suffix of an allowed one", method: "GET", path: "/v1/models", host: "xexample.test", status: 403, param: null },
+    { name: "Host --allowed-host passes", method: "GET", path: "/v1/models", host: "Example.TEST:443", status: 200, ok: true },
+    { name: "Host localhost passes", method: "GET", path: "/v1/models", host: "localhost:1234", status: 200, ok: true },
+    { name: "Host [::1] passes", method: "GET", path: "/v1/models", host: "[::1]:80", status: 200, ok: true },
+
+    // ---- routes and methods ----
+    { name: "unknown path", path: "/v1/nope", body: cmpl(), status: 404, param: null },
+    { name: "unknown GET path", method: "GET", path: "/v1/embeddings", status: 404, param: null },
+    { name: "near-miss path", method: "GET", path: "/healthz", status: 404, param: null },
+    { name: "GET on a POST route", method: "GET", path: "/v1/completions", status: 405, param: null, allow: "POST" },
+    { name: "DELETE on a POST route", method: "DELETE", path: "/v1/chat/completions", status: 405, param: null, allow: "POST" },
+    { name: "POST on a GET route", path: "/v1/models", body: {}, status: 405, param: null, allow: "GET" },
+];
+
+let srv;
+before(async () => {
+    srv = await startServer(opts, ["--api-key", KEY, "--allowed-host", "example.test", "--max-body", String(MAX_BODY),
+        "--max-context", String(MAX_CONTEXT)]);
+});
+after(async () => { assert.equal(await srv.stop(), 0); });
+
+// A request with a chunked body (no Content-Length), written in pieces.
+function chunked(port, path, body, headers) {
+    return new Promise((resolve, reject) => {
+        const req = http.request({ host: "127.0.0.1", port, method: "POST", path, agent: false,
+            headers: { ...headers, "Content-Type": "application/json", "Transfer-Encoding": "chunked" } }, (res) => {
+            let text = "";
+            res.on("data", (c) => { text += c; });
+            res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, json: JSON.parse(text) }));
+        });
+        req.on("error", reject);
+        for (let i = 0; i < body.length; i += 1000) req.write(body.slice(i, i + 1000));
+        req.end();
+    });
+}
+
+test("the table has at least 40 error cases", () => {
+    assert.ok(CASES.filter((c) => !c.ok).length >= 40, `${CASES.length} cases`);
+});
+
+for (const c of CASES) {
+    test(`${c.status} ${c.name}`, async () => {
+        const headers = { ...(c.headers ?? AUTH) };
+        if (c.host) headers.Host = c.host;
+        const method = c.method ?? "POST";
+        let r;
+        if (c.chunked) r = await chunked(srv.port, c.path, c.body, headers);
+        else r = await request(srv.port, method, c.path, { body: c.body, headers, json: !c.noType && !("Content-Type" in headers) });
+        assert.equal(r.status, c.status, `${method} ${c.path}: ${r.text ?? JSON.stringify(r.json)}`);
+        if (c.ok) return;
+        assert.ok(isErrorBody(r.json), `not an OpenAI error body: ${r.text}`);
+        assert.equal(r.json.error.param, c.param, `param: ${JSON.stringify(r.json)}`);
+        assert.equal(r.headers["content-type"], "application/json");
+        if (c.match) assert.match(r.json.error.message, c.match);
+        if (c.allow) assert.equal(r.headers.allow, c.allow);
+        if (c.status === 401) {
+            assert.equal(r.json.error.type, "authentication_error");
+            assert.equal(r.json.error.code, "invalid_api_key");
+        }
+        if (c.status === 400) assert.equal(r.json.error.type, "invalid_request_error");
+    });
+}
+
+// Several requests share one keep-alive connection after errors: an error
+// answer must leave the connection usable (or close it cleanly).
+test("errors leave keep-alive connections usable", async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const one = (body) => new Promise((resolve, reject) => {
+        const data = typeof body === "string" ? body : JSON.stringify(body);
+        const req = http.request({ host: "127.0.0.1", port: srv.port, method: "POST", path: "/v1/completions", agent,
+            headers: { ...AUTH, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(data) } }, (res) => {
+            let text = "";
+            res.on("data", (x) => { text += x; });
+            res.on("end", () => resolve(res.statusCode));
+        });
+        req.on("error", reject);
+        req.end(data);
+    });
+    assert.deepEqual([await one("{bad"), await one(cmpl({ n: 3 })), await one(cmpl({ max_tokens: 1 }))], [400, 400, 200]);
+    agent.destroy();
+});
+
+// 429: one sequence slot and a queue of one. A long streamed request holds
+// the slot, a second waits in the queue, a third is refused with Retry-After.
+test("429 with Retry-After when the queue is full", async () => {
+    const busy = await startServer(opts, ["--max-seqs", "1", "--queue-size", "1"]);
+    const long = { prompt: "hold the slot", max_tokens: 3000, ignore_eos: true, stream: true };
+    const open = (body) => new Promise((resolve, reject) => {
+        const data = JSON.stringify(body);
+        const req = http.request({ host: "127.0.0.1", port: busy.port, method: "POST", path: "/v1/completions", agent: false,
+            headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(data) } }, (res) => {
+            res.once("data", () => resolve({ req, res }));
+        });
+        req.on("error", reject);
+        req.end(data);
+    });
+    const queued = (n) => async () => (await get(busy.port, "/status")).json.scheduler.queued === n;
+    try {
+        const first = await open(long); // its first chunk: admitted and running
+        const second = post(busy.port, "/v1/completions", { prompt: "wait", max_tokens: 1 });
+        for (let i = 0; i < 1500 && !(await queued(1)()); i++) await new Promise((r) => setTimeout(r, 20));
+        const third = await post(busy.port, "/v1/completions", { prompt: "no room", max_tokens: 1 });
+        assert.equal(third.status, 429, third.text);
+        assert.ok(isErrorBody(third.json));
+        assert.equal(third.json.error.param, null);
+        assert.equal(third.json.error.type, "rate_limit_error");
+        assert.match(third.headers["retry-after"] ?? "", /^\d+$/);
+        first.req.destroy(); // frees the slot: the queued request then completes
+        assert.equal((await second).status, 200);
+    } finally {
+        assert.equal(await busy.stop(), 0);
+    }
+});
+
+test("--queue-size 0 is refused at start-up", async () => {
+    await assert.rejects(startServer(opts, ["--queue-size", "0"]), /--queue-size: 0 is out of range/);
+});

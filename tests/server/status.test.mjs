@@ -1,0 +1,121 @@
+// /status against its JSON Schema (docs/status.schema.json, draft 2020-12)
+// with ajv (pinned in package.json): live snapshots idle, under load with
+// several active requests, while draining, and after; snapshot.seq strictly
+// increases and monotonic_ns never decreases across them. Mutated snapshots
+// must fail the schema, so the validation can fail.
+//   node status.test.mjs --splash BIN --model GGUF --deps DIR
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import { options, requireDeps, startServer, status, waitStatus } from "./lib.mjs";
+
+const opts = options();
+const Ajv2020 = requireDeps(opts.deps)("ajv/dist/2020").default;
+const SCHEMA_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../docs/status.schema.json");
+const schema = JSON.parse(readFileSync(SCHEMA_PATH, "utf8"));
+// strict, except for `required` inside if/then, which lists fields defined at the top level
+const validate = new Ajv2020({ allErrors: true, strict: true, strictRequired: false }).compile(schema);
+
+const snapshots = []; // every snapshot taken, in order
+async function check(port, what) {
+    const s = await status(port);
+    assert.ok(validate(s), `${what}: ${JSON.stringify(validate.errors, null, 1)}`);
+    snapshots.push(s);
+    return s;
+}
+
+// A long streamed request: {req, started}, started resolving once its first
+// chunk arrived (admitted and running). req.destroy() disconnects it.
+function longStream(port, i) {
+    const data = JSON.stringify({ prompt: `Long request ${i}`, max_tokens: 3000, ignore_eos: true, stream: true });
+    const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", agent: false,
+        headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(data) } });
+    const started = new Promise((resolve, reject) => {
+        req.on("response", (res) => { res.once("data", resolve); res.resume(); });
+        req.on("error", (e) => { if (!req.destroyed) reject(e); });
+    });
+    req.end(data);
+    return { req, started };
+}
+
+test("live /status snapshots validate: idle, loaded, draining, after", async () => {
+    const srv = await startServer(opts, ["--max-seqs", "4", "--drain-timeout", "2"]);
+    try {
+        const idle = await check(srv.port, "idle");
+        assert.equal(idle.ready, true);
+        assert.equal(idle.requests.active.length, 0);
+
+        // load: 4 running and 2 queued
+        const load = [0, 1, 2, 3, 4, 5].map((i) => longStream(srv.port, i));
+        await Promise.all(load.slice(0, 4).map((l) => l.started));
+        let busiest = 0;
+        for (let i = 0; i < 20 || (busiest < 2 && i < 2000); i++) {
+            const s = await check(srv.port, `under load #${i}`);
+            busiest = Math.max(busiest, s.requests.active.length);
+        }
+        assert.ok(busiest >= 2, `saw at most ${busiest} active requests`);
+        const loaded = snapshots[snapshots.length - 1];
+        assert.ok(loaded.cache.blocks_used > 0);
+
+        // disconnect them all; the server goes idle again
+        for (const l of load) l.req.destroy();
+        await waitStatus(srv.port, (s) => s.requests.active.length === 0 && s.cache.blocks_used === 0, 60000, "idle after load");
+        const after = await check(srv.port, "after");
+        assert.ok(after.requests.cancelled >= 4);
+
+        // draining: a request in flight holds the drain open (up to 2 s)
+        const last = longStream(srv.port, 99);
+        await last.started;
+        const stopped = srv.stop();
+        let draining;
+        for (let i = 0; i < 500 && !draining; i++) {
+            const s = await status(srv.port).catch(() => null);
+            if (!s) break;
+            if (s.draining) draining = s;
+        }
+        assert.ok(draining, "no snapshot while draining");
+        assert.ok(validate(draining), `draining: ${JSON.stringify(validate.errors)}`);
+        snapshots.push(draining);
+        assert.equal(draining.ready, false);
+        last.req.destroy();
+        assert.equal(await stopped, 0);
+    } finally {
+        await srv.stop();
+    }
+    // freshness: seq strictly increasing, monotonic time never going back
+    for (let i = 1; i < snapshots.length; i++) {
+        assert.ok(snapshots[i].snapshot.seq > snapshots[i - 1].snapshot.seq, `seq at ${i}`);
+        assert.ok(snapshots[i].snapshot.monotonic_ns >= snapshots[i - 1].snapshot.monotonic_ns, `monotonic_ns at ${i}`);
+        assert.ok(snapshots[i].snapshot.unix_ms > 1.6e12);
+    }
+    assert.ok(snapshots.length >= 23, `${snapshots.length} snapshots`); // idle, 20+ under load, after, draining
+});
+
+test("the schema rejects snapshots that break it", () => {
+    assert.ok(snapshots.length > 0);
+    const good = snapshots.find((s) => s.requests?.active.length > 0) ?? snapshots[0];
+    assert.ok(validate(good));
+    const mutations = {
+        "schema_version 2": (s) => { s.schema_version = 2; },
+        "seq missing": (s) => { delete s.snapshot.seq; },
+        "seq a string": (s) => { s.snapshot.seq = "7"; },
+        "unknown top-level field": (s) => { s.extra = 1; },
+        "unknown cache field": (s) => { s.cache.blocks_free = 3; },
+        "negative blocks_used": (s) => { s.cache.blocks_used = -1; },
+        "ready without model": (s) => { s.ready = true; delete s.model; },
+        "model without scheduler": (s) => { delete s.scheduler; },
+        "bad phase": (s) => { s.requests.active = [{ id: 1, phase: "sleeping", prompt_tokens: 1, prefilled_tokens: 0, generated_tokens: 0, cached_tokens: 0 }]; },
+        "sha256 not hex": (s) => { s.model.sha256 = "xyz"; },
+        "histogram bucket without count": (s) => { delete s.scheduler.decode_width_histogram[0].count; },
+        "host_pressure 2": (s) => { s.memory.host_pressure = 2; },
+        "trace enabled a number": (s) => { s.trace.enabled = 1; },
+    };
+    for (const [name, mutate] of Object.entries(mutations)) {
+        const s = structuredClone(good);
+        mutate(s);
+        assert.equal(validate(s), false, `the schema accepted: ${name}`);
+    }
+});
