@@ -70,7 +70,8 @@ void trace_record(trace_t *t, trace_name_t name, trace_phase_t phase, uint8_t ti
     e->name = (uint16_t)name;
     e->phase = (uint8_t)phase;
     e->tid = tid;
-    atomic_fetch_add_explicit(&t->written, 1, memory_order_release);
+    atomic_store_explicit(&e->is_written, 1, memory_order_release);
+    atomic_fetch_add_explicit(&t->written, 1, memory_order_relaxed);
 }
 
 int trace_write(trace_t *t, const trace_meta_t *meta, const char *path, err_t *err)
@@ -79,7 +80,9 @@ int trace_write(trace_t *t, const trace_meta_t *meta, const char *path, err_t *e
     uint64_t n = claimed < t->capacity ? claimed : t->capacity;
     /* a slot claimed but not yet filled (a writer mid-record) makes the
      * capture incomplete rather than wrong: only filled slots are written */
-    uint64_t written = atomic_load_explicit(&t->written, memory_order_acquire);
+    uint64_t written = 0;
+    for (uint64_t i = 0; i < n; i++)
+        written += atomic_load_explicit(&t->events[i].is_written, memory_order_acquire);
     bool is_complete = meta->is_complete && written == n;
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -103,7 +106,7 @@ int trace_write(trace_t *t, const trace_meta_t *meta, const char *path, err_t *e
     free(line);
     for (uint64_t i = 0; i < n; i++) {
         const trace_event_t *e = &t->events[i];
-        if (e->t_ns == 0)
+        if (!atomic_load_explicit(&e->is_written, memory_order_acquire))
             continue; /* claimed, not yet filled */
         fprintf(f, "{\"t\":%lld,\"tid\":%u,\"ph\":\"%c\",\"name\":\"%s\",\"id\":%llu", (long long)e->t_ns, e->tid,
                 e->phase, trace_name_str(e->name), (unsigned long long)e->id);

@@ -60,12 +60,13 @@ typedef enum trace_phase {
 } trace_phase_t;
 
 typedef struct trace_event {
-    int64_t t_ns;     /* CLOCK_MONOTONIC */
-    uint64_t id;      /* step id (spans) or request id (instants) */
-    uint32_t a, b, c; /* forward B: decode, prefill, verify rows; apply E: committed tokens in a */
-    uint16_t name;    /* trace_name_t */
-    uint8_t phase;    /* trace_phase_t */
-    uint8_t tid;      /* recording thread: 0 engine, 1 callers */
+    int64_t t_ns;            /* CLOCK_MONOTONIC */
+    uint64_t id;             /* step id (spans) or request id (instants) */
+    uint32_t a, b, c;        /* forward B: decode, prefill, verify rows; apply E: committed tokens in a */
+    uint16_t name;           /* trace_name_t */
+    uint8_t phase;           /* trace_phase_t */
+    uint8_t tid;             /* recording thread: 0 engine, 1 callers */
+    atomic_uchar is_written; /* set (release) once the fields above are final */
 } trace_event_t;
 
 typedef struct trace {

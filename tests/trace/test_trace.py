@@ -225,28 +225,22 @@ def read_events(path):
 def test_mixed_workload(model):
     out = os.path.join(WORK, "mixed.jsonl")
     srv = Server(model, 1_000_000, out, "--prefill-chunk", "64", "--batch-tokens", "72", "--max-context", "8192")
-    import threading
+    # a decodes (a long stream); once its first token is out, b's 4,096-token
+    # prompt arrives; when b is done, a's client disconnects (a is cancelled)
     results = {}
-
-    def decode():
-        results["a"] = srv.post("/v1/completions", {"prompt": "Hello", "max_tokens": 400, "ignore_eos": True,
-                                                    "temperature": 0})
-
-    th = threading.Thread(target=decode)
-    th.start()
-    time.sleep(0.3)
+    a = socket.create_connection(("127.0.0.1", srv.port))
+    body = json.dumps({"prompt": "Hello", "max_tokens": 8000, "ignore_eos": True, "stream": True,
+                       "temperature": 0}).encode()
+    a.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    got = b""
+    while b"text_completion" not in got:
+        got += a.recv(4096)
     rng = random.Random(5)
     results["b"] = srv.post("/v1/completions", {"prompt": [rng.randrange(256) for _ in range(4096)],
                                                 "max_tokens": 4, "temperature": 0})
-    th.join()
-    # a client that disconnects mid-stream: its request is cancelled
-    s = socket.create_connection(("127.0.0.1", srv.port))
-    body = json.dumps({"prompt": "x", "max_tokens": 3000, "ignore_eos": True, "stream": True}).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-              b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    s.recv(4096)
-    s.close()
-    time.sleep(2.5)  # the SSE keep-alive / next token write finds the client gone
+    a.close()
+    time.sleep(2.5)  # the next token write (or SSE keep-alive) finds the client gone
     check(srv.stop() == 0, "server exits 0 after SIGTERM")
     rc, rep, err = run("trace", "report", out, "--json")
     check(rc == 0, "a real mixed workload's capture passes validation (%s)" % err.strip()[:300])
@@ -267,8 +261,7 @@ def test_mixed_workload(model):
     generated = sum(e["generated"] for e in evs if e["name"] in ("done", "cancelled"))
     check(committed == generated, "tokens committed by application (%d) equal the tokens the requests got (%d)"
           % (committed, generated))
-    check(results["a"]["usage"]["completion_tokens"] == 400 and results["b"]["usage"]["completion_tokens"] == 4,
-          "both requests completed")
+    check(results["b"]["usage"]["completion_tokens"] == 4, "the long-prompt request completed")
     check(rep["steps"] == len(fwd), "report counts every forward pass")
     # Chrome export: structure Perfetto accepts
     chrome = os.path.join(WORK, "mixed.chrome.json")
@@ -292,7 +285,7 @@ def test_mixed_workload(model):
           "Chrome export shows prefill chunks interleaved with decode")
     reqs_b = sum(1 for e in tev if e.get("cat") == "request" and e["ph"] == "b")
     reqs_e = sum(1 for e in tev if e.get("cat") == "request" and e["ph"] == "e")
-    check(reqs_b == reqs_e == 3, "each request is an async span in the export")
+    check(reqs_b == reqs_e == 2, "each request is an async span in the export")
 
 
 def test_overflow(model):
@@ -308,18 +301,23 @@ def test_overflow(model):
 
 def test_incomplete(model):
     out = os.path.join(WORK, "incomplete.jsonl")
-    srv = Server(model, 100000, out)
-    s = socket.create_connection(("127.0.0.1", srv.port))
-    body = json.dumps({"prompt": "x", "max_tokens": 3000, "ignore_eos": True, "stream": True}).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-              b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    s.recv(4096)
-    dump = srv.post("/trace/dump", {})  # on demand, with the request in flight
-    check(dump["path"] == out and dump["dropped"] == 0, "POST /trace/dump writes the capture")
+    srv = Server(model, 1000000, out, "--max-context", "8192")
+    hdr = None
+    for attempt in range(5):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        body = json.dumps({"prompt": "x", "max_tokens": 8000, "ignore_eos": True, "stream": True}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        s.recv(4096)
+        dump = srv.post("/trace/dump", {})  # on demand, with the request (very likely) in flight
+        check(dump["path"] == out and dump["dropped"] == 0, "POST /trace/dump writes the capture")
+        hdr, _ = read_events(out)
+        if hdr["complete"] is False:
+            break
+        s.close()  # the request outran the dump: try again
     srv.p.kill()  # the server dies: nothing more is written
     srv.p.wait()
     s.close()
-    hdr, _ = read_events(out)
     check(hdr["complete"] is False, "a capture written with work in flight says so")
     rc, _, err = run("trace", "report", out)
     check(rc == INVALID and "incomplete" in err, "an incomplete capture is rejected")
