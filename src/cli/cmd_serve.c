@@ -48,7 +48,12 @@ static const char serve_usage[] =
     "  --max-memory BYTES     weights + KV + scratch limit, suffix K/M/G allowed (default: 90%% of available)\n"
     "tracing:\n"
     "  --trace-capacity N     record engine trace events into a preallocated buffer of N events\n"
-    "  --trace-out FILE       where the capture is written (JSON Lines): at shutdown and on POST /trace/dump\n";
+    "  --trace-out FILE       where the capture is written (JSON Lines): at shutdown and on POST /trace/dump\n"
+    "TEST ONLY (fault knobs that break one property, so benchmark validity checks can be tested):\n"
+    "  --test-step-delay-us N     sleep N microseconds after every forward pass\n"
+    "  --test-ignore-cache-salt   share cached prefixes across cache_salt values\n"
+    "  --test-serialize-prefill   hold decode rows back while any request prefills\n"
+    "  --test-truncate-output     end every request at half its max_tokens\n";
 
 typedef struct serve_opts {
     const char *model;
@@ -153,6 +158,16 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
             if (cli_parse_i64("--max-context", v, 2, INT32_MAX, &x, err))
                 return -1;
             o->eng.max_context = (int)x;
+        } else if (!strcmp(argv[i], "--test-ignore-cache-salt")) {
+            o->eng.test_ignore_cache_salt = true;
+        } else if (!strcmp(argv[i], "--test-serialize-prefill")) {
+            o->eng.test_serialize_prefill = true;
+        } else if (!strcmp(argv[i], "--test-truncate-output")) {
+            o->eng.test_truncate_output = true;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--test-step-delay-us", &missing))) {
+            if (cli_parse_i64("--test-step-delay-us", v, 0, 10000000, &x, err))
+                return -1;
+            o->eng.test_step_delay_us = (int)x;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--trace-capacity", &missing))) {
             if (cli_parse_i64("--trace-capacity", v, 1, TRACE_MAX_CAPACITY, &o->trace_capacity, err))
                 return -1;

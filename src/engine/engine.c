@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/pool.h"
@@ -521,7 +522,7 @@ static bool admit(engine_t *e, engine_req_t *r)
     int n_table = blocks_for(r->n_prompt + r->p.max_tokens, bs);
     int hits = 0;
     blk_hash_t chain;
-    blk_hash_root(r->salt, &chain);
+    blk_hash_root(e->cfg.test_ignore_cache_salt ? "" : r->salt, &chain);
     /* a prompt-logits request computes every position itself */
     if (!r->p.prompt_logits) {
         /* the last prompt token is always computed: its logits start decoding */
@@ -668,7 +669,8 @@ static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
         why = ENGINE_FINISH_STOP; /* the end token itself is not text */
     else if (v->types[id] != TOKEN_TYPE_CONTROL)
         n_piece = detok_push(&r->detok, id, piece); /* control tokens are not shown (skip_special_tokens) */
-    if (why == ENGINE_FINISH_NONE && r->n_generated == r->p.max_tokens)
+    int budget = e->cfg.test_truncate_output && r->p.max_tokens > 1 ? r->p.max_tokens / 2 : r->p.max_tokens;
+    if (why == ENGINE_FINISH_NONE && r->n_generated == budget)
         why = ENGINE_FINISH_LENGTH;
     if (why != ENGINE_FINISH_NONE)
         n_piece += detok_flush(&r->detok, piece + n_piece);
@@ -710,10 +712,14 @@ static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
 static int plan_rows(engine_t *e)
 {
     int n = 0, prompt_logit_rows = 0;
-    /* decode rows first: every decoding sequence advances every step */
+    bool is_any_prefilling = false;
+    for (int i = 0; i < e->n_running; i++)
+        is_any_prefilling |= e->running[i]->phase == ENGINE_PHASE_PREFILL;
+    /* decode rows first: every decoding sequence advances every step (the
+     * serialise-prefill fault knob holds them back while anything prefills) */
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
-        r->n_rows = r->phase == ENGINE_PHASE_DECODE;
+        r->n_rows = r->phase == ENGINE_PHASE_DECODE && !(e->cfg.test_serialize_prefill && is_any_prefilling);
         n += r->n_rows;
     }
     /* then prefill chunks, oldest admission first, within the budget */
@@ -856,6 +862,8 @@ static void step(engine_t *e, uint64_t loop)
     TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode, (uint32_t)(n - n_decode),
                 0);
     int rc = fwd_run(&e->fwd, &e->kv, &b, e->logits, &err);
+    if (e->cfg.test_step_delay_us)
+        usleep((useconds_t)e->cfg.test_step_delay_us);
     TRACE_SPAN_END(tr, TRACE_FORWARD, loop);
     e->steps++;
     e->decode_rows += (uint64_t)n_decode;

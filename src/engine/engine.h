@@ -44,6 +44,12 @@ typedef struct engine_config {
     int prompt_logit_rows; /* >0: rows of logits kept per step for requests that ask for
                               every prompt position's logits (splash run --logits-out) */
     trace_t *trace;        /* NULL: the null sink (no clock read, nothing recorded) */
+    /* Fault knobs, for testing the measurement tools only (splash serve
+     * --test-*): each breaks one property a benchmark must detect. */
+    int test_step_delay_us;      /* sleep this long after every forward pass */
+    bool test_ignore_cache_salt; /* every request shares one prefix namespace */
+    bool test_serialize_prefill; /* no decode rows while any sequence prefills */
+    bool test_truncate_output;   /* end at half of max_tokens (reported as "length") */
 } engine_config_t;
 
 void engine_config_default(engine_config_t *c);
