@@ -1,6 +1,7 @@
 #include "kernels/ops.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "kernels/dispatch.h"
@@ -21,12 +22,15 @@
  * hand-off). */
 #define MATMUL_QUANT_SERIAL 8192
 
+/* One or more products that share their input x (n_rows, n_in): y_i = W_i x. */
 typedef struct matmul_job {
-    const matrix_t *w;
+    const matrix_t *w[OPS_MULTI_MAX];
+    float *y[OPS_MULTI_MAX];
+    const type_kernels_t *k[OPS_MULTI_MAX];
+    int n_mats;
     const float *x;
-    float *y;
     int n_rows;
-    const type_kernels_t *k;
+    int64_t n_in;
     uint8_t *xq; /* (n_rows, xq_stride) quantised activations; NULL: the f32 path */
     size_t xq_stride;
 } matmul_job_t;
@@ -37,20 +41,22 @@ static void quantize_worker(void *ctx, int ith, int nth)
     long lo, hi;
     pool_split(job->n_rows, ith, nth, &lo, &hi);
     for (long r = lo; r < hi; r++)
-        job->k->quantize_act(job->x + (size_t)r * job->w->n_in, job->xq + (size_t)r * job->xq_stride, job->w->n_in);
+        job->k[0]->quantize_act(job->x + (size_t)r * job->n_in, job->xq + (size_t)r * job->xq_stride, job->n_in);
 }
 
-/* The integer path's product: like the tiled f32 one, on quantised rows. */
-static void matmul_q_rows(const matmul_job_t *job, long lo, long hi)
+/* The integer path's product of weight rows [lo, hi) of matrix i: like the
+ * tiled f32 one, on quantised rows. */
+static void matmul_q_rows(const matmul_job_t *job, int i, long lo, long hi)
 {
-    const matrix_t *w = job->w;
+    const matrix_t *w = job->w[i];
+    const type_kernels_t *k = job->k[i];
+    float *y = job->y[i];
     const uint8_t *base = w->data;
     const size_t n_out = (size_t)w->n_out, xs = job->xq_stride;
-    if (!job->k->dot_q_tile) {
+    if (!k->dot_q_tile) {
         for (long o = lo; o < hi; o++)
             for (int r = 0; r < job->n_rows; r++)
-                job->y[(size_t)r * n_out + o] =
-                    job->k->dot_q(base + (size_t)o * w->row_bytes, job->xq + (size_t)r * xs, w->n_in);
+                y[(size_t)r * n_out + o] = k->dot_q(base + (size_t)o * w->row_bytes, job->xq + (size_t)r * xs, w->n_in);
         return;
     }
     long x_block = (long)(MATMUL_X_BLOCK_BYTES / xs);
@@ -59,32 +65,26 @@ static void matmul_q_rows(const matmul_job_t *job, long lo, long hi)
         long n_w = hi - o < MATMUL_W_BLOCK ? hi - o : MATMUL_W_BLOCK;
         for (long r = 0; r < job->n_rows; r += x_block) {
             long n_x = job->n_rows - r < x_block ? job->n_rows - r : x_block;
-            job->k->dot_q_tile(base + (size_t)o * w->row_bytes, w->row_bytes, n_w, job->xq + (size_t)r * xs, xs, n_x,
-                               job->y + (size_t)r * n_out + o, n_out, w->n_in);
+            k->dot_q_tile(base + (size_t)o * w->row_bytes, w->row_bytes, n_w, job->xq + (size_t)r * xs, xs, n_x,
+                          y + (size_t)r * n_out + o, n_out, w->n_in);
         }
     }
 }
 
-static void matmul_worker(void *ctx, int ith, int nth)
+/* The f32 path's product of weight rows [lo, hi) of matrix i. */
+static void matmul_f32_rows(const matmul_job_t *job, int i, long lo, long hi)
 {
-    const matmul_job_t *job = ctx;
-    const matrix_t *w = job->w;
-    long units = (long)((w->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT), lo, hi;
-    pool_split(units, ith, nth, &lo, &hi);
-    lo *= MATMUL_ROW_UNIT;
-    hi = hi * MATMUL_ROW_UNIT < w->n_out ? hi * MATMUL_ROW_UNIT : (long)w->n_out;
-    if (job->xq) {
-        matmul_q_rows(job, lo, hi);
-        return;
-    }
+    const matrix_t *w = job->w[i];
+    const type_kernels_t *k = job->k[i];
+    float *y = job->y[i];
     const uint8_t *base = w->data;
     const size_t n_in = (size_t)w->n_in, n_out = (size_t)w->n_out;
-    if (!job->k->dot_tile) {
+    if (!k->dot_tile) {
         for (long o = lo; o < hi; o++) {
             const void *row = base + (size_t)o * w->row_bytes;
             /* the weight row stays in cache across the batch rows */
             for (int r = 0; r < job->n_rows; r++)
-                job->y[(size_t)r * n_out + o] = job->k->dot_f32(row, job->x + (size_t)r * n_in, w->n_in);
+                y[(size_t)r * n_out + o] = k->dot_f32(row, job->x + (size_t)r * n_in, w->n_in);
         }
         return;
     }
@@ -94,9 +94,27 @@ static void matmul_worker(void *ctx, int ith, int nth)
         long n_w = hi - o < MATMUL_W_BLOCK ? hi - o : MATMUL_W_BLOCK;
         for (long r = 0; r < job->n_rows; r += x_block) {
             long n_x = job->n_rows - r < x_block ? job->n_rows - r : x_block;
-            job->k->dot_tile(base + (size_t)o * w->row_bytes, w->row_bytes, n_w, job->x + (size_t)r * n_in, n_in, n_x,
-                             job->y + (size_t)r * n_out + o, n_out, w->n_in);
+            k->dot_tile(base + (size_t)o * w->row_bytes, w->row_bytes, n_w, job->x + (size_t)r * n_in, n_in, n_x,
+                        y + (size_t)r * n_out + o, n_out, w->n_in);
         }
+    }
+}
+
+/* Each thread takes its share of every matrix's output rows, in groups of
+ * MATMUL_ROW_UNIT: one hand-off for all the products. */
+static void matmul_worker(void *ctx, int ith, int nth)
+{
+    const matmul_job_t *job = ctx;
+    for (int i = 0; i < job->n_mats; i++) {
+        const matrix_t *w = job->w[i];
+        long units = (long)((w->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT), lo, hi;
+        pool_split(units, ith, nth, &lo, &hi);
+        lo *= MATMUL_ROW_UNIT;
+        hi = hi * MATMUL_ROW_UNIT < w->n_out ? hi * MATMUL_ROW_UNIT : (long)w->n_out;
+        if (job->xq)
+            matmul_q_rows(job, i, lo, hi);
+        else
+            matmul_f32_rows(job, i, lo, hi);
     }
 }
 
@@ -105,19 +123,50 @@ size_t ops_matmul_xq_bytes(int64_t n_in, int n_rows)
     return (size_t)n_rows * qact_row_bytes_max(n_in);
 }
 
+/* Runs a job whose matrices all take the same path (and, on the integer
+ * path, the same activation format): quantise once, multiply once. */
+static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
+{
+    const type_kernels_t *k = job->k[0];
+    job->xq = NULL;
+    if (k->dot_q && xq) {
+        job->xq = xq;
+        job->xq_stride = qact_row_bytes(k->act_type, job->n_in);
+        if ((int64_t)job->n_rows * job->n_in < MATMUL_QUANT_SERIAL)
+            quantize_worker(job, 0, 1);
+        else
+            pool_run(pool, quantize_worker, job);
+    }
+    pool_run(pool, matmul_worker, job);
+}
+
 void ops_matmul_scratch_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, const float *x, float *y,
                              int n_rows, void *xq)
 {
-    matmul_job_t job = {w, x, y, n_rows, k, NULL, 0};
-    if (k->dot_q && xq) {
-        job.xq = xq;
-        job.xq_stride = qact_row_bytes(k->act_type, w->n_in);
-        if ((int64_t)n_rows * w->n_in < MATMUL_QUANT_SERIAL)
-            quantize_worker(&job, 0, 1);
-        else
-            pool_run(pool, quantize_worker, &job);
+    matmul_job_t job = {.w = {w}, .y = {y}, .k = {k}, .n_mats = 1, .x = x, .n_rows = n_rows, .n_in = w->n_in};
+    matmul_run(pool, &job, xq);
+}
+
+void ops_matmul_multi(pool_t *pool, int n_mats, const matrix_t *const w[], float *const y[], const float *x, int n_rows,
+                      void *xq)
+{
+    matmul_job_t job = {.n_mats = 0, .x = x, .n_rows = n_rows, .n_in = w[0]->n_in};
+    for (int i = 0; i < n_mats; i++) {
+        const type_kernels_t *k = type_kernels(w[i]->type);
+        /* one quantised input serves matrices of one path and format only */
+        bool is_same =
+            k->dot_q ? job.k[0] && job.k[0]->dot_q && job.k[0]->act_type == k->act_type : job.k[0] && !job.k[0]->dot_q;
+        if (job.n_mats > 0 && (!is_same || job.n_mats == OPS_MULTI_MAX || w[i]->n_in != job.n_in)) {
+            matmul_run(pool, &job, xq);
+            job.n_mats = 0;
+        }
+        job.w[job.n_mats] = w[i];
+        job.y[job.n_mats] = y[i];
+        job.k[job.n_mats] = k;
+        job.n_mats++;
     }
-    pool_run(pool, matmul_worker, &job);
+    if (job.n_mats > 0)
+        matmul_run(pool, &job, xq);
 }
 
 void ops_matmul_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, const float *x, float *y, int n_rows)

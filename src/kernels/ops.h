@@ -38,6 +38,16 @@ void ops_matmul_scratch(pool_t *pool, const matrix_t *w, const float *x, float *
 void ops_matmul_scratch_with(pool_t *pool, const struct type_kernels *k, const matrix_t *w, const float *x, float *y,
                              int n_rows, void *xq);
 
+/* Several products of one input: y[i] = W[i] x for i < n_mats (all W[i]
+ * with the same n_in). The input is quantised once for every matrix whose
+ * kernels share an activation format, and all of their rows are split across
+ * the pool in one hand-off, so a decode step pays one fork-join for Wq, Wk
+ * and Wv instead of three. Each y[i] is bit-identical to ops_matmul_scratch
+ * of W[i] alone. */
+#define OPS_MULTI_MAX 4
+void ops_matmul_multi(pool_t *pool, int n_mats, const matrix_t *const w[], float *const y[], const float *x, int n_rows,
+                      void *xq);
+
 /* y = x / sqrt(mean(x^2) + eps) * weight, over n elements (in place allowed). */
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps);
 

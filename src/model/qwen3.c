@@ -186,9 +186,9 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         /* attention block: h = rmsnorm(x); q, k, v projections */
         for (int r = 0; r < n; r++)
             ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->attn_norm, hidden, c->rms_eps);
-        ops_matmul_scratch(ctx->pool, &l->wq, ctx->xn, ctx->q, n, ctx->xq);
-        ops_matmul_scratch(ctx->pool, &l->wk, ctx->xn, ctx->k, n, ctx->xq);
-        ops_matmul_scratch(ctx->pool, &l->wv, ctx->xn, ctx->v, n, ctx->xq);
+        const matrix_t *qkv[] = {&l->wq, &l->wk, &l->wv};
+        float *const qkv_out[] = {ctx->q, ctx->k, ctx->v};
+        ops_matmul_multi(ctx->pool, 3, qkv, qkv_out, ctx->xn, n, ctx->xq); /* h quantised once for all three */
 
         /* per-head RMSNorm on q and k (Qwen3's QK-norm), then RoPE; store k, v */
         for (int r = 0; r < n; r++) {
@@ -221,8 +221,9 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         /* feed-forward block: x += Wdown(silu(Wgate h) * Wup h) */
         for (int r = 0; r < n; r++)
             ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->ffn_norm, hidden, c->rms_eps);
-        ops_matmul_scratch(ctx->pool, &l->w_gate, ctx->xn, ctx->gate, n, ctx->xq);
-        ops_matmul_scratch(ctx->pool, &l->w_up, ctx->xn, ctx->up, n, ctx->xq);
+        const matrix_t *gate_up[] = {&l->w_gate, &l->w_up};
+        float *const gate_up_out[] = {ctx->gate, ctx->up};
+        ops_matmul_multi(ctx->pool, 2, gate_up, gate_up_out, ctx->xn, n, ctx->xq);
         for (int r = 0; r < n; r++)
             ops_swiglu(ctx->gate + (size_t)r * c->ffn, ctx->up + (size_t)r * c->ffn, c->ffn);
         ops_matmul_scratch(ctx->pool, &l->w_down, ctx->gate, ctx->xn, n, ctx->xq);

@@ -416,6 +416,52 @@ static void test_matmul_batch_invariance(void **state)
         pool_destroy(pools[p]);
 }
 
+/* ops_matmul_multi: products sharing one input (Wq/Wk/Wv, Wgate/Wup) give
+ * each matrix's ops_matmul bits, with mixed types (activation formats
+ * shared, differing, and the f32 path), more matrices than one hand-off
+ * takes, every thread count and batch size. */
+static void test_matmul_multi(void **state)
+{
+    (void)state;
+    const uint32_t types[] = {TYPE_Q4_K, TYPE_Q6_K, TYPE_Q8_0, TYPE_F16, TYPE_Q4_K, TYPE_Q5_K};
+    const int64_t n_outs[] = {37, 8, 21, 5, 64, 3};
+    enum { N_MATS = sizeof types / sizeof types[0] };
+    const int64_t n_in = 1280;
+    const int batches[] = {1, 3, 17, 70};
+    const int max_batch = 70;
+    err_t err;
+    pool_t *pools[3];
+    for (int p = 0; p < 3; p++)
+        assert_non_null(pools[p] = pool_create(p + 1, &err));
+    matrix_t m[N_MATS];
+    const matrix_t *mp[N_MATS];
+    float *y[N_MATS], *want[N_MATS];
+    for (int i = 0; i < N_MATS; i++) {
+        size_t rb;
+        type_row_bytes(types[i], n_in, &rb);
+        m[i] = (matrix_t){random_row(types[i], n_in * n_outs[i], 700 + (uint64_t)i), types[i], n_in, n_outs[i], rb};
+        mp[i] = &m[i];
+        y[i] = malloc((size_t)(n_outs[i] * max_batch) * sizeof(float));
+        want[i] = malloc((size_t)(n_outs[i] * max_batch) * sizeof(float));
+    }
+    float *x = malloc((size_t)(n_in * max_batch) * sizeof *x);
+    fill_normal(x, n_in * max_batch, 800, 1.0f);
+    void *xq = aligned_alloc(QACT_ALIGN, ops_matmul_xq_bytes(n_in, max_batch));
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++)
+        for (int p = 0; p < 3; p++) {
+            for (int i = 0; i < N_MATS; i++)
+                ops_matmul(pools[p], &m[i], x, want[i], batches[bi]);
+            ops_matmul_multi(pools[p], N_MATS, mp, y, x, batches[bi], xq);
+            for (int i = 0; i < N_MATS; i++)
+                assert_memory_equal(y[i], want[i], (size_t)(n_outs[i] * batches[bi]) * sizeof(float));
+        }
+    for (int i = 0; i < N_MATS; i++)
+        free((void *)m[i].data), free(y[i]), free(want[i]);
+    free(x), free(xq);
+    for (int p = 0; p < 3; p++)
+        pool_destroy(pools[p]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -426,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_low_bit_bound_is_tight_enough),
         cmocka_unit_test(test_tiles_match_dot),
         cmocka_unit_test(test_matmul_batch_invariance),
+        cmocka_unit_test(test_matmul_multi),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }
