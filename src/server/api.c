@@ -482,7 +482,9 @@ static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, reply_t 
                     cap = nc;
                 }
             }
-            if (len + ev.text_len <= cap) {
+            /* a token may complete no text yet (held back for a stop string,
+             * or part of a UTF-8 sequence): then text can still be NULL */
+            if (ev.text_len && len + ev.text_len <= cap) {
                 memcpy(text + len, ev.text, ev.text_len);
                 len += ev.text_len;
             }
