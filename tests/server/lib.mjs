@@ -24,7 +24,7 @@ export function options() {
 export function requireDeps(dir) {
     if (!dir || !existsSync(path.join(dir, "node_modules")))
         throw new Error(`no node_modules in ${dir}: run tests/server/install.sh ${dir}`);
-    return createRequire(path.join(dir, "package.json"));
+    return createRequire(path.resolve(dir, "package.json"));
 }
 
 // Starts `splash serve --port 0` with extra flags; resolves once the ready

@@ -75,9 +75,10 @@ base=http://127.0.0.1:$port
 
 # post PATH JSON -> body in $work/body, status in $code
 post() {
+    rm -f "$work/body"
     code=$(curl -s -o "$work/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "$base$1")
 }
-getp() { code=$(curl -s -o "$work/body" -w '%{http_code}' "$base$1"); }
+getp() { rm -f "$work/body"; code=$(curl -s -o "$work/body" -w '%{http_code}' "$base$1"); }
 field() { js "$1" <"$work/body"; }
 
 # ---- probes and models ----
@@ -88,7 +89,9 @@ check "/v1/models" "$code $(field 'f"{v.object} {len(v.data)} {v.data[0].id} {v.
     "200 list 1 $id model"
 
 # ---- completions: whole, text prompt ----
-post /v1/completions '{"prompt": "Hello there", "max_tokens": 24, "temperature": 0}'
+# (greedy runs ignore end-of-generation tokens, so their length does not
+# depend on what the random weights happen to produce)
+post /v1/completions '{"prompt": "Hello there", "max_tokens": 24, "temperature": 0, "ignore_eos": true}'
 check "completions status" "$code" 200
 check "completions shape" "$(field 'f"{v.object} {v.model} {len(v.choices)} {v.choices[0].finish_reason}"')" \
     "text_completion $id 1 length"
@@ -98,13 +101,13 @@ free_text=$(field v.choices[0].text)
 [ -n "$free_text" ] && ok || bad "completions: empty text"
 
 # greedy is deterministic: the same request again, and the same prompt as token ids
-post /v1/completions '{"prompt": "Hello there", "max_tokens": 24, "temperature": 0}'
+post /v1/completions '{"prompt": "Hello there", "max_tokens": 24, "temperature": 0, "ignore_eos": true}'
 check "greedy repeat" "$(field v.choices[0].text)" "$free_text"
 post /tokenize '{"prompt": "Hello there"}'
 check "/tokenize status" "$code" 200
 ids=$(field v.tokens)
 check "/tokenize count" "$(field 'v.count == len(v.tokens) and v.count > 0')" true
-post /v1/completions "{\"prompt\": $ids, \"max_tokens\": 24, \"temperature\": 0}"
+post /v1/completions "{\"prompt\": $ids, \"max_tokens\": 24, \"temperature\": 0, \"ignore_eos\": true}"
 check "completions with token ids" "$code $(field v.choices[0].text)" "200 $free_text"
 check "token-id prompt usage" "$(field v.usage.prompt_tokens)" "$(js 'len(v)' <<<"$ids")"
 
@@ -116,7 +119,7 @@ check "/apply-template" "$code $(field 'json.dumps(v.prompt)')" \
     '200 "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"'
 
 # ---- chat: whole and streamed give the same greedy text ----
-chat='{"messages": [{"role": "user", "content": "Say something"}], "max_tokens": 16, "temperature": 0'
+chat='{"messages": [{"role": "user", "content": "Say something"}], "max_tokens": 16, "temperature": 0, "ignore_eos": true'
 post /v1/chat/completions "$chat}"
 check "chat status" "$code" 200
 check "chat shape" "$(field 'f"{v.object} {v.choices[0].message.role} {v.choices[0].finish_reason} {v.usage.completion_tokens}"')" \
@@ -132,7 +135,7 @@ check "chat stream framing" "$(js v.summary <"$work/stream.json")" "length 1 cha
 
 # completions streamed
 curl -sN -H 'Content-Type: application/json' --data-binary \
-    '{"prompt": "Hello there", "max_tokens": 24, "temperature": 0, "stream": true}' "$base/v1/completions" >"$work/sse2"
+    '{"prompt": "Hello there", "max_tokens": 24, "temperature": 0, "ignore_eos": true, "stream": true}' "$base/v1/completions" >"$work/sse2"
 streamed=$(sse_summary "$work/sse2" | js v.text)
 check "completions stream text = whole text" "$streamed" "$free_text"
 check "completions stream ends with [DONE]" "$(grep '^data: ' "$work/sse2" | tail -n 1)" "data: [DONE]"
@@ -144,20 +147,25 @@ check "same seed, same text" "$a" "$b"
 [ "$a" != "$c" ] && ok || bad "seeds 42 and 43 gave the same text '$a'"
 
 # ---- stop strings: a printable substring of the free run ----
-# the first 3 characters of the first run of 3+ printable ASCII ones not at the start
+# a printable string of 3 to 6 characters that first occurs past the start
 stop=$(printf '%s' "$free_text" | "$python" -c '
 import re, sys
 t = sys.stdin.read()
-m = next((m for m in re.finditer(r"[\x21-\x7e]{3,}", t) if m.start() > 0), None)
-sys.stdout.write(m.group()[:3] if m else "")')
+for i in range(1, len(t)):
+    m = re.match(r"[\x21-\x7e]{3,6}", t[i:])
+    if m and t.index(m.group()) == i:
+        sys.stdout.write(m.group())
+        break')
 if [ -z "$stop" ]; then
     bad "no printable substring in the free run '$free_text'"
 else
     prefix=$("$python" -c 'import sys; t, s = sys.argv[1:]; sys.stdout.write(t[:t.index(s)])' "$free_text" "$stop")
-    body=$("$python" -c 'import json, sys; print(json.dumps({"prompt": "Hello there", "max_tokens": 24, "temperature": 0, "stop": [sys.argv[1]]}))' "$stop")
+    body=$("$python" -c 'import json, sys; print(json.dumps({"prompt": "Hello there", "max_tokens": 24, "temperature": 0, "ignore_eos": True, "stop": [sys.argv[1]]}))' "$stop")
     post /v1/completions "$body"
+    check "stop string: status" "$code" 200
     check "stop string: text before it" "$(field v.choices[0].text)" "$prefix"
     check "stop string: finish_reason" "$(field v.choices[0].finish_reason)" stop
+    [ -n "$prefix" ] && ok || bad "stop string '$stop': empty text before it"
 fi
 
 # ---- cached tokens: a long prompt again with the same salt, then another ----
