@@ -407,14 +407,89 @@ AI void unpack32(uint32_t type, const uint8_t *blk, int nb, qu_blocks_t *u)
         qu_unpack_q4_0(blk, nb, u);
 }
 
+/* ---- vector unpacking of Q4_K and Q6_K super-blocks ---------------------
+ * The same qu_kblock_t bytes as qunpack.h's scalar qu_unpack_q4_k /
+ * qu_unpack_q6_k (tested through every dot_q against the scalar reference):
+ * a decode step unpacks every super-block it reads, so the scalar loops cost
+ * more than the products. */
+
+/* Lane i of 32 int16 lanes: the index of value v (0..15) of a 16-lane
+ * source for scx chunk j, where each source value covers `run` lanes. */
+AI __m512i scx_index(int j, int run)
+{
+    const __m512i lane = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
+                                          12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    int shift = run == 16 ? 4 : 3;
+    return _mm512_add_epi16(_mm512_srli_epi16(lane, (unsigned)shift), _mm512_set1_epi16((short)(j * (32 / run))));
+}
+
+AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
+{
+    /* the 6-bit scales and mins: bytes 0-7 of sm = sc[0..7], 8-15 = m[0..7] */
+    uint32_t t[4];
+    memcpy(t, blk + offsetof(block_q4_k_t, scales), 12);
+    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    t[3] = ((t[2] >> 4) & m4) | (((t[1] >> 6) & m2) << 4);
+    uint32_t mins_lo = t[1] & m6;
+    t[1] = (t[2] & m4) | (((t[0] >> 6) & m2) << 4);
+    t[2] = mins_lo;
+    t[0] &= m6;
+    __m128i sm = _mm_loadu_si128((const __m128i *)t);
+    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+    __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    _mm_storeu_si128((__m128i *)u->coef, _mm_unpacklo_epi16(m16, m16));
+    _mm_storeu_si128((__m128i *)(u->coef + 8), _mm_unpackhi_epi16(m16, m16));
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        _mm512_storeu_si512(u->scx + 32 * j, _mm512_permutexvar_epi16(scx_index(j, 16), sc16));
+    u->d = f16_at(blk);
+    u->dm = f16_at(blk + 2);
+    /* chunk j: qs[32j ..] low nibbles are values 64j + 0..31, high nibbles 64j + 32..63 */
+    const __m512i nib = _mm512_set1_epi8(15);
+    const uint8_t *qs = blk + offsetof(block_q4_k_t, qs);
+#pragma GCC unroll 2
+    for (int j = 0; j < 4; j += 2) {
+        __m512i v = _mm512_loadu_si512(qs + 32 * j);
+        __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        _mm512_storeu_si512(u->q + 64 * j, _mm512_shuffle_i64x2(lo, hi, 0x44));
+        _mm512_storeu_si512(u->q + 64 * j + 64, _mm512_shuffle_i64x2(lo, hi, 0xee));
+    }
+}
+
+AI void unpack_q6_k_vec(const uint8_t *blk, qu_kblock_t *u)
+{
+    __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + offsetof(block_q6_k_t, scales))));
+    _mm256_storeu_si256((__m256i *)u->coef, _mm256_slli_epi16(sc, 5));
+    __m512i sc16 = _mm512_castsi256_si512(sc);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        _mm512_storeu_si512(u->scx + 32 * j, _mm512_permutexvar_epi16(scx_index(j, 8), sc16));
+    u->d = u->dm = f16_at(blk + offsetof(block_q6_k_t, d));
+    /* per half h: values l, l + 32 take ql[l], ql[l + 32] low nibbles and qh
+     * bits 0-1, 2-3; values l + 64, l + 96 their high nibbles and bits 4-5, 6-7 */
+    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m512i a = _mm512_loadu_si512(blk + offsetof(block_q6_k_t, ql) + 64 * h);
+        __m256i b = _mm256_loadu_si256((const __m256i *)(blk + offsetof(block_q6_k_t, qh) + 32 * h));
+        __m512i h01 = _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 2), 1);
+        __m512i h23 = _mm512_srli_epi16(h01, 4);
+        __m512i lo = _mm512_or_si512(_mm512_and_si512(a, nib), _mm512_slli_epi16(_mm512_and_si512(h01, two), 4));
+        __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), nib),
+                                     _mm512_slli_epi16(_mm512_and_si512(h23, two), 4));
+        _mm512_storeu_si512(u->q + 128 * h, lo);
+        _mm512_storeu_si512(u->q + 128 * h + 64, hi);
+    }
+}
+
 AI void unpack_k(uint32_t type, const uint8_t *blk, qu_kblock_t *u)
 {
     if (type == TYPE_Q4_K)
-        qu_unpack_q4_k(blk, u);
+        unpack_q4_k_vec(blk, u);
     else if (type == TYPE_Q5_K)
         qu_unpack_q5_k(blk, u);
     else
-        qu_unpack_q6_k(blk, u);
+        unpack_q6_k_vec(blk, u);
 }
 
 AI size_t block_bytes_of(uint32_t type)
@@ -648,7 +723,7 @@ static void qdrive_k(kunpack_fn unpack, size_t bb, qmicro_fn k4x4, qmicro_fn k4x
 
 static void unpack_q4_k_fn(const uint8_t *blk, qu_kblock_t *u)
 {
-    qu_unpack_q4_k(blk, u);
+    unpack_q4_k_vec(blk, u);
 }
 
 static void unpack_q5_k_fn(const uint8_t *blk, qu_kblock_t *u)
@@ -658,7 +733,7 @@ static void unpack_q5_k_fn(const uint8_t *blk, qu_kblock_t *u)
 
 static void unpack_q6_k_fn(const uint8_t *blk, qu_kblock_t *u)
 {
-    qu_unpack_q6_k(blk, u);
+    unpack_q6_k_vec(blk, u);
 }
 
 #define DEFINE_QKERNELS(name, TILE, TYPE, DRIVE)                                                                       \
