@@ -4,12 +4,16 @@
 #    (CONNS keep-alive connections);
 #  - the latency the HTTP layer adds over the in-process engine, from one
 #    connection sending one-token completions back to back: the client's
-#    latency (wrk) minus the engine-side duration of the same requests, the
-#    delta of splash_request_duration_seconds_sum / _count in /metrics (the
-#    server's own clock from just after engine_submit to the engine's DONE
-#    event; the rest, HTTP parsing, validation, tokenising, submitting, JSON
-#    and the socket round trip, is what the HTTP layer adds). Both sides are
-#    means over exactly the same requests; the client median is shown too.
+#    mean latency minus the engine-side mean duration of the same requests.
+#    Client: with one connection in a closed loop each request starts when
+#    the previous one ends, so the mean latency is 1 / (requests/s) (wrk's
+#    own latency mean is not used: its samples do not add up to the run's
+#    duration). Engine: the delta of splash_request_duration_seconds_sum /
+#    _count in /metrics over the run, the server's clock from just after
+#    engine_submit to the engine's DONE event. The difference, HTTP parsing,
+#    validation, tokenising, submitting, building the JSON and the socket
+#    round trip (and wrk's own few microseconds), is what the HTTP layer
+#    adds. Means of the same requests subtract; medians would not.
 #   bench/http.sh [--duration 5] [--conns 8] [--threads 1] [--splash build/splash] [--model FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +25,7 @@ while [ $# -gt 0 ]; do
         --threads) threads=$2; shift 2 ;;
         --splash) splash=$2; shift 2 ;;
         --model) model=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "bench/http.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -52,20 +56,21 @@ code=$(curl -s -o "$work/one" -w '%{http_code}' -H 'Content-Type: application/js
 # wrk's latency figure in ms ("812.00us", "1.20ms", "1.02s")
 to_ms() { awk '{v = $1; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
                 printf "%.3f", u == "us" ? v / 1000 : u == "s" ? v * 1000 : u == "m" ? v * 60000 : v}' <<<"$1"; }
-# run NAME CONNS ARGS...: wrk with --latency; sets rps p50 p99 avg
+# run CONNS ARGS...: wrk with --latency; sets rps rps_exact p50 p99 n
 run() {
     local conns=$1; shift
     wrk -t1 -c"$conns" -d"${duration}s" --latency "$@" >"$work/wrk" 2>&1
     if grep -q 'Non-2xx' "$work/wrk"; then echo "bench/http.sh: errors under load:" >&2; cat "$work/wrk" >&2; exit 1; fi
     rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$work/wrk")
+    rps_exact=$(awk '/^Requests\/sec:/ {print $2}' "$work/wrk")
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$work/wrk")")
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$work/wrk")")
-    avg=$(to_ms "$(awk '$1 == "Latency" {print $2; exit}' "$work/wrk")")
     n=$(awk '/requests in/ {print $1}' "$work/wrk")
 }
 metric() { curl -s "$url/metrics" | awk -v n="$1" '$1 == n {print $2}'; }
 
-echo "splash serve on $(basename "$model") (--threads $threads), wrk -t1 for ${duration} s per row; $(nproc) CPUs"
+echo "splash serve on $(basename "$model") (--threads $threads), wrk -t1 for ${duration} s per row;" \
+     "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| request | connections | requests/s | p50 ms | p99 ms |"
 echo "|---|---|---|---|---|"
@@ -78,10 +83,11 @@ sum0=$(metric splash_request_duration_seconds_sum) cnt0=$(metric splash_request_
 run 1 -s "$work/post.lua" "$url/v1/completions"
 sum1=$(metric splash_request_duration_seconds_sum) cnt1=$(metric splash_request_duration_seconds_count)
 echo "| POST /v1/completions, 1 token | 1 | $rps | $p50 | $p99 |"
+rps1=$rps_exact
 engine=$(awk -v s0="$sum0" -v s1="$sum1" -v c0="$cnt0" -v c1="$cnt1" 'BEGIN {printf "%.3f", (s1 - s0) / (c1 - c0) * 1000}')
 echo
 echo "HTTP layer over the engine, one connection, $((cnt1 - cnt0)) one-token completions (wrk counted $n):"
 echo
-echo "| client mean ms | client median ms | engine mean ms | added mean ms | added median ms |"
-echo "|---|---|---|---|---|"
-awk -v a="$avg" -v m="$p50" -v e="$engine" 'BEGIN {printf "| %.3f | %.3f | %.3f | %.3f | %.3f |\n", a, m, e, a - e, m - e}'
+echo "| client mean ms (1 / requests/s) | engine mean ms | added by HTTP, mean ms |"
+echo "|---|---|---|"
+awk -v r="$rps1" -v e="$engine" 'BEGIN {printf "| %.3f | %.3f | %.3f |\n", 1000 / r, e, 1000 / r - e}'

@@ -7,7 +7,7 @@
 # reference tests need it anyway; it starts far faster than node).
 #   test_curl.sh PATH/TO/splash MODEL.gguf [PYTHON]
 set -u
-splash=${1:?usage: test_curl.sh PATH/TO/splash MODEL.gguf}
+splash=${1:?usage: test_curl.sh PATH/TO/splash MODEL.gguf [PYTHON]}
 model=${2:?usage: test_curl.sh PATH/TO/splash MODEL.gguf [PYTHON]}
 python=${3:-/usr/bin/python3}
 work=$(mktemp -d)
