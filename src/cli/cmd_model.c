@@ -1,4 +1,4 @@
-/* splash model info FILE | splash model synth ... */
+/* splash model info FILE | splash model synth ... | splash model convert ... */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 
 #include "base/cli.h"
 #include "base/clock.h"
+#include "base/pool.h"
 #include "base/sha256.h"
 #include "cli/commands.h"
 #include "kernels/types.h"
@@ -14,6 +15,7 @@
 #include "model/model.h"
 #include "text/hf_import.h"
 #include "text/vocab.h"
+#include "tools/convert.h"
 #include "tools/synth.h"
 
 static const char model_usage[] =
@@ -24,6 +26,7 @@ static const char model_usage[] =
     "                          [--vocab N] [--context N] [--rope-theta X] [--rms-eps X] [--tied|--untied]\n"
     "                          [--norm-std X] [--name S] [--threads N]\n"
     "                          [--tokenizer tokenizer.json [--tokenizer-config tokenizer_config.json]]\n"
+    "       splash model convert --in FILE --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k --out FILE [--threads N]\n"
     "\n"
     "info   describes a GGUF file: architecture, hyperparameters, metadata, tensor table,\n"
     "       tokenizer summary and the file's SHA-256 fingerprint.\n"
@@ -35,7 +38,11 @@ static const char model_usage[] =
     "       instead; the vocabulary grows to hold it. --type sets the matrices' storage type\n"
     "       (f16 by default); q4_k_m is llama.cpp's Q4_K_M mix (Q6_K for the output and for\n"
     "       some layers' attn_v and ffn_down, Q4_K elsewhere). The K-quants (q4_k, q5_k, q6_k,\n"
-    "       q4_k_m) need row widths that are multiples of 256: not the tiny preset.\n";
+    "       q4_k_m) need row widths that are multiples of 256: not the tiny preset.\n"
+    "convert rewrites every weight matrix of a model in another storage type (dequantised to\n"
+    "       f32, then quantised with the type's own quantiser); norms and all metadata, the\n"
+    "       tokenizer included, are copied unchanged. Converting an already quantised file\n"
+    "       compounds the errors: start from the F16 or F32 file.\n";
 
 /* ---- info --------------------------------------------------------------- */
 
@@ -382,6 +389,62 @@ fail:
     return 1;
 }
 
+/* ---- convert ------------------------------------------------------------ */
+
+static int model_convert(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *type = NULL;
+    int64_t threads = 2;
+    err_t err = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        bool missing = false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(model_usage, stdout);
+            return 0;
+        } else if ((v = cli_opt(argc, argv, &i, "--in", &missing))) {
+            in = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--out", &missing))) {
+            out = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--type", &missing))) {
+            type = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
+            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &threads, &err))
+                goto bad;
+        } else {
+            fprintf(stderr, "splash model convert: %s '%s'\n", missing ? "a value is needed after" : "unknown option",
+                    argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!in || !out || !type) {
+        fprintf(stderr, "splash model convert: --in, --type and --out are required\n");
+        return EXIT_USAGE;
+    }
+    int wtype = type_from_name(type);
+    if (wtype < 0 || !type_is_computable((uint32_t)wtype)) {
+        fprintf(stderr,
+                "splash model convert: --type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k\n", type);
+        return EXIT_USAGE;
+    }
+    pool_t *pool = pool_create((int)threads, &err);
+    if (!pool)
+        goto fail;
+    int64_t t0 = clock_now_ns();
+    int rc = convert_model(in, out, (uint32_t)wtype, pool, &err);
+    pool_destroy(pool);
+    if (rc)
+        goto fail;
+    fprintf(stderr, "convert: wrote %s (%s) in %.1f s\n", out, type_name((uint32_t)wtype), (clock_now_ns() - t0) / 1e9);
+    return 0;
+bad:
+    fprintf(stderr, "splash model convert: %s\n", err.msg);
+    return EXIT_USAGE;
+fail:
+    fprintf(stderr, "splash model convert: %s\n", err.msg);
+    return 1;
+}
+
 int cmd_model(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -392,6 +455,8 @@ int cmd_model(int argc, char **argv)
         return model_info(argc - 1, argv + 1);
     if (!strcmp(argv[1], "synth"))
         return model_synth(argc - 1, argv + 1);
-    fprintf(stderr, "splash model: unknown subcommand '%s' (info, synth)\n", argv[1]);
+    if (!strcmp(argv[1], "convert"))
+        return model_convert(argc - 1, argv + 1);
+    fprintf(stderr, "splash model: unknown subcommand '%s' (info, synth, convert)\n", argv[1]);
     return EXIT_USAGE;
 }

@@ -1,0 +1,141 @@
+#include "tools/convert.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/types.h"
+#include "model/gguf.h"
+#include "model/gguf_write.h"
+
+typedef struct convert_ctx {
+    const gguf_t *g;
+    uint32_t wtype;
+    pool_t *pool;
+    float *row_buf; /* (n_threads, widest row) */
+    int64_t max_in;
+} convert_ctx_t;
+
+typedef struct convert_job {
+    const convert_ctx_t *c;
+    const gguf_tensor_t *t;
+    uint8_t *dst;
+} convert_job_t;
+
+static bool is_matrix(const gguf_tensor_t *t)
+{
+    return t->n_dims == 2;
+}
+
+/* Rows are independent, so threads split them. */
+static void convert_rows(void *arg, int ith, int nth)
+{
+    const convert_job_t *job = arg;
+    const gguf_tensor_t *t = job->t;
+    const type_traits_t *src = type_traits(t->type), *dst = type_traits(job->c->wtype);
+    size_t src_row = 0, dst_row = 0;
+    type_row_bytes(t->type, t->ne[0], &src_row);
+    type_row_bytes(job->c->wtype, t->ne[0], &dst_row);
+    float *buf = job->c->row_buf + (size_t)ith * (size_t)job->c->max_in;
+    long lo, hi;
+    pool_split((long)t->ne[1], ith, nth, &lo, &hi);
+    for (long r = lo; r < hi; r++) {
+        src->to_f32((const uint8_t *)t->data + (size_t)r * src_row, buf, t->ne[0]);
+        dst->from_f32(buf, job->dst + (size_t)r * dst_row, t->ne[0]);
+    }
+}
+
+static int fill(void *ctx, int index, void *dst, size_t n_bytes, err_t *err)
+{
+    (void)err;
+    convert_ctx_t *c = ctx;
+    const gguf_tensor_t *t = &c->g->tensors[index];
+    if (!is_matrix(t)) {
+        memcpy(dst, t->data, n_bytes);
+        return 0;
+    }
+    convert_job_t job = {c, t, dst};
+    pool_run(c->pool, convert_rows, &job);
+    return 0;
+}
+
+/* The bytes of one metadata pair as the file stores it (key length, key,
+ * type, value), for copying unchanged. */
+static void kv_span(const gguf_kv_t *kv, const uint8_t **start, size_t *n)
+{
+    const uint8_t *p = (const uint8_t *)kv->key.ptr - sizeof(uint64_t);
+    const uint8_t *end;
+    if (kv->type == GGUF_TYPE_STRING)
+        end = (const uint8_t *)kv->str.ptr + kv->str.len;
+    else if (kv->type == GGUF_TYPE_ARRAY)
+        end = kv->arr_data + kv->arr_bytes;
+    else
+        end = (const uint8_t *)kv->key.ptr + kv->key.len + sizeof(uint32_t) + gguf_vtype_size(kv->type);
+    *start = p;
+    *n = (size_t)(end - p);
+}
+
+/* llama.cpp's general.file_type for a uniform file of this type. */
+static uint32_t file_type(uint32_t wtype)
+{
+    switch (wtype) {
+    case TYPE_F32: return 0;
+    case TYPE_F16: return 1;
+    case TYPE_Q4_0: return 2;
+    case TYPE_Q8_0: return 7;
+    case TYPE_Q4_K: return 14;
+    case TYPE_Q5_K: return 16;
+    case TYPE_Q6_K: return 18;
+    case TYPE_BF16: return 32;
+    default: return 0;
+    }
+}
+
+int convert_model(const char *in_path, const char *out_path, uint32_t wtype, pool_t *pool, err_t *err)
+{
+    if (!type_is_computable(wtype) || !type_traits(wtype)->from_f32)
+        return err_set(err, "weight type %s cannot be written", type_name(wtype));
+    gguf_t *g = gguf_open(in_path, err);
+    if (!g)
+        return -1;
+    convert_ctx_t c = {.g = g, .wtype = wtype, .pool = pool};
+    gguf_writer_t *w = gguf_writer_new();
+    int rc = w ? 0 : err_set(err, "out of memory");
+    for (uint64_t i = 0; i < g->n_kv && !rc; i++) {
+        const gguf_kv_t *kv = &g->kv[i];
+        if (gguf_str_eq(kv->key, "general.file_type") || gguf_str_eq(kv->key, "general.quantization_version"))
+            continue;
+        const uint8_t *p;
+        size_t n;
+        kv_span(kv, &p, &n);
+        gguf_w_raw_kv(w, p, n);
+    }
+    if (w) {
+        gguf_w_u32(w, "general.file_type", file_type(wtype));
+        if (type_traits(wtype)->block_size > 1)
+            gguf_w_u32(w, "general.quantization_version", 2);
+    }
+    for (uint64_t i = 0; i < g->n_tensors && !rc; i++) {
+        const gguf_tensor_t *t = &g->tensors[i];
+        uint32_t type = t->type;
+        if (is_matrix(t)) {
+            if (!type_is_computable(t->type))
+                rc = err_set(err, "tensor %s: type %s cannot be read", t->name, type_name(t->type));
+            else if (t->ne[0] % type_traits(wtype)->block_size)
+                rc = err_set(err, "tensor %s: row width %lld is not a multiple of the %s block size %lld", t->name,
+                             (long long)t->ne[0], type_name(wtype), (long long)type_traits(wtype)->block_size);
+            type = wtype;
+            if (t->ne[0] > c.max_in)
+                c.max_in = t->ne[0];
+        }
+        if (!rc)
+            rc = gguf_w_tensor(w, t->name, type, (int)t->n_dims, t->ne, err);
+    }
+    if (!rc) {
+        c.row_buf = malloc((size_t)pool_size(pool) * (size_t)(c.max_in ? c.max_in : 1) * sizeof(float));
+        rc = c.row_buf ? gguf_writer_write(w, out_path, fill, &c, err) : err_set(err, "out of memory");
+    }
+    free(c.row_buf);
+    gguf_writer_free(w);
+    gguf_close(g);
+    return rc;
+}

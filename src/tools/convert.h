@@ -1,0 +1,17 @@
+/* Rewrites a model file's weight matrices in another storage type. */
+#ifndef SPLASH_CONVERT_H
+#define SPLASH_CONVERT_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/pool.h"
+
+/* Reads in_path, writes out_path with every 2-D tensor dequantised to f32 and
+ * quantised to wtype (a computable ggml type) through the traits table; 1-D
+ * tensors (norms) and all metadata are copied as they are, except
+ * general.file_type. Fails, naming the tensor, when a row width is not a
+ * multiple of wtype's block size. */
+int convert_model(const char *in_path, const char *out_path, uint32_t wtype, pool_t *pool, err_t *err);
+
+#endif
