@@ -1,0 +1,137 @@
+#include "tools/bench_stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* x > y, with values within BENCH_BOUNDARY_EPS of each other treated as
+ * equal: 102/100 - 1 is 0.020000000000000018 in doubles, and a change of
+ * exactly 2 % must not count as a gain. */
+static bool exceeds(double x, double y)
+{
+    return x > y + BENCH_BOUNDARY_EPS;
+}
+
+bench_abba_t bench_decide(double a, double b, double noise, bool is_higher_better)
+{
+    bench_abba_t r = {.a = a, .b = b, .noise = noise};
+    if (!(a > 0) || !(b > 0) || !isfinite(a) || !isfinite(b) || !isfinite(noise)) {
+        r.verdict = BENCH_INVALID;
+        r.why = "no valid measurement in an arm";
+        return r;
+    }
+    r.change = is_higher_better ? b / a - 1.0 : a / b - 1.0;
+    r.threshold = fmax(BENCH_MIN_CHANGE, BENCH_NOISE_FACTOR * noise);
+    if (exceeds(noise, BENCH_MAX_NOISE)) {
+        r.verdict = BENCH_INCONCLUSIVE;
+        r.why = "noise above 5 %";
+    } else if (exceeds(r.change, r.threshold)) {
+        r.verdict = BENCH_GAIN;
+        r.why = "change above max(2 %, 2 x noise)";
+    } else if (exceeds(-r.change, r.threshold)) {
+        r.verdict = BENCH_REGRESSION;
+        r.why = "change below -max(2 %, 2 x noise)";
+    } else {
+        r.verdict = BENCH_NO_CHANGE;
+        r.why = "change within max(2 %, 2 x noise)";
+    }
+    return r;
+}
+
+bench_abba_t bench_abba(const double v[4], bool is_higher_better)
+{
+    double a = (v[0] + v[3]) / 2, b = (v[1] + v[2]) / 2;
+    double noise = NAN;
+    if (a > 0 && b > 0)
+        noise = fmax(fabs(v[0] - v[3]) / a, fabs(v[1] - v[2]) / b);
+    for (int i = 0; i < 4; i++)
+        if (!(v[i] > 0) || !isfinite(v[i]))
+            a = 0;
+    return bench_decide(a, b, noise, is_higher_better);
+}
+
+bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better)
+{
+    double a = 0, b = 0, noise = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rounds[i].verdict == BENCH_INVALID)
+            return bench_decide(0, 0, 0, is_higher_better);
+        a += rounds[i].a;
+        b += rounds[i].b;
+        noise = fmax(noise, rounds[i].noise);
+    }
+    if (n == 0)
+        return bench_decide(0, 0, 0, is_higher_better);
+    return bench_decide(a / (double)n, b / (double)n, noise, is_higher_better);
+}
+
+bench_verdict_t bench_overall(const bench_verdict_t *v, size_t n)
+{
+    bench_verdict_t worst = BENCH_NO_CHANGE;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] > worst)
+            worst = v[i];
+    return worst;
+}
+
+const char *bench_verdict_name(bench_verdict_t v)
+{
+    switch (v) {
+    case BENCH_NO_CHANGE: return "no change";
+    case BENCH_GAIN: return "gain";
+    case BENCH_INCONCLUSIVE: return "inconclusive";
+    case BENCH_REGRESSION: return "regression";
+    case BENCH_INVALID: return "invalid";
+    }
+    return "?";
+}
+
+int bench_verdict_exit(bench_verdict_t v)
+{
+    switch (v) {
+    case BENCH_NO_CHANGE: return BENCH_EXIT_NO_CHANGE;
+    case BENCH_GAIN: return BENCH_EXIT_GAIN;
+    case BENCH_INCONCLUSIVE: return BENCH_EXIT_INCONCLUSIVE;
+    case BENCH_REGRESSION: return BENCH_EXIT_REGRESSION;
+    case BENCH_INVALID: return BENCH_EXIT_INVALID;
+    }
+    return BENCH_EXIT_INVALID;
+}
+
+static long long read_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void system_sample(void *ctx, bench_clock_sample_t *out)
+{
+    (void)ctx;
+    out->boot_ns = read_ns(CLOCK_BOOTTIME);
+    out->mono_ns = read_ns(CLOCK_MONOTONIC);
+    out->wall_ns = read_ns(CLOCK_REALTIME);
+}
+
+const bench_clock_t bench_system_clock = {system_sample, NULL};
+
+int bench_check_suspend(const bench_clock_sample_t *t0, const bench_clock_sample_t *t1, char *why, size_t why_len)
+{
+    long long mono = t1->mono_ns - t0->mono_ns;
+    long long slept = (t1->boot_ns - t1->mono_ns) - (t0->boot_ns - t0->mono_ns);
+    long long wall_skew = (t1->wall_ns - t0->wall_ns) - mono;
+    if (llabs(slept) >= BENCH_SUSPEND_LIMIT_NS) {
+        snprintf(why, why_len, "suspend: CLOCK_BOOTTIME - CLOCK_MONOTONIC changed by %.3f s during the measurement",
+                 (double)slept / 1e9);
+        return -1;
+    }
+    if (llabs(wall_skew) >= BENCH_SUSPEND_LIMIT_NS) {
+        snprintf(why, why_len, "clock: wall-clock elapsed differs from monotonic elapsed by %.3f s",
+                 (double)wall_skew / 1e9);
+        return -1;
+    }
+    if (why_len)
+        why[0] = 0;
+    return 0;
+}

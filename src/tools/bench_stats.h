@@ -1,0 +1,87 @@
+/* The ABBA statistics and verdict rules of splash bench (SPEC section 6),
+ * kept free of I/O so every boundary can be unit-tested.
+ *
+ * One round measures A, B, B, A. For a metric with values v[0..3]:
+ *   a = mean(v0, v3), b = mean(v1, v2),
+ *   noise = max(|v0 - v3| / a, |v1 - v2| / b),
+ *   change = b / a - 1 when higher is better, a / b - 1 when lower is better
+ *            (signed so that positive always means the candidate is better).
+ * noise > 5 % -> inconclusive; change > max(2 %, 2 x noise) -> gain;
+ * change < -max(2 %, 2 x noise) -> regression; otherwise no change. A metric
+ * that passes the regression check has not gained: that is "no change". */
+#ifndef SPLASH_BENCH_STATS_H
+#define SPLASH_BENCH_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define BENCH_MIN_CHANGE 0.02   /* smallest change that can count (2 %) */
+#define BENCH_NOISE_FACTOR 2.0  /* a change must exceed this many times the noise */
+#define BENCH_MAX_NOISE 0.05    /* above this the metric is inconclusive (5 %) */
+#define BENCH_BOUNDARY_EPS 1e-9 /* on-boundary values computed in floating point count as on it */
+
+/* Ordered by precedence when metrics are combined: the highest wins. */
+typedef enum bench_verdict {
+    BENCH_NO_CHANGE = 0,
+    BENCH_GAIN,
+    BENCH_INCONCLUSIVE,
+    BENCH_REGRESSION,
+    BENCH_INVALID,
+} bench_verdict_t;
+
+/* Process exit status for each verdict (documented in splash bench --help). */
+#define BENCH_EXIT_NO_CHANGE 0
+#define BENCH_EXIT_GAIN 10
+#define BENCH_EXIT_REGRESSION 11
+#define BENCH_EXIT_INCONCLUSIVE 12
+#define BENCH_EXIT_INVALID 13
+
+typedef struct bench_abba {
+    double a, b;      /* means of the A and B slots */
+    double noise;     /* the larger relative disagreement within an arm */
+    double change;    /* signed: positive = candidate better */
+    double threshold; /* max(BENCH_MIN_CHANGE, BENCH_NOISE_FACTOR * noise) */
+    bench_verdict_t verdict;
+    const char *why; /* one phrase: which rule decided */
+} bench_abba_t;
+
+/* One round from v = {A1, B2, B3, A4}. A non-positive or non-finite value
+ * makes the metric invalid (there was nothing valid to measure). */
+bench_abba_t bench_abba(const double v[4], bool is_higher_better);
+
+/* Several rounds combined: a and b are the means over every round, noise
+ * the largest round noise (the most pessimistic), then the same rules. */
+bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better);
+
+/* The rule applied to given a, b and noise (exposed for the tests). */
+bench_abba_t bench_decide(double a, double b, double noise, bool is_higher_better);
+
+/* Metrics combined: the highest-precedence verdict (invalid > regression >
+ * inconclusive > gain > no change). n = 0 gives no change. */
+bench_verdict_t bench_overall(const bench_verdict_t *v, size_t n);
+
+const char *bench_verdict_name(bench_verdict_t v);
+int bench_verdict_exit(bench_verdict_t v);
+
+/* Suspend detection over one measurement (CLOCK_BOOTTIME keeps counting
+ * during suspend, CLOCK_MONOTONIC does not). The clock is injectable so a
+ * test can fake a suspend. */
+#define BENCH_SUSPEND_LIMIT_NS 1000000000LL /* 1 s */
+
+typedef struct bench_clock_sample {
+    long long boot_ns, mono_ns, wall_ns;
+} bench_clock_sample_t;
+
+typedef struct bench_clock {
+    /* fills one sample; the default reads the three system clocks */
+    void (*sample)(void *ctx, bench_clock_sample_t *out);
+    void *ctx;
+} bench_clock_t;
+
+extern const bench_clock_t bench_system_clock;
+
+/* 0 when the interval [t0, t1] shows no suspend; otherwise -1 and why
+ * (one line) says which clock disagreed and by how much. */
+int bench_check_suspend(const bench_clock_sample_t *t0, const bench_clock_sample_t *t1, char *why, size_t why_len);
+
+#endif

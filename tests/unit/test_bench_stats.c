@@ -1,0 +1,242 @@
+/* splash bench statistics and verdict rules (tools/bench_stats.h): the ABBA
+ * formulas on hand-computed rounds, every boundary (a change of exactly 2 %,
+ * exactly 2 x noise, noise of exactly 5 %) on both sides, direction for
+ * lower-is-better metrics, rounds combined, verdict precedence and exit
+ * codes, and the suspend check under an injected (fake) clock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "tools/bench_stats.h"
+
+#define EPS 1e-12
+
+static void test_formulas(void **state)
+{
+    (void)state;
+    /* A1=100, B2=110, B3=112, A4=104: a=102, b=111,
+     * noise=max(4/102, 2/111)=0.0392..., change=111/102-1=0.0882... */
+    double v[4] = {100, 110, 112, 104};
+    bench_abba_t r = bench_abba(v, true);
+    assert_true(fabs(r.a - 102) < EPS);
+    assert_true(fabs(r.b - 111) < EPS);
+    assert_true(fabs(r.noise - 4.0 / 102) < EPS);
+    assert_true(fabs(r.change - (111.0 / 102 - 1)) < EPS);
+    assert_true(fabs(r.threshold - 2 * 4.0 / 102) < EPS);
+    assert_int_equal(r.verdict, BENCH_GAIN); /* 8.8 % > 7.8 % */
+    /* the same values as times (lower is better): change = a/b - 1 < 0 */
+    r = bench_abba(v, false);
+    assert_true(fabs(r.change - (102.0 / 111 - 1)) < EPS);
+    assert_int_equal(r.verdict, BENCH_REGRESSION);
+}
+
+static bench_verdict_t decide(double a, double b, double noise)
+{
+    return bench_decide(a, b, noise, true).verdict;
+}
+
+static void test_two_percent_boundary(void **state)
+{
+    (void)state;
+    /* noise 0: the threshold is the 2 % floor; exactly 2 % is not a gain */
+    assert_int_equal(decide(100, 102, 0), BENCH_NO_CHANGE);
+    assert_int_equal(decide(100, 102.001, 0), BENCH_GAIN);
+    assert_int_equal(decide(100, 101.999, 0), BENCH_NO_CHANGE);
+    /* the same on the regression side: b/a - 1 = -2 % exactly */
+    assert_int_equal(decide(100, 98, 0), BENCH_NO_CHANGE);
+    assert_int_equal(decide(100, 97.999, 0), BENCH_REGRESSION);
+    /* via the ABBA values: a = 50, b = 51 -> exactly +2 % */
+    double v[4] = {50, 51, 51, 50};
+    assert_int_equal(bench_abba(v, true).verdict, BENCH_NO_CHANGE);
+    /* noise below 1 %: 2 x noise < 2 %, the floor still rules */
+    assert_int_equal(decide(100, 102.5, 0.009), BENCH_GAIN);
+    assert_int_equal(decide(100, 101.9, 0.009), BENCH_NO_CHANGE);
+}
+
+static void test_twice_noise_boundary(void **state)
+{
+    (void)state;
+    /* noise 3 %: the threshold is 6 %; exactly 6 % is not a gain */
+    assert_int_equal(decide(100, 106, 0.03), BENCH_NO_CHANGE);
+    assert_int_equal(decide(100, 106.01, 0.03), BENCH_GAIN);
+    assert_int_equal(decide(100, 94, 0.03), BENCH_NO_CHANGE);
+    assert_int_equal(decide(100, 93.99, 0.03), BENCH_REGRESSION);
+    bench_abba_t r = bench_decide(100, 106, 0.03, true);
+    assert_true(fabs(r.threshold - 0.06) < EPS);
+    /* from values: A1=97, A4=103 (a=100, noise 6 %)... that is > 5 %: use
+     * A1=98.5, A4=101.5 -> noise 3 %; B2=B3=106 -> change 6 % exactly */
+    double v[4] = {98.5, 106, 106, 101.5};
+    r = bench_abba(v, true);
+    assert_true(fabs(r.noise - 0.03) < EPS);
+    assert_int_equal(r.verdict, BENCH_NO_CHANGE);
+    double w[4] = {98.5, 106.1, 106.1, 101.5};
+    assert_int_equal(bench_abba(w, true).verdict, BENCH_GAIN);
+}
+
+static void test_noise_boundary(void **state)
+{
+    (void)state;
+    /* noise exactly 5 % is still conclusive (threshold 10 %) */
+    assert_int_equal(decide(100, 111, 0.05), BENCH_GAIN);
+    assert_int_equal(decide(100, 105, 0.05), BENCH_NO_CHANGE);
+    /* above 5 %: inconclusive whatever the change, even a huge one */
+    assert_int_equal(decide(100, 200, 0.0501), BENCH_INCONCLUSIVE);
+    assert_int_equal(decide(100, 50, 0.0501), BENCH_INCONCLUSIVE);
+    assert_int_equal(decide(100, 100, 0.0501), BENCH_INCONCLUSIVE);
+    /* from values: A1 = 97.5, A4 = 102.5 -> noise exactly 5 % */
+    double v[4] = {97.5, 120, 120, 102.5};
+    bench_abba_t r = bench_abba(v, true);
+    assert_true(fabs(r.noise - 0.05) < EPS);
+    assert_int_equal(r.verdict, BENCH_GAIN);
+    /* B disagreeing with itself counts too: B2 = 97, B3 = 103 -> 6 % */
+    double w[4] = {100, 97, 103, 100};
+    assert_int_equal(bench_abba(w, true).verdict, BENCH_INCONCLUSIVE);
+}
+
+static void test_not_a_gain(void **state)
+{
+    (void)state;
+    /* passing the regression check is not a gain: a small improvement,
+     * inside the threshold, is "no change" */
+    double v[4] = {100, 101.5, 101.5, 100};
+    bench_abba_t r = bench_abba(v, true);
+    assert_true(r.change > 0);
+    assert_int_equal(r.verdict, BENCH_NO_CHANGE);
+    assert_string_equal(bench_verdict_name(r.verdict), "no change");
+}
+
+static void test_invalid_values(void **state)
+{
+    (void)state;
+    double zero[4] = {100, 0, 100, 100};
+    assert_int_equal(bench_abba(zero, true).verdict, BENCH_INVALID);
+    double nan_[4] = {100, NAN, 100, 100};
+    assert_int_equal(bench_abba(nan_, true).verdict, BENCH_INVALID);
+    double neg[4] = {-1, 100, 100, 100};
+    assert_int_equal(bench_abba(neg, false).verdict, BENCH_INVALID);
+}
+
+static void test_combine(void **state)
+{
+    (void)state;
+    double r1[4] = {100, 110, 110, 100}, r2[4] = {100, 106, 106, 102};
+    bench_abba_t rs[2] = {bench_abba(r1, true), bench_abba(r2, true)};
+    bench_abba_t c = bench_abba_combine(rs, 2, true);
+    assert_true(fabs(c.a - 100.5) < EPS);
+    assert_true(fabs(c.b - 108) < EPS);
+    assert_true(fabs(c.noise - 2.0 / 101) < EPS); /* the larger round noise */
+    assert_int_equal(c.verdict, BENCH_GAIN);
+    /* a noisy round makes the combination inconclusive */
+    double r3[4] = {90, 110, 110, 110};
+    rs[1] = bench_abba(r3, true);
+    assert_int_equal(rs[1].verdict, BENCH_INCONCLUSIVE);
+    assert_int_equal(bench_abba_combine(rs, 2, true).verdict, BENCH_INCONCLUSIVE);
+    /* an invalid round makes it invalid */
+    double r4[4] = {0, 1, 1, 1};
+    rs[1] = bench_abba(r4, true);
+    assert_int_equal(bench_abba_combine(rs, 2, true).verdict, BENCH_INVALID);
+}
+
+static void test_overall_and_exit(void **state)
+{
+    (void)state;
+    bench_verdict_t a[] = {BENCH_GAIN, BENCH_NO_CHANGE};
+    assert_int_equal(bench_overall(a, 2), BENCH_GAIN);
+    bench_verdict_t b[] = {BENCH_GAIN, BENCH_REGRESSION, BENCH_INCONCLUSIVE};
+    assert_int_equal(bench_overall(b, 3), BENCH_REGRESSION);
+    bench_verdict_t c[] = {BENCH_GAIN, BENCH_INCONCLUSIVE};
+    assert_int_equal(bench_overall(c, 2), BENCH_INCONCLUSIVE);
+    bench_verdict_t d[] = {BENCH_REGRESSION, BENCH_INVALID};
+    assert_int_equal(bench_overall(d, 2), BENCH_INVALID);
+    assert_int_equal(bench_overall(NULL, 0), BENCH_NO_CHANGE);
+    int codes[5];
+    for (int v = BENCH_NO_CHANGE; v <= BENCH_INVALID; v++)
+        codes[v] = bench_verdict_exit((bench_verdict_t)v);
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            assert_int_not_equal(codes[i], codes[j]);
+    assert_int_equal(codes[BENCH_NO_CHANGE], 0);
+}
+
+/* ---- the suspend check with a fake clock ---- */
+
+typedef struct fake_clock {
+    long long boot, mono, wall;
+} fake_clock_t;
+
+static void fake_sample(void *ctx, bench_clock_sample_t *out)
+{
+    fake_clock_t *f = ctx;
+    out->boot_ns = f->boot;
+    out->mono_ns = f->mono;
+    out->wall_ns = f->wall;
+}
+
+static void advance(fake_clock_t *f, long long running_ns, long long suspended_ns, long long wall_jump_ns)
+{
+    f->mono += running_ns;
+    f->boot += running_ns + suspended_ns;
+    f->wall += running_ns + suspended_ns + wall_jump_ns;
+}
+
+static void test_suspend(void **state)
+{
+    (void)state;
+    fake_clock_t f = {5000000000LL, 4000000000LL, 1700000000000000000LL};
+    bench_clock_t clk = {fake_sample, &f};
+    bench_clock_sample_t t0, t1;
+    char why[256];
+    /* a plain 10 s measurement */
+    clk.sample(clk.ctx, &t0);
+    advance(&f, 10000000000LL, 0, 0);
+    clk.sample(clk.ctx, &t1);
+    assert_int_equal(bench_check_suspend(&t0, &t1, why, sizeof why), 0);
+    /* 999 ms of suspend: under the limit */
+    clk.sample(clk.ctx, &t0);
+    advance(&f, 1000000000LL, 999000000LL, -999000000LL);
+    clk.sample(clk.ctx, &t1);
+    assert_int_equal(bench_check_suspend(&t0, &t1, why, sizeof why), 0);
+    /* a 30 s suspend in the middle: rejected, and the reason says so */
+    clk.sample(clk.ctx, &t0);
+    advance(&f, 2000000000LL, 30000000000LL, 0);
+    clk.sample(clk.ctx, &t1);
+    assert_int_equal(bench_check_suspend(&t0, &t1, why, sizeof why), -1);
+    assert_non_null(strstr(why, "suspend"));
+    /* exactly 1 s of suspend: rejected (it must be less than 1 s) */
+    clk.sample(clk.ctx, &t0);
+    advance(&f, 2000000000LL, 1000000000LL, -1000000000LL);
+    clk.sample(clk.ctx, &t1);
+    assert_int_equal(bench_check_suspend(&t0, &t1, why, sizeof why), -1);
+    /* the wall clock jumping by 5 s (no suspend): rejected as a clock disagreement */
+    clk.sample(clk.ctx, &t0);
+    advance(&f, 2000000000LL, 0, 5000000000LL);
+    clk.sample(clk.ctx, &t1);
+    assert_int_equal(bench_check_suspend(&t0, &t1, why, sizeof why), -1);
+    assert_non_null(strstr(why, "wall-clock"));
+    /* the real clocks, over a moment, pass */
+    bench_system_clock.sample(NULL, &t0);
+    bench_system_clock.sample(NULL, &t1);
+    assert_int_equal(bench_check_suspend(&t0, &t1, why, sizeof why), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_formulas),
+        cmocka_unit_test(test_two_percent_boundary),
+        cmocka_unit_test(test_twice_noise_boundary),
+        cmocka_unit_test(test_noise_boundary),
+        cmocka_unit_test(test_not_a_gain),
+        cmocka_unit_test(test_invalid_values),
+        cmocka_unit_test(test_combine),
+        cmocka_unit_test(test_overall_and_exit),
+        cmocka_unit_test(test_suspend),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
