@@ -1,0 +1,304 @@
+/* splash bench: flags in, bench_run (src/tools/bench.c) does the rest. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cli.h"
+#include "cli/commands.h"
+#include "tools/bench.h"
+
+static const char bench_usage[] =
+    "usage: splash bench (--baseline-cmd CMD | --baseline-url URL | --model M) [candidate] [options]\n"
+    "\n"
+    "ABBA serving comparison of a baseline A and a candidate B: rounds A, B, B, A over exact-length\n"
+    "workloads, each request and arm checked for validity, then a verdict per metric:\n"
+    "  a = mean(A1, A4), b = mean(B2, B3), noise = max(|A1-A4|/a, |B2-B3|/b),\n"
+    "  change = b/a - 1 (a/b - 1 for times) so that > 0 means B is better;\n"
+    "  noise > 5%% -> inconclusive; change > max(2%%, 2 x noise) -> gain; change < -max(...) -> regression.\n"
+    "\n"
+    "arms (each: a command bench starts and stops, or the URL of a running server):\n"
+    "  --baseline-cmd CMD       shell command of the A server; {port} is replaced by a free port, otherwise\n"
+    "                           the URL is read from its ready line ('ready at http://HOST:PORT')\n"
+    "  --candidate-cmd CMD      the same for B\n"
+    "  --baseline-url URL       an already running OpenAI-compatible server as A\n"
+    "  --candidate-url URL      ... as B\n"
+    "  --model FILE             shorthand: each arm without a command or URL runs\n"
+    "                           '<splash> serve --model FILE --port 0 <server-args> <arm args>'\n"
+    "  --splash BIN             the splash binary for that shorthand (default: this one)\n"
+    "  --server-args ARGS       extra serve flags for both arms (shorthand only)\n"
+    "  --baseline-args ARGS     extra serve flags for A only (e.g. '--verify-rows all')\n"
+    "  --candidate-args ARGS    extra serve flags for B only\n"
+    "  --baseline-verify-rows P the policy A declares, checked against /status (default off)\n"
+    "  --candidate-verify-rows P the same for B\n"
+    "  --api-key KEY            sent as Authorization: Bearer KEY\n"
+    "schedule:\n"
+    "  --residency paired|sequential  both servers resident and alternating (default), or one at a time,\n"
+    "                           started for each slot\n"
+    "  --rounds N               A B B A rounds, reported one by one and combined (default 1)\n"
+    "  --warmup N               unmeasured requests after every server start (default 2)\n"
+    "workloads (default serial,mixed,seeded):\n"
+    "  --workload LIST          any of serial, mixed, seeded\n"
+    "  --serial-prompt-tokens L comma-separated exact prompt lengths (default 32,128)\n"
+    "  --serial-repeat N        requests per length (default 2)\n"
+    "  --max-tokens N           output budget of serial requests (ignore_eos; default 32)\n"
+    "  --mixed-decode-prompt N / --mixed-decode-tokens N   the streaming decode (default 24 / 64)\n"
+    "  --mixed-long-prompt N / --mixed-long-tokens N       the long prefill sent while it decodes (512 / 4)\n"
+    "  --mixed-short-prompt N / --mixed-short-tokens N     short interactive requests (16 / 4)\n"
+    "  --mixed-shorts N         short requests per repetition (default 3)\n"
+    "  --mixed-repeat N         repetitions per slot (default 2)\n"
+    "  --seeded-probes N / --seeded-tokens N   seeded sampling probes (default 3 / 16)\n"
+    "  --expect-output-change   seeded outputs may differ between A and B\n"
+    "  --decide LIST            metrics that decide the verdict (default throughput,ttft_short,ttft_long,\n"
+    "                           gap_p50; also gap_p90, gap_p99, gap_max)\n"
+    "  --poll-ms N              /status polling interval during mixed (default 5)\n"
+    "  --request-timeout S      per request (default 600); --start-timeout S per server start (default 600)\n"
+    "output:\n"
+    "  --json FILE / --html FILE  reports (default WORKDIR/report.json and report.html)\n"
+    "  --work-dir DIR           server logs and reports (default: a new /tmp/splash-bench.XXXXXX)\n"
+    "  --no-inhibit             do not hold a sleep inhibitor (systemd-inhibit) while running\n"
+    "  --quiet                  no progress lines on stderr\n"
+    "\n"
+    "exit status: 0 no change, 10 gain, 11 regression, 12 inconclusive, 13 invalid (a validity rule failed),\n"
+    "1 bench could not run, 2 bad command line. Checks that need /status against a server without it are\n"
+    "reported as unverifiable and named in the verdict.\n";
+
+#define BENCH_CMD_MAX 4096
+
+typedef struct bench_opts {
+    bench_config_t c;
+    const char *model, *splash, *server_args, *arm_args[2];
+    char cmd[2][BENCH_CMD_MAX];
+    char work_dir[PATH_MAX], json[PATH_MAX + 16], html[PATH_MAX + 16];
+    char splash_self[PATH_MAX];
+} bench_opts_t;
+
+static int parse_int(const char *flag, const char *v, int lo, int hi, int *out, err_t *err)
+{
+    int64_t x;
+    if (cli_parse_i64(flag, v, lo, hi, &x, err))
+        return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
+{
+    c->do_serial = c->do_mixed = c->do_seeded = false;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "serial"))
+            c->do_serial = true;
+        else if (!strcmp(t, "mixed"))
+            c->do_mixed = true;
+        else if (!strcmp(t, "seeded"))
+            c->do_seeded = true;
+        else
+            return err_set(err, "--workload: '%s' is not serial, mixed or seeded", t);
+    }
+    if (!c->do_serial && !c->do_mixed && !c->do_seeded)
+        return err_set(err, "--workload: name at least one workload");
+    return 0;
+}
+
+static int parse_decide(const char *v, bench_config_t *c, err_t *err)
+{
+    c->decide_mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int m = 0;
+        while (m < BM_COUNT && strcmp(bench_metrics[m].key, t))
+            m++;
+        if (m == BM_COUNT)
+            return err_set(err, "--decide: unknown metric '%s'", t);
+        c->decide_mask |= 1u << m;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
+{
+    bench_config_t *c = &o->c;
+    for (int i = 1; i < argc; i++) {
+        bool missing = false;
+        const char *v;
+        int32_t *lens = NULL;
+        int n_lens = 0;
+#define INT_OPT(name, field, lo, hi)                                                                                   \
+    else if (!missing && (v = cli_opt(argc, argv, &i, name, &missing)))                                                \
+    {                                                                                                                  \
+        if (parse_int(name, v, lo, hi, &c->field, err))                                                                \
+            return -1;                                                                                                 \
+    }
+        if ((v = cli_opt(argc, argv, &i, "--baseline-cmd", &missing)))
+            c->arm[0].cmd = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-cmd", &missing)))
+            c->arm[1].cmd = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--baseline-url", &missing)))
+            c->arm[0].url = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-url", &missing)))
+            c->arm[1].url = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--model", &missing)))
+            o->model = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--splash", &missing)))
+            o->splash = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--server-args", &missing)))
+            o->server_args = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--baseline-args", &missing)))
+            o->arm_args[0] = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-args", &missing)))
+            o->arm_args[1] = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--baseline-verify-rows", &missing)))
+            c->arm[0].verify_rows = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-verify-rows", &missing)))
+            c->arm[1].verify_rows = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--api-key", &missing)))
+            c->api_key = v;
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--residency", &missing))) {
+            if (strcmp(v, "paired") && strcmp(v, "sequential"))
+                return err_set(err, "--residency: '%s' is not paired or sequential", v);
+            c->is_sequential = !strcmp(v, "sequential");
+        }
+        INT_OPT("--rounds", rounds, 1, BENCH_MAX_ROUNDS)
+        INT_OPT("--warmup", warmup, 0, 1000)
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--workload", &missing)))
+        {
+            if (parse_workloads(v, c, err))
+                return -1;
+        }
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--serial-prompt-tokens", &missing)))
+        {
+            if (cli_parse_i32_list("--serial-prompt-tokens", v, 1, BENCH_MAX_PROMPT, &lens, &n_lens, err))
+                return -1;
+            if (n_lens > BENCH_MAX_LENS) {
+                free(lens);
+                return err_set(err, "--serial-prompt-tokens: at most %d lengths", BENCH_MAX_LENS);
+            }
+            memcpy(c->serial_lens, lens, (size_t)n_lens * sizeof *lens);
+            c->n_serial_lens = n_lens;
+            free(lens);
+        }
+        INT_OPT("--serial-repeat", serial_repeat, 1, 100000)
+        INT_OPT("--max-tokens", max_tokens, 1, 1000000)
+        INT_OPT("--mixed-decode-prompt", mixed_decode_prompt, 1, BENCH_MAX_PROMPT)
+        INT_OPT("--mixed-decode-tokens", mixed_decode_tokens, 2, 1000000)
+        INT_OPT("--mixed-long-prompt", mixed_long_prompt, 2, BENCH_MAX_PROMPT)
+        INT_OPT("--mixed-long-tokens", mixed_long_tokens, 1, 1000000)
+        INT_OPT("--mixed-short-prompt", mixed_short_prompt, 1, BENCH_MAX_PROMPT)
+        INT_OPT("--mixed-short-tokens", mixed_short_tokens, 1, 1000000)
+        INT_OPT("--mixed-shorts", mixed_shorts, 0, 10000)
+        INT_OPT("--mixed-repeat", mixed_repeat, 1, 10000)
+        INT_OPT("--seeded-probes", seeded_probes, 1, 10000)
+        INT_OPT("--seeded-tokens", seeded_tokens, 1, 1000000)
+        INT_OPT("--poll-ms", poll_ms, 1, 10000)
+        INT_OPT("--request-timeout", request_timeout_s, 1, 7 * 86400)
+        INT_OPT("--start-timeout", start_timeout_s, 1, 86400)
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--decide", &missing)))
+        {
+            if (parse_decide(v, c, err))
+                return -1;
+        }
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--json", &missing)))
+            snprintf(o->json, sizeof o->json, "%s", v);
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--html", &missing)))
+            snprintf(o->html, sizeof o->html, "%s", v);
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--work-dir", &missing)))
+            snprintf(o->work_dir, sizeof o->work_dir, "%s", v);
+        else if (!strcmp(argv[i], "--expect-output-change")) c->expect_output_change = true;
+        else if (!strcmp(argv[i], "--no-inhibit")) c->is_inhibit = false;
+        else if (!strcmp(argv[i], "--quiet")) c->is_quiet = true;
+        else if (missing) return err_set(err, "%s needs a value", argv[i]);
+        else return err_set(err, "unknown argument '%s' (splash bench --help lists the options)", argv[i]);
+#undef INT_OPT
+    }
+    for (int k = 0; k < 2; k++) {
+        const char *name = k ? "candidate" : "baseline";
+        if (c->arm[k].cmd && c->arm[k].url)
+            return err_set(err, "give the %s either a command or a URL, not both", name);
+        if (!c->arm[k].cmd && !c->arm[k].url) {
+            if (!o->model)
+                return err_set(err, "the %s needs --%s-cmd, --%s-url or --model", name, name, name);
+            const char *bin = o->splash;
+            if (!bin) {
+                ssize_t n = readlink("/proc/self/exe", o->splash_self, sizeof o->splash_self - 1);
+                if (n <= 0)
+                    return err_set(err, "cannot find this binary; pass --splash BIN");
+                o->splash_self[n] = 0;
+                bin = o->splash_self;
+            }
+            int n = snprintf(o->cmd[k], sizeof o->cmd[k], "'%s' serve --model '%s' --port 0 %s %s", bin, o->model,
+                             o->server_args ? o->server_args : "", o->arm_args[k] ? o->arm_args[k] : "");
+            if (n >= (int)sizeof o->cmd[k])
+                return err_set(err, "the %s command is too long", name);
+            c->arm[k].cmd = o->cmd[k];
+        } else if (o->arm_args[k]) {
+            return err_set(err, "--%s-args goes with --model (add the flags to --%s-cmd instead)", name, name);
+        }
+    }
+    if (c->do_mixed) {
+        int p[3] = {c->mixed_decode_prompt, c->mixed_long_prompt, c->mixed_short_prompt};
+        if (p[0] == p[1] || p[0] == p[2] || p[1] == p[2])
+            return err_set(err,
+                           "the mixed prompt lengths (decode %d, long %d, short %d) must differ: /status "
+                           "requests are told apart by their prompt length",
+                           p[0], p[1], p[2]);
+    }
+    if (c->do_serial && c->n_serial_lens == 0)
+        return err_set(err, "--serial-prompt-tokens: give at least one length");
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(bench_usage, stdout);
+            return 0;
+        }
+    static bench_opts_t o;
+    memset(&o, 0, sizeof o);
+    bench_config_default(&o.c);
+    err_t err;
+    if (parse(argc, argv, &o, &err)) {
+        fprintf(stderr, "splash bench: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (!o.work_dir[0]) {
+        snprintf(o.work_dir, sizeof o.work_dir, "/tmp/splash-bench.XXXXXX");
+        if (!mkdtemp(o.work_dir)) {
+            fprintf(stderr, "splash bench: cannot create a work directory under /tmp\n");
+            return 1;
+        }
+    } else if (mkdir(o.work_dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "splash bench: cannot create %s: %s\n", o.work_dir, strerror(errno));
+        return 1;
+    }
+    if (!o.json[0])
+        snprintf(o.json, sizeof o.json, "%s/report.json", o.work_dir);
+    if (!o.html[0])
+        snprintf(o.html, sizeof o.html, "%s/report.html", o.work_dir);
+    o.c.work_dir = o.work_dir;
+    o.c.json_out = o.json;
+    o.c.html_out = o.html;
+    /* the command line, for the report */
+    size_t len = 0;
+    static char line[8192];
+    for (int i = 0; i < argc && len + 2 < sizeof line; i++)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", i ? " " : "splash ", argv[i]);
+    o.c.command_line = line;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+        fprintf(stderr, "splash bench: curl_global_init failed\n");
+        return 1;
+    }
+    int rc = bench_run(&o.c, &err);
+    if (rc == 1)
+        fprintf(stderr, "splash bench: %s\n", err.msg);
+    curl_global_cleanup();
+    return rc;
+}

@@ -1,0 +1,1191 @@
+/* splash bench orchestration: arms, residency, rounds A B B A, the three
+ * workloads and every validity rule. Everything measured goes into one
+ * report JSON object; the verdict comes from bench_stats.c. */
+#include "tools/bench.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/sha256.h"
+#include "base/stats.h"
+#include "tools/bench_http.h"
+#include "tools/bench_proc.h"
+
+#define BENCH_IDLE_WAIT_MS 5000   /* how long an arm may take to return to idle */
+#define BENCH_MAX_SNAP_ACTIVE 16  /* active requests kept per polled snapshot */
+#define BENCH_MAX_SLOT_REASONS 64 /* reasons kept per slot (the rest are counted) */
+#define BENCH_CONTEXT_WORDS 4096  /* words in the text contexts are cut from */
+
+const bench_metric_info_t bench_metrics[BM_COUNT] = {
+    {"throughput", "useful-token throughput (serial)", "tok/s", true, true},
+    {"ttft_short", "TTFT short (mixed)", "ms", false, true},
+    {"ttft_long", "TTFT long prefill (mixed)", "ms", false, true},
+    {"gap_p50", "chunk gap p50 (mixed decode)", "ms", false, true},
+    {"gap_p90", "chunk gap p90", "ms", false, false},
+    {"gap_p99", "chunk gap p99", "ms", false, false},
+    {"gap_max", "chunk gap max", "ms", false, false},
+};
+
+void bench_config_default(bench_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->arm[0].verify_rows = c->arm[1].verify_rows = "off";
+    c->rounds = 1;
+    c->warmup = 2;
+    c->do_serial = c->do_mixed = c->do_seeded = true;
+    c->serial_lens[0] = 32;
+    c->serial_lens[1] = 128;
+    c->n_serial_lens = 2;
+    c->serial_repeat = 2;
+    c->max_tokens = 32;
+    c->mixed_decode_prompt = 24;
+    c->mixed_decode_tokens = 64;
+    c->mixed_long_prompt = 512;
+    c->mixed_long_tokens = 4;
+    c->mixed_short_prompt = 16;
+    c->mixed_short_tokens = 4;
+    c->mixed_shorts = 3;
+    c->mixed_repeat = 2;
+    c->seeded_probes = 3;
+    c->seeded_prompt = 20;
+    c->seeded_tokens = 16;
+    for (int i = 0; i < BM_COUNT; i++)
+        if (bench_metrics[i].is_default_decider)
+            c->decide_mask |= 1u << i;
+    c->poll_ms = 5;
+    c->request_timeout_s = 600;
+    c->start_timeout_s = 600;
+    c->is_inhibit = true;
+    c->clock = &bench_system_clock;
+}
+
+/* ---- run state ---- */
+
+typedef struct arm_rt {
+    int idx;
+    char label; /* 'A' or 'B' */
+    const bench_arm_config_t *cfg;
+    bench_server_t srv;
+    bool is_running;
+    char url[BENCH_URL_MAX];
+    int starts;
+    bool has_status; /* /status answered (splash) */
+    bool is_probed;
+    json_t *fingerprint;
+    json_t *lifecycle; /* starts and stops */
+    int32_t *ctx;      /* token ids prompts are cut from */
+    int n_ctx;
+} arm_rt_t;
+
+typedef struct run {
+    const bench_config_t *c;
+    arm_rt_t arm[2];
+    char run_id[32];
+    uint64_t n_salts;
+    json_t *slots;
+    json_t *reasons;      /* run-level invalidity reasons */
+    json_t *unverifiable; /* names of checks that could not be made */
+    double *values;       /* (metric, round, position) */
+    bool has_metric[BM_COUNT];
+    double *gaps[2]; /* every decode chunk gap per arm, ms (for the distribution) */
+    size_t n_gaps[2], cap_gaps[2];
+} run_t;
+
+typedef struct slot {
+    run_t *r;
+    arm_rt_t *arm;
+    int round, pos;
+    json_t *j, *requests, *reasons;
+    int n_reasons_dropped;
+    bench_http_t h;
+    int64_t t0_ns;
+    double metric[BM_COUNT];
+    bool has[BM_COUNT];
+} slot_t;
+
+static void add_unique(json_t *arr, const char *s)
+{
+    size_t i;
+    for (i = 0; i < json_array_size(arr); i++)
+        if (!strcmp(json_string_value(json_array_get(arr, i)), s))
+            return;
+    json_array_append_new(arr, json_string(s));
+}
+
+static void slot_invalid(slot_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void slot_invalid(slot_t *s, const char *fmt, ...)
+{
+    if (json_array_size(s->reasons) >= BENCH_MAX_SLOT_REASONS) {
+        s->n_reasons_dropped++;
+        return;
+    }
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(s->reasons, json_string(buf));
+}
+
+static void unverifiable(run_t *r, const char *check)
+{
+    add_unique(r->unverifiable, check);
+}
+
+static double ms(int64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+static void new_salt(run_t *r, char *out, size_t cap)
+{
+    snprintf(out, cap, "splash-bench-%s-%llu", r->run_id, (unsigned long long)++r->n_salts);
+}
+
+/* ---- requests ---- */
+
+typedef struct req_spec {
+    const char *kind;
+    int prompt_len, offset, max_tokens;
+    double temperature;
+    long long seed; /* < 0: none */
+    char salt[96];
+} req_spec_t;
+
+static json_t *request_body(const arm_rt_t *a, const req_spec_t *q)
+{
+    json_t *ids = json_array();
+    for (int i = 0; i < q->prompt_len; i++)
+        json_array_append_new(ids, json_integer(a->ctx[(q->offset + i) % a->n_ctx]));
+    json_t *b = json_pack("{s:o,s:i,s:b,s:f,s:b,s:{s:b},s:s}", "prompt", ids, "max_tokens", q->max_tokens, "ignore_eos",
+                          1, "temperature", q->temperature, "stream", 1, "stream_options", "include_usage", 1,
+                          "cache_salt", q->salt);
+    if (q->seed >= 0) {
+        json_object_set_new(b, "seed", json_integer(q->seed));
+        json_object_set_new(b, "top_p", json_real(0.95));
+    }
+    return b;
+}
+
+static int stream_request(bench_http_t *h, const arm_rt_t *a, const req_spec_t *q, bench_stream_t *out,
+                          volatile int *is_first, err_t *err)
+{
+    json_t *body = request_body(a, q);
+    int rc = bench_http_stream(h, "/v1/completions", body, out, is_first, err);
+    json_decref(body);
+    return rc;
+}
+
+/* Checks one finished request against every per-request rule and records
+ * it (raw timings included) in the slot. Returns whether it was valid. */
+static bool record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, const char *transport_err)
+{
+    char hash[SHA256_HEX_LEN] = "";
+    err_t e;
+    sha256_hex(st->text ? st->text : "", st->text_len, hash, &e);
+    json_t *chunks = json_array();
+    for (size_t i = 0; i < st->n_chunks; i++)
+        json_array_append_new(chunks, json_real(ms(st->chunk_ns[i] - s->t0_ns)));
+    json_t *why = json_array();
+    int idx = (int)json_array_size(s->requests);
+    char buf[384];
+    if (transport_err) {
+        json_array_append_new(why, json_string(transport_err));
+    } else if (st->status != 200) {
+        snprintf(buf, sizeof buf, "HTTP %d%s%s", st->status, st->error[0] ? ": " : "", st->error);
+        json_array_append_new(why, json_string(buf));
+    } else {
+        if (st->error[0])
+            json_array_append_new(why, json_string(st->error));
+        if (!st->is_done)
+            json_array_append_new(why, json_string("the stream ended without data: [DONE]"));
+        if (st->cached_tokens < 0) {
+            unverifiable(s->r, "cached tokens (usage.prompt_tokens_details.cached_tokens not reported)");
+        } else if (st->cached_tokens > 0) {
+            snprintf(buf, sizeof buf, "cached tokens %d > 0 under a unique cache_salt", st->cached_tokens);
+            json_array_append_new(why, json_string(buf));
+        }
+        if (st->completion_tokens != q->max_tokens || strcmp(st->finish_reason, "length") != 0) {
+            snprintf(buf, sizeof buf, "output budget not met: %d of %d completion tokens, finish_reason '%s'",
+                     st->completion_tokens, q->max_tokens, st->finish_reason[0] ? st->finish_reason : "(none)");
+            json_array_append_new(why, json_string(buf));
+        }
+        if (st->prompt_tokens >= 0 && st->prompt_tokens != q->prompt_len) {
+            snprintf(buf, sizeof buf, "prompt tokens %d, sent %d", st->prompt_tokens, q->prompt_len);
+            json_array_append_new(why, json_string(buf));
+        }
+    }
+    bool is_valid = json_array_size(why) == 0;
+    for (size_t i = 0; i < json_array_size(why); i++)
+        slot_invalid(s, "%s request %d: %s", q->kind, idx, json_string_value(json_array_get(why, i)));
+    json_t *rq = json_pack("{s:s,s:i,s:i,s:s,s:i,s:f,s:f,s:f,s:o,s:s,s:i,s:i,s:i,s:s,s:b,s:o}", "kind", q->kind,
+                           "prompt_tokens_sent", q->prompt_len, "max_tokens", q->max_tokens, "cache_salt", q->salt,
+                           "http_status", st->status, "submit_ms", ms(st->t_submit_ns - s->t0_ns), "first_ms",
+                           st->t_first_ns ? ms(st->t_first_ns - s->t0_ns) : -1.0, "end_ms", ms(st->t_end_ns - s->t0_ns),
+                           "chunk_ms", chunks, "finish_reason", st->finish_reason, "prompt_tokens", st->prompt_tokens,
+                           "completion_tokens", st->completion_tokens, "cached_tokens", st->cached_tokens,
+                           "output_sha256", hash, "valid", is_valid, "reasons", why);
+    if (q->seed >= 0)
+        json_object_set_new(rq, "seed", json_integer(q->seed));
+    json_array_append_new(s->requests, rq);
+    return is_valid;
+}
+
+static bool run_one(slot_t *s, req_spec_t *q, bench_stream_t *st)
+{
+    err_t e;
+    new_salt(s->r, q->salt, sizeof q->salt);
+    int rc = stream_request(&s->h, s->arm, q, st, NULL, &e);
+    return record(s, q, st, rc ? e.msg : NULL);
+}
+
+/* ---- /status ---- */
+
+static json_t *get_status(bench_http_t *h, bool *is_absent)
+{
+    int status = 0;
+    json_t *st = NULL;
+    err_t e;
+    *is_absent = false;
+    if (bench_http_get(h, "/status", &status, &st, &e) || status != 200 || !json_is_object(st)) {
+        *is_absent = status == 404 || status == 405;
+        json_decref(st);
+        return NULL;
+    }
+    return st;
+}
+
+static int64_t jint(const json_t *o, const char *path)
+{
+    /* dotted path: "cache.blocks_used" */
+    char key[64];
+    const json_t *cur = o;
+    while (cur && *path) {
+        size_t n = strcspn(path, ".");
+        snprintf(key, sizeof key, "%.*s", (int)n, path);
+        cur = json_object_get(cur, key);
+        path += n + (path[n] == '.');
+    }
+    return json_is_integer(cur) ? (int64_t)json_integer_value(cur) : -1;
+}
+
+static const char *jstr(const json_t *o, const char *a, const char *b)
+{
+    return json_string_value(json_object_get(json_object_get(o, a), b));
+}
+
+/* The counters worth comparing before / after a slot. */
+static json_t *status_counters(const json_t *st)
+{
+    if (!st)
+        return json_null();
+    json_t *c = json_object();
+    static const char *const parts[] = {"scheduler", "cache", "spec", "memory", "trace"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        json_t *p = json_object_get(st, parts[i]);
+        if (p)
+            json_object_set(c, parts[i], p);
+    }
+    json_t *rq = json_deep_copy(json_object_get(st, "requests"));
+    if (rq) {
+        json_object_del(rq, "active");
+        json_object_set_new(c, "requests", rq);
+    }
+    json_object_set(c, "snapshot", json_object_get(st, "snapshot"));
+    return c;
+}
+
+static void check_policy(slot_t *s, const json_t *st)
+{
+    const char *want = s->arm->cfg->verify_rows;
+    const char *got = jstr(st, "policy", "verify_rows"), *eff = jstr(st, "policy", "verify_rows_effective");
+    if (!got || !eff) {
+        slot_invalid(s, "policy: /status has no policy.verify_rows / policy.verify_rows_effective");
+        return;
+    }
+    if (strcmp(got, want) || strcmp(eff, want))
+        slot_invalid(s,
+                     "policy mismatch: the arm declares verify_rows '%s', /status reports verify_rows '%s', "
+                     "effective '%s'",
+                     want, got, eff);
+}
+
+static bool is_idle(const json_t *st, char *why, size_t cap)
+{
+    size_t n_active = json_array_size(json_object_get(json_object_get(st, "requests"), "active"));
+    int64_t used = jint(st, "cache.blocks_used"), q = jint(st, "scheduler.queued"),
+            p = jint(st, "scheduler.prefilling"), d = jint(st, "scheduler.decoding");
+    snprintf(why, cap, "%zu active requests, %lld queued, %lld prefilling, %lld decoding, %lld KV blocks held",
+             n_active, (long long)q, (long long)p, (long long)d, (long long)used);
+    return n_active == 0 && used == 0 && q <= 0 && p <= 0 && d <= 0;
+}
+
+/* Polls until idle or BENCH_IDLE_WAIT_MS; returns the last snapshot. */
+static json_t *wait_idle(slot_t *s)
+{
+    int64_t deadline = clock_now_ns() + (int64_t)BENCH_IDLE_WAIT_MS * 1000000;
+    char why[256] = "";
+    for (;;) {
+        bool is_absent;
+        json_t *st = get_status(&s->h, &is_absent);
+        if (!st) {
+            if (!is_absent)
+                slot_invalid(s, "idle: /status failed after the arm");
+            return NULL;
+        }
+        if (is_idle(st, why, sizeof why))
+            return st;
+        if (clock_now_ns() > deadline) {
+            slot_invalid(s, "not idle %d ms after the arm: %s", BENCH_IDLE_WAIT_MS, why);
+            return st;
+        }
+        json_decref(st);
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- host readings ---- */
+
+static json_t *read_psi(void)
+{
+    FILE *f = fopen("/proc/pressure/memory", "r");
+    if (!f)
+        return json_null();
+    json_t *o = json_object();
+    char kind[8];
+    double a10, a60, a300;
+    unsigned long long total;
+    while (fscanf(f, "%7s avg10=%lf avg60=%lf avg300=%lf total=%llu", kind, &a10, &a60, &a300, &total) == 5)
+        json_object_set_new(
+            o, kind,
+            json_pack("{s:f,s:f,s:f,s:I}", "avg10", a10, "avg60", a60, "avg300", a300, "total_us", (json_int_t)total));
+    fclose(f);
+    return o;
+}
+
+static json_t *read_first_line(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return json_null();
+    char line[512];
+    json_t *v = json_null();
+    if (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        json_decref(v);
+        v = json_string(line);
+    }
+    fclose(f);
+    return v;
+}
+
+static json_t *environment(void)
+{
+    json_t *env = json_object();
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (!strncmp(line, "model name", 10)) {
+                char *p = strchr(line, ':');
+                if (p) {
+                    p += 1 + (p[1] == ' ');
+                    p[strcspn(p, "\n")] = 0;
+                    json_object_set_new(env, "cpu", json_string(p));
+                }
+                break;
+            }
+        }
+        fclose(f);
+    }
+    json_object_set_new(env, "cpus_online", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    struct utsname u;
+    if (uname(&u) == 0)
+        json_object_set_new(
+            env, "kernel",
+            json_pack("{s:s,s:s,s:s}", "sysname", u.sysname, "release", u.release, "machine", u.machine));
+    json_object_set_new(env, "governor", read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"));
+    json_object_set_new(env, "loadavg_start", read_first_line("/proc/loadavg"));
+    json_object_set_new(env, "memory_pressure_start", read_psi());
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    json_object_set_new(env, "hostname", json_string(host));
+    return env;
+}
+
+/* ---- arms ---- */
+
+/* Token ids to cut exact-length prompts from: a fixed text, tokenised by
+ * the arm's own server, long enough for the longest prompt. */
+static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
+{
+    const bench_config_t *c = r->c;
+    int need = c->mixed_long_prompt;
+    for (int i = 0; i < c->n_serial_lens; i++)
+        if (c->serial_lens[i] > need)
+            need = c->serial_lens[i];
+    need += c->seeded_probes * 7 + c->seeded_prompt + 64;
+    static const char *const words[] = {"river",  "stone",  "quiet",  "lantern", "orbit",  "maple", "signal", "harbor",
+                                        "copper", "meadow", "thread", "canyon",  "velvet", "ember", "tide",   "cedar"};
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return err_set(err, "out of memory");
+    uint32_t x = 12345;
+    for (int words_n = BENCH_CONTEXT_WORDS;; words_n *= 2) {
+        while (len < (size_t)words_n * 8) {
+            x = x * 1103515245u + 12345u;
+            const char *w = words[(x >> 16) % 16];
+            if (len + 32 > cap) {
+                char *t = realloc(text, cap *= 2);
+                if (!t) {
+                    free(text);
+                    return err_set(err, "out of memory");
+                }
+                text = t;
+            }
+            len += (size_t)snprintf(text + len, cap - len, "%s%s", len ? " " : "", w);
+        }
+        json_t *body = json_pack("{s:s%,s:b}", "prompt", text, len, "add_special_tokens", 0);
+        int status = 0;
+        json_t *out = NULL;
+        int rc = bench_http_post(h, "/tokenize", body, &status, &out, err);
+        json_decref(body);
+        if (rc) {
+            free(text);
+            return -1;
+        }
+        json_t *toks = json_object_get(out, "tokens");
+        if (status != 200 || !json_is_array(toks)) {
+            json_decref(out);
+            free(text);
+            return err_set(err, "%s/tokenize answered HTTP %d: bench builds exact-length prompts with /tokenize",
+                           a->url, status);
+        }
+        if ((int)json_array_size(toks) >= need || words_n > BENCH_MAX_PROMPT) {
+            a->n_ctx = (int)json_array_size(toks);
+            free(a->ctx);
+            a->ctx = malloc((size_t)(a->n_ctx ? a->n_ctx : 1) * sizeof *a->ctx);
+            for (int i = 0; i < a->n_ctx; i++)
+                a->ctx[i] = (int32_t)json_integer_value(json_array_get(toks, (size_t)i));
+            json_decref(out);
+            free(text);
+            if (a->n_ctx < need)
+                return err_set(err, "could not build a %d-token context", need);
+            return 0;
+        }
+        json_decref(out);
+    }
+}
+
+static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
+{
+    bool is_absent;
+    json_t *st = get_status(h, &is_absent);
+    a->has_status = st != NULL;
+    char sha[SHA256_HEX_LEN] = "";
+    err_t e;
+    json_t *fp = json_object();
+    json_object_set_new(fp, "command_line", a->cfg->cmd ? json_string(a->srv.cmd) : json_null());
+    json_object_set_new(fp, "url", json_string(a->url));
+    if (a->srv.binary[0]) {
+        json_object_set_new(fp, "binary_path", json_string(a->srv.binary));
+        if (sha256_file_hex(a->srv.binary, sha, &e) == 0)
+            json_object_set_new(fp, "binary_sha256", json_string(sha));
+    }
+    const char *bs = st ? jstr(st, "build", "binary_sha256") : NULL;
+    const char *ms_ = st ? jstr(st, "model", "sha256") : NULL;
+    json_object_set_new(fp, "status_binary_sha256", bs ? json_string(bs) : json_null());
+    json_object_set_new(fp, "model_sha256", ms_ ? json_string(ms_) : json_null());
+    json_object_set_new(fp, "model_path",
+                        st && jstr(st, "model", "path") ? json_string(jstr(st, "model", "path")) : json_null());
+    json_object_set_new(fp, "build_version",
+                        st && jstr(st, "build", "version") ? json_string(jstr(st, "build", "version")) : json_null());
+    json_object_set_new(fp, "git_revision",
+                        st && jstr(st, "build", "git_revision") ? json_string(jstr(st, "build", "git_revision"))
+                                                                : json_null());
+    if (!a->srv.binary[0] && bs)
+        json_object_set_new(fp, "binary_sha256", json_string(bs));
+    if (!st)
+        unverifiable(r, "server memory and /status counters (needs /status)");
+    json_decref(st);
+    if (!a->fingerprint) {
+        a->fingerprint = fp;
+        return 0;
+    }
+    /* a sequential arm restarts: it must be the same server every time */
+    const char *k[] = {"binary_sha256", "model_sha256"};
+    for (int i = 0; i < 2; i++) {
+        const char *x = json_string_value(json_object_get(a->fingerprint, k[i]));
+        const char *y = json_string_value(json_object_get(fp, k[i]));
+        if (x && y && strcmp(x, y)) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "arm %c: %s changed between starts", a->label, k[i]);
+            json_array_append_new(r->reasons, json_string(buf));
+        }
+    }
+    json_decref(fp);
+    return 0;
+}
+
+static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
+{
+    const bench_config_t *c = r->c;
+    a->starts++;
+    if (a->cfg->cmd) {
+        char log[1024];
+        snprintf(log, sizeof log, "%s/server-%c-%d.log", c->work_dir, a->label, a->starts);
+        if (bench_server_start(a->cfg->cmd, log, c->start_timeout_s, c->api_key, &a->srv, err))
+            return err_prefix(err, "arm %c: ", a->label);
+        snprintf(a->url, sizeof a->url, "%s", a->srv.url);
+        json_array_append_new(a->lifecycle, json_pack("{s:s,s:i,s:s,s:s}", "event", "start", "pid", (int)a->srv.pid,
+                                                      "url", a->url, "log", log));
+    } else {
+        snprintf(a->url, sizeof a->url, "%s", a->cfg->url);
+        if (bench_wait_healthy(a->url, c->api_key, c->start_timeout_s, err))
+            return err_prefix(err, "arm %c: ", a->label);
+    }
+    a->is_running = true;
+    bench_http_t h;
+    if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
+        return -1;
+    arm_fingerprint(r, a, &h);
+    if (!a->ctx && build_context(r, a, &h, err)) {
+        bench_http_free(&h);
+        return err_prefix(err, "arm %c: ", a->label);
+    }
+    /* warm-up: the same count after every start, so histories match */
+    for (int i = 0; i < c->warmup; i++) {
+        req_spec_t q = {
+            "warmup", c->n_serial_lens ? c->serial_lens[0] : 16, 0, c->max_tokens < 8 ? c->max_tokens : 8, 0.0, -1, ""};
+        new_salt(r, q.salt, sizeof q.salt);
+        bench_stream_t st;
+        if (stream_request(&h, a, &q, &st, NULL, err) || st.status != 200) {
+            if (!err->msg[0] || st.status)
+                err_set(err, "warm-up request answered HTTP %d", st.status);
+            bench_stream_free(&st);
+            bench_http_free(&h);
+            return err_prefix(err, "arm %c: ", a->label);
+        }
+        bench_stream_free(&st);
+    }
+    bench_http_free(&h);
+    return 0;
+}
+
+static void arm_stop(arm_rt_t *a)
+{
+    if (!a->is_running)
+        return;
+    a->is_running = false;
+    if (!a->cfg->cmd)
+        return;
+    char how[128];
+    bench_server_stop(&a->srv, how, sizeof how);
+    json_array_append_new(a->lifecycle, json_pack("{s:s,s:s}", "event", "stop", "how", how));
+}
+
+/* ---- workloads ---- */
+
+static void workload_serial(slot_t *s)
+{
+    const bench_config_t *c = s->r->c;
+    int64_t busy_ns = 0, useful = 0;
+    for (int li = 0; li < c->n_serial_lens; li++) {
+        for (int k = 0; k < c->serial_repeat; k++) {
+            req_spec_t q = {"serial", c->serial_lens[li], 0, c->max_tokens, 0.0, -1, ""};
+            bench_stream_t st;
+            bool ok = run_one(s, &q, &st);
+            busy_ns += st.t_end_ns - st.t_submit_ns;
+            if (ok)
+                useful += st.completion_tokens;
+            bench_stream_free(&st);
+        }
+    }
+    s->metric[BM_THROUGHPUT] = busy_ns > 0 ? (double)useful / ((double)busy_ns / 1e9) : 0;
+    s->has[BM_THROUGHPUT] = true;
+}
+
+typedef struct snap_req {
+    int prompt, prefilled, generated;
+} snap_req_t;
+
+typedef struct snap {
+    int64_t seq, t_ns;
+    int n;
+    snap_req_t act[BENCH_MAX_SNAP_ACTIVE];
+} snap_t;
+
+typedef struct poller {
+    bench_http_t h;
+    int poll_ms;
+    volatile int is_stop;
+    snap_t *snaps;
+    size_t n, cap;
+    int64_t last_seq;
+    int n_stale, n_failed;
+    int64_t max_rss;
+} poller_t;
+
+static void *poll_main(void *arg)
+{
+    poller_t *p = arg;
+    while (!__atomic_load_n(&p->is_stop, __ATOMIC_ACQUIRE)) {
+        bool is_absent;
+        json_t *st = get_status(&p->h, &is_absent);
+        if (!st) {
+            p->n_failed++;
+        } else {
+            int64_t seq = jint(st, "snapshot.seq");
+            int64_t rss = jint(st, "memory.resident_bytes");
+            if (rss > p->max_rss)
+                p->max_rss = rss;
+            if (seq <= p->last_seq) {
+                p->n_stale++; /* stale or repeated: never evidence */
+            } else {
+                p->last_seq = seq;
+                if (p->n == p->cap) {
+                    size_t cap = p->cap ? p->cap * 2 : 256;
+                    snap_t *q = realloc(p->snaps, cap * sizeof *q);
+                    if (q) {
+                        p->snaps = q;
+                        p->cap = cap;
+                    }
+                }
+                if (p->n < p->cap) {
+                    snap_t *sn = &p->snaps[p->n++];
+                    memset(sn, 0, sizeof *sn);
+                    sn->seq = seq;
+                    sn->t_ns = clock_now_ns();
+                    json_t *act = json_object_get(json_object_get(st, "requests"), "active");
+                    size_t i;
+                    json_t *v;
+                    json_array_foreach(act, i, v)
+                    {
+                        if (sn->n == BENCH_MAX_SNAP_ACTIVE)
+                            break;
+                        snap_req_t *a = &sn->act[sn->n++];
+                        a->prompt = (int)jint(v, "prompt_tokens");
+                        a->prefilled = (int)jint(v, "prefilled_tokens");
+                        a->generated = (int)jint(v, "generated_tokens");
+                    }
+                }
+            }
+            json_decref(st);
+        }
+        struct timespec ts = {p->poll_ms / 1000, (long)(p->poll_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static const snap_req_t *find_req(const snap_t *sn, int prompt)
+{
+    for (int i = 0; i < sn->n; i++)
+        if (sn->act[i].prompt == prompt)
+            return &sn->act[i];
+    return NULL;
+}
+
+/* Evidence of overlap: two consecutive fresh snapshots in which the long
+ * request was mid-prefill at both ends (started before the first, not done
+ * at the second) and prefilled more, while the decode request generated
+ * more and was not done. Then the decode advanced during the prefill. */
+static int overlap_evidence(const poller_t *p, const bench_config_t *c)
+{
+    int n = 0;
+    for (size_t i = 1; i < p->n; i++) {
+        const snap_req_t *l0 = find_req(&p->snaps[i - 1], c->mixed_long_prompt);
+        const snap_req_t *l1 = find_req(&p->snaps[i], c->mixed_long_prompt);
+        const snap_req_t *d0 = find_req(&p->snaps[i - 1], c->mixed_decode_prompt);
+        const snap_req_t *d1 = find_req(&p->snaps[i], c->mixed_decode_prompt);
+        if (!l0 || !l1 || !d0 || !d1)
+            continue;
+        if (l0->prefilled > 0 && l1->prefilled > l0->prefilled && l1->prefilled < c->mixed_long_prompt &&
+            d1->generated > d0->generated && d0->generated > 0 && d1->generated < c->mixed_decode_tokens)
+            n++;
+    }
+    return n;
+}
+
+typedef struct stream_job {
+    bench_http_t h;
+    const arm_rt_t *arm;
+    req_spec_t q;
+    bench_stream_t st;
+    volatile int is_first;
+    int rc;
+    err_t err;
+} stream_job_t;
+
+static void *stream_main(void *arg)
+{
+    stream_job_t *j = arg;
+    j->rc = stream_request(&j->h, j->arm, &j->q, &j->st, &j->is_first, &j->err);
+    __atomic_store_n(&j->is_first, 1, __ATOMIC_RELEASE); /* never leave a waiter hanging */
+    return NULL;
+}
+
+static void wait_first(stream_job_t *j)
+{
+    while (!__atomic_load_n(&j->is_first, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void add_gap(run_t *r, int arm, double g)
+{
+    if (r->n_gaps[arm] == r->cap_gaps[arm]) {
+        size_t cap = r->cap_gaps[arm] ? r->cap_gaps[arm] * 2 : 1024;
+        double *q = realloc(r->gaps[arm], cap * sizeof *q);
+        if (!q)
+            return;
+        r->gaps[arm] = q;
+        r->cap_gaps[arm] = cap;
+    }
+    r->gaps[arm][r->n_gaps[arm]++] = g;
+}
+
+static void workload_mixed(slot_t *s)
+{
+    run_t *r = s->r;
+    const bench_config_t *c = r->c;
+    double ttft_short = 0, ttft_long = 0;
+    int n_short = 0, n_long = 0;
+    double *gaps = NULL;
+    size_t n_gaps = 0, cap_gaps = 0;
+    int evidence = 0, fresh = 0, stale = 0, failed = 0;
+    json_t *reps = json_array();
+    for (int rep = 0; rep < c->mixed_repeat; rep++) {
+        poller_t p = {.poll_ms = c->poll_ms};
+        bool has_poller = s->arm->has_status && bench_http_init(&p.h, s->arm->url, c->api_key, 10, NULL) == 0;
+        pthread_t tp, td, tl;
+        if (has_poller && pthread_create(&tp, NULL, poll_main, &p))
+            has_poller = false;
+        stream_job_t *d = calloc(1, sizeof *d), *l = calloc(1, sizeof *l);
+        d->arm = l->arm = s->arm;
+        d->q = (req_spec_t){"decode", c->mixed_decode_prompt, 0, c->mixed_decode_tokens, 0.0, -1, ""};
+        l->q = (req_spec_t){"long", c->mixed_long_prompt, 0, c->mixed_long_tokens, 0.0, -1, ""};
+        new_salt(r, d->q.salt, sizeof d->q.salt);
+        new_salt(r, l->q.salt, sizeof l->q.salt);
+        bench_http_init(&d->h, s->arm->url, c->api_key, c->request_timeout_s, NULL);
+        bench_http_init(&l->h, s->arm->url, c->api_key, c->request_timeout_s, NULL);
+        pthread_create(&td, NULL, stream_main, d);
+        wait_first(d); /* the decode request is generating */
+        pthread_create(&tl, NULL, stream_main, l);
+        for (int k = 0; k < c->mixed_shorts; k++) {
+            req_spec_t q = {"short", c->mixed_short_prompt, 0, c->mixed_short_tokens, 0.0, -1, ""};
+            bench_stream_t st;
+            if (run_one(s, &q, &st) || st.t_first_ns) {
+                if (st.t_first_ns) {
+                    ttft_short += ms(st.t_first_ns - st.t_submit_ns);
+                    n_short++;
+                }
+            }
+            bench_stream_free(&st);
+        }
+        pthread_join(tl, NULL);
+        pthread_join(td, NULL);
+        if (has_poller) {
+            __atomic_store_n(&p.is_stop, 1, __ATOMIC_RELEASE);
+            pthread_join(tp, NULL);
+        }
+        record(s, &d->q, &d->st, d->rc ? d->err.msg : NULL);
+        record(s, &l->q, &l->st, l->rc ? l->err.msg : NULL);
+        if (l->st.t_first_ns) {
+            ttft_long += ms(l->st.t_first_ns - l->st.t_submit_ns);
+            n_long++;
+        }
+        for (size_t i = 1; i < d->st.n_chunks; i++) {
+            double g = ms(d->st.chunk_ns[i] - d->st.chunk_ns[i - 1]);
+            if (n_gaps == cap_gaps) {
+                cap_gaps = cap_gaps ? cap_gaps * 2 : 256;
+                double *q = realloc(gaps, cap_gaps * sizeof *q);
+                if (!q)
+                    break;
+                gaps = q;
+            }
+            gaps[n_gaps++] = g;
+            add_gap(r, s->arm->idx, g);
+        }
+        int ev = has_poller ? overlap_evidence(&p, c) : 0;
+        if (has_poller && p.max_rss > 0)
+            json_object_set_new(s->j, "peak_resident_bytes", json_integer(p.max_rss));
+        json_array_append_new(reps, json_pack("{s:i,s:i,s:i,s:i,s:b}", "fresh_snapshots", (int)p.n, "stale_snapshots",
+                                              p.n_stale, "failed_polls", p.n_failed, "overlap_evidence_pairs", ev,
+                                              "overlap_proven", ev > 0));
+        if (has_poller && ev == 0)
+            slot_invalid(s,
+                         "mixed repetition %d: overlap not proven: no two fresh /status snapshots show the long "
+                         "prefill advancing while the decode request generated (%zu fresh, %d stale or repeated; "
+                         "if the decode ended first, raise --mixed-decode-tokens)",
+                         rep, p.n, p.n_stale);
+        evidence += ev;
+        fresh += (int)p.n;
+        stale += p.n_stale;
+        failed += p.n_failed;
+        bench_http_free(&d->h);
+        bench_http_free(&l->h);
+        bench_stream_free(&d->st);
+        bench_stream_free(&l->st);
+        free(d);
+        free(l);
+        if (has_poller)
+            bench_http_free(&p.h);
+        free(p.snaps);
+    }
+    if (!s->arm->has_status)
+        unverifiable(r, "mixed overlap (needs /status)");
+    json_object_set_new(s->j, "mixed",
+                        json_pack("{s:o,s:i,s:i,s:i,s:i,s:s}", "repetitions", reps, "fresh_snapshots", fresh,
+                                  "stale_snapshots", stale, "failed_polls", failed, "overlap_evidence_pairs", evidence,
+                                  "overlap",
+                                  !s->arm->has_status ? "unverifiable"
+                                  : evidence > 0      ? "proven"
+                                                      : "not proven"));
+    s->metric[BM_TTFT_SHORT] = n_short ? ttft_short / n_short : 0;
+    s->metric[BM_TTFT_LONG] = n_long ? ttft_long / n_long : 0;
+    s->has[BM_TTFT_SHORT] = s->has[BM_TTFT_LONG] = true;
+    if (n_gaps) {
+        double q50 = stats_quantile(gaps, n_gaps, 0.5), q90 = stats_quantile(gaps, n_gaps, 0.9),
+               q99 = stats_quantile(gaps, n_gaps, 0.99), mx = stats_quantile(gaps, n_gaps, 1.0);
+        s->metric[BM_GAP_P50] = q50;
+        s->metric[BM_GAP_P90] = q90;
+        s->metric[BM_GAP_P99] = q99;
+        s->metric[BM_GAP_MAX] = mx;
+    }
+    for (int m = BM_GAP_P50; m <= BM_GAP_MAX; m++)
+        s->has[m] = true;
+    free(gaps);
+}
+
+static void workload_seeded(slot_t *s)
+{
+    const bench_config_t *c = s->r->c;
+    json_t *hashes = json_array();
+    for (int i = 0; i < c->seeded_probes; i++) {
+        req_spec_t q = {"seeded", c->seeded_prompt, 7 * i, c->seeded_tokens, 0.8, 1000 + i, ""};
+        bench_stream_t st;
+        run_one(s, &q, &st);
+        json_t *last = json_array_get(s->requests, json_array_size(s->requests) - 1);
+        json_array_append(hashes, json_object_get(last, "output_sha256"));
+        bench_stream_free(&st);
+    }
+    json_object_set_new(s->j, "seeded_hashes", hashes);
+}
+
+/* ---- slots and rounds ---- */
+
+static int run_slot(run_t *r, int round, int pos, err_t *err)
+{
+    const bench_config_t *c = r->c;
+    int ai = (pos == 0 || pos == 3) ? 0 : 1;
+    arm_rt_t *a = &r->arm[ai];
+    if (!a->is_running && arm_start(r, a, err))
+        return -1;
+    slot_t s = {.r = r, .arm = a, .round = round, .pos = pos};
+    s.j = json_object();
+    s.requests = json_array();
+    s.reasons = json_array();
+    if (bench_http_init(&s.h, a->url, c->api_key, c->request_timeout_s, err))
+        return -1;
+    bool is_absent;
+    json_t *before = get_status(&s.h, &is_absent);
+    if (before)
+        check_policy(&s, before);
+    else if (a->has_status)
+        slot_invalid(&s, "/status failed before the arm");
+    else
+        unverifiable(r, "policy (needs /status)");
+    json_t *psi0 = read_psi();
+    bench_clock_sample_t k0, k1;
+    c->clock->sample(c->clock->ctx, &k0);
+    s.t0_ns = clock_now_ns();
+    if (c->do_serial)
+        workload_serial(&s);
+    if (c->do_mixed)
+        workload_mixed(&s);
+    if (c->do_seeded)
+        workload_seeded(&s);
+    c->clock->sample(c->clock->ctx, &k1);
+    double elapsed_ms = ms(clock_now_ns() - s.t0_ns);
+    char why[256];
+    if (bench_check_suspend(&k0, &k1, why, sizeof why))
+        slot_invalid(&s, "%s", why);
+    json_t *after = a->has_status ? wait_idle(&s) : NULL;
+    if (!a->has_status)
+        unverifiable(r, "idle after arm (needs /status)");
+    json_object_set_new(s.j, "round", json_integer(round + 1));
+    json_object_set_new(s.j, "position", json_integer(pos + 1));
+    char name[8];
+    snprintf(name, sizeof name, "%c%d", a->label, pos + 1);
+    json_object_set_new(s.j, "slot", json_string(name));
+    json_object_set_new(s.j, "arm", json_string(ai ? "B" : "A"));
+    json_object_set_new(s.j, "elapsed_ms", json_real(elapsed_ms));
+    json_object_set_new(s.j, "clock",
+                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "boot0_ns", (json_int_t)k0.boot_ns, "mono0_ns",
+                                  (json_int_t)k0.mono_ns, "wall0_ns", (json_int_t)k0.wall_ns, "boot1_ns",
+                                  (json_int_t)k1.boot_ns, "mono1_ns", (json_int_t)k1.mono_ns, "wall1_ns",
+                                  (json_int_t)k1.wall_ns));
+    json_object_set_new(s.j, "status_before", status_counters(before));
+    json_object_set_new(s.j, "status_after", status_counters(after));
+    int64_t rss = after ? jint(after, "memory.resident_bytes") : -1;
+    json_object_set_new(s.j, "server_resident_bytes", rss >= 0 ? json_integer(rss) : json_null());
+    json_object_set_new(s.j, "host_memory_pressure", json_pack("{s:o,s:o}", "before", psi0, "after", read_psi()));
+    json_decref(before);
+    json_decref(after);
+    json_t *metrics = json_object();
+    for (int m = 0; m < BM_COUNT; m++) {
+        if (!s.has[m])
+            continue;
+        json_object_set_new(metrics, bench_metrics[m].key, json_real(s.metric[m]));
+        r->has_metric[m] = true;
+        r->values[((size_t)m * (size_t)c->rounds + (size_t)round) * 4 + (size_t)pos] = s.metric[m];
+    }
+    json_object_set_new(s.j, "metrics", metrics);
+    if (s.n_reasons_dropped) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "... and %d more", s.n_reasons_dropped);
+        json_array_append_new(s.reasons, json_string(buf));
+    }
+    json_object_set_new(s.j, "valid", json_boolean(json_array_size(s.reasons) == 0));
+    json_object_set_new(s.j, "reasons", s.reasons);
+    json_object_set_new(s.j, "requests", s.requests);
+    json_array_append_new(r->slots, s.j);
+    bench_http_free(&s.h);
+    if (c->is_sequential)
+        arm_stop(a);
+    return 0;
+}
+
+/* Seeded probes: each arm reproduces itself, and the arms agree unless a
+ * change of output is expected. */
+static json_t *check_seeded(run_t *r)
+{
+    const json_t *first[2] = {NULL, NULL};
+    bool is_same_between = true, has_both = true;
+    size_t i;
+    json_t *sl;
+    json_array_foreach(r->slots, i, sl)
+    {
+        int ai = !strcmp(json_string_value(json_object_get(sl, "arm")), "B");
+        const json_t *h = json_object_get(sl, "seeded_hashes");
+        if (!h)
+            continue;
+        if (!first[ai]) {
+            first[ai] = h;
+        } else if (!json_equal(first[ai], h)) {
+            char buf[160];
+            snprintf(buf, sizeof buf, "seeded outputs of arm %c differ between its own slots (non-deterministic)",
+                     ai ? 'B' : 'A');
+            json_array_append_new(r->reasons, json_string(buf));
+        }
+    }
+    if (!first[0] || !first[1])
+        has_both = false;
+    else
+        is_same_between = json_equal(first[0], first[1]);
+    if (has_both && !is_same_between && !r->c->expect_output_change)
+        json_array_append_new(r->reasons,
+                              json_string("seeded outputs differ between A and B (pass --expect-output-change if "
+                                          "the candidate is meant to change outputs)"));
+    return json_pack("{s:b,s:b,s:b}", "compared", has_both, "identical", has_both && is_same_between,
+                     "expect_output_change", r->c->expect_output_change);
+}
+
+static json_t *abba_json(const bench_abba_t *x)
+{
+    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "a", x->a, "b", x->b, "noise", x->noise, "change", x->change,
+                     "threshold", x->threshold, "verdict", bench_verdict_name(x->verdict), "why", x->why);
+}
+
+static json_t *statistics(run_t *r, bench_verdict_t *overall)
+{
+    const bench_config_t *c = r->c;
+    json_t *st = json_object();
+    bench_verdict_t dec[BM_COUNT];
+    size_t n_dec = 0;
+    bench_abba_t *rounds = calloc((size_t)c->rounds, sizeof *rounds);
+    for (int m = 0; m < BM_COUNT; m++) {
+        if (!r->has_metric[m])
+            continue;
+        bool hib = bench_metrics[m].is_higher_better;
+        json_t *jr = json_array();
+        for (int k = 0; k < c->rounds; k++) {
+            const double *v = &r->values[((size_t)m * (size_t)c->rounds + (size_t)k) * 4];
+            rounds[k] = bench_abba(v, hib);
+            json_t *o = abba_json(&rounds[k]);
+            json_object_set_new(o, "values", json_pack("[f,f,f,f]", v[0], v[1], v[2], v[3]));
+            json_array_append_new(jr, o);
+        }
+        bench_abba_t comb = bench_abba_combine(rounds, (size_t)c->rounds, hib);
+        bool is_decider = (c->decide_mask >> m) & 1;
+        if (is_decider)
+            dec[n_dec++] = comb.verdict;
+        json_object_set_new(st, bench_metrics[m].key,
+                            json_pack("{s:s,s:s,s:b,s:b,s:o,s:o}", "label", bench_metrics[m].label, "unit",
+                                      bench_metrics[m].unit, "higher_is_better", hib, "decides", is_decider, "rounds",
+                                      jr, "combined", abba_json(&comb)));
+    }
+    free(rounds);
+    *overall = bench_overall(dec, n_dec);
+    return st;
+}
+
+static int run_all(run_t *r, err_t *err)
+{
+    const bench_config_t *c = r->c;
+    if (!c->is_sequential)
+        for (int i = 0; i < 2; i++)
+            if (arm_start(r, &r->arm[i], err))
+                return -1;
+    for (int k = 0; k < c->rounds; k++)
+        for (int pos = 0; pos < 4; pos++) {
+            if (run_slot(r, k, pos, err))
+                return -1;
+            if (!c->is_quiet)
+                fprintf(stderr, "splash bench: round %d slot %c%d done\n", k + 1, pos == 0 || pos == 3 ? 'A' : 'B',
+                        pos + 1);
+        }
+    return 0;
+}
+
+int bench_run(const bench_config_t *c, err_t *err)
+{
+    run_t r = {.c = c};
+    snprintf(r.run_id, sizeof r.run_id, "%lx-%d", (unsigned long)time(NULL), (int)getpid());
+    r.slots = json_array();
+    r.reasons = json_array();
+    r.unverifiable = json_array();
+    r.values = calloc((size_t)BM_COUNT * (size_t)c->rounds * 4, sizeof *r.values);
+    for (int i = 0; i < 2; i++) {
+        r.arm[i] = (arm_rt_t){.idx = i, .label = i ? 'B' : 'A', .cfg = &c->arm[i], .lifecycle = json_array()};
+    }
+    bench_install_signal_cleanup();
+    bench_inhibit_t inh;
+    if (c->is_inhibit)
+        bench_inhibit_begin(&inh);
+    else
+        inh = (bench_inhibit_t){.fd = -1, .why = "disabled (--no-inhibit)"};
+    json_t *report = json_object();
+    json_object_set_new(report, "schema", json_string("splash-bench/1"));
+    json_object_set_new(report, "command_line", json_string(c->command_line ? c->command_line : ""));
+    json_object_set_new(report, "run_id", json_string(r.run_id));
+    json_object_set_new(report, "started_unix_ms", json_integer((json_int_t)time(NULL) * 1000));
+    json_object_set_new(report, "environment", environment());
+    int64_t t0 = clock_now_ns();
+    int rc = run_all(&r, err);
+    for (int i = 0; i < 2; i++)
+        arm_stop(&r.arm[i]);
+    bench_inhibit_end(&inh);
+    json_t *env = json_object_get(report, "environment");
+    json_object_set_new(env, "loadavg_end", read_first_line("/proc/loadavg"));
+    json_object_set_new(env, "memory_pressure_end", read_psi());
+    json_object_set_new(report, "sleep_inhibit",
+                        json_pack("{s:s,s:b,s:s}", "method", "systemd-inhibit", "held", inh.is_held, "why", inh.why));
+    json_object_set_new(report, "elapsed_s", json_real((double)(clock_now_ns() - t0) / 1e9));
+    json_t *arms = json_array();
+    for (int i = 0; i < 2; i++) {
+        arm_rt_t *a = &r.arm[i];
+        json_array_append_new(arms,
+                              json_pack("{s:s,s:s,s:s?,s:s?,s:s,s:b,s:i,s:o,s:o}", "arm", i ? "B" : "A", "role",
+                                        i ? "candidate" : "baseline", "command", a->cfg->cmd, "url", a->cfg->url,
+                                        "verify_rows_declared", a->cfg->verify_rows, "has_status", a->has_status,
+                                        "starts", a->starts, "fingerprint",
+                                        a->fingerprint ? a->fingerprint : json_null(), "lifecycle", a->lifecycle));
+        free(a->ctx);
+    }
+    json_object_set_new(report, "arms", arms);
+    json_object_set_new(
+        report, "config",
+        json_pack("{s:s,s:i,s:i,s:[s?,s?,s?],s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}", "residency",
+                  c->is_sequential ? "sequential" : "paired", "rounds", c->rounds, "warmup", c->warmup, "workloads",
+                  c->do_serial ? "serial" : NULL, c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL,
+                  "serial_repeat", c->serial_repeat, "max_tokens", c->max_tokens, "mixed_decode_prompt",
+                  c->mixed_decode_prompt, "mixed_decode_tokens", c->mixed_decode_tokens, "mixed_long_prompt",
+                  c->mixed_long_prompt, "mixed_long_tokens", c->mixed_long_tokens, "mixed_short_prompt",
+                  c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts, "mixed_repeat", c->mixed_repeat,
+                  "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens, "poll_ms", c->poll_ms,
+                  "seeded_prompt", c->seeded_prompt, "expect_output_change", c->expect_output_change));
+    json_t *lens = json_array();
+    for (int i = 0; i < c->n_serial_lens; i++)
+        json_array_append_new(lens, json_integer(c->serial_lens[i]));
+    json_object_set_new(json_object_get(report, "config"), "serial_prompt_tokens", lens);
+    json_object_set_new(report, "slots", r.slots);
+    int exit_code;
+    if (rc) {
+        json_array_append_new(r.reasons, json_string(err->msg));
+        json_object_set_new(report, "error", json_string(err->msg));
+    }
+    json_object_set_new(report, "seeded", check_seeded(&r));
+    bench_verdict_t v = BENCH_NO_CHANGE;
+    json_object_set_new(report, "statistics", rc ? json_object() : statistics(&r, &v));
+    bool is_valid = json_array_size(r.reasons) == 0;
+    json_t *all = json_array();
+    size_t i;
+    json_t *x;
+    for (i = 0; i < json_array_size(r.reasons); i++)
+        json_array_append(all, json_array_get(r.reasons, i));
+    json_array_foreach(r.slots, i, x)
+    {
+        size_t j;
+        json_t *y;
+        json_array_foreach(json_object_get(x, "reasons"), j, y)
+        {
+            char buf[640];
+            snprintf(buf, sizeof buf, "%s (round %lld): %s", json_string_value(json_object_get(x, "slot")),
+                     (long long)jint(x, "round"), json_string_value(y));
+            json_array_append_new(all, json_string(buf));
+            is_valid = false;
+        }
+    }
+    if (!is_valid)
+        v = BENCH_INVALID;
+    exit_code = rc ? 1 : bench_verdict_exit(v);
+    json_object_set_new(report, "validity",
+                        json_pack("{s:b,s:o,s:o}", "valid", is_valid, "reasons", all, "unverifiable", r.unverifiable));
+    char verdict[1024];
+    int n = snprintf(verdict, sizeof verdict, "%s", rc ? "error" : bench_verdict_name(v));
+    if (json_array_size(r.unverifiable)) {
+        n += snprintf(verdict + n, sizeof verdict - (size_t)n, " (unverifiable: ");
+        for (i = 0; i < json_array_size(r.unverifiable) && n < (int)sizeof verdict; i++)
+            n += snprintf(verdict + n, sizeof verdict - (size_t)n, "%s%s", i ? "; " : "",
+                          json_string_value(json_array_get(r.unverifiable, i)));
+        snprintf(verdict + n, sizeof verdict - (size_t)n, ")");
+    }
+    json_object_set_new(report, "verdict", json_string(verdict));
+    json_object_set_new(report, "exit_code", json_integer(exit_code));
+    json_t *dist = json_object();
+    for (int k = 0; k < 2; k++) {
+        json_t *g = json_array();
+        for (size_t j = 0; j < r.n_gaps[k]; j++)
+            json_array_append_new(g, json_real(r.gaps[k][j]));
+        json_object_set_new(dist, k ? "B" : "A", g);
+        free(r.gaps[k]);
+    }
+    json_object_set_new(report, "chunk_gaps_ms", dist);
+    free(r.values);
+    err_t werr;
+    if (c->json_out && json_dump_file(report, c->json_out, JSON_INDENT(1)) != 0)
+        fprintf(stderr, "splash bench: could not write %s\n", c->json_out);
+    if (c->html_out && bench_write_html(report, c->html_out, &werr))
+        fprintf(stderr, "splash bench: %s\n", werr.msg);
+    bench_print_summary(report, stdout);
+    if (c->json_out)
+        printf("report: %s\n", c->json_out);
+    if (c->html_out)
+        printf("html:   %s\n", c->html_out);
+    json_decref(report);
+    return exit_code;
+}

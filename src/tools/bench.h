@@ -1,0 +1,90 @@
+/* splash bench: the ABBA serving comparison (SPEC section 6). A baseline
+ * arm (A) and a candidate arm (B), each a server command bench owns or the
+ * URL of a running server, measured in rounds A, B, B, A over workloads
+ * whose validity is checked request by request; the statistics and verdict
+ * rules live in bench_stats.h, the report in bench_report.c. */
+#ifndef SPLASH_BENCH_H
+#define SPLASH_BENCH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/err.h"
+#include "tools/bench_stats.h"
+
+#define BENCH_MAX_ROUNDS 100
+#define BENCH_MAX_LENS 16        /* serial prompt lengths */
+#define BENCH_MAX_PROMPT 1000000 /* longest context bench builds */
+
+typedef struct bench_arm_config {
+    const char *cmd;         /* server command bench starts, or NULL */
+    const char *url;         /* running server, or NULL */
+    const char *verify_rows; /* the policy this arm declares ("off", "all", "auto") */
+} bench_arm_config_t;
+
+typedef struct bench_config {
+    bench_arm_config_t arm[2]; /* [0] baseline A, [1] candidate B */
+    bool is_sequential;        /* one server resident at a time */
+    int rounds;
+    int warmup; /* unmeasured requests after each server start */
+    bool do_serial, do_mixed, do_seeded;
+    /* serial */
+    int32_t serial_lens[BENCH_MAX_LENS];
+    int n_serial_lens;
+    int serial_repeat;
+    int max_tokens;
+    /* mixed */
+    int mixed_decode_prompt, mixed_decode_tokens;
+    int mixed_long_prompt, mixed_long_tokens;
+    int mixed_short_prompt, mixed_short_tokens, mixed_shorts;
+    int mixed_repeat;
+    /* seeded */
+    int seeded_probes, seeded_prompt, seeded_tokens;
+    bool expect_output_change;
+    /* which metrics decide the verdict (bit i = bench_metric i) */
+    unsigned decide_mask;
+    int poll_ms;
+    int request_timeout_s, start_timeout_s;
+    const char *api_key;
+    const char *work_dir;
+    const char *json_out, *html_out;
+    bool is_inhibit;
+    bool is_quiet; /* no progress lines on stderr */
+    const bench_clock_t *clock;
+    const char *command_line;
+} bench_config_t;
+
+/* The metrics, in report order. */
+typedef enum bench_metric {
+    BM_THROUGHPUT = 0, /* useful completion tokens / s over the serial requests */
+    BM_TTFT_SHORT,     /* client TTFT of the short interactive requests (mixed), ms */
+    BM_TTFT_LONG,      /* client TTFT of the long-prefill request (mixed), ms */
+    BM_GAP_P50,        /* streaming chunk gaps of the decode request (mixed), ms */
+    BM_GAP_P90,
+    BM_GAP_P99,
+    BM_GAP_MAX,
+    BM_COUNT
+} bench_metric_t;
+
+typedef struct bench_metric_info {
+    const char *key, *label, *unit;
+    bool is_higher_better;
+    bool is_default_decider;
+} bench_metric_info_t;
+
+extern const bench_metric_info_t bench_metrics[BM_COUNT];
+
+void bench_config_default(bench_config_t *c);
+
+/* Runs the whole comparison and writes the reports. Returns the process
+ * exit status (a BENCH_EXIT_* verdict, or 1 when bench itself failed, with
+ * err filled). */
+int bench_run(const bench_config_t *c, err_t *err);
+
+/* Report writers (bench_report.c), from the report JSON bench_run builds. */
+int bench_write_html(const json_t *report, const char *path, err_t *err);
+void bench_print_summary(const json_t *report, FILE *f);
+
+#endif
