@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""splash bench against the real `splash serve` (and a stub server), one
+part per CTest test (label bench):
+
+  aa      the same binary in both arms, N runs: never a gain or a regression
+  delay   a candidate slowed by --test-step-delay-us worth about 10 % of a
+          step (measured first from the A/A throughput): a regression in at
+          least 9 of 10 runs; the same delay on the baseline: a gain
+  faults  each serve fault knob makes the run invalid with the right reason
+  stub    a server without /status: bench runs, status checks unverifiable
+  html    the HTML report renders in headless Chromium with its charts
+
+usage: test_bench.py PART --splash BIN --model M.gguf --dir WORKDIR
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+EXIT = {0: "no change", 10: "gain", 11: "regression", 12: "inconclusive", 13: "invalid"}
+# every server gets one kernel thread: two resident servers on a small
+# machine must not fight over cores; a short prefill chunk makes a long
+# prefill take many steps, so /status can watch it advance
+SERVER = "--threads 1 --prefill-chunk 16"
+SERIAL = ["--workload", "serial", "--serial-prompt-tokens", "16", "--serial-repeat", "3", "--max-tokens", "48",
+          "--warmup", "2"]
+
+
+def bench(a, name, extra, expect_codes=None):
+    out = os.path.join(a.dir, name)
+    cmd = [a.splash, "bench", "--model", a.model, "--server-args", SERVER, "--work-dir", out, "--quiet"] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    rep = None
+    path = os.path.join(out, "report.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            rep = json.load(f)
+    if expect_codes is not None and p.returncode not in expect_codes:
+        sys.stdout.write(p.stdout + p.stderr)
+        raise SystemExit(f"{name}: exit {p.returncode}, expected one of {expect_codes}")
+    return p, rep
+
+
+def reasons(rep):
+    return rep["validity"]["reasons"]
+
+
+def part_aa(a):
+    n = a.runs
+    seen = []
+    for i in range(n):
+        p, rep = bench(a, f"aa-{i}", SERIAL, expect_codes=(0, 10, 11, 12))
+        thr = rep["statistics"]["throughput"]["combined"]
+        seen.append(p.returncode)
+        print(f"A/A run {i}: {EXIT[p.returncode]} (change {100 * thr['change']:+.2f} %, noise "
+              f"{100 * thr['noise']:.2f} %)")
+        assert rep["validity"]["valid"], reasons(rep)
+        if p.returncode in (10, 11):
+            raise SystemExit(f"A/A run {i} reported a {EXIT[p.returncode]}")
+    print(f"A/A: {n} runs, none a gain or a regression ({seen.count(0)} no change, {seen.count(12)} inconclusive)")
+
+
+def step_us(a):
+    """The decode step as bench sees it: 1 / serial throughput of an A/A run."""
+    _, rep = bench(a, "delay-probe", SERIAL, expect_codes=(0, 10, 11, 12))
+    thr = rep["statistics"]["throughput"]["combined"]["a"]
+    return 1e6 / thr
+
+
+def part_delay(a):
+    step = step_us(a)
+    delay = max(1, int(round(0.10 * step)))
+    print(f"step about {step:.0f} us; candidate delay {delay} us per step (~10 %)")
+    n_reg = 0
+    for i in range(a.runs):
+        p, rep = bench(a, f"delay-{i}", SERIAL + ["--candidate-args", f"--test-step-delay-us {delay}"],
+                       expect_codes=(0, 10, 11, 12))
+        thr = rep["statistics"]["throughput"]["combined"]
+        print(f"delayed candidate run {i}: {EXIT[p.returncode]} (change {100 * thr['change']:+.2f} %, noise "
+              f"{100 * thr['noise']:.2f} %)")
+        assert rep["validity"]["valid"], reasons(rep)
+        assert p.returncode != 10, "a slower candidate reported as a gain"
+        n_reg += p.returncode == 11
+    need = a.runs - 1 if a.runs >= 10 else a.runs
+    print(f"regression in {n_reg} of {a.runs} runs (need {need})")
+    if n_reg < need:
+        raise SystemExit("the delayed candidate was not reliably reported as a regression")
+    for i in range(3):
+        p, rep = bench(a, f"delay-baseline-{i}", SERIAL + ["--baseline-args", f"--test-step-delay-us {delay}"],
+                       expect_codes=(0, 10, 11, 12))
+        thr = rep["statistics"]["throughput"]["combined"]
+        print(f"delayed baseline: {EXIT[p.returncode]} (change {100 * thr['change']:+.2f} %)")
+        assert p.returncode != 11, "a faster candidate reported as a regression"
+        if p.returncode == 10:
+            return
+    raise SystemExit("the same delay on the baseline was never reported as a gain (3 tries)")
+
+
+def expect_invalid(a, name, extra, pattern):
+    p, rep = bench(a, name, extra, expect_codes=(13,))
+    rs = reasons(rep)
+    if not any(re.search(pattern, r) for r in rs):
+        raise SystemExit(f"{name}: invalid, but no reason matches /{pattern}/: {rs}")
+    print(f"{name}: invalid (exit 13): {next(r for r in rs if re.search(pattern, r))}")
+
+
+def part_faults(a):
+    quick = ["--serial-prompt-tokens", "32", "--serial-repeat", "2", "--max-tokens", "8", "--warmup", "1"]
+    # identical prompts under fresh salts: a shared cache shows cached tokens
+    expect_invalid(a, "fault-salt", ["--workload", "serial"] + quick + ["--candidate-args", "--test-ignore-cache-salt"],
+                   r"cached tokens \d+ > 0")
+    expect_invalid(a, "fault-truncate", ["--workload", "serial"] + quick + ["--candidate-args", "--test-truncate-output"],
+                   r"output budget not met")
+    mixed = ["--workload", "mixed", "--mixed-repeat", "1", "--mixed-long-prompt", "256", "--mixed-decode-tokens", "96",
+             "--mixed-shorts", "1", "--poll-ms", "2", "--warmup", "1"]
+    expect_invalid(a, "fault-serialize", mixed + ["--candidate-args", "--test-serialize-prefill"],
+                   r"overlap not proven")
+    # the knob is what breaks it: the same mixed run without it is valid
+    p, rep = bench(a, "fault-none", mixed, expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    assert all(s["mixed"]["overlap"] == "proven" for s in rep["slots"])
+    # a declared policy that /status does not report
+    expect_invalid(a, "fault-policy", ["--workload", "serial"] + quick + ["--candidate-verify-rows", "all"],
+                   r"policy mismatch")
+    print("faults: every knob made the run invalid with its reason")
+
+
+def part_stub(a):
+    stub = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "stub_server.py")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = stub.stdout.readline()
+        url = re.search(r"(http://\S+)", line).group(1)
+        out = os.path.join(a.dir, "stub")
+        p = subprocess.run([a.splash, "bench", "--baseline-url", url, "--candidate-url", url, "--work-dir", out,
+                            "--quiet", "--warmup", "1", "--serial-prompt-tokens", "16", "--mixed-long-prompt", "64",
+                            "--mixed-decode-tokens", "32", "--mixed-repeat", "1"],
+                           capture_output=True, text=True, timeout=300)
+        sys.stdout.write(p.stdout)
+        if p.returncode not in EXIT or p.returncode == 13:
+            raise SystemExit(f"bench against the stub: exit {p.returncode}\n{p.stderr}")
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        unv = " ".join(rep["validity"]["unverifiable"])
+        for check in ("policy", "overlap", "idle"):
+            assert check in unv, f"'{check}' not reported unverifiable: {unv}"
+        assert "unverifiable" in rep["verdict"], rep["verdict"]
+        assert all(s["mixed"]["overlap"] == "unverifiable" for s in rep["slots"])
+        print(f"stub: {rep['verdict']}")
+    finally:
+        stub.terminate()
+        stub.wait()
+
+
+def part_html(a):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        raise SystemExit("chromium is not installed (deps/debian-packages.txt lists it)")
+    p, rep = bench(a, "html", ["--serial-prompt-tokens", "16", "--serial-repeat", "1", "--max-tokens", "8",
+                               "--mixed-long-prompt", "128", "--mixed-decode-tokens", "64", "--mixed-repeat", "1",
+                               "--mixed-shorts", "1", "--poll-ms", "2", "--warmup", "1", "--seeded-probes", "2"],
+                   expect_codes=(0, 10, 11, 12, 13))
+    html = os.path.join(a.dir, "html", "report.html")
+    with open(html) as f:
+        src = f.read()
+    assert "http://" not in src.split("<code>")[0] and "<script src" not in src and "<link" not in src, \
+        "the report must not load anything"
+    d = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        f"--user-data-dir={os.path.join(a.dir, 'chromium-profile')}", "--dump-dom",
+                        "file://" + os.path.abspath(html)], capture_output=True, text=True, timeout=120)
+    dom = d.stdout
+    m = re.search(r'data-charts="(\d+)"', dom)
+    drawn = re.search(r'data-charts-drawn="(\d+)"', dom)
+    if not m or not drawn:
+        raise SystemExit(f"chromium did not run the page (exit {d.returncode}): {d.stderr[-2000:]}")
+    n, k = int(m.group(1)), int(drawn.group(1))
+    # one chart per metric (7 with serial + mixed) and the gap distribution
+    assert n >= 8, f"{n} charts"
+    assert k == n, f"only {k} of {n} charts have a drawn box"
+    assert 'id="chart-gaps"' in dom and 'id="chart-throughput"' in dom
+    print(f"html: chromium rendered {k} of {n} charts")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("part", choices=["aa", "delay", "faults", "stub", "html"])
+    ap.add_argument("--splash", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--runs", type=int, default=10)
+    a = ap.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+    globals()["part_" + a.part](a)
+
+
+if __name__ == "__main__":
+    main()
