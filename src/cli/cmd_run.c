@@ -39,6 +39,10 @@ static const char run_usage[] =
     "  --stop TEXT         stop before TEXT (repeatable, up to %d)\n"
     "  --seed N            sampling seed (default 0)\n"
     "  --ignore-eos        keep generating past the end-of-sequence token\n"
+    "speculative decoding (output is identical with or without it):\n"
+    "  --draft ngram|none     drafter: n-gram prompt lookup over the sequence's own history (default none)\n"
+    "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
+    "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
     "  --threads N         worker threads (default: CPUs available, %d)\n"
     "  --chunk N           prompt rows per forward pass (default %d)\n"
     "  --prompt-ids LIST   comma-separated token ids instead of a text prompt\n"
@@ -75,6 +79,7 @@ typedef struct run_opts {
     sampler_params_t sp;
     const char *stop[ENGINE_MAX_STOP];
     int n_stop;
+    engine_config_t spec; /* draft_mode, draft_max, verify_rows */
     bool ignore_eos, quiet;
     const char *logits_out, *ids_out;
 } run_opts_t;
@@ -87,6 +92,7 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
     o->threads = pool_default_threads();
     o->chunk = RUN_DEFAULT_CHUNK;
     o->sp = sampler_params_default();
+    engine_config_default(&o->spec);
     for (int i = 1; i < argc; i++) {
         bool missing = false;
         const char *v;
@@ -133,6 +139,26 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
             if (o->n_stop == ENGINE_MAX_STOP)
                 return err_set(err, "--stop: at most %d stop strings", ENGINE_MAX_STOP);
             o->stop[o->n_stop++] = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft", &missing))) {
+            if (!strcmp(v, "ngram"))
+                o->spec.draft_mode = ENGINE_DRAFT_NGRAM;
+            else if (!strcmp(v, "none"))
+                o->spec.draft_mode = ENGINE_DRAFT_NONE;
+            else
+                return err_set(err, "--draft: '%s' is not ngram or none (a draft model file is not supported yet)", v);
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
+            if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
+                return -1;
+            o->spec.draft_max = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--verify-rows", &missing))) {
+            if (!strcmp(v, "all"))
+                o->spec.verify_rows = SPEC_VERIFY_ALL;
+            else if (!strcmp(v, "auto"))
+                o->spec.verify_rows = SPEC_VERIFY_AUTO;
+            else if (cli_parse_i64("--verify-rows", v, 0, SPEC_MAX_DRAFT, &x, err))
+                return err_set(err, "--verify-rows: '%s' is not all, auto or a width in [0, %d]", v, SPEC_MAX_DRAFT);
+            else
+                o->spec.verify_rows = (int)x;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--seed", &missing))) {
             if (cli_parse_u64("--seed", v, &o->sp.seed, err))
                 return -1;
@@ -255,6 +281,11 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     ec.max_context = (int)n_ctx;
     ec.queue_size = 1;
     ec.prompt_logit_rows = o->logits_out ? (int)o->chunk : 0;
+    ec.draft_mode = o->spec.draft_mode;
+    ec.draft_max = o->spec.draft_max;
+    ec.verify_rows = o->spec.verify_rows;
+    /* room for a step's drafts beside the prompt chunk */
+    ec.batch_tokens = (int)o->chunk + (ec.draft_mode ? ec.draft_max + 1 : 0);
     if (!(s->engine = engine_create(s->model, &s->vocab, &ec, err)))
         return -1;
     s->gen_ids = malloc((size_t)o->max_tokens * sizeof *s->gen_ids);

@@ -46,6 +46,10 @@ static const char serve_usage[] =
     "  --prefill-chunk N      prompt rows one sequence may take per step (default %d)\n"
     "  --max-context N        tokens per sequence (default: min(model context, %d))\n"
     "  --max-memory BYTES     weights + KV + scratch limit, suffix K/M/G allowed (default: 90%% of available)\n"
+    "speculative decoding (output is identical with or without it):\n"
+    "  --draft ngram|none     drafter: n-gram prompt lookup over the sequence's own history (default none)\n"
+    "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
+    "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
     "tracing:\n"
     "  --trace-capacity N     record engine trace events into a preallocated buffer of N events\n"
     "  --trace-out FILE       where the capture is written (JSON Lines): at shutdown and on POST /trace/dump\n"
@@ -173,6 +177,26 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
                 return -1;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--trace-out", &missing))) {
             o->trace_out = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft", &missing))) {
+            if (!strcmp(v, "ngram"))
+                o->eng.draft_mode = ENGINE_DRAFT_NGRAM;
+            else if (!strcmp(v, "none"))
+                o->eng.draft_mode = ENGINE_DRAFT_NONE;
+            else
+                return err_set(err, "--draft: '%s' is not ngram or none (a draft model file is not supported yet)", v);
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
+            if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
+                return -1;
+            o->eng.draft_max = (int)x;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--verify-rows", &missing))) {
+            if (!strcmp(v, "all"))
+                o->eng.verify_rows = SPEC_VERIFY_ALL;
+            else if (!strcmp(v, "auto"))
+                o->eng.verify_rows = SPEC_VERIFY_AUTO;
+            else if (cli_parse_i64("--verify-rows", v, 0, SPEC_MAX_DRAFT, &x, err))
+                return err_set(err, "--verify-rows: '%s' is not all, auto or a width in [0, %d]", v, SPEC_MAX_DRAFT);
+            else
+                o->eng.verify_rows = (int)x;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-memory", &missing))) {
             if (parse_bytes("--max-memory", v, &o->eng.max_memory, err))
                 return -1;

@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/pool.h"
 #include "engine/blocks.h"
+#include "engine/spec.h"
 #include "engine/stop.h"
 #include "model/forward.h"
 #include "model/kv.h"
@@ -50,10 +51,13 @@ struct engine_req {
     int64_t deadline_ns;
     /* engine-thread state */
     engine_phase_t phase;
-    engine_finish_t finish; /* set when it ends, before it is retired */
-    int n_rows;             /* rows planned for this step */
-    int32_t sampled;        /* token sampled this step, committed by apply */
-    int32_t *tokens;        /* (n_prompt + max_tokens) prompt then generated ids */
+    engine_finish_t finish;              /* set when it ends, before it is retired */
+    int n_rows;                          /* rows planned for this step */
+    int32_t sampled[SPEC_MAX_DRAFT + 1]; /* tokens sampled this step, committed by apply */
+    int n_sampled;
+    int32_t drafts[SPEC_MAX_DRAFT]; /* drafted tokens verified this step */
+    int n_drafts;
+    int32_t *tokens; /* (n_prompt + max_tokens) prompt then generated ids */
     int n_prompt, n_tokens, n_prefilled, n_kv, n_generated, n_cached;
     int32_t *table; /* (n_table) KV blocks in position order */
     int n_table;
@@ -99,11 +103,16 @@ struct engine {
     engine_req_t **b_req; /* (batch_tokens) the request of each row */
     int n_batch;
     uint64_t loops; /* engine loop iterations (trace step ids) */
-    uint64_t steps, prefill_rows, prefill_chunks, decode_rows;
+    uint64_t steps, prefill_rows, prefill_chunks, decode_rows, verify_rows;
     uint64_t width_hist[ENGINE_WIDTH_BUCKETS];
     uint64_t completed, cancelled, failed, prompt_tokens, generated_tokens;
     uint64_t cache_lookups, cache_hit_tokens;
-    engine_req_info_t *scratch_info; /* (max_seqs + queue_size) */
+    /* speculation */
+    spec_fitter_t fitter;
+    int step_width; /* verify width chosen for this step */
+    uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications;
+    uint64_t spec_len_hist[SPEC_MAX_DRAFT + 1]; /* accepted drafts per verification */
+    engine_req_info_t *scratch_info;            /* (max_seqs + queue_size) */
 
     /* published counters, under snap_mu */
     pthread_mutex_t snap_mu;
@@ -122,6 +131,8 @@ void engine_config_default(engine_config_t *c)
     c->batch_tokens = ENGINE_DEFAULT_BATCH_TOKENS;
     c->prefill_chunk = ENGINE_DEFAULT_PREFILL_CHUNK;
     c->queue_size = ENGINE_DEFAULT_QUEUE;
+    c->draft_max = ENGINE_DEFAULT_DRAFT_MAX;
+    c->verify_rows = SPEC_VERIFY_AUTO;
 }
 
 const char *engine_finish_name(engine_finish_t f)
@@ -185,6 +196,13 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         return err_set(err, "prefill-chunk must be in [1, batch-tokens (%d)]", c->batch_tokens);
     if (c->queue_size < 0 || c->queue_size > 1 << 20)
         return err_set(err, "queue-size must be in [0, %d]", 1 << 20);
+    if (c->draft_mode != ENGINE_DRAFT_NONE && c->draft_mode != ENGINE_DRAFT_NGRAM)
+        return err_set(err, "draft: unknown drafter");
+    if (c->draft_mode && (c->draft_max < 1 || c->draft_max > SPEC_MAX_DRAFT))
+        return err_set(err, "draft-max must be in [1, %d]", SPEC_MAX_DRAFT);
+    if (c->draft_mode && c->verify_rows != SPEC_VERIFY_ALL && c->verify_rows != SPEC_VERIFY_AUTO &&
+        (c->verify_rows < 0 || c->verify_rows > c->draft_max))
+        return err_set(err, "verify-rows must be all, auto or a width in [0, draft-max (%d)]", c->draft_max);
     if (c->prompt_logit_rows < 0 || c->prompt_logit_rows > c->batch_tokens)
         return err_set(err, "prompt logit rows must be in [0, batch-tokens]");
     int max_ctx = c->max_context > 0 ? c->max_context : ENGINE_DEFAULT_MAX_CONTEXT;
@@ -198,7 +216,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->max_context = max_ctx;
     plan->weights = m->weight_bytes;
     plan->kv_per_block = kv_store_bytes(mc->n_layers, 1, KV_BLOCK_SIZE, kv_dim);
-    int logit_rows = c->max_seqs + c->prompt_logit_rows;
+    int logit_rows = c->max_seqs * (1 + (c->draft_mode ? c->draft_max : 0)) + c->prompt_logit_rows;
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
                     (uint64_t)c->max_seqs * mc->vocab * 24; /* samplers: candidates, scratch, token history */
@@ -651,13 +669,18 @@ static void cache_full_blocks(engine_t *e, engine_req_t *r)
     }
 }
 
+/* Tokens r may generate (the truncate-output fault knob halves it). */
+static int req_budget(const engine_t *e, const engine_req_t *r)
+{
+    return e->cfg.test_truncate_output && r->p.max_tokens > 1 ? r->p.max_tokens / 2 : r->p.max_tokens;
+}
+
 /* Commits r's sampled token: history, detokenised and stop-matched text,
  * the TOKEN event. Reports whether r ended. */
 static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
 {
     const vocab_t *v = e->vocab;
-    sampler_accept(&r->sampler, id);
-    r->tokens[r->n_tokens++] = id;
+    r->tokens[r->n_tokens++] = id; /* (the sampler took it into its history when it drew it) */
     r->n_generated++;
     if (r->n_generated == 1)
         TRACE_EVENT(e->cfg.trace, TRACE_REQ_FIRST_TOKEN, TRACE_INSTANT, TRACE_TID_ENGINE, r->id, 0, 0, 0);
@@ -669,8 +692,7 @@ static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
         why = ENGINE_FINISH_STOP; /* the end token itself is not text */
     else if (v->types[id] != TOKEN_TYPE_CONTROL)
         n_piece = detok_push(&r->detok, id, piece); /* control tokens are not shown (skip_special_tokens) */
-    int budget = e->cfg.test_truncate_output && r->p.max_tokens > 1 ? r->p.max_tokens / 2 : r->p.max_tokens;
-    if (why == ENGINE_FINISH_NONE && r->n_generated == budget)
+    if (why == ENGINE_FINISH_NONE && r->n_generated == req_budget(e, r))
         why = ENGINE_FINISH_LENGTH;
     if (why != ENGINE_FINISH_NONE)
         n_piece += detok_flush(&r->detok, piece + n_piece);
@@ -720,6 +742,7 @@ static int plan_rows(engine_t *e)
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
         r->n_rows = r->phase == ENGINE_PHASE_DECODE && !(e->cfg.test_serialize_prefill && is_any_prefilling);
+        r->n_drafts = 0; /* drafts are planned afresh each step */
         n += r->n_rows;
     }
     /* then prefill chunks, oldest admission first, within the budget */
@@ -739,6 +762,23 @@ static int plan_rows(engine_t *e)
         if (r->p.prompt_logits)
             prompt_logit_rows += r->n_rows;
     }
+    /* then drafts to verify, with what the budget has left (cut to the
+     * step's verify width, the request's remaining output budget and the
+     * rows left) */
+    for (int i = 0; i < e->n_running && e->step_width > 0; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1)
+            continue;
+        int k = e->step_width;
+        int left = req_budget(e, r) - r->n_generated - 1; /* the correction token needs a slot too */
+        k = k < left ? k : left;
+        k = k < e->cfg.batch_tokens - n ? k : e->cfg.batch_tokens - n;
+        if (k <= 0)
+            continue;
+        r->n_drafts = spec_ngram_draft(r->tokens, r->n_tokens, k, r->drafts);
+        r->n_rows += r->n_drafts;
+        n += r->n_drafts;
+    }
     return n;
 }
 
@@ -756,7 +796,8 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
             int first = want == ENGINE_PHASE_DECODE ? r->n_tokens - 1 : r->n_prefilled;
             for (int j = 0; j < r->n_rows; j++) {
                 int pos = first + j;
-                e->b_tokens[n] = r->tokens[pos];
+                /* a decode row's first token is the last committed one, then its drafts */
+                e->b_tokens[n] = want == ENGINE_PHASE_DECODE && j > 0 ? r->drafts[j - 1] : r->tokens[pos];
                 e->b_pos[n] = pos;
                 e->b_tables[n] = r->table;
                 e->b_want[n] = want == ENGINE_PHASE_DECODE || r->p.prompt_logits || pos == r->n_prompt - 1;
@@ -772,24 +813,63 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
 }
 
 /* Consumption: sample every row that ends in a token (decode rows, the last
- * prompt row); copy logits a request asked for. Nothing is committed yet. */
+ * prompt row) and verify drafts; copy logits a request asked for. The
+ * sampler takes each sampled token into its history at once (the next row's
+ * penalties depend on it), but nothing is committed yet. */
 static void consume_rows(engine_t *e)
 {
     const int vocab = e->m->cfg.vocab;
     int li = 0;
-    for (int i = 0; i < e->n_batch; i++) {
+    for (int i = 0; i < e->n_batch;) {
         engine_req_t *r = e->b_req[i];
-        if (!e->b_want[i])
+        if (!e->b_want[i]) {
+            i++;
             continue;
-        const float *row = e->logits + (size_t)li++ * vocab;
-        int pos = e->b_pos[i];
-        if (r->phase == ENGINE_PHASE_PREFILL && r->p.prompt_logits)
-            memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
-        if (r->phase == ENGINE_PHASE_DECODE || pos == r->n_prompt - 1) {
-            r->sampled = sampler_sample(&r->sampler, row);
-            if (r->p.token_logits)
-                memcpy(r->p.token_logits + (size_t)r->n_generated * vocab, row, (size_t)vocab * sizeof(float));
         }
+        const float *row = e->logits + (size_t)li * vocab;
+        int pos = e->b_pos[i];
+        if (r->phase == ENGINE_PHASE_PREFILL) {
+            if (r->p.prompt_logits)
+                memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
+            if (pos == r->n_prompt - 1) {
+                r->sampled[0] = sampler_sample(&r->sampler, row);
+                sampler_accept(&r->sampler, r->sampled[0]);
+                r->n_sampled = 1;
+                if (r->p.token_logits)
+                    memcpy(r->p.token_logits + (size_t)r->n_generated * vocab, row, (size_t)vocab * sizeof(float));
+            }
+            li++;
+            i++;
+            continue;
+        }
+        /* a decode row and its drafts (contiguous): sample each row as
+         * decoding without speculation would, accepting drafts while the
+         * sample equals them; the first mismatch is the correction */
+        int k = r->n_drafts, m = 0;
+        r->n_sampled = 0;
+        for (int j = 0; j <= k; j++) {
+            const float *rj = e->logits + (size_t)(li + j) * vocab;
+            int32_t tok = sampler_sample(&r->sampler, rj);
+            sampler_accept(&r->sampler, tok);
+            if (r->p.token_logits)
+                memcpy(r->p.token_logits + (size_t)(r->n_generated + j) * vocab, rj, (size_t)vocab * sizeof(float));
+            r->sampled[r->n_sampled++] = tok;
+            if (j == k || tok != r->drafts[j])
+                break;
+            m++;
+        }
+        if (k > 0) {
+            /* positions past the first mismatch were never compared: censored */
+            int n_verified = m < k ? m + 1 : k;
+            spec_fitter_verify(&e->fitter, n_verified, m);
+            e->spec_drafted += (uint64_t)k;
+            e->spec_verified += (uint64_t)n_verified;
+            e->spec_accepted += (uint64_t)m;
+            e->spec_len_hist[m]++;
+            e->spec_verifications++;
+        }
+        li += k + 1;
+        i += k + 1;
     }
 }
 
@@ -804,22 +884,27 @@ static int apply_rows(engine_t *e)
         if (r->n_rows == 0)
             continue;
         engine_finish_t why = ENGINE_FINISH_NONE;
-        if (r->phase == ENGINE_PHASE_DECODE) {
-            r->n_kv = r->n_tokens;
-            why = commit_token(e, r, r->sampled);
-            committed++;
-        } else {
+        if (r->phase == ENGINE_PHASE_PREFILL) {
             r->n_prefilled += r->n_rows;
             r->n_kv = r->n_prefilled;
-            if (r->n_prefilled == r->n_prompt) {
-                r->phase = ENGINE_PHASE_DECODE;
-                why = commit_token(e, r, r->sampled);
-                committed++;
-            } else {
+            if (r->n_prefilled < r->n_prompt) {
                 engine_event_t ev = {.kind = ENGINE_EV_PROGRESS, .step = e->steps, .n_prefilled = r->n_prefilled};
                 req_emit(r, &ev, NULL, 0);
+                cache_full_blocks(e, r);
+                continue;
             }
+            r->phase = ENGINE_PHASE_DECODE;
         }
+        /* accepted drafts, then the correction (or bonus) token; a request
+         * that ends midway drops the rest, uncounted */
+        for (int j = 0; j < r->n_sampled && why == ENGINE_FINISH_NONE; j++) {
+            why = commit_token(e, r, r->sampled[j]);
+            committed++;
+        }
+        r->n_sampled = 0;
+        /* KV is valid up to the last accepted draft; the newest token's KV
+         * is written when it is fed back (rejected rows are simply rewritten) */
+        r->n_kv = r->n_tokens - 1;
         cache_full_blocks(e, r);
         r->finish = why;
     }
@@ -843,11 +928,24 @@ static void retire(engine_t *e, const char *error)
     }
 }
 
+/* The verify width for this step: the configured one, or the fitter's. */
+static int verify_width(engine_t *e)
+{
+    if (!e->cfg.draft_mode)
+        return 0;
+    if (e->cfg.verify_rows == SPEC_VERIFY_ALL)
+        return e->cfg.draft_max;
+    if (e->cfg.verify_rows == SPEC_VERIFY_AUTO)
+        return spec_fitter_choose(&e->fitter);
+    return e->cfg.verify_rows < e->cfg.draft_max ? e->cfg.verify_rows : e->cfg.draft_max;
+}
+
 /* One step's forward pass and what follows it. */
 static void step(engine_t *e, uint64_t loop)
 {
     trace_t *tr = e->cfg.trace;
     TRACE_SPAN_BEGIN(tr, TRACE_PLANNING, loop);
+    e->step_width = verify_width(e);
     int n = plan_rows(e);
     TRACE_SPAN_END(tr, TRACE_PLANNING, loop);
     if (n == 0)
@@ -857,17 +955,30 @@ static void step(engine_t *e, uint64_t loop)
     prepare_rows(e, &n_decode, &n_chunks);
     TRACE_SPAN_END(tr, TRACE_PREPARATION, loop);
 
+    int n_verify = 0, max_drafts = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        const engine_req_t *r = e->running[i];
+        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows) {
+            n_verify += r->n_drafts;
+            max_drafts = r->n_drafts > max_drafts ? r->n_drafts : max_drafts;
+        }
+    }
     fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want};
     err_t err;
-    TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode, (uint32_t)(n - n_decode),
-                0);
+    TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode,
+                (uint32_t)(n - n_decode - n_verify), (uint32_t)n_verify);
+    bool is_fitting = e->cfg.verify_rows == SPEC_VERIFY_AUTO && e->cfg.draft_mode && n_decode > 0;
+    int64_t t_fwd = is_fitting ? clock_now_ns() : 0;
     int rc = fwd_run(&e->fwd, &e->kv, &b, e->logits, &err);
+    if (is_fitting)
+        spec_fitter_step(&e->fitter, max_drafts, clock_now_ns() - t_fwd); /* the cost model learns per width */
     if (e->cfg.test_step_delay_us)
         usleep((useconds_t)e->cfg.test_step_delay_us);
     TRACE_SPAN_END(tr, TRACE_FORWARD, loop);
     e->steps++;
     e->decode_rows += (uint64_t)n_decode;
-    e->prefill_rows += (uint64_t)(n - n_decode);
+    e->verify_rows += (uint64_t)n_verify;
+    e->prefill_rows += (uint64_t)(n - n_decode - n_verify);
     e->prefill_chunks += (uint64_t)n_chunks;
     if (n_decode)
         e->width_hist[width_bucket(n_decode)]++;
@@ -947,6 +1058,22 @@ static void publish(engine_t *e)
     s->cache_lookups = e->cache_lookups;
     s->cache_hit_tokens = e->cache_hit_tokens;
     s->cache_evictions = e->blocks.evictions;
+    s->verify_width = e->step_width;
+    if (e->cfg.draft_mode && e->cfg.verify_rows == SPEC_VERIFY_AUTO)
+        s->verify_width = e->fitter.width;
+    s->verify_rows_total = e->verify_rows;
+    s->spec_drafted = e->spec_drafted;
+    s->spec_verified = e->spec_verified;
+    s->spec_accepted = e->spec_accepted;
+    s->spec_verifications = e->spec_verifications;
+    memcpy(s->spec_len_hist, e->spec_len_hist, sizeof s->spec_len_hist);
+    memcpy(s->spec_pos_verified, e->fitter.total_verified, sizeof s->spec_pos_verified);
+    memcpy(s->spec_pos_accepted, e->fitter.total_accepted, sizeof s->spec_pos_accepted);
+    memcpy(s->spec_width_hist, e->fitter.chosen, sizeof s->spec_width_hist);
+    for (int w = 0; w <= e->fitter.max_width; w++) {
+        s->fitter_cost_ns[w] = spec_fitter_cost(&e->fitter, w);
+        s->fitter_expected[w] = spec_fitter_expected(&e->fitter, w);
+    }
     pthread_mutex_unlock(&e->snap_mu);
 }
 
@@ -1039,7 +1166,8 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     pthread_mutex_init(&e->snap_mu, NULL);
     const model_config_t *mc = &m->cfg;
     int rows = c->batch_tokens, n_info = c->max_seqs + c->queue_size;
-    e->logit_rows = c->max_seqs + c->prompt_logit_rows;
+    e->logit_rows = c->max_seqs * (1 + (c->draft_mode ? c->draft_max : 0)) + c->prompt_logit_rows;
+    spec_fitter_init(&e->fitter, c->draft_mode ? c->draft_max : 0);
     e->logits = malloc((size_t)e->logit_rows * mc->vocab * sizeof(float));
     e->running = calloc((size_t)c->max_seqs, sizeof *e->running);
     e->b_tokens = malloc((size_t)rows * sizeof *e->b_tokens);
@@ -1066,6 +1194,9 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->pub.blocks_total = plan.n_blocks;
     e->pub.plan = plan;
     e->pub.max_seqs = c->max_seqs;
+    e->pub.draft_mode = c->draft_mode;
+    e->pub.draft_max = c->draft_mode ? c->draft_max : 0;
+    e->pub.verify_rows = c->draft_mode ? c->verify_rows : 0;
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
         err_set(err, "engine: cannot start the engine thread");
         engine_destroy(e);

@@ -19,6 +19,7 @@
 
 #include "base/err.h"
 #include "engine/sampler.h"
+#include "engine/spec.h"
 #include "engine/stop.h"
 #include "model/model.h"
 #include "text/vocab.h"
@@ -33,6 +34,9 @@
 #define ENGINE_DEFAULT_MAX_CONTEXT 4096 /* capped by the model's trained context */
 #define ENGINE_WIDTH_BUCKETS 9          /* decode batch widths 1, 2, 3-4, 5-8, ..., 129-256, >256 */
 
+enum { ENGINE_DRAFT_NONE = 0, ENGINE_DRAFT_NGRAM = 1 };
+#define ENGINE_DEFAULT_DRAFT_MAX 4
+
 typedef struct engine_config {
     int n_threads;         /* kernel threads (the engine thread is one of them) */
     int max_seqs;          /* sequences prefilling or decoding at once */
@@ -44,6 +48,9 @@ typedef struct engine_config {
     int prompt_logit_rows; /* >0: rows of logits kept per step for requests that ask for
                               every prompt position's logits (splash run --logits-out) */
     trace_t *trace;        /* NULL: the null sink (no clock read, nothing recorded) */
+    int draft_mode;        /* ENGINE_DRAFT_NONE or ENGINE_DRAFT_NGRAM */
+    int draft_max;         /* drafted tokens per sequence per step, [1, SPEC_MAX_DRAFT] */
+    int verify_rows;       /* SPEC_VERIFY_ALL, SPEC_VERIFY_AUTO or a fixed width in [0, draft_max] */
     /* Fault knobs, for testing the measurement tools only (splash serve
      * --test-*): each breaks one property a benchmark must detect. */
     int test_step_delay_us;      /* sleep this long after every forward pass */
@@ -207,6 +214,18 @@ typedef struct engine_snapshot {
     /* memory */
     engine_plan_t plan;
     int max_seqs;
+    /* speculation */
+    int draft_mode, draft_max;
+    int verify_rows;            /* configured (SPEC_VERIFY_ALL / _AUTO / N) */
+    int verify_width;           /* in effect now (the fitter's choice under auto) */
+    uint64_t verify_rows_total; /* draft rows verified (scheduler total) */
+    uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications;
+    uint64_t spec_len_hist[SPEC_MAX_DRAFT + 1];     /* accepted drafts per verification */
+    uint64_t spec_pos_verified[SPEC_MAX_DRAFT + 1]; /* by position (1-based), censored beyond a mismatch */
+    uint64_t spec_pos_accepted[SPEC_MAX_DRAFT + 1];
+    uint64_t spec_width_hist[SPEC_MAX_DRAFT + 1]; /* widths the fitter ran */
+    double fitter_cost_ns[SPEC_MAX_DRAFT + 1];    /* estimated step time by width */
+    double fitter_expected[SPEC_MAX_DRAFT + 1];   /* expected committed tokens per sequence by width */
 } engine_snapshot_t;
 
 /* Fills *s, which must start zeroed (its active array is allocated on the

@@ -85,6 +85,68 @@ static json_t *build_json(const server_t *s)
                      SPLASH_COMPILE_FLAGS, "cpu_features", feats, "cpu_level", cpu_level_name(cpu_level()));
 }
 
+static void width_name(int w, int draft_max, char *out, size_t cap)
+{
+    if (w == SPEC_VERIFY_ALL || (w == draft_max && draft_max > 0))
+        snprintf(out, cap, "all");
+    else if (w == SPEC_VERIFY_AUTO)
+        snprintf(out, cap, "auto");
+    else
+        snprintf(out, cap, "%d", w);
+}
+
+/* Configured and effective verify policy: with no drafter both are "off";
+ * "auto" resolves to the width the fitter runs now, which may be "all". */
+static json_t *policy_json(const engine_snapshot_t *snap)
+{
+    char conf[16] = "off", eff[16] = "off";
+    if (snap->draft_mode) {
+        width_name(snap->verify_rows, -1, conf, sizeof conf);
+        width_name(snap->verify_width, snap->draft_max, eff, sizeof eff);
+    }
+    return json_pack("{s:s,s:s,s:s,s:i}", "verify_rows", conf, "verify_rows_effective", eff, "drafter",
+                     snap->draft_mode == ENGINE_DRAFT_NGRAM ? "ngram" : "none", "draft_max", snap->draft_max);
+}
+
+static json_t *u64_array(const uint64_t *v, int from, int to)
+{
+    json_t *a = json_array();
+    for (int i = from; i <= to; i++)
+        json_array_append_new(a, json_integer((json_int_t)v[i]));
+    return a;
+}
+
+/* Speculation counters. Acceptance by position counts only verified
+ * positions (past a mismatch a draft was never compared: censored). With
+ * speculation off nothing is observed and the rate is null. */
+static json_t *spec_json(const engine_snapshot_t *snap)
+{
+    int k = snap->draft_max;
+    json_t *by_pos = json_array();
+    for (int i = 1; i <= k; i++) {
+        uint64_t v = snap->spec_pos_verified[i], a = snap->spec_pos_accepted[i];
+        json_array_append_new(by_pos,
+                              json_pack("{s:i,s:I,s:I,s:o}", "position", i, "verified", (json_int_t)v, "accepted",
+                                        (json_int_t)a, "rate", v ? json_real((double)a / (double)v) : json_null()));
+    }
+    json_t *fitter = json_null();
+    if (snap->draft_mode && snap->verify_rows == SPEC_VERIFY_AUTO) {
+        json_t *est = json_array();
+        for (int w = 0; w <= k; w++)
+            json_array_append_new(est, json_pack("{s:i,s:f,s:f}", "width", w, "step_ms", snap->fitter_cost_ns[w] / 1e6,
+                                                 "expected_tokens", snap->fitter_expected[w]));
+        fitter = json_pack("{s:i,s:o,s:o}", "width", snap->verify_width, "estimates", est, "width_histogram",
+                           u64_array(snap->spec_width_hist, 0, k));
+    }
+    return json_pack("{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "drafted", (json_int_t)snap->spec_drafted, "verified",
+                     (json_int_t)snap->spec_verified, "accepted", (json_int_t)snap->spec_accepted, "verifications",
+                     (json_int_t)snap->spec_verifications, "acceptance_rate",
+                     snap->spec_verified ? json_real((double)snap->spec_accepted / (double)snap->spec_verified)
+                                         : json_null(),
+                     "accepted_length_histogram", u64_array(snap->spec_len_hist, 0, k), "acceptance_by_position",
+                     by_pos, "fitter", fitter);
+}
+
 void api_status(server_t *s, reply_t *r)
 {
     bool ready = atomic_load(&s->is_ready);
@@ -125,9 +187,7 @@ void api_status(server_t *s, reply_t *r)
                                   "head_dim", c->head_dim, "vocab", c->vocab, "context_length", c->context_length,
                                   "max_context", snap.plan.max_context, "rope_theta", (double)c->rope_theta,
                                   "tied_output", c->is_tied));
-    json_object_set_new(
-        st, "policy",
-        json_pack("{s:s,s:s,s:s}", "verify_rows", "off", "verify_rows_effective", "off", "drafter", "none"));
+    json_object_set_new(st, "policy", policy_json(&snap));
     json_t *hist = json_array();
     for (int i = 0; i < ENGINE_WIDTH_BUCKETS; i++) {
         int lo = engine_width_bucket_low(i);
@@ -144,6 +204,8 @@ void api_status(server_t *s, reply_t *r)
                                   snap.queued, "steps", (json_int_t)snap.steps, "prefill_rows",
                                   (json_int_t)snap.prefill_rows, "prefill_chunks", (json_int_t)snap.prefill_chunks,
                                   "decode_rows", (json_int_t)snap.decode_rows, "decode_width_histogram", hist));
+    json_object_set_new(json_object_get(st, "scheduler"), "verify_rows",
+                        json_integer((json_int_t)snap.verify_rows_total));
     json_t *active = json_array();
     for (int i = 0; i < snap.n_active; i++) {
         const engine_req_info_t *a = &snap.active[i];
@@ -172,12 +234,13 @@ void api_status(server_t *s, reply_t *r)
                                   (json_int_t)snap.plan.limit, "host_available_bytes", (json_int_t)avail,
                                   "host_total_bytes", (json_int_t)total, "host_pressure",
                                   total ? 1.0 - (double)avail / (double)total : 0.0));
-    json_object_set_new(st, "spec",
-                        json_pack("{s:I,s:I,s:n,s:[],s:n}", "drafted", (json_int_t)0, "accepted", (json_int_t)0,
-                                  "acceptance_rate", "accepted_length_histogram", "fitter"));
+    json_object_set_new(st, "spec", spec_json(&snap));
+    trace_t *t = s->cfg.trace;
     json_object_set_new(st, "trace",
-                        json_pack("{s:b,s:I,s:I,s:I}", "enabled", 0, "capacity", (json_int_t)0, "recorded",
-                                  (json_int_t)0, "dropped", (json_int_t)0));
+                        json_pack("{s:b,s:I,s:I,s:I}", "enabled", t != NULL, "capacity",
+                                  (json_int_t)(t ? t->capacity : 0), "recorded",
+                                  (json_int_t)(t ? atomic_load(&t->written) : 0), "dropped",
+                                  (json_int_t)(t ? atomic_load(&t->dropped) : 0)));
     engine_snapshot_free(&snap);
     r->body = st;
 }
