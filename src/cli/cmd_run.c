@@ -40,7 +40,8 @@ static const char run_usage[] =
     "  --seed N            sampling seed (default 0)\n"
     "  --ignore-eos        keep generating past the end-of-sequence token\n"
     "speculative decoding (output is identical with or without it):\n"
-    "  --draft ngram|none     drafter: n-gram prompt lookup over the sequence's own history (default none)\n"
+    "  --draft ngram|none|FILE  drafter: n-gram prompt lookup over the sequence's own history, or a smaller\n"
+    "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
     "  --threads N         worker threads (default: CPUs available, %d)\n"
@@ -80,6 +81,7 @@ typedef struct run_opts {
     const char *stop[ENGINE_MAX_STOP];
     int n_stop;
     engine_config_t spec; /* draft_mode, draft_max, verify_rows */
+    const char *draft_path;
     bool ignore_eos, quiet;
     const char *logits_out, *ids_out;
 } run_opts_t;
@@ -145,7 +147,7 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
             else if (!strcmp(v, "none"))
                 o->spec.draft_mode = ENGINE_DRAFT_NONE;
             else
-                return err_set(err, "--draft: '%s' is not ngram or none (a draft model file is not supported yet)", v);
+                o->spec.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
             if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
                 return -1;
@@ -197,6 +199,7 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
 
 typedef struct run_state {
     model_t *model;
+    model_t *draft; /* --draft FILE */
     vocab_t vocab;
     tokenizer_t *tok;
     engine_t *engine;
@@ -207,6 +210,7 @@ typedef struct run_state {
 static void run_free(run_state_t *s)
 {
     engine_destroy(s->engine);
+    model_free(s->draft);
     tok_free(s->tok);
     free(s->prompt_logits);
     free(s->gen_ids);
@@ -284,6 +288,11 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     ec.draft_mode = o->spec.draft_mode;
     ec.draft_max = o->spec.draft_max;
     ec.verify_rows = o->spec.verify_rows;
+    if (o->draft_path) {
+        if (!(s->draft = model_load(o->draft_path, err)))
+            return err_prefix(err, "--draft %s: ", o->draft_path);
+        ec.draft_model = s->draft;
+    }
     /* room for a step's drafts beside the prompt chunk */
     ec.batch_tokens = (int)o->chunk + (ec.draft_mode ? ec.draft_max + 1 : 0);
     if (!(s->engine = engine_create(s->model, &s->vocab, &ec, err)))

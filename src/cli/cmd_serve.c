@@ -47,7 +47,8 @@ static const char serve_usage[] =
     "  --max-context N        tokens per sequence (default: min(model context, %d))\n"
     "  --max-memory BYTES     weights + KV + scratch limit, suffix K/M/G allowed (default: 90%% of available)\n"
     "speculative decoding (output is identical with or without it):\n"
-    "  --draft ngram|none     drafter: n-gram prompt lookup over the sequence's own history (default none)\n"
+    "  --draft ngram|none|FILE  drafter: n-gram prompt lookup over the sequence's own history, or a smaller\n"
+    "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
     "tracing:\n"
@@ -64,6 +65,7 @@ typedef struct serve_opts {
     server_config_t srv;
     engine_config_t eng;
     int64_t drain_s;
+    const char *draft_path;
     int64_t trace_capacity;
     const char *trace_out;
 } serve_opts_t;
@@ -183,7 +185,7 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
             else if (!strcmp(v, "none"))
                 o->eng.draft_mode = ENGINE_DRAFT_NONE;
             else
-                return err_set(err, "--draft: '%s' is not ngram or none (a draft model file is not supported yet)", v);
+                o->eng.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
             if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
                 return -1;
@@ -263,7 +265,7 @@ int cmd_serve(int argc, char **argv)
     }
     fprintf(stderr, "splash serve: listening on %s:%d, loading %s\n", o.srv.host, server_port(srv), o.model);
     int rc = 0;
-    model_t *m = model_load(o.model, &err);
+    model_t *m = model_load(o.model, &err), *draft = NULL;
     vocab_t vocab = {0};
     tokenizer_t *tok = NULL;
     engine_t *engine = NULL;
@@ -273,9 +275,10 @@ int cmd_serve(int argc, char **argv)
         if (!strcmp(o.model, cli_default_model()) && access(o.model, F_OK) != 0)
             err_set(&err, "the built-in model %s is missing (the build writes it; or pass --model)", o.model);
         rc = 1;
-    } else if (vocab_load(&vocab, m->gguf, m->cfg.vocab, &err) || !(has_vocab = true) ||
+    } else if ((o.draft_path && !(draft = model_load(o.draft_path, &err))) ||
+               vocab_load(&vocab, m->gguf, m->cfg.vocab, &err) || !(has_vocab = true) ||
                !(tok = tok_load(&vocab, m->gguf, &err)) || sha256_hex(m->gguf->base, m->gguf->size, sha, &err) ||
-               !(engine = engine_create(m, &vocab, &o.eng, &err))) {
+               !((o.eng.draft_model = draft), engine = engine_create(m, &vocab, &o.eng, &err))) {
         rc = 1;
     }
     if (rc) {
@@ -314,6 +317,7 @@ int cmd_serve(int argc, char **argv)
     if (has_vocab)
         vocab_free(&vocab);
     model_free(m);
+    model_free(draft);
     if (!rc)
         fprintf(stderr, "splash serve: stopped\n");
     return rc;

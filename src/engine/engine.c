@@ -57,6 +57,8 @@ struct engine_req {
     int n_sampled;
     int32_t drafts[SPEC_MAX_DRAFT]; /* drafted tokens verified this step */
     int n_drafts;
+    int n_draft_kv;  /* leading positions whose draft-model KV is valid */
+    int n_rows_want; /* drafts the draft model may still add this step */
     int32_t *tokens; /* (n_prompt + max_tokens) prompt then generated ids */
     int n_prompt, n_tokens, n_prefilled, n_kv, n_generated, n_cached;
     int32_t *table; /* (n_table) KV blocks in position order */
@@ -77,6 +79,15 @@ struct engine {
     pool_t *pool;
     fwd_ctx_t fwd;
     kv_store_t kv;
+    /* the draft model (ENGINE_DRAFT_MODEL): its own forward scratch and KV,
+     * indexed by the same block tables as the target's */
+    fwd_ctx_t dfwd;
+    kv_store_t dkv;
+    float *dlogits; /* (max_seqs, vocab) */
+    int32_t *d_tokens, *d_pos;
+    const int32_t **d_tables;
+    uint8_t *d_want;
+    engine_req_t **d_req;
     blk_pool_t blocks;
     bool *is_eog;  /* (vocab) end-of-generation tokens */
     float *logits; /* (logit_rows, vocab) */
@@ -196,8 +207,13 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         return err_set(err, "prefill-chunk must be in [1, batch-tokens (%d)]", c->batch_tokens);
     if (c->queue_size < 0 || c->queue_size > 1 << 20)
         return err_set(err, "queue-size must be in [0, %d]", 1 << 20);
-    if (c->draft_mode != ENGINE_DRAFT_NONE && c->draft_mode != ENGINE_DRAFT_NGRAM)
+    if (c->draft_mode != ENGINE_DRAFT_NONE && c->draft_mode != ENGINE_DRAFT_NGRAM &&
+        c->draft_mode != ENGINE_DRAFT_MODEL)
         return err_set(err, "draft: unknown drafter");
+    const model_t *dm = c->draft_mode == ENGINE_DRAFT_MODEL ? c->draft_model : NULL;
+    if (c->draft_mode == ENGINE_DRAFT_MODEL && (!dm || dm->cfg.vocab != mc->vocab))
+        return err_set(err, "draft model: its vocabulary (%d) must be the target's (%d), with the same tokenizer",
+                       dm ? dm->cfg.vocab : 0, mc->vocab);
     if (c->draft_mode && (c->draft_max < 1 || c->draft_max > SPEC_MAX_DRAFT))
         return err_set(err, "draft-max must be in [1, %d]", SPEC_MAX_DRAFT);
     if (c->draft_mode && c->verify_rows != SPEC_VERIFY_ALL && c->verify_rows != SPEC_VERIFY_AUTO &&
@@ -214,12 +230,17 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     int kv_dim = mc->n_kv_heads * mc->head_dim;
     plan->block_size = KV_BLOCK_SIZE;
     plan->max_context = max_ctx;
-    plan->weights = m->weight_bytes;
+    plan->weights = m->weight_bytes + (dm ? dm->weight_bytes : 0);
     plan->kv_per_block = kv_store_bytes(mc->n_layers, 1, KV_BLOCK_SIZE, kv_dim);
+    if (dm) /* the draft model's KV lives in the same blocks */
+        plan->kv_per_block += kv_store_bytes(dm->cfg.n_layers, 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
     int logit_rows = c->max_seqs * (1 + (c->draft_mode ? c->draft_max : 0)) + c->prompt_logit_rows;
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
                     (uint64_t)c->max_seqs * mc->vocab * 24; /* samplers: candidates, scratch, token history */
+    if (dm)
+        plan->scratch += fwd_ctx_bytes(dm, c->n_threads, c->batch_tokens, max_ctx) +
+                         (uint64_t)c->max_seqs * mc->vocab * sizeof(float);
     int per_seq = blocks_for(max_ctx, KV_BLOCK_SIZE);
     plan->kv_min = (uint64_t)per_seq * plan->kv_per_block;
     plan->limit = c->max_memory ? c->max_memory : (uint64_t)(ENGINE_MEMORY_SHARE * (double)mem_available());
@@ -729,6 +750,115 @@ static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
     return why;
 }
 
+static int32_t argmax_row(const float *x, int n)
+{
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+/* The draft-model drafter: for each sequence that wants k drafts (n_drafts
+ * = -k), one batched draft pass over the tokens its draft KV lacks (catch-up,
+ * then the last committed token) gives d1, and k - 1 more single-row passes,
+ * batched across sequences, give d2..dk, each the draft's argmax (so the
+ * proposal is a point mass and verification stays exact). Catch-up is
+ * limited to the row budget; a sequence still catching up drafts nothing
+ * this step. Returns the draft rows added to the target's batch. */
+static int draft_with_model(engine_t *e, int budget)
+{
+    const int vocab = e->m->cfg.vocab;
+    int n = 0, n_seq = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->n_drafts >= 0)
+            continue;
+        int want = -r->n_drafts;
+        r->n_drafts = 0;
+        int from = r->n_draft_kv, last = r->n_tokens - 1;
+        int rows = last - from + 1;
+        if (rows > budget - n) {
+            /* catch up as far as the budget goes; draft next time */
+            int k = budget - n;
+            for (int j = 0; j < k; j++) {
+                e->d_tokens[n] = r->tokens[from + j];
+                e->d_pos[n] = from + j;
+                e->d_tables[n] = r->table;
+                e->d_want[n] = 0;
+                e->d_req[n++] = r;
+            }
+            r->n_draft_kv += k;
+            continue;
+        }
+        for (int p = from; p <= last; p++) {
+            e->d_tokens[n] = r->tokens[p];
+            e->d_pos[n] = p;
+            e->d_tables[n] = r->table;
+            e->d_want[n] = p == last;
+            e->d_req[n++] = r;
+        }
+        r->n_draft_kv = last + 1;
+        r->n_drafts = -want; /* marks it drafting, with its width */
+        n_seq++;
+    }
+    if (n == 0)
+        return 0;
+    err_t err;
+    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want};
+    if (fwd_run(&e->dfwd, &e->dkv, &b, e->dlogits, &err)) {
+        /* a draft failure only costs speed: no drafts this step */
+        for (int i = 0; i < e->n_running; i++)
+            if (e->running[i]->n_drafts < 0)
+                e->running[i]->n_drafts = 0;
+        return 0;
+    }
+    int li = 0, max_want = 0;
+    for (int i = 0; i < n; i++) {
+        engine_req_t *r = e->d_req[i];
+        if (!e->d_want[i])
+            continue;
+        int want = -r->n_drafts;
+        r->drafts[0] = argmax_row(e->dlogits + (size_t)li++ * vocab, vocab);
+        r->n_drafts = 1;
+        r->n_rows_want = want;
+        max_want = want > max_want ? want : max_want;
+    }
+    /* d2..dk: one row per sequence still drafting */
+    for (int j = 1; j < max_want; j++) {
+        int m = 0;
+        for (int i = 0; i < e->n_running; i++) {
+            engine_req_t *r = e->running[i];
+            if (r->n_drafts != j || r->n_rows_want <= j || r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1)
+                continue;
+            e->d_tokens[m] = r->drafts[j - 1];
+            e->d_pos[m] = r->n_tokens - 1 + j;
+            e->d_tables[m] = r->table;
+            e->d_want[m] = 1;
+            e->d_req[m++] = r;
+        }
+        if (m == 0)
+            break;
+        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want};
+        if (fwd_run(&e->dfwd, &e->dkv, &bj, e->dlogits, &err))
+            break;
+        for (int i = 0; i < m; i++) {
+            engine_req_t *r = e->d_req[i];
+            r->drafts[r->n_drafts++] = argmax_row(e->dlogits + (size_t)i * vocab, vocab);
+        }
+    }
+    int added = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->n_drafts > 0) {
+            r->n_rows += r->n_drafts;
+            added += r->n_drafts;
+        }
+    }
+    (void)n_seq;
+    return added;
+}
+
 /* Planning: how many rows each running sequence gets this step (decode: 1;
  * prefill: a chunk within the budget). Returns the row count. */
 static int plan_rows(engine_t *e)
@@ -765,6 +895,7 @@ static int plan_rows(engine_t *e)
     /* then drafts to verify, with what the budget has left (cut to the
      * step's verify width, the request's remaining output budget and the
      * rows left) */
+    int reserved = 0; /* rows promised to the draft model's drafts */
     for (int i = 0; i < e->n_running && e->step_width > 0; i++) {
         engine_req_t *r = e->running[i];
         if (r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1)
@@ -772,12 +903,22 @@ static int plan_rows(engine_t *e)
         int k = e->step_width;
         int left = req_budget(e, r) - r->n_generated - 1; /* the correction token needs a slot too */
         k = k < left ? k : left;
-        k = k < e->cfg.batch_tokens - n ? k : e->cfg.batch_tokens - n;
+        k = k < e->cfg.batch_tokens - n - reserved ? k : e->cfg.batch_tokens - n - reserved;
         if (k <= 0)
             continue;
-        r->n_drafts = spec_ngram_draft(r->tokens, r->n_tokens, k, r->drafts);
-        r->n_rows += r->n_drafts;
-        n += r->n_drafts;
+        if (e->cfg.draft_mode == ENGINE_DRAFT_NGRAM) {
+            r->n_drafts = spec_ngram_draft(r->tokens, r->n_tokens, k, r->drafts);
+            r->n_rows += r->n_drafts;
+            n += r->n_drafts;
+        } else {
+            r->n_drafts = -k; /* wanted: the draft model fills them in below */
+            reserved += k;
+        }
+    }
+    if (e->cfg.draft_mode == ENGINE_DRAFT_MODEL && e->step_width > 0) {
+        TRACE_SPAN_BEGIN(e->cfg.trace, TRACE_DRAFT, e->loops);
+        n += draft_with_model(e, e->cfg.batch_tokens);
+        TRACE_SPAN_END(e->cfg.trace, TRACE_DRAFT, e->loops);
     }
     return n;
 }
@@ -897,9 +1038,16 @@ static int apply_rows(engine_t *e)
         }
         /* accepted drafts, then the correction (or bonus) token; a request
          * that ends midway drops the rest, uncounted */
+        int t0 = r->n_tokens, n_accepted = r->n_sampled - 1;
         for (int j = 0; j < r->n_sampled && why == ENGINE_FINISH_NONE; j++) {
             why = commit_token(e, r, r->sampled[j]);
             committed++;
+        }
+        /* the draft model's KV holds the drafts it was fed (d1..d(k-1)) as far
+         * as they were accepted */
+        if (e->cfg.draft_mode == ENGINE_DRAFT_MODEL && r->n_drafts > 0) {
+            int fed_ok = n_accepted < r->n_drafts - 1 ? n_accepted : r->n_drafts - 1;
+            r->n_draft_kv = t0 + fed_ok; /* positions before T, plus the accepted drafts it was fed */
         }
         r->n_sampled = 0;
         /* KV is valid up to the last accepted draft; the newest token's KV
@@ -1142,6 +1290,28 @@ static int mark_eog(engine_t *e)
     return 0;
 }
 
+/* The draft model's scratch and KV (same blocks as the target's). */
+static int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
+{
+    const model_t *dm = e->cfg.draft_mode == ENGINE_DRAFT_MODEL ? e->cfg.draft_model : NULL;
+    if (!dm)
+        return 0;
+    size_t rows = (size_t)e->cfg.batch_tokens;
+    e->dlogits = malloc((size_t)e->cfg.max_seqs * dm->cfg.vocab * sizeof(float));
+    e->d_tokens = malloc(rows * sizeof *e->d_tokens);
+    e->d_pos = malloc(rows * sizeof *e->d_pos);
+    e->d_tables = malloc(rows * sizeof *e->d_tables);
+    e->d_want = malloc(rows);
+    e->d_req = malloc(rows * sizeof *e->d_req);
+    if (!e->dlogits || !e->d_tokens || !e->d_pos || !e->d_tables || !e->d_want || !e->d_req)
+        return err_set(err, "draft model: out of memory");
+    if (fwd_ctx_init(&e->dfwd, dm, e->pool, e->cfg.batch_tokens, plan->max_context, err) ||
+        kv_store_init(&e->dkv, dm->cfg.n_layers, plan->n_blocks, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim,
+                      err))
+        return err_prefix(err, "draft model: ");
+    return 0;
+}
+
 engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_t *c, err_t *err)
 {
     engine_plan_t plan;
@@ -1185,7 +1355,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     }
     if (!(e->pool = pool_create(c->n_threads, err)) || fwd_ctx_init(&e->fwd, m, e->pool, rows, plan.max_context, err) ||
         kv_store_init(&e->kv, mc->n_layers, plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
-        blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err)) {
+        blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) || draft_init(e, &plan, err)) {
         err_prefix(err, "engine: ");
         engine_destroy(e);
         return NULL;
@@ -1219,6 +1389,14 @@ void engine_destroy(engine_t *e)
     }
     blk_pool_free(&e->blocks);
     kv_store_free(&e->kv);
+    kv_store_free(&e->dkv);
+    fwd_ctx_free(&e->dfwd);
+    free(e->dlogits);
+    free(e->d_tokens);
+    free(e->d_pos);
+    free(e->d_tables);
+    free(e->d_want);
+    free(e->d_req);
     fwd_ctx_free(&e->fwd);
     pool_destroy(e->pool);
     free(e->is_eog);

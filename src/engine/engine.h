@@ -34,23 +34,24 @@
 #define ENGINE_DEFAULT_MAX_CONTEXT 4096 /* capped by the model's trained context */
 #define ENGINE_WIDTH_BUCKETS 9          /* decode batch widths 1, 2, 3-4, 5-8, ..., 129-256, >256 */
 
-enum { ENGINE_DRAFT_NONE = 0, ENGINE_DRAFT_NGRAM = 1 };
+enum { ENGINE_DRAFT_NONE = 0, ENGINE_DRAFT_NGRAM = 1, ENGINE_DRAFT_MODEL = 2 };
 #define ENGINE_DEFAULT_DRAFT_MAX 4
 
 typedef struct engine_config {
-    int n_threads;         /* kernel threads (the engine thread is one of them) */
-    int max_seqs;          /* sequences prefilling or decoding at once */
-    int batch_tokens;      /* rows per step (>= max_seqs, so prefill always gets a row) */
-    int prefill_chunk;     /* prompt rows one sequence may take per step */
-    int max_context;       /* tokens per sequence (prompt + generated); 0: default */
-    int queue_size;        /* requests waiting for admission before submissions are refused */
-    uint64_t max_memory;   /* bytes for weights + KV + scratch; 0: derived from available RAM */
-    int prompt_logit_rows; /* >0: rows of logits kept per step for requests that ask for
-                              every prompt position's logits (splash run --logits-out) */
-    trace_t *trace;        /* NULL: the null sink (no clock read, nothing recorded) */
-    int draft_mode;        /* ENGINE_DRAFT_NONE or ENGINE_DRAFT_NGRAM */
-    int draft_max;         /* drafted tokens per sequence per step, [1, SPEC_MAX_DRAFT] */
-    int verify_rows;       /* SPEC_VERIFY_ALL, SPEC_VERIFY_AUTO or a fixed width in [0, draft_max] */
+    int n_threads;              /* kernel threads (the engine thread is one of them) */
+    int max_seqs;               /* sequences prefilling or decoding at once */
+    int batch_tokens;           /* rows per step (>= max_seqs, so prefill always gets a row) */
+    int prefill_chunk;          /* prompt rows one sequence may take per step */
+    int max_context;            /* tokens per sequence (prompt + generated); 0: default */
+    int queue_size;             /* requests waiting for admission before submissions are refused */
+    uint64_t max_memory;        /* bytes for weights + KV + scratch; 0: derived from available RAM */
+    int prompt_logit_rows;      /* >0: rows of logits kept per step for requests that ask for
+                                   every prompt position's logits (splash run --logits-out) */
+    trace_t *trace;             /* NULL: the null sink (no clock read, nothing recorded) */
+    int draft_mode;             /* ENGINE_DRAFT_NONE, _NGRAM or _MODEL */
+    const model_t *draft_model; /* ENGINE_DRAFT_MODEL: a smaller model with the same vocabulary */
+    int draft_max;              /* drafted tokens per sequence per step, [1, SPEC_MAX_DRAFT] */
+    int verify_rows;            /* SPEC_VERIFY_ALL, SPEC_VERIFY_AUTO or a fixed width in [0, draft_max] */
     /* Fault knobs, for testing the measurement tools only (splash serve
      * --test-*): each breaks one property a benchmark must detect. */
     int test_step_delay_us;      /* sleep this long after every forward pass */

@@ -105,7 +105,10 @@ static json_t *policy_json(const engine_snapshot_t *snap)
         width_name(snap->verify_width, snap->draft_max, eff, sizeof eff);
     }
     return json_pack("{s:s,s:s,s:s,s:i}", "verify_rows", conf, "verify_rows_effective", eff, "drafter",
-                     snap->draft_mode == ENGINE_DRAFT_NGRAM ? "ngram" : "none", "draft_max", snap->draft_max);
+                     snap->draft_mode == ENGINE_DRAFT_NGRAM   ? "ngram"
+                     : snap->draft_mode == ENGINE_DRAFT_MODEL ? "model"
+                                                              : "none",
+                     "draft_max", snap->draft_max);
 }
 
 static json_t *u64_array(const uint64_t *v, int from, int to)

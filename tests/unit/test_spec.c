@@ -118,8 +118,9 @@ static void test_fitter_censoring_and_cost(void **state)
 /* ---- exactness through the engine ---- */
 
 typedef struct fixture {
-    char path[64];
+    char path[64], draft_path[64];
     model_t *model;
+    model_t *draft; /* a smaller model with the same vocabulary */
     vocab_t vocab;
 } fixture_t;
 
@@ -137,8 +138,21 @@ static int setup(void **state)
     if (synth_write(f->path, "test", &c, TYPE_Q8_0, 11, 0.1f, NULL, pool, NULL, NULL, &err))
         fail_msg("synth: %s", err.msg);
     pool_destroy(pool);
+    /* the draft: one narrow layer, other weights */
+    snprintf(f->draft_path, sizeof f->draft_path, "/tmp/splash-test-draft-XXXXXX");
+    fd = mkstemp(f->draft_path);
+    assert_true(fd >= 0);
+    close(fd);
+    model_config_t d = c;
+    d.n_layers = 1, d.hidden = 32, d.ffn = 64, d.n_heads = 2, d.n_kv_heads = 1;
+    pool = pool_create(2, &err);
+    if (synth_write(f->draft_path, "draft", &d, TYPE_Q8_0, 12, 0.1f, NULL, pool, NULL, NULL, &err))
+        fail_msg("synth: %s", err.msg);
+    pool_destroy(pool);
     f->model = model_load(f->path, &err);
     assert_non_null(f->model);
+    f->draft = model_load(f->draft_path, &err);
+    assert_non_null(f->draft);
     assert_int_equal(vocab_load(&f->vocab, f->model->gguf, f->model->cfg.vocab, &err), 0);
     *state = f;
     return 0;
@@ -149,11 +163,15 @@ static int teardown(void **state)
     fixture_t *f = *state;
     vocab_free(&f->vocab);
     model_free(f->model);
+    model_free(f->draft);
     unlink(f->path);
+    unlink(f->draft_path);
     free(f);
     return 0;
 }
 
+/* draft_mode, or -1: the draft-model drafter with the target itself as the
+ * draft (every greedy draft accepted) */
 static engine_t *make_engine(fixture_t *f, int max_seqs, int draft_mode, int verify_rows)
 {
     engine_config_t c;
@@ -164,7 +182,8 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int draft_mode, int ver
     c.prefill_chunk = 16;
     c.max_context = 1024;
     c.max_memory = 1ull << 30;
-    c.draft_mode = draft_mode;
+    c.draft_mode = draft_mode < 0 ? ENGINE_DRAFT_MODEL : draft_mode;
+    c.draft_model = draft_mode < 0 ? f->model : f->draft;
     c.draft_max = 4;
     c.verify_rows = verify_rows;
     err_t err;
@@ -251,38 +270,42 @@ static void test_exact_greedy_and_seeded(void **state)
             collect(submit(e, prompts[i], lens[i], GEN, sampled ? 100 + (uint64_t)i : 0, &ref[i]), &ref[i]);
         engine_destroy(e);
         static const int policies[] = {SPEC_VERIFY_ALL, 1, 2, 0, SPEC_VERIFY_AUTO};
+        static const int drafters[] = {ENGINE_DRAFT_NGRAM, ENGINE_DRAFT_MODEL, -1};
         uint64_t accepted_total = 0;
-        for (size_t pi = 0; pi < sizeof policies / sizeof *policies; pi++) {
-            for (int width = 1; width <= 4; width += 3) {
-                e = make_engine(f, width, ENGINE_DRAFT_NGRAM, policies[pi]);
-                engine_req_t *rs[N_PROMPTS];
-                run_t got[N_PROMPTS];
-                /* width 4: up to four sequences speculating in one batch */
-                for (int i = 0; i < N_PROMPTS; i++)
-                    rs[i] = submit(e, prompts[i], lens[i], GEN, sampled ? 100 + (uint64_t)i : 0, &got[i]);
-                for (int i = 0; i < N_PROMPTS; i++) {
-                    collect(rs[i], &got[i]);
-                    assert_int_equal(got[i].n, GEN);
-                    assert_memory_equal(got[i].ids, ref[i].ids, GEN * sizeof(int32_t));
-                    assert_memory_equal(got[i].logits, ref[i].logits, (size_t)GEN * VOCAB * sizeof(float));
-                    free(got[i].logits);
+        for (size_t di = 0; di < sizeof drafters / sizeof *drafters; di++)
+            for (size_t pi = 0; pi < sizeof policies / sizeof *policies; pi++) {
+                if (drafters[di] != ENGINE_DRAFT_NGRAM && (policies[pi] == 1 || policies[pi] == 0))
+                    continue; /* the model drafters: all, 2 and auto */
+                for (int width = 1; width <= 4; width += 3) {
+                    e = make_engine(f, width, drafters[di], policies[pi]);
+                    engine_req_t *rs[N_PROMPTS];
+                    run_t got[N_PROMPTS];
+                    /* width 4: up to four sequences speculating in one batch */
+                    for (int i = 0; i < N_PROMPTS; i++)
+                        rs[i] = submit(e, prompts[i], lens[i], GEN, sampled ? 100 + (uint64_t)i : 0, &got[i]);
+                    for (int i = 0; i < N_PROMPTS; i++) {
+                        collect(rs[i], &got[i]);
+                        assert_int_equal(got[i].n, GEN);
+                        assert_memory_equal(got[i].ids, ref[i].ids, GEN * sizeof(int32_t));
+                        assert_memory_equal(got[i].logits, ref[i].logits, (size_t)GEN * VOCAB * sizeof(float));
+                        free(got[i].logits);
+                    }
+                    engine_snapshot_t s = {0};
+                    err_t err;
+                    for (int t = 0; t < 2000; t++) {
+                        assert_int_equal(engine_snapshot(e, &s, &err), 0);
+                        if (s.decoding + s.prefilling + s.queued == 0)
+                            break;
+                        usleep(1000);
+                    }
+                    assert_int_equal(s.blocks_used, 0);
+                    if (policies[pi] == 0)
+                        assert_int_equal(s.spec_verified, 0); /* width 0: nothing drafted, nothing observed */
+                    accepted_total += s.spec_accepted;
+                    engine_snapshot_free(&s);
+                    engine_destroy(e);
                 }
-                engine_snapshot_t s = {0};
-                err_t err;
-                for (int t = 0; t < 2000; t++) {
-                    assert_int_equal(engine_snapshot(e, &s, &err), 0);
-                    if (s.decoding + s.prefilling + s.queued == 0)
-                        break;
-                    usleep(1000);
-                }
-                assert_int_equal(s.blocks_used, 0);
-                if (policies[pi] == 0)
-                    assert_int_equal(s.spec_verified, 0); /* width 0: nothing drafted, nothing observed */
-                accepted_total += s.spec_accepted;
-                engine_snapshot_free(&s);
-                engine_destroy(e);
             }
-        }
         print_message("%s: %llu drafts accepted over all settings\n", sampled ? "sampled" : "greedy",
                       (unsigned long long)accepted_total);
         assert_true(accepted_total > (sampled ? 10u : 100u)); /* the repetitive prompts did speculate */
