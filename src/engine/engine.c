@@ -1076,16 +1076,14 @@ static void retire(engine_t *e, const char *error)
     }
 }
 
+static int effective_width(const engine_t *e);
+
 /* The verify width for this step: the configured one, or the fitter's. */
 static int verify_width(engine_t *e)
 {
-    if (!e->cfg.draft_mode)
-        return 0;
-    if (e->cfg.verify_rows == SPEC_VERIFY_ALL)
-        return e->cfg.draft_max;
-    if (e->cfg.verify_rows == SPEC_VERIFY_AUTO)
+    if (e->cfg.draft_mode && e->cfg.verify_rows == SPEC_VERIFY_AUTO)
         return spec_fitter_choose(&e->fitter);
-    return e->cfg.verify_rows < e->cfg.draft_max ? e->cfg.verify_rows : e->cfg.draft_max;
+    return effective_width(e);
 }
 
 /* One step's forward pass and what follows it. */
@@ -1159,6 +1157,19 @@ static void fill_info(engine_req_info_t *info, const engine_req_t *r)
     info->cached_tokens = r->n_cached;
 }
 
+/* The verify width in effect: fixed by configuration, or the fitter's. */
+static int effective_width(const engine_t *e)
+{
+    const engine_config_t *c = &e->cfg;
+    if (!c->draft_mode)
+        return 0;
+    if (c->verify_rows == SPEC_VERIFY_AUTO)
+        return e->fitter.width;
+    if (c->verify_rows == SPEC_VERIFY_ALL)
+        return c->draft_max;
+    return c->verify_rows < c->draft_max ? c->verify_rows : c->draft_max;
+}
+
 /* Publishes the counters after a step. The queue is read under mu first, so
  * snap_mu is held only for the copy. */
 static void publish(engine_t *e)
@@ -1206,9 +1217,7 @@ static void publish(engine_t *e)
     s->cache_lookups = e->cache_lookups;
     s->cache_hit_tokens = e->cache_hit_tokens;
     s->cache_evictions = e->blocks.evictions;
-    s->verify_width = e->step_width;
-    if (e->cfg.draft_mode && e->cfg.verify_rows == SPEC_VERIFY_AUTO)
-        s->verify_width = e->fitter.width;
+    s->verify_width = effective_width(e);
     s->verify_rows_total = e->verify_rows;
     s->spec_drafted = e->spec_drafted;
     s->spec_verified = e->spec_verified;
@@ -1367,6 +1376,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->pub.draft_mode = c->draft_mode;
     e->pub.draft_max = c->draft_mode ? c->draft_max : 0;
     e->pub.verify_rows = c->draft_mode ? c->verify_rows : 0;
+    e->pub.verify_width = effective_width(e);
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
         err_set(err, "engine: cannot start the engine thread");
         engine_destroy(e);

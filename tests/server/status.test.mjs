@@ -119,3 +119,46 @@ test("the schema rejects snapshots that break it", () => {
         assert.equal(validate(s), false, `the schema accepted: ${name}`);
     }
 });
+
+// Speculative decoding: the configured and effective policy for each
+// setting, the spec counters validating against the schema.
+test("policy and spec counters under --draft ngram for each --verify-rows", async () => {
+    for (const [setting, conf, eff] of [["all", "all", /^all$/], ["2", "2", /^2$/], ["auto", "auto", /^(all|[0-9]+)$/],
+        ["0", "0", /^0$/]]) {
+        const srv = await startServer(opts, ["--draft", "ngram", "--draft-max", "4", "--verify-rows", setting]);
+        try {
+            const s0 = await check(srv.port, `${setting}: idle`);
+            assert.equal(s0.policy.verify_rows, conf);
+            assert.match(s0.policy.verify_rows_effective, eff);
+            assert.equal(s0.policy.drafter, "ngram");
+            assert.equal(s0.policy.draft_max, 4);
+            const prompt = "ab ab ab ab ab ab ab ab ab ab ab ab";
+            const res = await fetch(`http://127.0.0.1:${srv.port}/v1/completions`, {
+                method: "POST", headers: { "Content-Type": "application/json" },
+                body: JSON.stringify({ prompt, max_tokens: 64, temperature: 0, ignore_eos: true }) });
+            assert.equal(res.status, 200);
+            const s1 = await check(srv.port, `${setting}: after a request`);
+            assert.match(s1.policy.verify_rows_effective, eff);
+            if (setting === "0") {
+                assert.equal(s1.spec.verified, 0, "width 0 verifies nothing, so nothing is observed");
+                assert.equal(s1.spec.acceptance_rate, null);
+            } else {
+                assert.ok(s1.spec.drafted > 0, "drafts were verified");
+                assert.ok(s1.spec.accepted <= s1.spec.verified && s1.spec.verified <= s1.spec.drafted);
+            }
+            assert.equal(s1.spec.fitter === null, setting !== "auto");
+        } finally {
+            assert.equal(await srv.stop(), 0);
+        }
+    }
+    const off = await startServer(opts, []);
+    try {
+        const s = await check(off.port, "no drafter");
+        assert.equal(s.policy.verify_rows, "off");
+        assert.equal(s.policy.verify_rows_effective, "off");
+        assert.equal(s.policy.drafter, "none");
+        assert.equal(s.spec.verified, 0);
+    } finally {
+        assert.equal(await off.stop(), 0);
+    }
+});
