@@ -68,6 +68,8 @@ static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
     }
     if (!o->file)
         return err_set(err, "--file TEXT is required");
+    if (o->ctx && o->stride > o->ctx)
+        return err_set(err, "--stride %lld exceeds --ctx %lld", (long long)o->stride, (long long)o->ctx);
     return 0;
 }
 

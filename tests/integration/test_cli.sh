@@ -82,8 +82,9 @@ cmp -s "$work/m.gguf" "$work/m3.gguf" && bad "different seeds wrote the same fil
 "$splash" model synth --preset tiny --type bf16 --layers 3 --vocab 300 --untied --seed 9 --threads 1 --out "$work/m4.gguf" 2>/dev/null
 cmp -s "$work/m.gguf" "$work/m4.gguf" && ok || bad "synth depends on the thread count"
 
-# run: the built-in model, greedy is deterministic, seeded sampling too
-expect_ok "$splash" run --max-tokens 16 "Hello"
+# run: the built-in model (the trained demo, which may end a text early:
+# --ignore-eos), greedy is deterministic, seeded sampling too
+expect_ok "$splash" run --max-tokens 16 --ignore-eos "Hello"
 grep -q "decode: 16 tokens" "$work/err" && ok || bad "run did not report 16 decoded tokens: $(cat "$work/err")"
 "$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --ids-out "$work/g1" hi >/dev/null 2>&1
 "$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --ids-out "$work/g2" --threads 1 hi >/dev/null 2>&1
@@ -99,22 +100,45 @@ expect_error 1 "exceeds the model's context" -- "$splash" run --model "$work/m.g
 mkdir -p "$work/bin" && cp "$splash" "$work/bin/splash"
 expect_error 1 "built-in model .* is missing" -- "$work/bin/splash" run hi
 
-# tokenize / detokenize / template on the built-in model (byte-level vocabulary)
+# tokenize / detokenize on a synthetic model's byte-level vocabulary (the
+# built-in model's BPE is checked by tests/demo), template on the built-in model
+bytes="$work/bytes.gguf"
+"$splash" model synth --preset tiny --type f32 --out "$bytes" 2>/dev/null
 expect_ok "$splash" tokenize --help
 expect_ok "$splash" detokenize --help
 expect_ok "$splash" template --help
-[ "$("$splash" tokenize "hi<|im_end|>" 2>&1)" = "104 105 258" ] && ok || bad "tokenize on the built-in model"
-[ "$("$splash" tokenize --no-parse-special "<|" 2>&1)" = "60 124" ] && ok || bad "tokenize --no-parse-special"
-[ "$("$splash" detokenize 104,105,258 2>&1)" = "hi<|im_end|>" ] && ok || bad "detokenize ids"
-out=$(printf '"a\\u00e9"\n[1,2]\n\n' | "$splash" tokenize --jsonl 2>&1)
+[ "$("$splash" tokenize --model "$bytes" "hi<|im_end|>" 2>&1)" = "104 105 258" ] && ok || bad "tokenize on the built-in model"
+[ "$("$splash" tokenize --model "$bytes" --no-parse-special "<|" 2>&1)" = "60 124" ] && ok || bad "tokenize --no-parse-special"
+[ "$("$splash" detokenize --model "$bytes" 104,105,258 2>&1)" = "hi<|im_end|>" ] && ok || bad "detokenize ids"
+out=$(printf '"a\\u00e9"\n[1,2]\n\n' | "$splash" tokenize --model "$bytes" --jsonl 2>&1)
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] && [ "$(printf '%s\n' "$out" | head -1)" = "[97,195,169]" ] &&
     printf '%s\n' "$out" | sed -n 2p | grep -q '"error"' && ok || bad "tokenize --jsonl: $out"
-[ "$(printf '[97,255]\n' | "$splash" detokenize --jsonl 2>&1)" = "$(printf '"a\357\277\275"')" ] && ok || bad "detokenize --jsonl lossy"
+[ "$(printf '[97,255]\n' | "$splash" detokenize --model "$bytes" --jsonl 2>&1)" = "$(printf '"a\357\277\275"')" ] && ok || bad "detokenize --jsonl lossy"
 out=$(printf '{"messages":[{"role":"user","content":"Hi"}],"add_generation_prompt":true}\n' | "$splash" template --jsonl 2>/dev/null)
 [ "$out" = '"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"' ] && ok || bad "template --jsonl: $out"
 expect_error 2 "exactly one of TEXT, --jsonl or --bench" -- "$splash" tokenize
 expect_error 2 "IDS: .* is not a comma-separated" -- "$splash" detokenize 1,x
-expect_error 1 "token id 9999 is outside the vocabulary" -- "$splash" detokenize 9999
+expect_error 1 "token id 9999 is outside the vocabulary" -- "$splash" detokenize --model "$bytes" 9999
+
+# model convert: the type changes, the tokenizer and metadata stay; bad input named
+expect_ok "$splash" model convert --in "$bytes" --type q8_0 --out "$work/conv.gguf"
+"$splash" model info --no-hash "$work/conv.gguf" >"$work/info" 2>&1
+grep -q "weight types: *f32 x9 (0.0 MiB) q8_0 x16" "$work/info" && grep -q "512 tokens" "$work/info" && ok ||
+    bad "convert: $(head -12 "$work/info")"
+expect_error 2 "--type 'q3_x' is not one of" -- "$splash" model convert --in "$bytes" --type q3_x --out "$work/x.gguf"
+expect_error 2 "--in, --type and --out are required" -- "$splash" model convert --in "$bytes" --type f16
+expect_error 1 "not a multiple of the q4_k block size 256" -- "$splash" model convert --in "$bytes" --type q4_k --out "$work/x.gguf"
+
+# perplexity: a figure for a random model near its vocabulary size; bad flags named
+printf 'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.\n%.0s' 1 2 3 4 5 6 >"$work/text.txt"
+"$splash" perplexity --model "$bytes" --file "$work/text.txt" --ctx 64 --stride 32 >"$work/ppl" 2>/dev/null
+n=$(($(wc -c <"$work/text.txt") - 1)) # bytes = tokens here; all but the first are scored
+awk -v n=$n '$1 == "perplexity" && $2 > 100 && $2 < 5000 && $6 == n && $8 == n { ok = 1 } END { exit !ok }' "$work/ppl" && ok ||
+    bad "perplexity line: $(cat "$work/ppl")"
+expect_ok "$splash" perplexity --help
+expect_error 2 "--file TEXT is required" -- "$splash" perplexity --model "$bytes"
+expect_error 2 "--stride 100 exceeds --ctx 64" -- "$splash" perplexity --model "$bytes" --file "$work/text.txt" --ctx 64 --stride 100
+expect_error 1 "--ctx 8192 exceeds the model's context length 4096" -- "$splash" perplexity --model "$bytes" --file "$work/text.txt" --ctx 8192
 
 # perf: a tiny run, JSON that parses, errors on bad flags
 expect_ok "$splash" perf --help
