@@ -1,6 +1,7 @@
 #include "kernels/ops.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -13,7 +14,8 @@
  * each activation block is sized to stay in L2 while the weight rows sweep
  * it. Blocks change which elements are computed together, never how one is
  * computed, so they do not affect the results. */
-#define MATMUL_ROW_UNIT 4                /* threads split output rows in multiples of this */
+#define MATMUL_ROW_UNIT 4                /* the smallest group of output rows a kernel takes */
+#define MATMUL_CHUNK 16                  /* output rows a thread takes at a time (a multiple of the unit) */
 #define MATMUL_W_BLOCK 16                /* weight rows per block */
 #define MATMUL_X_BLOCK_BYTES (128 << 10) /* activation bytes per block */
 
@@ -33,6 +35,7 @@ typedef struct matmul_job {
     int64_t n_in;
     uint8_t *xq; /* (n_rows, xq_stride) quantised activations; NULL: the f32 path */
     size_t xq_stride;
+    atomic_long next[OPS_MULTI_MAX]; /* per matrix: the next chunk of output rows to take */
 } matmul_job_t;
 
 static void quantize_worker(void *ctx, int ith, int nth)
@@ -100,21 +103,29 @@ static void matmul_f32_rows(const matmul_job_t *job, int i, long lo, long hi)
     }
 }
 
-/* Each thread takes its share of every matrix's output rows, in groups of
- * MATMUL_ROW_UNIT: one hand-off for all the products. */
+/* Threads take chunks of MATMUL_CHUNK output rows, of every matrix in turn,
+ * from a shared counter: one hand-off for all the products, and a thread
+ * that the OS preempts (a shared or oversubscribed machine) does not hold
+ * the others up at the barrier, because they take its chunks. Which thread
+ * computes a row never changes how it is computed (batch invariance). */
 static void matmul_worker(void *ctx, int ith, int nth)
 {
-    const matmul_job_t *job = ctx;
+    matmul_job_t *job = ctx;
+    (void)ith;
+    (void)nth;
     for (int i = 0; i < job->n_mats; i++) {
         const matrix_t *w = job->w[i];
-        long units = (long)((w->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT), lo, hi;
-        pool_split(units, ith, nth, &lo, &hi);
-        lo *= MATMUL_ROW_UNIT;
-        hi = hi * MATMUL_ROW_UNIT < w->n_out ? hi * MATMUL_ROW_UNIT : (long)w->n_out;
-        if (job->xq)
-            matmul_q_rows(job, i, lo, hi);
-        else
-            matmul_f32_rows(job, i, lo, hi);
+        long n_chunks = (long)((w->n_out + MATMUL_CHUNK - 1) / MATMUL_CHUNK);
+        for (;;) {
+            long c = atomic_fetch_add_explicit(&job->next[i], 1, memory_order_relaxed);
+            if (c >= n_chunks)
+                break;
+            long lo = c * MATMUL_CHUNK, hi = lo + MATMUL_CHUNK < w->n_out ? lo + MATMUL_CHUNK : (long)w->n_out;
+            if (job->xq)
+                matmul_q_rows(job, i, lo, hi);
+            else
+                matmul_f32_rows(job, i, lo, hi);
+        }
     }
 }
 
@@ -137,6 +148,8 @@ static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
         else
             pool_run(pool, quantize_worker, job);
     }
+    for (int i = 0; i < job->n_mats; i++)
+        atomic_init(&job->next[i], 0);
     pool_run(pool, matmul_worker, job);
 }
 

@@ -10,6 +10,7 @@
  *   logits = Wout rmsnorm(x)          (Wout = token_embd when tied)
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,11 +99,13 @@ typedef struct attn_job {
     const kv_store_t *kv;
     const fwd_batch_t *b;
     int layer;
+    atomic_long next; /* the next (row, head) item to take */
 } attn_job_t;
 
 static void attn_worker(void *arg, int ith, int nth)
 {
-    const attn_job_t *job = arg;
+    attn_job_t *job = arg;
+    (void)nth;
     const fwd_ctx_t *ctx = job->ctx;
     const model_config_t *c = &ctx->model->cfg;
     const kv_store_t *kv = job->kv;
@@ -112,9 +115,10 @@ static void attn_worker(void *arg, int ith, int nth)
     /* q.k through the selected f32 dot kernel: the same kernel for every
      * row, so a row's scores never depend on the batch */
     type_dot_f32_fn dot = type_kernels(TYPE_F32)->dot_f32;
-    long lo, hi;
-    pool_split((long)job->b->n_rows * c->n_heads, ith, nth, &lo, &hi);
-    for (long item = lo; item < hi; item++) {
+    /* items are taken from a shared counter, so a preempted thread's share
+     * is done by the others; an item's arithmetic never depends on who */
+    long n_items = (long)job->b->n_rows * c->n_heads;
+    for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_items;) {
         int r = (int)(item / c->n_heads), h = (int)(item % c->n_heads);
         int kvh = h / group; /* query head h reads key/value head h / group */
         int32_t pos = job->b->pos[r];
@@ -211,7 +215,8 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         }
 
         /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */
-        attn_job_t job = {ctx, kv, b, li};
+        attn_job_t job = {ctx, kv, b, li, 0};
+        atomic_init(&job.next, 0);
         pool_run(ctx->pool, attn_worker, &job);
         ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->q, n,
                            ctx->xq); /* q is free now: reuse it for Wo's output */
