@@ -18,6 +18,12 @@
 
 #define RUN_DEFAULT_MAX_TOKENS 64
 #define RUN_DEFAULT_CHUNK 64 /* prompt rows per forward pass */
+/* Sampling when no sampling option is given: a small model decoding greedily
+ * soon repeats itself, so the demo samples (HTTP requests keep OpenAI's
+ * defaults; this is the command line only). */
+#define RUN_DEMO_TEMPERATURE 0.8f
+#define RUN_DEMO_TOP_P 0.95f
+#define RUN_DEMO_REPETITION_PENALTY 1.1f
 #define RUN_MAX_CHUNK 4096
 #define RUN_MAX_PROMPT_BYTES (1 << 20)
 #define RUN_PROGRESS_AFTER_NS 2000000000 /* prefill progress once it has taken 2 s */
@@ -30,6 +36,9 @@ static const char run_usage[] =
     "\n"
     "  --model FILE        GGUF model (default: the built-in model, %s)\n"
     "  --max-tokens N      tokens to generate (default %d)\n"
+    "sampling: with none of the options below, run samples with temperature 0.8, top-p 0.95\n"
+    "and repetition penalty 1.1 (a small model decoding greedily soon loops); giving any of\n"
+    "them starts from greedy with every filter off, so --temperature 0 alone is plain greedy.\n"
     "  --temperature T     0 = greedy (default 0)\n"
     "  --top-k N           sample from the N most likely tokens (default 0: off)\n"
     "  --top-p P           nucleus sampling threshold (default 1: off)\n"
@@ -86,8 +95,23 @@ typedef struct run_opts {
     const char *logits_out, *ids_out;
 } run_opts_t;
 
+/* Whether a command-line word is one of the sampling options. */
+static bool is_sampling_option(const char *arg)
+{
+    static const char *const names[] = {
+        "--temperature",       "--top-k", "--top-p", "--min-p", "--presence-penalty", "--frequency-penalty",
+        "--repetition-penalty"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        size_t n = strlen(names[k]);
+        if (!strncmp(arg, names[k], n) && (arg[n] == '\0' || arg[n] == '='))
+            return true;
+    }
+    return false;
+}
+
 static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
 {
+    bool has_sampling = false;
     memset(o, 0, sizeof *o);
     o->model = cli_default_model();
     o->max_tokens = RUN_DEFAULT_MAX_TOKENS;
@@ -100,6 +124,7 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
         const char *v;
         double d;
         int64_t x;
+        has_sampling |= is_sampling_option(argv[i]);
         if (!strcmp(argv[i], "--ignore-eos")) {
             o->ignore_eos = true;
         } else if (!strcmp(argv[i], "--quiet")) {
@@ -187,6 +212,11 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
         } else {
             o->prompt = argv[i];
         }
+    }
+    if (!has_sampling) {
+        o->sp.temperature = RUN_DEMO_TEMPERATURE;
+        o->sp.top_p = RUN_DEMO_TOP_P;
+        o->sp.repetition_penalty = RUN_DEMO_REPETITION_PENALTY;
     }
     if (!o->prompt && !o->prompt_ids)
         return err_set(err, "no prompt given (a text argument or --prompt-ids)");

@@ -86,8 +86,8 @@ cmp -s "$work/m.gguf" "$work/m4.gguf" && ok || bad "synth depends on the thread 
 # --ignore-eos), greedy is deterministic, seeded sampling too
 expect_ok "$splash" run --max-tokens 16 --ignore-eos "Hello"
 grep -q "decode: 16 tokens" "$work/err" && ok || bad "run did not report 16 decoded tokens: $(cat "$work/err")"
-"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --ids-out "$work/g1" hi >/dev/null 2>&1
-"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --ids-out "$work/g2" --threads 1 hi >/dev/null 2>&1
+"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --temperature 0 --ids-out "$work/g1" hi >/dev/null 2>&1
+"$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --temperature 0 --ids-out "$work/g2" --threads 1 hi >/dev/null 2>&1
 cmp -s "$work/g1" "$work/g2" && [ "$(wc -w <"$work/g1")" -eq 24 ] && ok || bad "greedy run differs across thread counts"
 "$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --temperature 1 --seed 5 --ids-out "$work/s1" hi >/dev/null 2>&1
 "$splash" run --model "$work/m.gguf" --max-tokens 24 --ignore-eos --temperature 1 --seed 5 --ids-out "$work/s2" hi >/dev/null 2>&1
