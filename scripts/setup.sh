@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages listed in deps/debian-packages.txt that are not
 # installed yet. Safe to run repeatedly; needs root (or sudo) only when
-# something is missing.
+# something is missing. `--train` also installs the maintainer-only packages
+# for retraining the demo model (the list's "# [train]" section).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-mapfile -t want < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$here/deps/debian-packages.txt" | grep -v '^$')
+train=0
+[ "${1:-}" = "--train" ] && train=1
+# the packages above the "# [train]" marker, and with --train those below it
+mapfile -t want < <(awk -v train=$train '/^# \[train\]/ { if (!train) exit } { print }' \
+    "$here/deps/debian-packages.txt" | sed -e 's/#.*//' -e 's/[[:space:]]//g' | grep -v '^$')
 missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
