@@ -22,7 +22,7 @@ settings=("none" "1" "2" "all" "auto")
 run() { # workload setting -> tok/s
     local extra=()
     [ "$2" = none ] || extra=(--draft "$DRAFT" --draft-max 4 --verify-rows "$2")
-    [ "$1" = rejected ] && extra+=(--temperature 1 --seed 7)
+    if [ "$1" = rejected ]; then extra+=(--temperature 1 --seed 7); else extra+=(--temperature 0); fi
     "$SPLASH" run --model "$MODEL" --threads "$THREADS" --max-tokens "$TOKENS" --ignore-eos --quiet \
         "${extra[@]}" "$PROMPT" 2>&1 | sed -n 's/.*decode: [0-9]* tokens in [0-9.]* s (\([0-9.]*\) tok\/s).*/\1/p'
 }
