@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fp16.h"
 #include "kernels/types.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
@@ -94,6 +95,7 @@ int convert_model(const char *in_path, const char *out_path, uint32_t wtype, poo
 {
     if (!type_is_computable(wtype) || !type_traits(wtype)->from_f32)
         return err_set(err, "weight type %s cannot be written", type_name(wtype));
+    fp16_init(); /* the f16 dequantiser reads its table */
     gguf_t *g = gguf_open(in_path, err);
     if (!g)
         return -1;
