@@ -928,7 +928,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
         unverifiable(r, "idle after arm (needs /status)");
     json_object_set_new(s.j, "round", json_integer(round + 1));
     json_object_set_new(s.j, "position", json_integer(pos + 1));
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "%c%d", a->label, pos + 1);
     json_object_set_new(s.j, "slot", json_string(name));
     json_object_set_new(s.j, "arm", json_string(ai ? "B" : "A"));
