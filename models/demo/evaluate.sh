@@ -16,9 +16,9 @@ for t in f32 f16 bf16 q8_0 q6_k q5_k q4_k q4_0; do
     echo "target $t: $(ppl "$work/$t.gguf" heldout.txt)"
 done
 echo "draft f16: $(ppl demo-draft-f16.gguf heldout.txt)"
-echo "== validation split (data/val.txt), ctx 512, stride 256"
-echo "target f16: $(ppl demo-target-f16.gguf data/val.txt 256)"
-echo "draft f16: $(ppl demo-draft-f16.gguf data/val.txt 256)"
+echo "== validation split (data/val.txt), ctx 512, stride 512"
+echo "target f16: $(ppl demo-target-f16.gguf data/val.txt 512)"
+echo "draft f16: $(ppl demo-draft-f16.gguf data/val.txt 512)"
 echo "== draft agreement (first 16384 validation tokens)"
 /usr/bin/python3 -c 'import numpy as np; print(" ".join(map(str, np.fromfile("data/val.bin", dtype=np.uint16)[:16384])))' >"$work/val.ids"
 /usr/bin/python3 agreement.py "$splash" demo-target-f16.gguf demo-draft-f16.gguf "$work/val.ids"

@@ -40,6 +40,7 @@ def main():
     ap.add_argument("--dtype", choices=["bf16", "f32"], default="f32")
     ap.add_argument("--data", default="data")
     ap.add_argument("--out", default="out")
+    ap.add_argument("--resume", help="start from this checkpoint's weights (fresh optimizer and schedule)")
     a = ap.parse_args()
 
     torch.manual_seed(a.seed)
@@ -47,6 +48,11 @@ def main():
     train = np.fromfile(os.path.join(a.data, "train.bin"), dtype=np.uint16)
     val = np.fromfile(os.path.join(a.data, "val.bin"), dtype=np.uint16)
     model = Qwen3(CONFIGS[a.model])
+    prior_steps = 0
+    if a.resume:
+        ck = torch.load(a.resume, map_location="cpu")
+        model.load_state_dict(ck["state"])
+        prior_steps = ck["steps"]
     n_params = sum(p.numel() for p in model.parameters())
     print("train: %s, %d parameters, %d train / %d val tokens" % (a.model, n_params, len(train), len(val)), flush=True)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
@@ -81,7 +87,7 @@ def main():
     print("done: %s %d steps in %.0f s; validation loss %.4f perplexity %.2f" %
           (a.model, a.steps, time.time() - t0, vl, math.exp(vl)), flush=True)
     os.makedirs(a.out, exist_ok=True)
-    torch.save({"config": CONFIGS[a.model], "state": model.state_dict(), "steps": a.steps,
+    torch.save({"config": CONFIGS[a.model], "state": model.state_dict(), "steps": prior_steps + a.steps,
                 "train_seconds": time.time() - t0, "val_loss": vl}, os.path.join(a.out, a.model + ".pt"))
 
 
