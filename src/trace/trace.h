@@ -118,9 +118,9 @@ int trace_write(trace_t *t, const trace_meta_t *meta, const char *path, err_t *e
             trace_record((t), (name), (phase), (tid), (id), (a), (b), (c));                                            \
     } while (0)
 #else
-#define TRACE_SPAN_BEGIN(t, name, step) ((void)0)
-#define TRACE_SPAN_END(t, name, step) ((void)0)
-#define TRACE_EVENT(t, name, phase, tid, id, a, b, c) ((void)0)
+#define TRACE_SPAN_BEGIN(t, name, step) ((void)(t))
+#define TRACE_SPAN_END(t, name, step) ((void)(t))
+#define TRACE_EVENT(t, name, phase, tid, id, a, b, c) ((void)(t))
 #endif
 
 #endif
