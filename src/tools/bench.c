@@ -1150,6 +1150,8 @@ int bench_run(const bench_config_t *c, err_t *err)
             is_valid = false;
         }
     }
+    json_decref(r.reasons); /* its reasons are in `all` now */
+    r.reasons = NULL;
     if (!is_valid)
         v = BENCH_INVALID;
     exit_code = rc ? 1 : bench_verdict_exit(v);
