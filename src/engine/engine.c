@@ -25,6 +25,7 @@
 
 #include "base/clock.h"
 #include "base/pool.h"
+#include "base/sysmem.h"
 #include "engine/blocks.h"
 #include "engine/spec.h"
 #include "engine/stop.h"
@@ -175,16 +176,9 @@ static int width_bucket(int w)
 
 static uint64_t mem_available(void)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            break;
-    fclose(f);
-    return (uint64_t)kb * 1024;
+    uint64_t available, total;
+    sysmem_host(&available, &total);
+    return available;
 }
 
 static int blocks_for(int n_tokens, int block_size)

@@ -9,42 +9,13 @@
 #include <unistd.h>
 
 #include "base/cpu.h"
+#include "base/sysmem.h"
 #include "build_info.h"
 #include "kernels/dispatch.h"
 #include "kernels/types.h"
 #include "server/internal.h"
 
 #define STATUS_SCHEMA_VERSION 1
-
-static uint64_t resident_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, rss = 0;
-    if (f) {
-        if (fscanf(f, "%llu %llu", &size, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-/* MemAvailable and MemTotal from /proc/meminfo (bytes). */
-static void host_memory(uint64_t *avail, uint64_t *total)
-{
-    *avail = *total = 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return;
-    char line[256];
-    unsigned long long kb;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            *avail = (uint64_t)kb * 1024;
-        else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-            *total = (uint64_t)kb * 1024;
-    }
-    fclose(f);
-}
 
 static json_t *weight_types(const model_t *m)
 {
@@ -229,9 +200,9 @@ void api_status(server_t *s, reply_t *r)
                                   snap.blocks_cached, "lookups", (json_int_t)snap.cache_lookups, "hit_tokens",
                                   (json_int_t)snap.cache_hit_tokens, "evictions", (json_int_t)snap.cache_evictions));
     uint64_t avail, total;
-    host_memory(&avail, &total);
+    sysmem_host(&avail, &total);
     json_object_set_new(st, "memory",
-                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)resident_bytes(),
+                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)sysmem_resident(),
                                   "weights_bytes", (json_int_t)snap.plan.weights, "kv_bytes", (json_int_t)snap.plan.kv,
                                   "scratch_bytes", (json_int_t)snap.plan.scratch, "limit_bytes",
                                   (json_int_t)snap.plan.limit, "host_available_bytes", (json_int_t)avail,
