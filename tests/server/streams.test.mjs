@@ -37,7 +37,9 @@ function stream(path, body) {
 }
 
 test("a client that disconnects mid-stream cancels its request and frees its blocks", async () => {
-    const before = await status(srv.port);
+    // the engine publishes counters after the step whose events it sent: wait
+    // until the last solo request is seen finished before taking the baseline
+    const before = await waitStatus(srv.port, (s) => s.requests.active.length === 0, 30000, "idle before");
     assert.equal(before.cache.blocks_used, 0);
     const data = JSON.stringify({ prompt: "A very long story begins here", max_tokens: 3500, ignore_eos: true, stream: true });
     let events = 0;
@@ -78,7 +80,9 @@ test(`${N_CLIENTS} simultaneous streaming clients get the texts they get alone`,
     const alone = [];
     for (const b of bodies) alone.push(reassemble(sseEvents(await stream(b.path, b.body))));
     // all at once
-    const before = await status(srv.port);
+    // the engine publishes counters after the step whose events it sent: wait
+    // until the last solo request is seen finished before taking the baseline
+    const before = await waitStatus(srv.port, (s) => s.requests.active.length === 0, 30000, "idle before");
     const together = (await Promise.all(bodies.map((b) => stream(b.path, b.body)))).map((t) => {
         const ev = sseEvents(t);
         assert.equal(ev[ev.length - 1], "[DONE]");
