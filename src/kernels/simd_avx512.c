@@ -19,9 +19,12 @@
  * over dot_f32, so batch invariance holds by construction); see the section
  * below for their order of operations. */
 #include <immintrin.h>
+#include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "kernels/attn.h"
 #include "kernels/dispatch.h"
 #include "kernels/kquants.h"
 #include "kernels/qact.h"
@@ -847,5 +850,235 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
             k->dot_q = quantised[i].dot_q;
             k->dot_q_tile = quantised[i].dot_q_tile;
         }
+    }
+}
+
+/* ---- attention of one query head (kernels/attn.h) ----------------------
+ * Scores 16 keys at a time: key j's 16-lane product chain (q chunk 0 times
+ * k chunk 0, then an fma per further chunk), then one fixed transposing
+ * tree that sums each key's lanes into lane j; so a key's score does not
+ * depend on which keys share its group or how long the context is. The
+ * softmax uses exp_ps below (relative error about 2e-7 against expf); the
+ * values are summed unnormalised, in two interleaved accumulator sets (even
+ * and odd positions), then scaled by 1 / sum. */
+
+AI __m512 exp_ps(__m512 x)
+{
+    /* x <= 0 here (a score minus the maximum); below -87 the result is
+     * below f32's normal range and contributes nothing next to exp(0) */
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x); /* ln 2 in two parts */
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    /* Taylor series to r^7 / 7! on |r| <= ln 2 / 2: truncation below 1e-8 */
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Lane j of the result: the sum of the 16 lanes of a[j], by a fixed tree. */
+AI __m512 sum16x16(const __m512 a[16])
+{
+    __m512 b[8], c[4], d[2];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) /* per 128-bit lane: key 2i, 2i+1, 2i, 2i+1 partial sums */
+        b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) { /* per 128-bit lane: keys 4i .. 4i+3 */
+        __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+        c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++) /* 128-bit lanes: keys 8i .. 8i+3 twice, keys 8i+4 .. 8i+7 twice */
+        d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xdd));
+}
+
+/* Walks the slots of positions 0, 1, 2, ... in order (no division per
+ * position: the block and slot advance by counting). */
+typedef struct attn_cursor {
+    const float *base;
+    const attn_kv_t *kv;
+    int32_t block; /* index into the table */
+    int slot;
+} attn_cursor_t;
+
+AI const float *attn_next(attn_cursor_t *c)
+{
+    const float *p =
+        c->base + ((size_t)c->kv->table[c->block] * (size_t)c->kv->block_size + (size_t)c->slot) * c->kv->stride;
+    if (++c->slot == c->kv->block_size) {
+        c->slot = 0;
+        c->block++;
+    }
+    return p;
+}
+
+#define ATTN_V_AHEAD 8 /* positions the value pass prefetches ahead */
+
+AI void prefetch_slot(int NV, const float *p)
+{
+#pragma GCC unroll 16
+    for (int i = 0; i < NV; i++)
+        _mm_prefetch((const char *)(p + LANES * i), _MM_HINT_T0);
+}
+
+/* NV: head_dim / 16 (4, 8 or 16); NQ queries (1, 2 or 4), each with its own
+ * order of operations fixed whatever NQ is:
+ *   score(j, t): k_t chunk 0 times q_j chunk 0, then an fma per chunk, then
+ *     sum16x16's tree (the same tree for every lane), times scale;
+ *   max, then e = exp_ps(score - max), sum: 16-lane running sum over the
+ *     positions in groups of 16, then _mm512_reduce_add_ps;
+ *   out: per 16-float chunk, one fma per position in order, times 1 / sum. */
+AI void attn_nq(int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
+                float scale, float *const scores[], float *const out[])
+{
+    const int KG = 16 / NQ; /* positions per reduction: KG x NQ scores fill 16 lanes */
+    int32_t n_max = 0, n_min = INT32_MAX;
+#pragma GCC unroll 4
+    for (int j = 0; j < NQ; j++) {
+        n_max = n_ctx[j] > n_max ? n_ctx[j] : n_max;
+        n_min = n_ctx[j] < n_min ? n_ctx[j] : n_min;
+    }
+    /* lane kk * NQ + j of a reduction is query j at position t0 + kk; this
+     * index gathers query j's KG lanes to the front */
+    __m512i gather[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < NQ; j++)
+        gather[j] =
+            _mm512_add_epi32(_mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                _mm512_set1_epi32(NQ)),
+                             _mm512_set1_epi32(j));
+    __m512 vmax[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < NQ; j++)
+        vmax[j] = _mm512_set1_ps(-INFINITY);
+    attn_cursor_t kc = {.base = kv->k + head_off, .kv = kv};
+    attn_cursor_t kp = kc; /* KG positions ahead: slots sit a few KB apart, past the hardware prefetcher */
+    for (int32_t t = 0; t < KG && t < n_max; t++)
+        attn_next(&kp);
+    for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
+        int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
+        __m512 acc[16];
+#pragma GCC unroll 16
+        for (int kk = 0; kk < KG; kk++) {
+            if (kk >= m) {
+#pragma GCC unroll 4
+                for (int j = 0; j < NQ; j++)
+                    acc[kk * NQ + j] = _mm512_setzero_ps();
+                continue;
+            }
+            const float *k = attn_next(&kc);
+            if (t0 + KG + kk < n_max)
+                prefetch_slot(NV, attn_next(&kp));
+            __m512 k0 = _mm512_loadu_ps(k);
+#pragma GCC unroll 4
+            for (int j = 0; j < NQ; j++)
+                acc[kk * NQ + j] = _mm512_mul_ps(_mm512_loadu_ps(q[j]), k0);
+#pragma GCC unroll 16
+            for (int i = 1; i < NV; i++) {
+                __m512 ki = _mm512_loadu_ps(k + LANES * i);
+#pragma GCC unroll 4
+                for (int j = 0; j < NQ; j++)
+                    acc[kk * NQ + j] = _mm512_fmadd_ps(_mm512_loadu_ps(q[j] + LANES * i), ki, acc[kk * NQ + j]);
+            }
+        }
+        __m512 s = _mm512_mul_ps(sum16x16(acc), _mm512_set1_ps(scale));
+#pragma GCC unroll 4
+        for (int j = 0; j < NQ; j++) {
+            int mj = n_ctx[j] - t0 < m ? (int)(n_ctx[j] - t0) : m;
+            if (mj <= 0)
+                continue;
+            __mmask16 mask = (__mmask16)((1u << mj) - 1);
+            __m512 sj = NQ == 1 ? s : _mm512_permutexvar_ps(gather[j], s);
+            _mm512_mask_storeu_ps(scores[j] + t0, mask, sj);
+            vmax[j] = _mm512_mask_max_ps(vmax[j], mask, vmax[j], sj);
+        }
+    }
+    __m512 inv[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < NQ; j++) {
+        __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax[j]));
+        __m512 vsum = _mm512_setzero_ps();
+        for (int32_t t0 = 0; t0 < n_ctx[j]; t0 += 16) {
+            int m = n_ctx[j] - t0 < 16 ? (int)(n_ctx[j] - t0) : 16;
+            __mmask16 mask = (__mmask16)((1u << m) - 1);
+            __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scores[j] + t0), max));
+            _mm512_mask_storeu_ps(scores[j] + t0, mask, e);
+            vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(mask, e));
+        }
+        inv[j] = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+    }
+    /* values: DV chunks of 16 floats at a time for all queries (NQ x DV
+     * accumulators in registers), the positions in order for each chunk */
+    const int DV = NV * NQ <= 16 ? NV : 16 / NQ;
+    for (int c0 = 0; c0 < NV; c0 += DV) {
+        __m512 o[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < NQ * DV; i++)
+            o[i] = _mm512_setzero_ps();
+        attn_cursor_t vc = {.base = kv->v + head_off + LANES * c0, .kv = kv};
+        attn_cursor_t vp = vc;
+        for (int32_t t = 0; t < ATTN_V_AHEAD && t < n_max; t++)
+            attn_next(&vp);
+        for (int32_t t = 0; t < n_max; t++) {
+            const float *v = attn_next(&vc);
+            if (t + ATTN_V_AHEAD < n_max)
+                prefetch_slot(DV, attn_next(&vp));
+            if (t < n_min) {
+#pragma GCC unroll 16
+                for (int i = 0; i < DV; i++) {
+                    __m512 vi = _mm512_loadu_ps(v + LANES * i);
+#pragma GCC unroll 4
+                    for (int j = 0; j < NQ; j++)
+                        o[j * DV + i] = _mm512_fmadd_ps(_mm512_set1_ps(scores[j][t]), vi, o[j * DV + i]);
+                }
+            } else {
+#pragma GCC unroll 4
+                for (int j = 0; j < NQ; j++) {
+                    if (t >= n_ctx[j])
+                        continue;
+#pragma GCC unroll 16
+                    for (int i = 0; i < DV; i++)
+                        o[j * DV + i] = _mm512_fmadd_ps(_mm512_set1_ps(scores[j][t]), _mm512_loadu_ps(v + LANES * i),
+                                                        o[j * DV + i]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < NQ; j++)
+#pragma GCC unroll 16
+            for (int i = 0; i < DV; i++)
+                _mm512_storeu_ps(out[j] + LANES * (c0 + i), _mm512_mul_ps(o[j * DV + i], inv[j]));
+    }
+}
+
+#define ATTN_CASES(NV)                                                                                                 \
+    switch (nq) {                                                                                                      \
+    case 1: attn_nq(NV, 1, q, kv, head_off, n_ctx, scale, scores, out); return;                                        \
+    case 2: attn_nq(NV, 2, q, kv, head_off, n_ctx, scale, scores, out); return;                                        \
+    case 4: attn_nq(NV, 4, q, kv, head_off, n_ctx, scale, scores, out); return;                                        \
+    default: /* 3: two, then one */                                                                                    \
+        attn_nq(NV, 2, q, kv, head_off, n_ctx, scale, scores, out);                                                    \
+        attn_nq(NV, 1, q + 2, kv, head_off, n_ctx + 2, scale, scores + 2, out + 2);                                    \
+        return;                                                                                                        \
+    }
+
+void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
+                 float scale, float *const scores[], float *const out[])
+{
+    switch (hd) {
+    case 64: ATTN_CASES(4)
+    case 128: ATTN_CASES(8)
+    case 256: ATTN_CASES(16)
+    default: attn_ref(nq, q, kv, head_off, n_ctx, hd, scale, scores, out); return;
     }
 }

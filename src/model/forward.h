@@ -40,7 +40,7 @@ typedef struct fwd_ctx {
     float *v;          /* (max_rows, n_kv_heads * head_dim) */
     float *gate;       /* (max_rows, ffn) */
     float *up;         /* (max_rows, ffn) */
-    float *scores;     /* (n_threads, max_ctx) attention weights, one row per thread */
+    float *scores;     /* (n_threads, ATTN_MAX_Q, max_ctx) attention weights, per thread */
     int32_t *out_rows; /* (max_rows) indices of rows whose logits are wanted */
     float *rope_cos;   /* (max_rows, head_dim / 2) each row's rotation */
     float *rope_sin;   /* (max_rows, head_dim / 2) */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attn.h"
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
 #include "kernels/qact.h"
@@ -39,7 +40,7 @@ uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ct
     uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     uint64_t per_row = c->hidden + max_sz((size_t)c->hidden, (size_t)q_dim) + q_dim + 2 * kv_dim + 2ull * c->ffn;
     per_row += (uint64_t)c->head_dim; /* RoPE cosines and sines */
-    return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * max_ctx) * sizeof(float) +
+    return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * ATTN_MAX_Q * max_ctx) * sizeof(float) +
            (uint64_t)max_rows * sizeof(int32_t) + ops_matmul_xq_bytes(widest_input(c), max_rows);
 }
 
@@ -62,7 +63,7 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
     ctx->v = malloc(rows * kv_dim * sizeof(float));
     ctx->gate = malloc(rows * c->ffn * sizeof(float));
     ctx->up = malloc(rows * c->ffn * sizeof(float));
-    ctx->scores = malloc((size_t)pool_size(pool) * max_ctx * sizeof(float));
+    ctx->scores = malloc((size_t)pool_size(pool) * ATTN_MAX_Q * max_ctx * sizeof(float));
     ctx->out_rows = malloc(rows * sizeof(int32_t));
     ctx->rope_cos = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
     ctx->rope_sin = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
@@ -92,14 +93,15 @@ void fwd_ctx_free(fwd_ctx_t *ctx)
     memset(ctx, 0, sizeof *ctx);
 }
 
-/* ---- attention: one job per (row, query head), split across the pool ---- */
+/* ---- attention: items of (key/value head, group of rows), split across the pool ---- */
 
 typedef struct attn_job {
     const fwd_ctx_t *ctx;
     const kv_store_t *kv;
     const fwd_batch_t *b;
     int layer;
-    atomic_long next; /* the next (row, head) item to take */
+    int rows_per_item; /* rows whose query heads share one kernel call */
+    atomic_long next;  /* the next item to take */
 } attn_job_t;
 
 static void attn_worker(void *arg, int ith, int nth)
@@ -109,34 +111,55 @@ static void attn_worker(void *arg, int ith, int nth)
     const fwd_ctx_t *ctx = job->ctx;
     const model_config_t *c = &ctx->model->cfg;
     const kv_store_t *kv = job->kv;
+    const fwd_batch_t *b = job->b;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, q_dim = c->n_heads * hd;
     float scale = 1.0f / sqrtf((float)hd);
-    float *att = ctx->scores + (size_t)ith * ctx->max_ctx;
-    /* q.k through the selected f32 dot kernel: the same kernel for every
-     * row, so a row's scores never depend on the batch */
-    type_dot_f32_fn dot = type_kernels(TYPE_F32)->dot_f32;
-    /* items are taken from a shared counter, so a preempted thread's share
-     * is done by the others; an item's arithmetic never depends on who */
-    long n_items = (long)job->b->n_rows * c->n_heads;
+    float *scratch = ctx->scores + (size_t)ith * ATTN_MAX_Q * ctx->max_ctx;
+    /* one kernel for every row (kernels/attn.h): a query's output is the
+     * same whichever queries share its call, so never depends on the batch */
+    attn_fn attend = attn_kernel();
+    size_t layer_slots = (size_t)kv->n_blocks * (size_t)kv->block_size * (size_t)kv->kv_dim;
+    /* An item is one key/value head and up to rows_per_item consecutive
+     * rows: their query heads of that key/value head (a GQA group) read the
+     * same keys and values, so a call loads each once for all of them (rows
+     * of different sequences go to separate calls). Items run head by head,
+     * so one head's keys and values stay in cache across a prefill's rows.
+     * Items come from a shared counter, so a preempted thread's share is
+     * done by the others. */
+    long row_groups = (b->n_rows + job->rows_per_item - 1) / job->rows_per_item;
+    long n_items = row_groups * c->n_kv_heads;
     for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_items;) {
-        int r = (int)(item / c->n_heads), h = (int)(item % c->n_heads);
-        int kvh = h / group; /* query head h reads key/value head h / group */
-        int32_t pos = job->b->pos[r];
-        const int32_t *table = job->b->block_tables[r];
-        const float *q = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
-        for (int32_t t = 0; t <= pos; t++) {
-            const float *k = kv_k(kv, job->layer, table[t / kv->block_size], t % kv->block_size) + kvh * hd;
-            att[t] = dot(k, q, hd) * scale;
-        }
-        ops_softmax(att, pos + 1);
-        float *out = ctx->xn + (size_t)r * q_dim + (size_t)h * hd;
-        memset(out, 0, (size_t)hd * sizeof(float));
-        for (int32_t t = 0; t <= pos; t++) {
-            const float *v = kv_v(kv, job->layer, table[t / kv->block_size], t % kv->block_size) + kvh * hd;
-            float w = att[t];
-            for (int i = 0; i < hd; i++)
-                out[i] += w * v[i];
-        }
+        int kvh = (int)(item / row_groups), r0 = (int)(item % row_groups) * job->rows_per_item;
+        int r_end = r0 + job->rows_per_item < b->n_rows ? r0 + job->rows_per_item : b->n_rows;
+        const float *q[ATTN_MAX_Q];
+        float *scores[ATTN_MAX_Q], *out[ATTN_MAX_Q];
+        int32_t n_ctx[ATTN_MAX_Q];
+        int nq = 0;
+        const int32_t *table = NULL;
+        for (int r = r0; r < r_end; r++)
+            for (int h = kvh * group; h < (kvh + 1) * group; h++) {
+                if (nq == ATTN_MAX_Q || (nq > 0 && b->block_tables[r] != table)) {
+                    attn_kv_t view = {.k = kv->k + (size_t)job->layer * layer_slots,
+                                      .v = kv->v + (size_t)job->layer * layer_slots,
+                                      .stride = (size_t)kv->kv_dim,
+                                      .table = table,
+                                      .block_size = kv->block_size};
+                    attend(nq, q, &view, kvh * hd, n_ctx, hd, scale, scores, out);
+                    nq = 0;
+                }
+                table = b->block_tables[r];
+                q[nq] = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
+                out[nq] = ctx->xn + (size_t)r * q_dim + (size_t)h * hd;
+                n_ctx[nq] = b->pos[r] + 1;
+                scores[nq] = scratch + (size_t)nq * ctx->max_ctx;
+                nq++;
+            }
+        attn_kv_t view = {.k = kv->k + (size_t)job->layer * layer_slots,
+                          .v = kv->v + (size_t)job->layer * layer_slots,
+                          .stride = (size_t)kv->kv_dim,
+                          .table = table,
+                          .block_size = kv->block_size};
+        attend(nq, q, &view, kvh * hd, n_ctx, hd, scale, scores, out);
     }
 }
 
@@ -215,7 +238,8 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         }
 
         /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */
-        attn_job_t job = {ctx, kv, b, li, 0};
+        int group = c->n_heads / c->n_kv_heads;
+        attn_job_t job = {ctx, kv, b, li, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, 0};
         atomic_init(&job.next, 0);
         pool_run(ctx->pool, attn_worker, &job);
         ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->q, n,

@@ -1,0 +1,50 @@
+/* Attention of query heads over a sequence's cached keys and values:
+ *   out_j = sum_t softmax_t(scale * q_j . k_t) v_t,  t in [0, n_ctx_j)
+ * with the keys and values in the paged store's layout (model/kv.h): the
+ * slot of position t is block table[t / block_size], slot t % block_size.
+ * One call takes up to ATTN_MAX_Q queries that read the same key/value head
+ * of the same sequence (the query heads of a GQA group, consecutive rows of
+ * a prefill), each with its own context length, so each key and value is
+ * loaded once for all of them: a single query is bound by cache bandwidth,
+ * not arithmetic.
+ *
+ * The scalar reference and a SIMD path selected once from the CPU level. A
+ * query's result is bit-identical whichever other queries share its call
+ * and however many there are (the path fixes each query's order of
+ * operations), so a row never depends on its batch. */
+#ifndef SPLASH_ATTN_H
+#define SPLASH_ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/cpu.h"
+
+#define ATTN_MAX_Q 4
+
+typedef struct attn_kv {
+    const float *k;       /* the layer's keys: slot s of block b at k + (b * block_size + s) * stride */
+    const float *v;       /* the layer's values, same layout */
+    size_t stride;        /* floats from one slot to the next (the store's kv_dim) */
+    const int32_t *table; /* block ids in position order */
+    int block_size;       /* slots per block */
+} attn_kv_t;
+
+/* nq queries (1..ATTN_MAX_Q): q[j] hd floats; n_ctx[j] >= 1 positions;
+ * scores[j] scratch of n_ctx[j] floats; out[j] hd floats. head_off: the
+ * key/value head's first float within a slot. */
+typedef void (*attn_fn)(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
+                        int hd, float scale, float *const scores[], float *const out[]);
+
+void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
+              float scale, float *const scores[], float *const out[]);
+
+/* The AVX-512 path (head_dim 64, 128 or 256; others take the reference). */
+void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
+                 float scale, float *const scores[], float *const out[]);
+
+/* The path a level uses, and the one in use (cpu_level()). */
+attn_fn attn_for_level(cpu_level_t level);
+attn_fn attn_kernel(void);
+
+#endif
