@@ -506,60 +506,125 @@ AI size_t block_bytes_of(uint32_t type)
     }
 }
 
-/* Q8_0 / Q4_0 against ACT_Q8_32 rows: an R x C tile. */
-AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
-                size_t ys, int64_t n)
+/* nb blocks of Q8_0 / Q4_0 unpacked, the values biased to u8 (q + 128, so
+ * vpdpbusd can take them; the bytes past nb become 128 and meet zero
+ * activations). */
+AI void unpack32_biased(uint32_t type, const uint8_t *blk, int nb, qu_blocks_t *u)
 {
-    const size_t bb = block_bytes_of(type);
-    const int64_t nb_all = n / 32;
+    unpack32(type, blk, nb, u);
     const __m512i bias = _mm512_set1_epi8((char)0x80);
-    __m512 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int i = 0; i < QU_UNIT / 64; i++)
+        _mm512_storeu_si512(u->w + 64 * i, _mm512_xor_si512(_mm512_loadu_si512(u->w + 64 * i), bias));
+}
+
+/* One unit (nb <= 8 blocks from block b0) of an R x C tile of Q8_0 / Q4_0
+ * against ACT_Q8_32 rows, from biased units u[r], into the accumulators. */
+AI void qtile32_unit(int R, int C, const qu_blocks_t *const u[TILE_R], int nb, int64_t b0, const uint8_t *x, size_t xs,
+                     int64_t n, __m512 acc[TILE_R][TILE_C])
+{
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    for (int j = 0; 2 * j < nb; j++) {
+        int two = 2 * j + 1 < nb;
+        __mmask64 m = two ? ~(__mmask64)0 : (__mmask64)0xffffffffu;
+        __m512i xv[TILE_C], corr[TILE_C];
+        __m512 dx[TILE_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            const uint8_t *row = x + c * xs;
+            const float *d = qact_d(row, n);
+            xv[c] = _mm512_maskz_loadu_epi8(m, row + 32 * b0 + 64 * j);
+            corr[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, _mm512_sub_epi8(_mm512_setzero_si512(), xv[c]));
+            dx[c] = pair_bcast(d[b0 + 2 * j], two ? d[b0 + 2 * j + 1] : 0.0f);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512i wu = _mm512_loadu_si512(u[r]->w + 64 * j);
+            __m512 dw = pair_bcast(u[r]->d[2 * j], u[r]->d[2 * j + 1]);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++) {
+                __m512i p = _mm512_dpbusd_epi32(corr[c], wu, xv[c]);
+                acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx[c]), acc[r][c]);
+            }
+        }
+    }
+}
+
+AI void acc_zero(int R, int C, __m512 acc[TILE_R][TILE_C])
+{
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++)
             acc[r][c] = _mm512_setzero_ps();
-    for (int64_t b0 = 0; b0 < nb_all; b0 += QU_BLOCKS32) {
-        int nb = nb_all - b0 < QU_BLOCKS32 ? (int)(nb_all - b0) : QU_BLOCKS32;
-        qu_blocks_t u[TILE_R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const uint8_t *blk = w + r * ws + (size_t)b0 * bb;
-            if (R > 1)
-                prefetch_unit(blk, (size_t)nb * bb, R, ws);
-            unpack32(type, blk, nb, &u[r]);
-        }
-        for (int j = 0; 2 * j < nb; j++) {
-            int two = 2 * j + 1 < nb;
-            __mmask64 m = two ? ~(__mmask64)0 : (__mmask64)0xffffffffu;
-            __m512i xv[TILE_C], corr[TILE_C];
-            __m512 dx[TILE_C];
-#pragma GCC unroll 4
-            for (int c = 0; c < C; c++) {
-                const uint8_t *row = x + c * xs;
-                const float *d = qact_d(row, n);
-                xv[c] = _mm512_maskz_loadu_epi8(m, row + 32 * b0 + 64 * j);
-                corr[c] =
-                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, _mm512_sub_epi8(_mm512_setzero_si512(), xv[c]));
-                dx[c] = pair_bcast(d[b0 + 2 * j], two ? d[b0 + 2 * j + 1] : 0.0f);
-            }
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m512i wu = _mm512_xor_si512(_mm512_loadu_si512(u[r].w + 64 * j), bias);
-                __m512 dw = pair_bcast(u[r].d[2 * j], u[r].d[2 * j + 1]);
-#pragma GCC unroll 4
-                for (int c = 0; c < C; c++) {
-                    __m512i p = _mm512_dpbusd_epi32(corr[c], wu, xv[c]);
-                    acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx[c]), acc[r][c]);
-                }
-            }
-        }
-    }
+}
+
+AI void acc_store(int R, int C, __m512 acc[TILE_R][TILE_C], float *y, size_t ys)
+{
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++)
             y[c * ys + r] = hsum(acc[r][c]);
+}
+
+/* Q8_0 / Q4_0 against ACT_Q8_32 rows: an R x C tile, unpacking each unit as
+ * it goes (decode, and rows too long to unpack ahead). */
+AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                size_t ys, int64_t n)
+{
+    const size_t bb = block_bytes_of(type);
+    const int64_t nb_all = n / 32;
+    __m512 acc[TILE_R][TILE_C];
+    acc_zero(R, C, acc);
+    for (int64_t b0 = 0; b0 < nb_all; b0 += QU_BLOCKS32) {
+        int nb = nb_all - b0 < QU_BLOCKS32 ? (int)(nb_all - b0) : QU_BLOCKS32;
+        qu_blocks_t u[TILE_R];
+        const qu_blocks_t *up[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * ws + (size_t)b0 * bb;
+            if (R > 1)
+                prefetch_unit(blk, (size_t)nb * bb, R, ws);
+            unpack32_biased(type, blk, nb, &u[r]);
+            up[r] = &u[r];
+        }
+        qtile32_unit(R, C, up, nb, b0, x, xs, n, acc);
+    }
+    acc_store(R, C, acc, y, ys);
+}
+
+/* The same tile from weight rows unpacked ahead: row r's unit i is
+ * u[r * nu + i]. The same operations in the same order as qtile32, so the
+ * same bits. */
+AI void qtile32_pre(int R, int C, const qu_blocks_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys,
+                    int64_t n)
+{
+    const int64_t nb_all = n / 32;
+    __m512 acc[TILE_R][TILE_C];
+    acc_zero(R, C, acc);
+    for (int64_t i = 0; i < nu; i++) {
+        int64_t b0 = i * QU_BLOCKS32;
+        int nb = nb_all - b0 < QU_BLOCKS32 ? (int)(nb_all - b0) : QU_BLOCKS32;
+        const qu_blocks_t *up[TILE_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            up[r] = u + r * nu + i;
+        qtile32_unit(R, C, up, nb, b0, x, xs, n, acc);
+    }
+    acc_store(R, C, acc, y, ys);
+}
+
+static void qtile32_pre_4x4(const qu_blocks_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys,
+                            int64_t n)
+{
+    qtile32_pre(4, 4, u, nu, x, xs, y, ys, n);
+}
+
+static void qtile32_pre_4x1(const qu_blocks_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys,
+                            int64_t n)
+{
+    qtile32_pre(4, 1, u, nu, x, xs, y, ys, n);
 }
 
 /* One super-block b of an R x C tile of the K-quants against ACT_Q8_256
@@ -724,6 +789,39 @@ static void qdrive_k(kunpack_fn unpack, size_t bb, qmicro_fn k4x4, qmicro_fn k4x
             k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
 }
 
+/* Q8_0 / Q4_0 tiles for a batch: as qdrive_k, each group of 4 weight rows
+ * is unpacked once (up to Q32_PRE_UNITS units of 256 values per row, 4 x 16
+ * x 288 bytes of stack) and reused across every activation row. */
+#define Q32_PRE_UNITS 16
+
+static void qdrive32(uint32_t type, qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws,
+                     int64_t n_w, const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const int64_t nb_all = n / 32, nu = (nb_all + QU_BLOCKS32 - 1) / QU_BLOCKS32;
+    if (nu > Q32_PRE_UNITS || n_x < 2 || n_w < TILE_R) {
+        qdrive(k4x4, k4x1, k1x1, w, ws, n_w, x, xs, n_x, y, ys, n);
+        return;
+    }
+    const size_t bb = block_bytes_of(type);
+    qu_blocks_t u[TILE_R * Q32_PRE_UNITS];
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        for (int i = 0; i < TILE_R; i++)
+            for (int64_t b = 0; b < nu; b++) {
+                int nb = nb_all - b * QU_BLOCKS32 < QU_BLOCKS32 ? (int)(nb_all - b * QU_BLOCKS32) : QU_BLOCKS32;
+                unpack32_biased(type, w + (r + i) * ws + (size_t)(b * QU_BLOCKS32) * bb, nb, &u[i * nu + b]);
+            }
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            qtile32_pre_4x4(u, nu, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            qtile32_pre_4x1(u, nu, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
 static void unpack_q4_k_fn(const uint8_t *blk, qu_kblock_t *u)
 {
     unpack_q4_k_vec(blk, u);
@@ -768,8 +866,10 @@ static void unpack_q6_k_fn(const uint8_t *blk, qu_kblock_t *u)
 #define Q5K_DRIVE(...) qdrive_k(unpack_q5_k_fn, sizeof(block_q5_k_t), __VA_ARGS__)
 #define Q6K_DRIVE(...) qdrive_k(unpack_q6_k_fn, sizeof(block_q6_k_t), __VA_ARGS__)
 
-DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0, qdrive)
-DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, qdrive)
+#define Q80_DRIVE(...) qdrive32(TYPE_Q8_0, __VA_ARGS__)
+#define Q40_DRIVE(...) qdrive32(TYPE_Q4_0, __VA_ARGS__)
+DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0, Q80_DRIVE)
+DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, Q40_DRIVE)
 DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K, Q4K_DRIVE)
 DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K, Q5K_DRIVE)
 DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K, Q6K_DRIVE)
