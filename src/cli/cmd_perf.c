@@ -33,7 +33,7 @@ static const char perf_usage[] =
     "(ppN), decode tokens/s over --tg single-row steps (tgN), the effective weight-streaming\n"
     "rate during decode (bytes of weights read per token x tokens/s) and the machine's read\n"
     "bandwidth measured by a built-in probe with the same thread count. Figures are medians of\n"
-    "--reps runs. --pp 0 or --tg 0 skips that test.\n"
+    "--reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips that test.\n"
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
     "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
@@ -124,6 +124,14 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
         table[i] = i;
     for (int i = 0; i < rows; i++)
         tables[i] = table;
+    /* one untimed warm-up pass: the first touches of the KV store, the
+     * scratch and the weights' pages (page faults, cold caches) would
+     * otherwise land in the first rep only */
+    for (int i = 0; i < rows; i++)
+        pos[i] = i, want[i] = i == rows - 1;
+    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want};
+    if (fwd_run(&ctx, &kv, &warm, logits, err))
+        goto done_kv;
     for (int rep = 0; rep < reps; rep++) {
         if (pp > 0) { /* one batch of pp rows, logits for the last (as a server's prefill) */
             for (int i = 0; i < pp; i++)
