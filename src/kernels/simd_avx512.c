@@ -568,11 +568,55 @@ AI void acc_store(int R, int C, __m512 acc[TILE_R][TILE_C], float *y, size_t ys)
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
+/* Q8_0 against one ACT_Q8_32 row (decode): R weight rows read straight
+ * from their blocks, no unpacking into a buffer (decode streams every weight
+ * byte once, so the copy cost as much as the products). The operations per
+ * pair of blocks are qtile32_unit's, in the same order, on the same
+ * integers and floats (a missing last block: weights 0, scale 0,
+ * activations masked to 0), so the results are the same bits. */
+AI void q8_0_rows_direct(int R, const uint8_t *w, size_t ws, const uint8_t *x, float *y, int64_t n)
+{
+    const int64_t nb_all = n / 32;
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const float *d = qact_d(x, n);
+    const size_t bb = sizeof(block_q8_0_t), qs = offsetof(block_q8_0_t, qs);
+    __m512 acc[TILE_R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb_all; b += 2) {
+        int two = b + 1 < nb_all;
+        __mmask64 m = two ? ~(__mmask64)0 : (__mmask64)0xffffffffu;
+        __m512i xv = _mm512_maskz_loadu_epi8(m, x + 32 * b);
+        __m512i corr = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, _mm512_sub_epi8(_mm512_setzero_si512(), xv));
+        __m512 dx = pair_bcast(d[b], two ? d[b + 1] : 0.0f);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *p = w + r * ws + (size_t)b * bb;
+            if (R > 1)
+                prefetch_next_rows(p, R, ws);
+            __m256i lo = _mm256_loadu_si256((const __m256i *)(p + qs));
+            __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(p + bb + qs)) : _mm256_setzero_si256();
+            __m512i wu = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), bias);
+            __m512 dw = pair_bcast(f16_at(p), two ? f16_at(p + bb) : 0.0f);
+            __m512i prod = _mm512_dpbusd_epi32(corr, wu, xv);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(prod), _mm512_mul_ps(dw, dx), acc[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        y[r] = hsum(acc[r]);
+}
+
 /* Q8_0 / Q4_0 against ACT_Q8_32 rows: an R x C tile, unpacking each unit as
  * it goes (decode, and rows too long to unpack ahead). */
 AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                 size_t ys, int64_t n)
 {
+    if (type == TYPE_Q8_0 && C == 1) {
+        q8_0_rows_direct(R, w, ws, x, y, n);
+        return;
+    }
     const size_t bb = block_bytes_of(type);
     const int64_t nb_all = n / 32;
     __m512 acc[TILE_R][TILE_C];
