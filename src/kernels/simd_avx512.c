@@ -426,7 +426,16 @@ AI __m512i scx_index(int j, int run)
     return _mm512_add_epi16(_mm512_srli_epi16(lane, (unsigned)shift), _mm512_set1_epi16((short)(j * (32 / run))));
 }
 
-AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
+/* A Q4_K super-block in registers: the same values unpack_q4_k_vec stores
+ * in a qu_kblock_t (value-order quants per 64-value chunk, the int16 scale
+ * of each pair lane, the 16 coefficients, d and dmin). */
+typedef struct q4k_regs {
+    __m512i q[4], scx[4];
+    __m256i coef;
+    float d, dm;
+} q4k_regs_t;
+
+AI void q4_k_regs(const uint8_t *blk, q4k_regs_t *k)
 {
     /* the 6-bit scales and mins: bytes 0-7 of sm = sc[0..7], 8-15 = m[0..7] */
     uint32_t t[4];
@@ -440,13 +449,12 @@ AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
     __m128i sm = _mm_loadu_si128((const __m128i *)t);
     __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
     __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-    _mm_storeu_si128((__m128i *)u->coef, _mm_unpacklo_epi16(m16, m16));
-    _mm_storeu_si128((__m128i *)(u->coef + 8), _mm_unpackhi_epi16(m16, m16));
+    k->coef = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
-        _mm512_storeu_si512(u->scx + 32 * j, _mm512_permutexvar_epi16(scx_index(j, 16), sc16));
-    u->d = f16_at(blk);
-    u->dm = f16_at(blk + 2);
+        k->scx[j] = _mm512_permutexvar_epi16(scx_index(j, 16), sc16);
+    k->d = f16_at(blk);
+    k->dm = f16_at(blk + 2);
     /* chunk j: qs[32j ..] low nibbles are values 64j + 0..31, high nibbles 64j + 32..63 */
     const __m512i nib = _mm512_set1_epi8(15);
     const uint8_t *qs = blk + offsetof(block_q4_k_t, qs);
@@ -454,9 +462,23 @@ AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
     for (int j = 0; j < 4; j += 2) {
         __m512i v = _mm512_loadu_si512(qs + 32 * j);
         __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-        _mm512_storeu_si512(u->q + 64 * j, _mm512_shuffle_i64x2(lo, hi, 0x44));
-        _mm512_storeu_si512(u->q + 64 * j + 64, _mm512_shuffle_i64x2(lo, hi, 0xee));
+        k->q[j] = _mm512_shuffle_i64x2(lo, hi, 0x44);
+        k->q[j + 1] = _mm512_shuffle_i64x2(lo, hi, 0xee);
     }
+}
+
+AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
+{
+    q4k_regs_t k;
+    q4_k_regs(blk, &k);
+    _mm256_storeu_si256((__m256i *)u->coef, k.coef);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        _mm512_storeu_si512(u->scx + 32 * j, k.scx[j]);
+        _mm512_storeu_si512(u->q + 64 * j, k.q[j]);
+    }
+    u->d = k.d;
+    u->dm = k.dm;
 }
 
 AI void unpack_q6_k_vec(const uint8_t *blk, qu_kblock_t *u)
@@ -712,11 +734,56 @@ AI void ktile_block(int R, int C, const qu_kblock_t *const u[TILE_R], const uint
     }
 }
 
+/* Q4_K against one ACT_Q8_256 row (decode): each super-block unpacked into
+ * registers and used at once, no store and reload through a qu_kblock_t.
+ * The operations per (row, super-block) are ktile_block's, in the same
+ * order, on the same integers and floats, so the results are the same bits
+ * as the tiles'. */
+AI void q4_k_rows_direct(int R, const uint8_t *w, size_t ws, const uint8_t *x, float *y, int64_t n)
+{
+    const size_t bb = sizeof(block_q4_k_t);
+    __m512 acc[TILE_R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        __m512i xv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            xv[j] = _mm512_loadu_si512(x + QK_K * b + 64 * j);
+        float dx = qact_d(x, n)[b];
+        __m256i bs = _mm256_loadu_si256((const __m256i *)(qact_bsums(x, n) + 16 * b));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = w + r * ws + (size_t)b * bb;
+            if (R > 1)
+                prefetch_unit(blk, bb, R, ws);
+            q4k_regs_t k;
+            q4_k_regs(blk, &k);
+            __m512i a = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(k.q[j], xv[j]), k.scx[j]);
+            __m256i bm = _mm256_madd_epi16(bs, k.coef);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(k.d * dx), acc[r]);
+            acc[r] =
+                _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(bm)), _mm512_set1_ps(k.dm * dx), acc[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        y[r] = hsum(acc[r]);
+}
+
 /* Q4_K / Q5_K / Q6_K against ACT_Q8_256 rows: an R x C tile, unpacking each
  * super-block as it goes (decode, and rows too long to unpack ahead). */
 AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                 size_t ys, int64_t n)
 {
+    if (type == TYPE_Q4_K && C == 1) {
+        q4_k_rows_direct(R, w, ws, x, y, n);
+        return;
+    }
     const size_t bb = block_bytes_of(type);
     __m512 acc[TILE_R][TILE_C];
 #pragma GCC unroll 4
