@@ -426,16 +426,16 @@ AI __m512i scx_index(int j, int run)
     return _mm512_add_epi16(_mm512_srli_epi16(lane, (unsigned)shift), _mm512_set1_epi16((short)(j * (32 / run))));
 }
 
-/* A Q4_K super-block in registers: the same values unpack_q4_k_vec stores
- * in a qu_kblock_t (value-order quants per 64-value chunk, the int16 scale
+/* A Q4_K (or, by q6_k_regs, Q6_K) super-block in registers: the same
+ * values unpack_q4_k_vec stores in a qu_kblock_t (value-order quants per 64-value chunk, the int16 scale
  * of each pair lane, the 16 coefficients, d and dmin). */
-typedef struct q4k_regs {
+typedef struct kq_regs {
     __m512i q[4], scx[4];
     __m256i coef;
     float d, dm;
-} q4k_regs_t;
+} kq_regs_t;
 
-AI void q4_k_regs(const uint8_t *blk, q4k_regs_t *k)
+AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
 {
     /* the 6-bit scales and mins: bytes 0-7 of sm = sc[0..7], 8-15 = m[0..7] */
     uint32_t t[4];
@@ -469,7 +469,7 @@ AI void q4_k_regs(const uint8_t *blk, q4k_regs_t *k)
 
 AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
 {
-    q4k_regs_t k;
+    kq_regs_t k;
     q4_k_regs(blk, &k);
     _mm256_storeu_si256((__m256i *)u->coef, k.coef);
 #pragma GCC unroll 4
@@ -481,15 +481,16 @@ AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
     u->dm = k.dm;
 }
 
-AI void unpack_q6_k_vec(const uint8_t *blk, qu_kblock_t *u)
+/* A Q6_K super-block in registers (the values unpack_q6_k_vec stores). */
+AI void q6_k_regs(const uint8_t *blk, kq_regs_t *k)
 {
     __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + offsetof(block_q6_k_t, scales))));
-    _mm256_storeu_si256((__m256i *)u->coef, _mm256_slli_epi16(sc, 5));
+    k->coef = _mm256_slli_epi16(sc, 5);
     __m512i sc16 = _mm512_castsi256_si512(sc);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
-        _mm512_storeu_si512(u->scx + 32 * j, _mm512_permutexvar_epi16(scx_index(j, 8), sc16));
-    u->d = u->dm = f16_at(blk + offsetof(block_q6_k_t, d));
+        k->scx[j] = _mm512_permutexvar_epi16(scx_index(j, 8), sc16);
+    k->d = k->dm = f16_at(blk + offsetof(block_q6_k_t, d));
     /* per half h: values l, l + 32 take ql[l], ql[l + 32] low nibbles and qh
      * bits 0-1, 2-3; values l + 64, l + 96 their high nibbles and bits 4-5, 6-7 */
     const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
@@ -499,12 +500,24 @@ AI void unpack_q6_k_vec(const uint8_t *blk, qu_kblock_t *u)
         __m256i b = _mm256_loadu_si256((const __m256i *)(blk + offsetof(block_q6_k_t, qh) + 32 * h));
         __m512i h01 = _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 2), 1);
         __m512i h23 = _mm512_srli_epi16(h01, 4);
-        __m512i lo = _mm512_or_si512(_mm512_and_si512(a, nib), _mm512_slli_epi16(_mm512_and_si512(h01, two), 4));
-        __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), nib),
-                                     _mm512_slli_epi16(_mm512_and_si512(h23, two), 4));
-        _mm512_storeu_si512(u->q + 128 * h, lo);
-        _mm512_storeu_si512(u->q + 128 * h + 64, hi);
+        k->q[2 * h] = _mm512_or_si512(_mm512_and_si512(a, nib), _mm512_slli_epi16(_mm512_and_si512(h01, two), 4));
+        k->q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), nib),
+                                          _mm512_slli_epi16(_mm512_and_si512(h23, two), 4));
     }
+}
+
+AI void unpack_q6_k_vec(const uint8_t *blk, qu_kblock_t *u)
+{
+    kq_regs_t k;
+    q6_k_regs(blk, &k);
+    _mm256_storeu_si256((__m256i *)u->coef, k.coef);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        _mm512_storeu_si512(u->scx + 32 * j, k.scx[j]);
+        _mm512_storeu_si512(u->q + 64 * j, k.q[j]);
+    }
+    u->d = k.d;
+    u->dm = k.dm;
 }
 
 AI void unpack_k(uint32_t type, const uint8_t *blk, qu_kblock_t *u)
@@ -734,14 +747,14 @@ AI void ktile_block(int R, int C, const qu_kblock_t *const u[TILE_R], const uint
     }
 }
 
-/* Q4_K against one ACT_Q8_256 row (decode): each super-block unpacked into
+/* Q4_K / Q6_K against one ACT_Q8_256 row (decode): each super-block unpacked into
  * registers and used at once, no store and reload through a qu_kblock_t.
  * The operations per (row, super-block) are ktile_block's, in the same
  * order, on the same integers and floats, so the results are the same bits
  * as the tiles'. */
-AI void q4_k_rows_direct(int R, const uint8_t *w, size_t ws, const uint8_t *x, float *y, int64_t n)
+AI void k_rows_direct(uint32_t type, int R, const uint8_t *w, size_t ws, const uint8_t *x, float *y, int64_t n)
 {
-    const size_t bb = sizeof(block_q4_k_t);
+    const size_t bb = block_bytes_of(type);
     __m512 acc[TILE_R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
@@ -758,8 +771,11 @@ AI void q4_k_rows_direct(int R, const uint8_t *w, size_t ws, const uint8_t *x, f
             const uint8_t *blk = w + r * ws + (size_t)b * bb;
             if (R > 1)
                 prefetch_unit(blk, bb, R, ws);
-            q4k_regs_t k;
-            q4_k_regs(blk, &k);
+            kq_regs_t k;
+            if (type == TYPE_Q4_K)
+                q4_k_regs(blk, &k);
+            else
+                q6_k_regs(blk, &k);
             __m512i a = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
@@ -780,8 +796,8 @@ AI void q4_k_rows_direct(int R, const uint8_t *w, size_t ws, const uint8_t *x, f
 AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                 size_t ys, int64_t n)
 {
-    if (type == TYPE_Q4_K && C == 1) {
-        q4_k_rows_direct(R, w, ws, x, y, n);
+    if ((type == TYPE_Q4_K || type == TYPE_Q6_K) && C == 1) {
+        k_rows_direct(type, R, w, ws, x, y, n);
         return;
     }
     const size_t bb = block_bytes_of(type);
