@@ -467,18 +467,24 @@ AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
     }
 }
 
+/* Stores an unpacked super-block for the tiles that reuse it. */
+AI void kq_store(const kq_regs_t *k, qu_kblock_t *u)
+{
+    _mm256_storeu_si256((__m256i *)u->coef, k->coef);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        _mm512_storeu_si512(u->scx + 32 * j, k->scx[j]);
+        _mm512_storeu_si512(u->q + 64 * j, k->q[j]);
+    }
+    u->d = k->d;
+    u->dm = k->dm;
+}
+
 AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
 {
     kq_regs_t k;
     q4_k_regs(blk, &k);
-    _mm256_storeu_si256((__m256i *)u->coef, k.coef);
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        _mm512_storeu_si512(u->scx + 32 * j, k.scx[j]);
-        _mm512_storeu_si512(u->q + 64 * j, k.q[j]);
-    }
-    u->d = k.d;
-    u->dm = k.dm;
+    kq_store(&k, u);
 }
 
 /* A Q6_K super-block in registers (the values unpack_q6_k_vec stores). */
@@ -510,14 +516,7 @@ AI void unpack_q6_k_vec(const uint8_t *blk, qu_kblock_t *u)
 {
     kq_regs_t k;
     q6_k_regs(blk, &k);
-    _mm256_storeu_si256((__m256i *)u->coef, k.coef);
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        _mm512_storeu_si512(u->scx + 32 * j, k.scx[j]);
-        _mm512_storeu_si512(u->q + 64 * j, k.q[j]);
-    }
-    u->d = k.d;
-    u->dm = k.dm;
+    kq_store(&k, u);
 }
 
 AI void unpack_k(uint32_t type, const uint8_t *blk, qu_kblock_t *u)

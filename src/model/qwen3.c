@@ -128,6 +128,10 @@ static void attn_worker(void *arg, int ith, int nth)
      * done by the others. */
     long row_groups = (b->n_rows + job->rows_per_item - 1) / job->rows_per_item;
     long n_items = row_groups * c->n_kv_heads;
+    attn_kv_t view = {.k = kv->k + (size_t)job->layer * layer_slots,
+                      .v = kv->v + (size_t)job->layer * layer_slots,
+                      .stride = (size_t)kv->kv_dim,
+                      .block_size = kv->block_size};
     for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_items;) {
         int kvh = (int)(item / row_groups), r0 = (int)(item % row_groups) * job->rows_per_item;
         int r_end = r0 + job->rows_per_item < b->n_rows ? r0 + job->rows_per_item : b->n_rows;
@@ -135,30 +139,19 @@ static void attn_worker(void *arg, int ith, int nth)
         float *scores[ATTN_MAX_Q], *out[ATTN_MAX_Q];
         int32_t n_ctx[ATTN_MAX_Q];
         int nq = 0;
-        const int32_t *table = NULL;
         for (int r = r0; r < r_end; r++)
             for (int h = kvh * group; h < (kvh + 1) * group; h++) {
-                if (nq == ATTN_MAX_Q || (nq > 0 && b->block_tables[r] != table)) {
-                    attn_kv_t view = {.k = kv->k + (size_t)job->layer * layer_slots,
-                                      .v = kv->v + (size_t)job->layer * layer_slots,
-                                      .stride = (size_t)kv->kv_dim,
-                                      .table = table,
-                                      .block_size = kv->block_size};
+                if (nq == ATTN_MAX_Q || (nq > 0 && b->block_tables[r] != view.table)) {
                     attend(nq, q, &view, kvh * hd, n_ctx, hd, scale, scores, out);
                     nq = 0;
                 }
-                table = b->block_tables[r];
+                view.table = b->block_tables[r];
                 q[nq] = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
                 out[nq] = ctx->xn + (size_t)r * q_dim + (size_t)h * hd;
                 n_ctx[nq] = b->pos[r] + 1;
                 scores[nq] = scratch + (size_t)nq * ctx->max_ctx;
                 nq++;
             }
-        attn_kv_t view = {.k = kv->k + (size_t)job->layer * layer_slots,
-                          .v = kv->v + (size_t)job->layer * layer_slots,
-                          .stride = (size_t)kv->kv_dim,
-                          .table = table,
-                          .block_size = kv->block_size};
         attend(nq, q, &view, kvh * hd, n_ctx, hd, scale, scores, out);
     }
 }
