@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "kernels/attn.h"
-#include "kernels/dispatch.h"
 #include "kernels/ops.h"
 #include "kernels/qact.h"
 #include "kernels/types.h"
