@@ -3,26 +3,13 @@
 #include <math.h>
 #include <string.h>
 
-/* The slot of the next position of a walk over positions 0, 1, 2, ...,
- * counting blocks and slots (no division per position). */
-static inline const float *next_slot(const float *base, const attn_kv_t *kv, int32_t *block, int *slot)
-{
-    const float *p = base + ((size_t)kv->table[*block] * (size_t)kv->block_size + (size_t)*slot) * kv->stride;
-    if (++*slot == kv->block_size) {
-        *slot = 0;
-        ++*block;
-    }
-    return p;
-}
-
 static void attn_one(const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd, float scale,
                      float *scores, float *out)
 {
     float max = -INFINITY;
-    int32_t block = 0;
-    int slot = 0;
+    attn_cursor_t kc = {.base = kv->k + head_off, .kv = kv};
     for (int32_t t = 0; t < n_ctx; t++) {
-        const float *k = next_slot(kv->k + head_off, kv, &block, &slot);
+        const float *k = attn_next(&kc);
         float s = 0.0f;
         for (int i = 0; i < hd; i++)
             s += q[i] * k[i];
@@ -35,10 +22,9 @@ static void attn_one(const float *q, const attn_kv_t *kv, int head_off, int32_t 
         sum += scores[t];
     }
     memset(out, 0, (size_t)hd * sizeof *out);
-    block = 0;
-    slot = 0;
+    attn_cursor_t vc = {.base = kv->v + head_off, .kv = kv};
     for (int32_t t = 0; t < n_ctx; t++) {
-        const float *v = next_slot(kv->v + head_off, kv, &block, &slot);
+        const float *v = attn_next(&vc);
         for (int i = 0; i < hd; i++)
             out[i] += scores[t] * v[i];
     }

@@ -30,6 +30,26 @@ typedef struct attn_kv {
     int block_size;       /* slots per block */
 } attn_kv_t;
 
+/* Walks the slots of positions 0, 1, 2, ... in order, counting blocks and
+ * slots (no division per position). */
+typedef struct attn_cursor {
+    const float *base; /* kv->k or kv->v, plus the offset within a slot */
+    const attn_kv_t *kv;
+    int32_t block; /* index into the table */
+    int slot;
+} attn_cursor_t;
+
+static inline const float *attn_next(attn_cursor_t *c)
+{
+    const float *p =
+        c->base + ((size_t)c->kv->table[c->block] * (size_t)c->kv->block_size + (size_t)c->slot) * c->kv->stride;
+    if (++c->slot == c->kv->block_size) {
+        c->slot = 0;
+        c->block++;
+    }
+    return p;
+}
+
 /* nq queries (1..ATTN_MAX_Q): q[j] hd floats; n_ctx[j] >= 1 positions;
  * scores[j] scratch of n_ctx[j] floats; out[j] hd floats. head_off: the
  * key/value head's first float within a slot. */

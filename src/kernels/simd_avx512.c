@@ -1128,26 +1128,6 @@ AI __m512 sum16x16(const __m512 a[16])
     return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xdd));
 }
 
-/* Walks the slots of positions 0, 1, 2, ... in order (no division per
- * position: the block and slot advance by counting). */
-typedef struct attn_cursor {
-    const float *base;
-    const attn_kv_t *kv;
-    int32_t block; /* index into the table */
-    int slot;
-} attn_cursor_t;
-
-AI const float *attn_next(attn_cursor_t *c)
-{
-    const float *p =
-        c->base + ((size_t)c->kv->table[c->block] * (size_t)c->kv->block_size + (size_t)c->slot) * c->kv->stride;
-    if (++c->slot == c->kv->block_size) {
-        c->slot = 0;
-        c->block++;
-    }
-    return p;
-}
-
 #define ATTN_V_AHEAD 8 /* positions the value pass prefetches ahead */
 
 AI void prefetch_slot(int NV, const float *p)
