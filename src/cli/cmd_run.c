@@ -286,6 +286,32 @@ static int prompt_tokens(run_state_t *s, const run_opts_t *o, tok_ids_t *ids, er
     return 0;
 }
 
+/* With a drafter: how many drafts were accepted, by position, and (for
+ * --verify-rows auto) the widths the fitter ran, on stderr after the timing
+ * line. */
+static int print_spec_summary(engine_t *e, err_t *err)
+{
+    engine_snapshot_t snap = {0};
+    if (engine_snapshot(e, &snap, err))
+        return -1;
+    if (snap.draft_mode && snap.spec_verifications) {
+        fprintf(stderr, "speculation: %llu of %llu drafts accepted in %llu verifications; by position",
+                (unsigned long long)snap.spec_accepted, (unsigned long long)snap.spec_verified,
+                (unsigned long long)snap.spec_verifications);
+        for (int i = 1; i <= snap.draft_max && snap.spec_pos_verified[i]; i++)
+            fprintf(stderr, " %d:%.2f", i, (double)snap.spec_pos_accepted[i] / (double)snap.spec_pos_verified[i]);
+        if (snap.verify_rows == SPEC_VERIFY_AUTO) {
+            fputs("; widths run", stderr);
+            for (int w = 0; w <= snap.draft_max; w++)
+                if (snap.spec_width_hist[w])
+                    fprintf(stderr, " %d:%llu", w, (unsigned long long)snap.spec_width_hist[w]);
+        }
+        fputc('\n', stderr);
+    }
+    engine_snapshot_free(&snap);
+    return 0;
+}
+
 static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, err_t *err)
 {
     const model_config_t *c = &s->model->cfg;
@@ -405,7 +431,7 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
             "finish %s\n",
             n_prompt, pre_s, n_prompt / (pre_s > 0 ? pre_s : 1e-9), n_gen, dec_s, n_dec / (dec_s > 0 ? dec_s : 1e-9),
             (int)o->threads, engine_finish_name(finish));
-    return 0;
+    return print_spec_summary(s->engine, err);
 }
 
 int cmd_run(int argc, char **argv)
