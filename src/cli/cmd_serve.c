@@ -55,7 +55,7 @@ static const char serve_usage[] =
     "  --trace-capacity N     record engine trace events into a preallocated buffer of N events\n"
     "  --trace-out FILE       where the capture is written (JSON Lines): at shutdown and on POST /trace/dump\n"
     "TEST ONLY (fault knobs that break one property, so benchmark validity checks can be tested):\n"
-    "  --test-step-delay-us N     sleep N microseconds after every forward pass\n"
+    "  --test-step-delay-us N     busy-wait N microseconds after every forward pass\n"
     "  --test-ignore-cache-salt   share cached prefixes across cache_salt values\n"
     "  --test-serialize-prefill   hold decode rows back while any request prefills\n"
     "  --test-truncate-output     end every request at half its max_tokens\n";

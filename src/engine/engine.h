@@ -54,7 +54,7 @@ typedef struct engine_config {
     int verify_rows;            /* SPEC_VERIFY_ALL, SPEC_VERIFY_AUTO or a fixed width in [0, draft_max] */
     /* Fault knobs, for testing the measurement tools only (splash serve
      * --test-*): each breaks one property a benchmark must detect. */
-    int test_step_delay_us;      /* sleep this long after every forward pass */
+    int test_step_delay_us;      /* busy-wait this long after every forward pass */
     bool test_ignore_cache_salt; /* every request shares one prefix namespace */
     bool test_serialize_prefill; /* no decode rows while any sequence prefills */
     bool test_truncate_output;   /* end at half of max_tokens (reported as "length") */
