@@ -53,17 +53,26 @@ bench_abba_t bench_abba(const double v[4], bool is_higher_better)
 
 bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better)
 {
-    double a = 0, b = 0, noise = 0;
+    if (n == 0)
+        return bench_decide(0, 0, 0, is_higher_better);
+    double a = 0, b = 0, noise_sq = 0, change = 0;
     for (size_t i = 0; i < n; i++) {
         if (rounds[i].verdict == BENCH_INVALID)
             return bench_decide(0, 0, 0, is_higher_better);
         a += rounds[i].a;
         b += rounds[i].b;
-        noise = fmax(noise, rounds[i].noise);
+        noise_sq += rounds[i].noise * rounds[i].noise;
+        change += rounds[i].change;
     }
-    if (n == 0)
-        return bench_decide(0, 0, 0, is_higher_better);
-    return bench_decide(a / (double)n, b / (double)n, noise, is_higher_better);
+    if (n == 1)
+        return rounds[0];
+    double dn = (double)n;
+    change /= dn;
+    double spread_sq = 0; /* the rounds' own disagreement about the change */
+    for (size_t i = 0; i < n; i++)
+        spread_sq += (rounds[i].change - change) * (rounds[i].change - change);
+    double within = sqrt(noise_sq / dn), between = sqrt(spread_sq / (dn - 1));
+    return bench_decide(a / dn, b / dn, fmax(within, between) / sqrt(dn), is_higher_better);
 }
 
 bench_verdict_t bench_overall(const bench_verdict_t *v, size_t n)

@@ -49,8 +49,15 @@ typedef struct bench_abba {
  * makes the metric invalid (there was nothing valid to measure). */
 bench_abba_t bench_abba(const double v[4], bool is_higher_better);
 
-/* Several rounds combined: a and b are the means over every round, noise
- * the largest round noise (the most pessimistic), then the same rules. */
+/* Several rounds combined: a and b are the means over every round and the
+ * noise is that of their mean, then the same rules. A round's noise and its
+ * change both measure how far one round strays; n rounds average that down
+ * by sqrt(n). So the combined noise is
+ *   max(rms of the round noises, sample SD of the round changes) / sqrt(n):
+ * the first term is the spread within rounds (A1 against A4, B2 against B3),
+ * the second catches a disturbance that hit B2 and B3 alike (adjacent in
+ * time) and so shows in one round's change but not in its noise. One round
+ * is returned as it is; an invalid round makes the combination invalid. */
 bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better);
 
 /* The rule applied to given a, b and noise (exposed for the tests). */

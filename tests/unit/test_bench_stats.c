@@ -130,9 +130,14 @@ static void test_combine(void **state)
     bench_abba_t c = bench_abba_combine(rs, 2, true);
     assert_true(fabs(c.a - 100.5) < EPS);
     assert_true(fabs(c.b - 108) < EPS);
-    assert_true(fabs(c.noise - 2.0 / 101) < EPS); /* the larger round noise */
+    /* round noises 0 and 2/101 (rms 1.4 %); round changes 10 % and 4.95 %
+     * (SD 3.57 %): the larger over sqrt(2), i.e. half the change spread */
+    assert_true(fabs(c.noise - (0.10 - (106.0 / 101 - 1)) / 2) < EPS);
     assert_int_equal(c.verdict, BENCH_GAIN);
-    /* a noisy round makes the combination inconclusive */
+    /* one round is returned as it is */
+    c = bench_abba_combine(rs, 1, true);
+    assert_true(fabs(c.noise - rs[0].noise) < EPS && c.verdict == rs[0].verdict);
+    /* a very noisy round makes the combination inconclusive */
     double r3[4] = {90, 110, 110, 110};
     rs[1] = bench_abba(r3, true);
     assert_int_equal(rs[1].verdict, BENCH_INCONCLUSIVE);
@@ -141,6 +146,32 @@ static void test_combine(void **state)
     double r4[4] = {0, 1, 1, 1};
     rs[1] = bench_abba(r4, true);
     assert_int_equal(bench_abba_combine(rs, 2, true).verdict, BENCH_INVALID);
+}
+
+static void test_combine_rounds(void **state)
+{
+    (void)state;
+    /* a slowdown that hit B2 and B3 of one round alike has no round noise;
+     * alone it would read as a regression, among steady rounds the spread
+     * of the changes keeps the combination from calling it one */
+    double steady[4] = {100, 100, 100, 100}, dip[4] = {100, 85, 85, 100};
+    bench_abba_t rs[4];
+    for (int i = 0; i < 3; i++)
+        rs[i] = bench_abba(steady, true);
+    rs[3] = bench_abba(dip, true);
+    assert_int_equal(rs[3].verdict, BENCH_REGRESSION);
+    bench_abba_t c = bench_abba_combine(rs, 4, true);
+    assert_true(fabs(c.noise - 0.0375) < EPS); /* SD of (0, 0, 0, -15 %) = 7.5 %, over sqrt(4) */
+    assert_int_equal(c.verdict, BENCH_NO_CHANGE);
+    /* rounds each too noisy to decide (5.8 %) agree on a 6.8 % gain: four of
+     * them halve the noise of the mean, and the gain stands */
+    double v[4] = {100, 110, 110, 106};
+    for (int i = 0; i < 4; i++)
+        rs[i] = bench_abba(v, true);
+    assert_int_equal(rs[0].verdict, BENCH_INCONCLUSIVE);
+    c = bench_abba_combine(rs, 4, true);
+    assert_true(fabs(c.noise - 6.0 / 103 / 2) < EPS);
+    assert_int_equal(c.verdict, BENCH_GAIN);
 }
 
 static void test_overall_and_exit(void **state)
@@ -235,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_not_a_gain),
         cmocka_unit_test(test_invalid_values),
         cmocka_unit_test(test_combine),
+        cmocka_unit_test(test_combine_rounds),
         cmocka_unit_test(test_overall_and_exit),
         cmocka_unit_test(test_suspend),
     };
