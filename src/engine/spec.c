@@ -17,9 +17,15 @@ int spec_ngram_draft(const int32_t *hist, int n, int k, int32_t *out)
         for (int p = n - len - 1; p >= 0; p--) {
             if (hist[p] != suffix[0] || memcmp(hist + p, suffix, (size_t)len * sizeof *hist) != 0)
                 continue;
-            int from = p + len, m = n - from < k ? n - from : k;
-            memcpy(out, hist + from, (size_t)m * sizeof *out);
-            return m;
+            /* what followed; past the end of hist the proposal continues
+             * from its own tokens, so a repeating pattern whose last
+             * occurrence ends near the end (a token repeated, a short
+             * cycle) still yields k tokens, not just the one or two that
+             * precede the end of hist */
+            int from = p + len;
+            for (int i = 0; i < k; i++)
+                out[i] = from + i < n ? hist[from + i] : out[from + i - n];
+            return k;
         }
     }
     return 0;

@@ -27,8 +27,9 @@
 
 /* N-gram prompt lookup: finds the longest suffix of hist (up to
  * SPEC_NGRAM_MAX tokens, at least 1) that also occurs earlier in hist, at its
- * most recent earlier occurrence, and proposes the tokens that followed it
- * (up to k). Returns the number proposed (0: no match). */
+ * most recent earlier occurrence, and proposes the k tokens that followed it,
+ * reading on into the proposal itself where hist ends (the pattern repeats:
+ * "x y x y" proposes "x y x y ..."). Returns k, or 0 when nothing matches. */
 int spec_ngram_draft(const int32_t *hist, int n, int k, int32_t *out);
 
 /* ---- the adaptive fitter (verify-rows auto) ---- */

@@ -44,13 +44,20 @@ static void test_ngram_draft(void **state)
     int32_t h3[] = {1, 2, 3, 8, 2, 3, 9, 1, 2, 3};
     assert_int_equal(spec_ngram_draft(h3, 10, 1, out), 1);
     assert_int_equal(out[0], 8);
-    /* no repeat: nothing; a proposal stops at the end of the history */
+    /* no repeat: nothing */
     int32_t h4[] = {1, 2, 3, 4};
     assert_int_equal(spec_ngram_draft(h4, 4, 4, out), 0);
+    /* past the end of the history the proposal reads on into itself: a
+     * repeated token proposes k more of it, a cycle continues the cycle */
     int32_t h5[] = {7, 7};
-    assert_int_equal(spec_ngram_draft(h5, 2, 4, out), 1);
-    assert_int_equal(out[0], 7);
+    assert_int_equal(spec_ngram_draft(h5, 2, 4, out), 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(out[i], 7);
     assert_int_equal(spec_ngram_draft(h5, 1, 4, out), 0);
+    assert_int_equal(spec_ngram_draft(h1, 6, 7, out), 7);
+    int32_t want[] = {3, 4, 1, 2, 3, 4, 1};
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(out[i], want[i]);
 }
 
 /* ---- fitter ---- */
