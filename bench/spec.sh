@@ -44,3 +44,19 @@ for w in accepted rejected; do
         echo "| $w | $s | ${runs[$w.$s]}| $med | $(awk -v a="$med" -v b="$base" 'BEGIN {printf "%.2fx", a / b}') |"
     done
 done
+# auto against the best fixed setting (by median), round by round: each
+# round's runs are interleaved, so the per-round ratio cancels the machine's
+# slow drifts that the medians above still carry
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+for w in accepted rejected; do
+    best="" bestmed=0
+    for s in none 1 2 all; do
+        med=$(printf '%s\n' ${runs[$w.$s]} | median)
+        if awk -v a="$med" -v b="$bestmed" 'BEGIN {exit !(a > b)}'; then best=$s bestmed=$med; fi
+    done
+    read -r -a av <<<"${runs[$w.auto]}"
+    read -r -a bv <<<"${runs[$w.$best]}"
+    ratios=""
+    for ((r = 0; r < ROUNDS; r++)); do ratios+="$(awk -v a="${av[r]}" -v b="${bv[r]}" 'BEGIN {printf "%.3f", a / b}') "; done
+    echo "$w: auto / $best (best fixed) per round: $ratios-> median $(printf '%s\n' $ratios | median)"
+done
