@@ -5,6 +5,8 @@
 #define SPEC_FIT_EWMA 0.2         /* weight of a new step time in the cost mean */
 #define SPEC_FIT_MIN_EVIDENCE 16  /* verifications at position 1 before a collapse is believed */
 #define SPEC_FIT_PRIOR_SLOPE 0.02 /* assumed extra cost per verified row, relative, before it is measured */
+#define SPEC_FIT_PRIOR_N 2.0      /* weight of an acceptance estimate's prior, in verifications */
+#define SPEC_FIT_WARMUP 8         /* verifications before the width may first change */
 
 int spec_ngram_draft(const int32_t *hist, int n, int k, int32_t *out)
 {
@@ -41,7 +43,12 @@ void spec_fitter_init(spec_fitter_t *f, int max_width)
 
 double spec_fitter_accept(const spec_fitter_t *f, int i)
 {
-    return (f->accepted[i] + 1.0) / (f->verified[i] + 2.0);
+    /* the prior of position i is the estimate of position i - 1 (of
+     * position 1, an even chance): a position with little evidence, as the
+     * deeper ones are while a narrow width runs, is taken to behave like
+     * the one before it, not like a coin */
+    double prior = i > 1 ? spec_fitter_accept(f, i - 1) : 0.5;
+    return (f->accepted[i] + SPEC_FIT_PRIOR_N * prior) / (f->verified[i] + SPEC_FIT_PRIOR_N);
 }
 
 double spec_fitter_expected(const spec_fitter_t *f, int w)
@@ -88,8 +95,11 @@ int spec_fitter_choose(spec_fitter_t *f)
     for (int w = 1; w <= f->max_width; w++)
         if (rate(f, w) > rate(f, best))
             best = w;
-    /* hysteresis: move only for a clearly better expected rate */
-    if (best != f->width && rate(f, best) > SPEC_FIT_HYSTERESIS * rate(f, f->width))
+    /* hysteresis: move only for a clearly better expected rate, and only
+     * once a few verifications back the estimates (the first steps alone
+     * say little, and a narrow width then hides the deeper positions) */
+    if (best != f->width && f->total_verified[1] >= SPEC_FIT_WARMUP &&
+        rate(f, best) > SPEC_FIT_HYSTERESIS * rate(f, f->width))
         f->width = best;
     /* acceptance has collapsed: drafting costs rows and returns nothing */
     if (f->verified[1] >= SPEC_FIT_MIN_EVIDENCE && spec_fitter_accept(f, 1) < SPEC_FIT_COLLAPSE)

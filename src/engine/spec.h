@@ -61,8 +61,9 @@ typedef struct spec_fitter {
 } spec_fitter_t;
 
 void spec_fitter_init(spec_fitter_t *f, int max_width);
-/* Conditional acceptance estimate at position i (1-based), with a uniform
- * prior (Beta(1, 1)). */
+/* Conditional acceptance estimate at position i (1-based): the decayed
+ * counts plus a prior worth two verifications, centred on position i - 1's
+ * estimate (position 1: on 1/2, i.e. Beta(1, 1)). */
 double spec_fitter_accept(const spec_fitter_t *f, int i);
 /* Expected committed tokens per sequence per step at width w:
  * 1 + sum over i <= w of the product of acceptances up to i. */
