@@ -41,21 +41,31 @@ void spec_fitter_init(spec_fitter_t *f, int max_width)
     f->exploring = -1;
 }
 
+/* Position i's estimate given its prior: the decayed counts plus the prior
+ * worth SPEC_FIT_PRIOR_N verifications. */
+static double accept_at(const spec_fitter_t *f, int i, double prior)
+{
+    return (f->accepted[i] + SPEC_FIT_PRIOR_N * prior) / (f->verified[i] + SPEC_FIT_PRIOR_N);
+}
+
 double spec_fitter_accept(const spec_fitter_t *f, int i)
 {
     /* the prior of position i is the estimate of position i - 1 (of
      * position 1, an even chance): a position with little evidence, as the
      * deeper ones are while a narrow width runs, is taken to behave like
      * the one before it, not like a coin */
-    double prior = i > 1 ? spec_fitter_accept(f, i - 1) : 0.5;
-    return (f->accepted[i] + SPEC_FIT_PRIOR_N * prior) / (f->verified[i] + SPEC_FIT_PRIOR_N);
+    double a = 0.5;
+    for (int j = 1; j <= i; j++)
+        a = accept_at(f, j, a);
+    return a;
 }
 
 double spec_fitter_expected(const spec_fitter_t *f, int w)
 {
-    double e = 1.0, run = 1.0;
+    double e = 1.0, run = 1.0, a = 0.5;
     for (int i = 1; i <= w; i++) {
-        run *= spec_fitter_accept(f, i);
+        a = accept_at(f, i, a); /* spec_fitter_accept(f, i), one position on */
+        run *= a;
         e += run;
     }
     return e;
@@ -91,15 +101,17 @@ static double rate(const spec_fitter_t *f, int w)
 int spec_fitter_choose(spec_fitter_t *f)
 {
     f->exploring = -1;
+    double r[SPEC_MAX_DRAFT + 1] = {0}; /* expected rate by width */
     int best = 0;
-    for (int w = 1; w <= f->max_width; w++)
-        if (rate(f, w) > rate(f, best))
+    for (int w = 0; w <= f->max_width; w++) {
+        r[w] = rate(f, w);
+        if (r[w] > r[best])
             best = w;
+    }
     /* hysteresis: move only for a clearly better expected rate, and only
      * once a few verifications back the estimates (the first steps alone
      * say little, and a narrow width then hides the deeper positions) */
-    if (best != f->width && f->total_verified[1] >= SPEC_FIT_WARMUP &&
-        rate(f, best) > SPEC_FIT_HYSTERESIS * rate(f, f->width))
+    if (best != f->width && f->total_verified[1] >= SPEC_FIT_WARMUP && r[best] > SPEC_FIT_HYSTERESIS * r[f->width])
         f->width = best;
     /* acceptance has collapsed: drafting costs rows and returns nothing */
     if (f->verified[1] >= SPEC_FIT_MIN_EVIDENCE && spec_fitter_accept(f, 1) < SPEC_FIT_COLLAPSE)
