@@ -26,6 +26,7 @@ run() { # workload setting -> tok/s
     "$SPLASH" run --model "$MODEL" --threads "$THREADS" --max-tokens "$TOKENS" --ignore-eos --quiet \
         "${extra[@]}" "$PROMPT" 2>&1 | sed -n 's/.*decode: [0-9]* tokens in [0-9.]* s (\([0-9.]*\) tok\/s).*/\1/p'
 }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 declare -A runs
 for ((r = 0; r < ROUNDS; r++)); do
     for w in accepted rejected; do
@@ -38,16 +39,15 @@ echo "model $MODEL, drafter $DRAFT, $TOKENS tokens, $THREADS threads, $ROUNDS ro
 for w in accepted rejected; do
     echo "| $w | setting | runs (tok/s) | median | vs none |"
     echo "|---|---|---|---|---|"
-    base=$(printf '%s\n' ${runs[$w.none]} | sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
+    base=$(printf '%s\n' ${runs[$w.none]} | median)
     for s in "${settings[@]}"; do
-        med=$(printf '%s\n' ${runs[$w.$s]} | sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
+        med=$(printf '%s\n' ${runs[$w.$s]} | median)
         echo "| $w | $s | ${runs[$w.$s]}| $med | $(awk -v a="$med" -v b="$base" 'BEGIN {printf "%.2fx", a / b}') |"
     done
 done
 # auto against the best fixed setting (by median), round by round: each
 # round's runs are interleaved, so the per-round ratio cancels the machine's
 # slow drifts that the medians above still carry
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for w in accepted rejected; do
     best="" bestmed=0
     for s in none 1 2 all; do

@@ -85,11 +85,10 @@ def main():
             loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), y.view(-1)) / len(starts)
             loss.backward()
             loss_sum += loss.item()
-        loss = torch.tensor(loss_sum)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if step % 50 == 0 or step == a.steps - 1:
-            print("step %d/%d loss %.3f lr %.2e %.0f s" % (step, a.steps, loss.item(), lr, time.time() - t0),
+            print("step %d/%d loss %.3f lr %.2e %.0f s" % (step, a.steps, loss_sum, lr, time.time() - t0),
                   flush=True)
     vl = evaluate(model, val, a.ctx, 16, a.dtype)
     print("done: %s %d steps in %.0f s; validation loss %.4f perplexity %.2f" %
