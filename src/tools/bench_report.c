@@ -43,6 +43,7 @@ void bench_print_summary(const json_t *rep, FILE *f)
     const char *key;
     const json_t *m;
     if (json_object_size(st)) {
+        bool has_rounds = false;
         fprintf(f, "\n  %-34s %11s %11s %8s %7s %7s  %s\n", "metric", "A", "B", "change", "noise", "needs", "verdict");
         json_object_foreach((json_t *)st, key, m)
         {
@@ -53,6 +54,7 @@ void bench_print_summary(const json_t *rep, FILE *f)
             fprintf(f, "  %-34s %11.3f %11.3f %+7.2f%% %6.2f%% %6.2f%%  %s\n", label, num(c, "a"), num(c, "b"),
                     100 * num(c, "change"), 100 * num(c, "noise"), 100 * num(c, "threshold"), str(c, "verdict"));
             const json_t *rounds = json_object_get(m, "rounds");
+            has_rounds |= json_array_size(rounds) > 1;
             if (json_array_size(rounds) > 1)
                 for (size_t k = 0; k < json_array_size(rounds); k++) {
                     const json_t *r = json_array_get(rounds, k);
@@ -62,6 +64,8 @@ void bench_print_summary(const json_t *rep, FILE *f)
                 }
         }
         fprintf(f, "  (* informational: does not decide the verdict; change > 0 means B is better)\n");
+        if (has_rounds)
+            fprintf(f, "  (rounds combine as the median round change, with the noise of that median)\n");
     }
     const json_t *val = json_object_get(rep, "validity");
     const json_t *reasons = json_object_get(val, "reasons");

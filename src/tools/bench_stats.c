@@ -13,15 +13,15 @@ static bool exceeds(double x, double y)
     return x > y + BENCH_BOUNDARY_EPS;
 }
 
-bench_abba_t bench_decide(double a, double b, double noise, bool is_higher_better)
+/* The rules on a given change (signed: positive = candidate better). */
+static bench_abba_t decide_change(double a, double b, double change, double noise)
 {
-    bench_abba_t r = {.a = a, .b = b, .noise = noise};
-    if (!(a > 0) || !(b > 0) || !isfinite(a) || !isfinite(b) || !isfinite(noise)) {
+    bench_abba_t r = {.a = a, .b = b, .noise = noise, .change = change};
+    if (!(a > 0) || !(b > 0) || !isfinite(a) || !isfinite(b) || !isfinite(noise) || !isfinite(change)) {
         r.verdict = BENCH_INVALID;
         r.why = "no valid measurement in an arm";
         return r;
     }
-    r.change = is_higher_better ? b / a - 1.0 : a / b - 1.0;
     r.threshold = fmax(BENCH_MIN_CHANGE, BENCH_NOISE_FACTOR * noise);
     if (exceeds(noise, BENCH_MAX_NOISE)) {
         r.verdict = BENCH_INCONCLUSIVE;
@@ -39,6 +39,14 @@ bench_abba_t bench_decide(double a, double b, double noise, bool is_higher_bette
     return r;
 }
 
+bench_abba_t bench_decide(double a, double b, double noise, bool is_higher_better)
+{
+    double change = NAN;
+    if (a > 0 && b > 0)
+        change = is_higher_better ? b / a - 1.0 : a / b - 1.0;
+    return decide_change(a, b, change, noise);
+}
+
 bench_abba_t bench_abba(const double v[4], bool is_higher_better)
 {
     double a = (v[0] + v[3]) / 2, b = (v[1] + v[2]) / 2;
@@ -51,28 +59,51 @@ bench_abba_t bench_abba(const double v[4], bool is_higher_better)
     return bench_decide(a, b, noise, is_higher_better);
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+    double p = *(const double *)x, q = *(const double *)y;
+    return (p > q) - (p < q);
+}
+
+/* The median of v[0..n-1], n >= 1; sorts v. */
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better)
 {
     if (n == 0)
         return bench_decide(0, 0, 0, is_higher_better);
-    double a = 0, b = 0, noise_sq = 0, change = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         if (rounds[i].verdict == BENCH_INVALID)
             return bench_decide(0, 0, 0, is_higher_better);
-        a += rounds[i].a;
-        b += rounds[i].b;
-        noise_sq += rounds[i].noise * rounds[i].noise;
-        change += rounds[i].change;
-    }
     if (n == 1)
         return rounds[0];
-    double dn = (double)n;
-    change /= dn;
-    double spread_sq = 0; /* the rounds' own disagreement about the change */
-    for (size_t i = 0; i < n; i++)
-        spread_sq += (rounds[i].change - change) * (rounds[i].change - change);
-    double within = sqrt(noise_sq / dn), between = sqrt(spread_sq / (dn - 1));
-    return bench_decide(a / dn, b / dn, fmax(within, between) / sqrt(dn), is_higher_better);
+    double *w = malloc(n * sizeof *w); /* scratch: median() sorts in place */
+    if (!w)
+        return bench_decide(0, 0, 0, is_higher_better);
+    double mid[4]; /* medians of a, b, change, round noise */
+    for (int f = 0; f < 4; f++) {
+        for (size_t i = 0; i < n; i++) {
+            const bench_abba_t *r = &rounds[i];
+            w[i] = f == 0 ? r->a : f == 1 ? r->b : f == 2 ? r->change : r->noise;
+        }
+        mid[f] = median(w, n);
+    }
+    double spread; /* the rounds' own disagreement about the change, as an SD */
+    if (n == 2) {
+        spread = fabs(rounds[0].change - rounds[1].change) / sqrt(2.0);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            w[i] = fabs(rounds[i].change - mid[2]);
+        spread = BENCH_MAD_TO_SD * median(w, n);
+    }
+    free(w);
+    double se = n == 2 ? 1.0 : BENCH_MEDIAN_SE; /* the median of two is their mean */
+    double noise = se * fmax(mid[3], spread) / sqrt((double)n);
+    return decide_change(mid[0], mid[1], mid[2], noise);
 }
 
 bench_verdict_t bench_overall(const bench_verdict_t *v, size_t n)

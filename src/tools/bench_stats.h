@@ -49,15 +49,24 @@ typedef struct bench_abba {
  * makes the metric invalid (there was nothing valid to measure). */
 bench_abba_t bench_abba(const double v[4], bool is_higher_better);
 
-/* Several rounds combined: a and b are the means over every round and the
- * noise is that of their mean, then the same rules. A round's noise and its
- * change both measure how far one round strays; n rounds average that down
- * by sqrt(n). So the combined noise is
- *   max(rms of the round noises, sample SD of the round changes) / sqrt(n):
- * the first term is the spread within rounds (A1 against A4, B2 against B3),
- * the second catches a disturbance that hit B2 and B3 alike (adjacent in
- * time) and so shows in one round's change but not in its noise. One round
- * is returned as it is; an invalid round makes the combination invalid. */
+/* Several rounds combined, robustly: on these machines a slow patch (a
+ * vCPU descheduled, a neighbour's burst) can spoil a few rounds, in one arm
+ * and for seconds, and a mean follows it. So the combined change is the
+ * median of the round changes, a and b are the medians of the rounds' a and
+ * b (shown, not used: their ratio need not be the median change), and the
+ * noise is the standard error of that median:
+ *   noise = k * max(median round noise, 1.4826 x MAD of the changes) / sqrt(n)
+ * The first term is the spread within rounds (A1 against A4, B2 against B3);
+ * the second, the median absolute deviation scaled to an SD, is the rounds'
+ * disagreement about the change, which catches a disturbance that hit B2 and
+ * B3 alike (adjacent in time) and so shows in a round's change but not in
+ * its noise. k = 1.2533 is the median's standard error over the mean's for
+ * normal data. Two rounds use their mean and the SD of their two changes
+ * (k = 1). One round is returned as it is; an invalid round makes the
+ * combination invalid. Fewer than half the rounds disturbed move neither
+ * the median nor the MAD much; more make the noise large (inconclusive). */
+#define BENCH_MAD_TO_SD 1.4826 /* MAD x this estimates the SD of normal data */
+#define BENCH_MEDIAN_SE 1.2533 /* sqrt(pi / 2): SE of the median / SE of the mean */
 bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better);
 
 /* The rule applied to given a, b and noise (exposed for the tests). */

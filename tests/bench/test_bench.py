@@ -28,8 +28,9 @@ SERVER = "--threads 1 --prefill-chunk 16"
 # The timing verdicts (aa, delay) run on a model that fits in the cache
 # (the small one CTest makes): on these VMs a model streamed from memory
 # swung 15 % between identical runs, one in cache 1-2 %. Ten short rounds,
-# combined, rather than one long one: a slow patch of the machine then spoils
-# one round, which the combination weighs, not the whole comparison.
+# combined by their median, rather than one long one: a slow patch of the
+# machine then spoils a round or two, which the median passes over, not the
+# whole comparison.
 TIMING = ["--workload", "serial", "--serial-prompt-tokens", "16", "--serial-repeat", "2", "--max-tokens", "160",
           "--warmup", "2", "--rounds", "10"]
 

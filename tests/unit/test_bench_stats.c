@@ -152,26 +152,59 @@ static void test_combine_rounds(void **state)
 {
     (void)state;
     /* a slowdown that hit B2 and B3 of one round alike has no round noise;
-     * alone it would read as a regression, among steady rounds the spread
-     * of the changes keeps the combination from calling it one */
+     * alone it reads as a regression, among steady rounds the median
+     * ignores it */
     double steady[4] = {100, 100, 100, 100}, dip[4] = {100, 85, 85, 100};
-    bench_abba_t rs[4];
+    bench_abba_t rs[10];
     for (int i = 0; i < 3; i++)
         rs[i] = bench_abba(steady, true);
     rs[3] = bench_abba(dip, true);
     assert_int_equal(rs[3].verdict, BENCH_REGRESSION);
     bench_abba_t c = bench_abba_combine(rs, 4, true);
-    assert_true(fabs(c.noise - 0.0375) < EPS); /* SD of (0, 0, 0, -15 %) = 7.5 %, over sqrt(4) */
+    assert_true(fabs(c.change) < EPS);
     assert_int_equal(c.verdict, BENCH_NO_CHANGE);
-    /* rounds each too noisy to decide (5.8 %) agree on a 6.8 % gain: four of
-     * them halve the noise of the mean, and the gain stands */
-    double v[4] = {100, 110, 110, 106};
+    /* rounds each too noisy to call a 7.3 % gain (noise 4.9 %, threshold
+     * 9.8 %) agree on it: four of them bring the noise of their median to
+     * 1.2533 x 4.9 % / 2 = 3.1 %, and the gain stands */
+    double v[4] = {100, 110, 110, 105};
     for (int i = 0; i < 4; i++)
         rs[i] = bench_abba(v, true);
-    assert_int_equal(rs[0].verdict, BENCH_INCONCLUSIVE);
+    assert_int_equal(rs[0].verdict, BENCH_NO_CHANGE);
     c = bench_abba_combine(rs, 4, true);
-    assert_true(fabs(c.noise - 6.0 / 103 / 2) < EPS);
+    assert_true(fabs(c.noise - BENCH_MEDIAN_SE * (5.0 / 102.5) / 2) < EPS);
+    assert_true(fabs(c.change - (110 / 102.5 - 1)) < EPS);
     assert_int_equal(c.verdict, BENCH_GAIN);
+}
+
+/* Ten rounds of a steady 10 % slowdown with small jitter: the regression
+ * stands when three rounds are spoilt, in either direction, by a slow
+ * patch of one arm; when half are, the rounds disagree too much to decide. */
+static void test_combine_disturbed(void **state)
+{
+    (void)state;
+    bench_abba_t rs[10];
+    for (int spoilt = 0; spoilt <= 5; spoilt++) {
+        for (int i = 0; i < 10; i++) {
+            double j = 0.3 * (i % 3); /* +-0.3 % jitter */
+            double slow_b = i < spoilt && i % 2 ? 0.75 : 1, slow_a = i < spoilt && !(i % 2) ? 0.75 : 1;
+            double v[4] = {100 * slow_a, (90 + j) * slow_b, (90 - j) * slow_b, (100 + j) * slow_a};
+            rs[i] = bench_abba(v, true);
+        }
+        bench_abba_t c = bench_abba_combine(rs, 10, true);
+        if (spoilt <= 3) {
+            assert_true(c.change < -0.095 && c.change > -0.105);
+            assert_int_equal(c.verdict, BENCH_REGRESSION);
+        } else if (spoilt == 5) {
+            assert_int_equal(c.verdict, BENCH_INCONCLUSIVE);
+        }
+    }
+    /* the same for an A/A comparison: three spoilt rounds do not make a
+     * change out of nothing */
+    for (int i = 0; i < 10; i++) {
+        double v[4] = {100, i < 3 ? 80 : 100, i < 3 ? 80 : 100, 100};
+        rs[i] = bench_abba(v, true);
+    }
+    assert_int_equal(bench_abba_combine(rs, 10, true).verdict, BENCH_NO_CHANGE);
 }
 
 static void test_overall_and_exit(void **state)
@@ -267,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_invalid_values),
         cmocka_unit_test(test_combine),
         cmocka_unit_test(test_combine_rounds),
+        cmocka_unit_test(test_combine_disturbed),
         cmocka_unit_test(test_overall_and_exit),
         cmocka_unit_test(test_suspend),
     };
