@@ -43,6 +43,9 @@ static const char bench_usage[] =
     "                           change and its noise, so a few spoilt rounds do not decide (more short\n"
     "                           rounds beat one long one; default 1)\n"
     "  --warmup N               unmeasured requests after every server start (default 2)\n"
+    "  --server-cpus LIST       run both arms' servers on these CPUs (e.g. 1 or 2-3): on a VM whose vCPUs\n"
+    "                           differ in speed, the arms otherwise land on different ones by luck\n"
+    "  --client-cpus LIST       run bench itself (the client) on these CPUs (default: all it was given)\n"
     "workloads (default serial,mixed,seeded):\n"
     "  --workload LIST          any of serial, mixed, seeded\n"
     "  --serial-prompt-tokens L comma-separated exact prompt lengths (default 32,128)\n"
@@ -108,6 +111,39 @@ static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
     return 0;
 }
 
+/* A CPU list ("3", "0-3,6"): every CPU must be one this process may run on. */
+static int parse_cpus(const char *name, const char *v, cpu_set_t *out, err_t *err)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed))
+        return err_set(err, "%s: cannot read this process's CPUs: %s", name, strerror(errno));
+    CPU_ZERO(out);
+    const char *p = v;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p || errno || lo < 0 || lo >= CPU_SETSIZE)
+            return err_set(err, "%s: '%s' is not a CPU list such as 3 or 0-3,6", name, v);
+        p = end;
+        if (*p == '-') {
+            hi = strtol(++p, &end, 10);
+            if (end == p || errno || hi < lo || hi >= CPU_SETSIZE)
+                return err_set(err, "%s: '%s' is not a CPU list such as 3 or 0-3,6", name, v);
+            p = end;
+        }
+        for (long c = lo; c <= hi; c++) {
+            if (!CPU_ISSET((int)c, &allowed))
+                return err_set(err, "%s: CPU %ld is not one this process may run on", name, c);
+            CPU_SET((int)c, out);
+        }
+        if (!*p)
+            return 0;
+        if (*p++ != ',')
+            return err_set(err, "%s: '%s' is not a CPU list such as 3 or 0-3,6", name, v);
+    }
+}
+
 static int parse_decide(const char *v, bench_config_t *c, err_t *err)
 {
     c->decide_mask = 0;
@@ -162,7 +198,15 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
             c->arm[1].verify_rows = v;
         else if (!missing && (v = cli_opt(argc, argv, &i, "--api-key", &missing)))
             c->api_key = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--residency", &missing))) {
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--server-cpus", &missing))) {
+            if (parse_cpus("--server-cpus", v, &c->server_cpus, err))
+                return -1;
+            c->server_cpus_text = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--client-cpus", &missing))) {
+            if (parse_cpus("--client-cpus", v, &c->client_cpus, err))
+                return -1;
+            c->client_cpus_text = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--residency", &missing))) {
             if (strcmp(v, "paired") && strcmp(v, "sequential"))
                 return err_set(err, "--residency: '%s' is not paired or sequential", v);
             c->is_sequential = !strcmp(v, "sequential");
@@ -243,6 +287,8 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
             return err_set(err, "--%s-args goes with --model (add the flags to --%s-cmd instead)", name, name);
         }
     }
+    if (c->server_cpus_text && (c->arm[0].url || c->arm[1].url))
+        return err_set(err, "--server-cpus pins the servers bench starts; a URL arm's server cannot be pinned");
     if (c->do_mixed) {
         int p[3] = {c->mixed_decode_prompt, c->mixed_long_prompt, c->mixed_short_prompt};
         if (p[0] == p[1] || p[0] == p[2] || p[1] == p[2])

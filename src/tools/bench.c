@@ -3,6 +3,7 @@
  * report JSON object; the verdict comes from bench_stats.c. */
 #include "tools/bench.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -65,6 +66,12 @@ void bench_config_default(bench_config_t *c)
     c->start_timeout_s = 600;
     c->is_inhibit = true;
     c->clock = &bench_system_clock;
+    if (sched_getaffinity(0, sizeof c->server_cpus, &c->server_cpus)) {
+        CPU_ZERO(&c->server_cpus);
+        for (int i = 0; i < CPU_SETSIZE; i++) /* unknown: every CPU; the kernel keeps the ones that exist */
+            CPU_SET(i, &c->server_cpus);
+    }
+    c->client_cpus = c->server_cpus;
 }
 
 /* ---- run state ---- */
@@ -545,7 +552,7 @@ static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
     if (a->cfg->cmd) {
         char log[1024];
         snprintf(log, sizeof log, "%s/server-%c-%d.log", c->work_dir, a->label, a->starts);
-        if (bench_server_start(a->cfg->cmd, log, c->start_timeout_s, c->api_key, &a->srv, err))
+        if (bench_server_start(a->cfg->cmd, log, c->start_timeout_s, c->api_key, &c->server_cpus, &a->srv, err))
             return err_prefix(err, "arm %c: ", a->label);
         snprintf(a->url, sizeof a->url, "%s", a->srv.url);
         json_array_append_new(a->lifecycle, json_pack("{s:s,s:i,s:s,s:s}", "event", "start", "pid", (int)a->srv.pid,
@@ -1063,6 +1070,8 @@ static int run_all(run_t *r, err_t *err)
 
 int bench_run(const bench_config_t *c, err_t *err)
 {
+    if (sched_setaffinity(0, sizeof c->client_cpus, &c->client_cpus))
+        return err_set(err, "cannot run bench on the CPUs asked for: %s", strerror(errno));
     run_t r = {.c = c};
     snprintf(r.run_id, sizeof r.run_id, "%lx-%d", (unsigned long)time(NULL), (int)getpid());
     r.slots = json_array();
@@ -1122,6 +1131,8 @@ int bench_run(const bench_config_t *c, err_t *err)
     for (int i = 0; i < c->n_serial_lens; i++)
         json_array_append_new(lens, json_integer(c->serial_lens[i]));
     json_object_set_new(json_object_get(report, "config"), "serial_prompt_tokens", lens);
+    json_object_set_new(json_object_get(report, "config"), "cpus",
+                        json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));
     json_object_set_new(report, "slots", r.slots);
     int exit_code;
     if (rc) {

@@ -7,6 +7,7 @@
 #define SPLASH_BENCH_H
 
 #include <jansson.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +49,12 @@ typedef struct bench_config {
     int poll_ms;
     int request_timeout_s, start_timeout_s;
     const char *api_key;
+    /* CPU affinity: servers bench starts run on server_cpus (both arms on the
+     * same CPUs, so neither gets the faster vCPU by luck), bench itself on
+     * client_cpus; unset = the CPUs bench was given. The texts are for the
+     * report (NULL when unset). */
+    cpu_set_t server_cpus, client_cpus;
+    const char *server_cpus_text, *client_cpus_text;
     const char *work_dir;
     const char *json_out, *html_out;
     bool is_inhibit;

@@ -166,8 +166,8 @@ int bench_wait_healthy(const char *url, const char *api_key, int timeout_s, err_
     return rc;
 }
 
-int bench_server_start(const char *cmd, const char *log_path, int timeout_s, const char *api_key, bench_server_t *s,
-                       err_t *err)
+int bench_server_start(const char *cmd, const char *log_path, int timeout_s, const char *api_key, const cpu_set_t *cpus,
+                       bench_server_t *s, err_t *err)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->log_path, sizeof s->log_path, "%s", log_path);
@@ -205,6 +205,10 @@ int bench_server_start(const char *cmd, const char *log_path, int timeout_s, con
             dup2(devnull, 0);
         dup2(fd, 1);
         dup2(fd, 2);
+        if (sched_setaffinity(0, sizeof *cpus, cpus)) {
+            dprintf(2, "splash bench: cannot set the server's CPU affinity: %s\n", strerror(errno));
+            _exit(127);
+        }
         execl("/bin/sh", "sh", "-c", shell, (char *)NULL);
         _exit(127);
     }

@@ -5,6 +5,7 @@
 #ifndef SPLASH_BENCH_PROC_H
 #define SPLASH_BENCH_PROC_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -21,13 +22,14 @@ typedef struct bench_server {
     char binary[1200];  /* the executable the command names, resolved through PATH */
 } bench_server_t;
 
-/* Starts `cmd` with /bin/sh -c "exec cmd", its output going to log_path.
+/* Starts `cmd` with /bin/sh -c "exec cmd", its output going to log_path,
+ * on the CPUs in `cpus` (inherited by every thread the server starts).
  * When cmd contains {port}, a free port replaces it and the URL is
  * http://127.0.0.1:PORT; otherwise the URL is read from the server's ready
  * line ("... ready at http://HOST:PORT ..."). Then waits for GET /ready
  * (or /health, or /v1/models for servers without it) to answer 200. */
-int bench_server_start(const char *cmd, const char *log_path, int timeout_s, const char *api_key, bench_server_t *s,
-                       err_t *err);
+int bench_server_start(const char *cmd, const char *log_path, int timeout_s, const char *api_key, const cpu_set_t *cpus,
+                       bench_server_t *s, err_t *err);
 
 /* SIGTERM, wait; SIGKILL after BENCH_STOP_TIMEOUT_S. *exit_status gets the
  * waitpid status rendered as a short phrase. */

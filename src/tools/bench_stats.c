@@ -92,15 +92,16 @@ bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_hi
         }
         mid[f] = median(w, n);
     }
-    double spread; /* the rounds' own disagreement about the change, as an SD */
+    double sd; /* the rounds' own disagreement about the change */
     if (n == 2) {
-        spread = fabs(rounds[0].change - rounds[1].change) / sqrt(2.0);
+        sd = fabs(rounds[0].change - rounds[1].change) / sqrt(2.0);
     } else {
         for (size_t i = 0; i < n; i++)
             w[i] = fabs(rounds[i].change - mid[2]);
-        spread = BENCH_MAD_TO_SD * median(w, n);
+        sd = BENCH_MAD_TO_SD * median(w, n);
     }
     free(w);
+    double spread = BENCH_NOISE_PER_SD * sd;    /* on the round noise's scale */
     double se = n == 2 ? 1.0 : BENCH_MEDIAN_SE; /* the median of two is their mean */
     double noise = se * fmax(mid[3], spread) / sqrt((double)n);
     return decide_change(mid[0], mid[1], mid[2], noise);

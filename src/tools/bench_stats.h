@@ -53,20 +53,25 @@ bench_abba_t bench_abba(const double v[4], bool is_higher_better);
  * vCPU descheduled, a neighbour's burst) can spoil a few rounds, in one arm
  * and for seconds, and a mean follows it. So the combined change is the
  * median of the round changes, a and b are the medians of the rounds' a and
- * b (shown, not used: their ratio need not be the median change), and the
- * noise is the standard error of that median:
- *   noise = k * max(median round noise, 1.4826 x MAD of the changes) / sqrt(n)
- * The first term is the spread within rounds (A1 against A4, B2 against B3);
- * the second, the median absolute deviation scaled to an SD, is the rounds'
- * disagreement about the change, which catches a disturbance that hit B2 and
- * B3 alike (adjacent in time) and so shows in a round's change but not in
- * its noise. k = 1.2533 is the median's standard error over the mean's for
- * normal data. Two rounds use their mean and the SD of their two changes
- * (k = 1). One round is returned as it is; an invalid round makes the
- * combination invalid. Fewer than half the rounds disturbed move neither
- * the median nor the MAD much; more make the noise large (inconclusive). */
-#define BENCH_MAD_TO_SD 1.4826 /* MAD x this estimates the SD of normal data */
-#define BENCH_MEDIAN_SE 1.2533 /* sqrt(pi / 2): SE of the median / SE of the mean */
+ * b (shown, not used: their ratio need not be the median change), and
+ *   noise = 1.2533 x max(median round noise, spread) / sqrt(n),
+ *   spread = 1.486 x 1.4826 x MAD of the round changes.
+ * The first term is the disagreement within rounds (A1 against A4, B2
+ * against B3). The spread is the rounds' disagreement about the change (the
+ * MAD scaled to an SD), which catches a disturbance that hit B2 and B3 alike
+ * (adjacent in time) and so shows in a round's change but not in its noise.
+ * It is put on the round noise's scale: for normal slot values the median
+ * round noise is 1.486 SD of a round's change, so 2 x noise is as strict
+ * for the combination as it is for one round (about 3 SD) rather than 2 SD,
+ * which let A/A runs through as gains. 1.2533 = sqrt(pi / 2) is the
+ * median's standard error over the mean's. Two rounds use their mean and the
+ * SD of their two changes (no 1.2533); one round is returned as it is; an
+ * invalid round makes the combination invalid. Fewer than half the rounds
+ * disturbed move neither the median nor the MAD much; more make the noise
+ * large (inconclusive). */
+#define BENCH_MAD_TO_SD 1.4826   /* MAD x this estimates the SD of normal data */
+#define BENCH_NOISE_PER_SD 1.486 /* median round noise / SD of a round's change, normal slots */
+#define BENCH_MEDIAN_SE 1.2533   /* sqrt(pi / 2): SE of the median / SE of the mean */
 bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better);
 
 /* The rule applied to given a, b and noise (exposed for the tests). */

@@ -33,6 +33,13 @@ SERVER = "--threads 1 --prefill-chunk 16"
 # whole comparison.
 TIMING = ["--workload", "serial", "--serial-prompt-tokens", "16", "--serial-repeat", "2", "--max-tokens", "160",
           "--warmup", "2", "--rounds", "10"]
+# Both arms' servers on one CPU, bench on the others: left to the scheduler,
+# the two servers settled on different vCPUs, and these VMs' vCPUs differ in
+# speed by up to 20 % at times (taskset runs of one model), which no
+# alternation of slots can cancel.
+CPUS = sorted(os.sched_getaffinity(0))
+if len(CPUS) > 1:
+    TIMING += ["--server-cpus", str(CPUS[-1]), "--client-cpus", ",".join(map(str, CPUS[:-1]))]
 
 
 def bench(a, name, extra, expect_codes=None):
@@ -143,7 +150,13 @@ def part_faults(a):
     # a declared policy that /status does not report
     expect_invalid(a, "fault-policy", ["--workload", "serial"] + quick + ["--candidate-verify-rows", "all"],
                    r"policy mismatch")
-    print("faults: every knob made the run invalid with its reason")
+    # a CPU list is checked where it enters
+    for bad, why in (("x", "not a CPU list"), ("3-1", "not a CPU list"), ("0,", "not a CPU list"),
+                     (str(max(os.sched_getaffinity(0)) + 1), "not one this process may run on")):
+        p = subprocess.run([a.splash, "bench", "--model", a.model, "--server-cpus", bad], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
+    print("faults: every knob made the run invalid with its reason; bad CPU lists refused")
 
 
 def part_stub(a):
@@ -168,6 +181,10 @@ def part_stub(a):
         assert "unverifiable" in rep["verdict"], rep["verdict"]
         assert all(s["mixed"]["overlap"] == "unverifiable" for s in rep["slots"])
         print(f"stub: {rep['verdict']}")
+        # a URL arm's server is not bench's to pin
+        p = subprocess.run([a.splash, "bench", "--baseline-url", url, "--candidate-url", url, "--server-cpus", "0"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and "cannot be pinned" in p.stderr, (p.returncode, p.stderr)
     finally:
         stub.terminate()
         stub.wait()

@@ -125,14 +125,15 @@ static void test_invalid_values(void **state)
 static void test_combine(void **state)
 {
     (void)state;
-    double r1[4] = {100, 110, 110, 100}, r2[4] = {100, 106, 106, 102};
+    double r1[4] = {100, 110, 110, 100}, r2[4] = {100, 109, 109, 102};
     bench_abba_t rs[2] = {bench_abba(r1, true), bench_abba(r2, true)};
     bench_abba_t c = bench_abba_combine(rs, 2, true);
     assert_true(fabs(c.a - 100.5) < EPS);
-    assert_true(fabs(c.b - 108) < EPS);
-    /* round noises 0 and 2/101 (rms 1.4 %); round changes 10 % and 4.95 %
-     * (SD 3.57 %): the larger over sqrt(2), i.e. half the change spread */
-    assert_true(fabs(c.noise - (0.10 - (106.0 / 101 - 1)) / 2) < EPS);
+    assert_true(fabs(c.b - 109.5) < EPS);
+    /* round noises 0 and 2/101 (mean 1 %); round changes 10 % and 7.92 %
+     * (SD 1.47 %, on the noise scale 2.19 %): the larger over sqrt(2) */
+    assert_true(fabs(c.change - (0.10 + 109.0 / 101 - 1) / 2) < EPS);
+    assert_true(fabs(c.noise - BENCH_NOISE_PER_SD * (0.10 - (109.0 / 101 - 1)) / 2) < EPS);
     assert_int_equal(c.verdict, BENCH_GAIN);
     /* one round is returned as it is */
     c = bench_abba_combine(rs, 1, true);
