@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/cpu.h"
 #include "base/rng.h"
+#include "base/sysmem.h"
 #include "build_info.h"
 #include "cli/commands.h"
 #include "cli/perf_concurrency.h"
@@ -170,6 +171,12 @@ done:
     return rc;
 }
 
+/* How the weights are held (gguf.c decides). */
+static const char *weights_memory(const model_t *m)
+{
+    return m->gguf->is_huge_copy ? "read into huge-page memory" : "file mapped (SPLASH_MMAP, no THP, or little memory)";
+}
+
 /* Bytes of weights one decode step reads: every layer matrix and norm, the
  * output projection, and one embedding row (the whole table only when tied,
  * as it is then the output projection). */
@@ -319,7 +326,9 @@ int cmd_perf(int argc, char **argv)
         free(threads);
         return EXIT_USAGE;
     }
-    uint64_t *probe = malloc(PERF_PROBE_BYTES);
+    /* on huge pages, as the weights are (base/sysmem.h): the probe should
+     * read at the best the machine allows */
+    uint64_t *probe = sysmem_huge_alloc(PERF_PROBE_BYTES);
     if (probe)
         memset(probe, 1, PERF_PROBE_BYTES); /* fault the pages in before timing */
     perf_result_t results[PERF_MAX_THREAD_COUNTS] = {0};
@@ -336,7 +345,7 @@ int cmd_perf(int argc, char **argv)
             rc = 1;
         pool_destroy(pool);
     }
-    free(probe);
+    sysmem_huge_free(probe, PERF_PROBE_BYTES);
     if (rc) {
         fprintf(stderr, "splash perf: %s\n", err.msg);
         model_free(m);
@@ -348,12 +357,12 @@ int cmd_perf(int argc, char **argv)
     cpu_features_string(feats, sizeof feats);
     const char *path = type_kernels(m->layers[0].wq.type)->path;
     if (json) {
-        printf(
-            "{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
-            ", \"weight_bytes_per_token\": %" PRIu64 ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
-            "\"kernel_path\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
-            model_path, m->arch, m->n_params, streamed, SPLASH_VERSION, SPLASH_GIT_REV, cpu_level_name(cpu_level()),
-            path, feats, (int)pp, (int)tg, (int)reps);
+        printf("{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
+               ", \"weight_bytes_per_token\": %" PRIu64 ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
+               "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
+               "\"reps\": %d, \"results\": [",
+               model_path, m->arch, m->n_params, streamed, SPLASH_VERSION, SPLASH_GIT_REV, cpu_level_name(cpu_level()),
+               path, weights_memory(m), feats, (int)pp, (int)tg, (int)reps);
         for (int t = 0; t < n_threads; t++) {
             const perf_result_t *r = &results[t];
             double gbs = r->tg_tps * streamed / 1e9;
@@ -373,6 +382,7 @@ int cmd_perf(int argc, char **argv)
         printf("model: %s (%s, %.1f M parameters, %.1f MiB of weights read per decode token)\n", model_path, m->arch,
                m->n_params / 1e6, streamed / 1048576.0);
         printf("cpu:   %s; kernel path %s (level %s)\n", feats, path, cpu_level_name(cpu_level()));
+        printf("weights: %s\n", weights_memory(m));
         printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
         printf("| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe |\n",
                (int)reps);

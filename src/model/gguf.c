@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/sysmem.h"
 #include "kernels/types.h"
 
 /* A bounds-checked read cursor over the file. */
@@ -400,6 +402,50 @@ gguf_t *gguf_open_memory(const void *data, size_t size, err_t *err)
     return g;
 }
 
+/* Whether to read the file into huge-page memory rather than map it: when
+ * the kernel has transparent huge pages, SPLASH_MMAP is not set, and the
+ * file takes at most half the memory available (a private copy cannot be
+ * dropped under pressure the way mapped file pages can). */
+static bool wants_copy(size_t size)
+{
+    const char *env = getenv("SPLASH_MMAP");
+    if (env && *env && strcmp(env, "0"))
+        return false;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = "";
+    if (f) {
+        if (!fgets(line, sizeof line, f))
+            line[0] = 0;
+        fclose(f);
+    }
+    if (!strstr(line, "[always]") && !strstr(line, "[madvise]"))
+        return false;
+    uint64_t avail, total;
+    sysmem_host(&avail, &total);
+    return avail > 0 && (uint64_t)size <= avail / 2;
+}
+
+/* The file read into read-only huge-page memory; NULL (nothing held) on
+ * any failure, and the caller maps the file instead. */
+static void *read_huge(int fd, size_t size)
+{
+    uint8_t *m = sysmem_huge_alloc(size);
+    if (!m)
+        return NULL;
+    for (size_t got = 0; got < size;) {
+        ssize_t k = pread(fd, m + got, size - got, (off_t)got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            sysmem_huge_free(m, size);
+            return NULL;
+        }
+        got += (size_t)k;
+    }
+    mprotect(m, size, PROT_READ); /* the weights stay read-only, as when mapped */
+    return m;
+}
+
 gguf_t *gguf_open(const char *path, err_t *err)
 {
     if (!path || !*path) {
@@ -422,7 +468,12 @@ gguf_t *gguf_open(const char *path, err_t *err)
         err_set(err, "%s: file is empty", path);
         return NULL;
     }
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    bool is_copy = wants_copy((size_t)st.st_size);
+    void *m = is_copy ? read_huge(fd, (size_t)st.st_size) : NULL;
+    if (!m) {
+        is_copy = false;
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
     close(fd);
     if (m == MAP_FAILED) {
         err_set(err, "%s: mmap failed: %s", path, strerror(errno));
@@ -435,6 +486,7 @@ gguf_t *gguf_open(const char *path, err_t *err)
         return NULL;
     }
     g->is_mapped = true;
+    g->is_huge_copy = is_copy;
     return g;
 }
 

@@ -82,7 +82,8 @@ typedef struct gguf_tensor {
 typedef struct gguf {
     const uint8_t *base; /* the whole file */
     size_t size;
-    bool is_mapped; /* base is our mmap (unmapped by gguf_close) */
+    bool is_mapped;    /* base is our mapping (unmapped by gguf_close) */
+    bool is_huge_copy; /* ... of anonymous huge-page memory holding a copy of the file, not the file mapped */
     uint32_t version;
     uint32_t alignment;
     size_t data_offset; /* start of the data section */

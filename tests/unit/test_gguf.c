@@ -462,14 +462,25 @@ static void test_round_trip_file(void **state)
     snprintf(partial, sizeof partial, "%s.partial", path);
     assert_int_not_equal(access(partial, F_OK), 0); /* renamed into place */
 
-    gguf_t *g = gguf_open(path, &err);
-    if (!g)
-        fail_msg("gguf_open: %s", err.msg);
-    assert_true(g->is_mapped);
-    assert_int_equal(g->size, size); /* the file and the memory image are the same bytes */
-    assert_memory_equal(g->base, mem, size);
-    check_rt(g);
-    gguf_close(g);
+    /* both ways of holding the file: read into huge-page memory (the
+     * default where THP exists) and mapped (SPLASH_MMAP=1) */
+    for (int mapped = 0; mapped < 2; mapped++) {
+        if (mapped)
+            setenv("SPLASH_MMAP", "1", 1);
+        gguf_t *g = gguf_open(path, &err);
+        unsetenv("SPLASH_MMAP");
+        if (!g)
+            fail_msg("gguf_open: %s", err.msg);
+        assert_true(g->is_mapped);
+        if (mapped)
+            assert_false(g->is_huge_copy);
+        if (g->is_huge_copy)
+            assert_int_equal((uintptr_t)g->base % (2u << 20), 0); /* huge pages need 2 MB alignment */
+        assert_int_equal(g->size, size); /* the file and the memory image are the same bytes */
+        assert_memory_equal(g->base, mem, size);
+        check_rt(g);
+        gguf_close(g);
+    }
 
     /* a failing fill leaves neither the file nor the partial behind */
     unlink(path);
