@@ -476,7 +476,7 @@ static void test_round_trip_file(void **state)
             assert_false(g->is_huge_copy);
         if (g->is_huge_copy)
             assert_int_equal((uintptr_t)g->base % (2u << 20), 0); /* huge pages need 2 MB alignment */
-        assert_int_equal(g->size, size); /* the file and the memory image are the same bytes */
+        assert_int_equal(g->size, size);                          /* the file and the memory image are the same bytes */
         assert_memory_equal(g->base, mem, size);
         check_rt(g);
         gguf_close(g);
