@@ -15,8 +15,8 @@ uint64_t sysmem_resident(void);
  * pages where the kernel allows transparent huge pages: `bytes` of
  * anonymous memory, zero-filled, aligned to 2 MB and advised
  * MADV_HUGEPAGE. Streaming 600 MB a token through 4 KB pages costs a TLB
- * walk every 4 KB; on 2 MB pages decode ran 8-11 % faster here. NULL when
- * out of memory. Free with sysmem_huge_free(p, bytes). */
+ * walk every 4 KB; on 2 MB pages decode ran faster here (docs/benchmarks.md,
+ * "Weights on huge pages"). NULL when out of memory. Free with sysmem_huge_free(p, bytes). */
 void *sysmem_huge_alloc(size_t bytes);
 void sysmem_huge_free(void *p, size_t bytes);
 

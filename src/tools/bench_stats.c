@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/stats.h"
+
 /* x > y, with values within BENCH_BOUNDARY_EPS of each other treated as
  * equal: 102/100 - 1 is 0.020000000000000018 in doubles, and a change of
  * exactly 2 % must not count as a gain. */
@@ -59,19 +61,6 @@ bench_abba_t bench_abba(const double v[4], bool is_higher_better)
     return bench_decide(a, b, noise, is_higher_better);
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double p = *(const double *)x, q = *(const double *)y;
-    return (p > q) - (p < q);
-}
-
-/* The median of v[0..n-1], n >= 1; sorts v. */
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_higher_better)
 {
     if (n == 0)
@@ -81,7 +70,7 @@ bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_hi
             return bench_decide(0, 0, 0, is_higher_better);
     if (n == 1)
         return rounds[0];
-    double *w = malloc(n * sizeof *w); /* scratch: median() sorts in place */
+    double *w = malloc(n * sizeof *w); /* scratch: stats_quantile sorts in place */
     if (!w)
         return bench_decide(0, 0, 0, is_higher_better);
     double mid[4]; /* medians of a, b, change, round noise */
@@ -90,7 +79,7 @@ bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_hi
             const bench_abba_t *r = &rounds[i];
             w[i] = f == 0 ? r->a : f == 1 ? r->b : f == 2 ? r->change : r->noise;
         }
-        mid[f] = median(w, n);
+        mid[f] = stats_quantile(w, n, 0.5);
     }
     double sd; /* the rounds' own disagreement about the change */
     if (n == 2) {
@@ -98,7 +87,7 @@ bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_hi
     } else {
         for (size_t i = 0; i < n; i++)
             w[i] = fabs(rounds[i].change - mid[2]);
-        sd = BENCH_MAD_TO_SD * median(w, n);
+        sd = BENCH_MAD_TO_SD * stats_quantile(w, n, 0.5);
     }
     free(w);
     double spread = BENCH_NOISE_PER_SD * sd;    /* on the round noise's scale */
