@@ -77,6 +77,7 @@ static const char bench_usage[] =
 typedef struct bench_opts {
     bench_config_t c;
     const char *model, *splash, *server_args, *arm_args[2];
+    const char *restart; /* --restart as given, or NULL */
     char cmd[2][BENCH_CMD_MAX];
     char work_dir[PATH_MAX], json[PATH_MAX + 16], html[PATH_MAX + 16];
     char splash_self[PATH_MAX];
@@ -210,6 +211,10 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
             if (strcmp(v, "paired") && strcmp(v, "sequential"))
                 return err_set(err, "--residency: '%s' is not paired or sequential", v);
             c->is_sequential = !strcmp(v, "sequential");
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--restart", &missing))) {
+            if (strcmp(v, "round") && strcmp(v, "never"))
+                return err_set(err, "--restart: '%s' is not round or never", v);
+            o->restart = v;
         }
         INT_OPT("--rounds", rounds, 1, BENCH_MAX_ROUNDS)
         INT_OPT("--warmup", warmup, 0, 1000)
@@ -289,6 +294,12 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
     }
     if (c->server_cpus_text && (c->arm[0].url || c->arm[1].url))
         return err_set(err, "--server-cpus pins the servers bench starts; a URL arm's server cannot be pinned");
+    bool has_url = c->arm[0].url || c->arm[1].url;
+    if (o->restart && c->is_sequential)
+        return err_set(err, "--restart is for paired residency (sequential starts a server for every slot)");
+    if (o->restart && !strcmp(o->restart, "round") && has_url)
+        return err_set(err, "--restart round restarts the servers bench starts; a URL arm's server cannot be");
+    c->is_restart_per_round = !c->is_sequential && !has_url && (!o->restart || !strcmp(o->restart, "round"));
     if (c->do_mixed) {
         int p[3] = {c->mixed_decode_prompt, c->mixed_long_prompt, c->mixed_short_prompt};
         if (p[0] == p[1] || p[0] == p[2] || p[1] == p[2])

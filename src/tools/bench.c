@@ -530,7 +530,8 @@ static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
         a->fingerprint = fp;
         return 0;
     }
-    /* a sequential arm restarts: it must be the same server every time */
+    /* an arm restarted (sequential residency, or fresh servers each round)
+     * must be the same server every time */
     const char *k[] = {"binary_sha256", "model_sha256"};
     for (int i = 0; i < 2; i++) {
         const char *x = json_string_value(json_object_get(a->fingerprint, k[i]));
@@ -571,7 +572,17 @@ static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
         bench_http_free(&h);
         return err_prefix(err, "arm %c: ", a->label);
     }
-    /* warm-up: the same count after every start, so histories match */
+    bench_http_free(&h);
+    return 0;
+}
+
+/* Warm-up: the same count after every start, so the arms' histories match. */
+static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
+{
+    const bench_config_t *c = r->c;
+    bench_http_t h;
+    if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
+        return -1;
     for (int i = 0; i < c->warmup; i++) {
         req_spec_t q = {
             "warmup", c->n_serial_lens ? c->serial_lens[0] : 16, 0, c->max_tokens < 8 ? c->max_tokens : 8, 0.0, -1, ""};
@@ -899,7 +910,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     const bench_config_t *c = r->c;
     int ai = (pos == 0 || pos == 3) ? 0 : 1;
     arm_rt_t *a = &r->arm[ai];
-    if (!a->is_running && arm_start(r, a, err))
+    if (!a->is_running && (arm_start(r, a, err) || arm_warm(r, a, err)))
         return -1;
     slot_t s = {.r = r, .arm = a, .round = round, .pos = pos};
     s.j = json_object();
@@ -1050,14 +1061,27 @@ static json_t *statistics(run_t *r, bench_verdict_t *overall)
     return st;
 }
 
+/* Paired residency: both servers up, then warmed in the reverse of their
+ * first slots' order (B, then A), so that A1 follows A's own warm-up as B3
+ * follows B2: each arm then has one slot after itself and one after the
+ * other arm in every round, including the first. */
+static int pair_start(run_t *r, err_t *err)
+{
+    for (int i = 0; i < 2; i++)
+        if (!r->arm[i].is_running && arm_start(r, &r->arm[i], err))
+            return -1;
+    for (int i = 1; i >= 0; i--)
+        if (arm_warm(r, &r->arm[i], err))
+            return -1;
+    return 0;
+}
+
 static int run_all(run_t *r, err_t *err)
 {
     const bench_config_t *c = r->c;
-    if (!c->is_sequential)
-        for (int i = 0; i < 2; i++)
-            if (arm_start(r, &r->arm[i], err))
-                return -1;
-    for (int k = 0; k < c->rounds; k++)
+    for (int k = 0; k < c->rounds; k++) {
+        if (!c->is_sequential && (k == 0 || c->is_restart_per_round) && pair_start(r, err))
+            return -1;
         for (int pos = 0; pos < 4; pos++) {
             if (run_slot(r, k, pos, err))
                 return -1;
@@ -1065,6 +1089,10 @@ static int run_all(run_t *r, err_t *err)
                 fprintf(stderr, "splash bench: round %d slot %c%d done\n", k + 1, pos == 0 || pos == 3 ? 'A' : 'B',
                         pos + 1);
         }
+        if (c->is_restart_per_round)
+            for (int i = 0; i < 2; i++)
+                arm_stop(&r->arm[i]);
+    }
     return 0;
 }
 
@@ -1118,15 +1146,19 @@ int bench_run(const bench_config_t *c, err_t *err)
     json_object_set_new(report, "arms", arms);
     json_object_set_new(
         report, "config",
-        json_pack("{s:s,s:i,s:i,s:[s?,s?,s?],s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}", "residency",
-                  c->is_sequential ? "sequential" : "paired", "rounds", c->rounds, "warmup", c->warmup, "workloads",
-                  c->do_serial ? "serial" : NULL, c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL,
-                  "serial_repeat", c->serial_repeat, "max_tokens", c->max_tokens, "mixed_decode_prompt",
-                  c->mixed_decode_prompt, "mixed_decode_tokens", c->mixed_decode_tokens, "mixed_long_prompt",
-                  c->mixed_long_prompt, "mixed_long_tokens", c->mixed_long_tokens, "mixed_short_prompt",
-                  c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts, "mixed_repeat", c->mixed_repeat,
-                  "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens, "poll_ms", c->poll_ms,
-                  "seeded_prompt", c->seeded_prompt, "expect_output_change", c->expect_output_change));
+        json_pack("{s:s,s:s,s:i,s:i,s:[s?,s?,s?],s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}", "residency",
+                  c->is_sequential ? "sequential" : "paired", "restart",
+                  c->is_sequential          ? "slot"
+                  : c->is_restart_per_round ? "round"
+                                            : "never",
+                  "rounds", c->rounds, "warmup", c->warmup, "workloads", c->do_serial ? "serial" : NULL,
+                  c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL, "serial_repeat", c->serial_repeat,
+                  "max_tokens", c->max_tokens, "mixed_decode_prompt", c->mixed_decode_prompt, "mixed_decode_tokens",
+                  c->mixed_decode_tokens, "mixed_long_prompt", c->mixed_long_prompt, "mixed_long_tokens",
+                  c->mixed_long_tokens, "mixed_short_prompt", c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts,
+                  "mixed_repeat", c->mixed_repeat, "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens,
+                  "poll_ms", c->poll_ms, "seeded_prompt", c->seeded_prompt, "expect_output_change",
+                  c->expect_output_change));
     json_t *lens = json_array();
     for (int i = 0; i < c->n_serial_lens; i++)
         json_array_append_new(lens, json_integer(c->serial_lens[i]));

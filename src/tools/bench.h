@@ -28,6 +28,11 @@ typedef struct bench_arm_config {
 typedef struct bench_config {
     bench_arm_config_t arm[2]; /* [0] baseline A, [1] candidate B */
     bool is_sequential;        /* one server resident at a time */
+    /* paired residency: fresh server processes for every round, so that what
+     * one process happens to get (page placement, cache sets) differs from
+     * round to round and shows in the rounds' spread instead of posing as a
+     * difference between the arms; command arms only */
+    bool is_restart_per_round;
     int rounds;
     int warmup; /* unmeasured requests after each server start */
     bool do_serial, do_mixed, do_seeded;

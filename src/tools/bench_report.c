@@ -26,8 +26,12 @@ static const char *str(const json_t *o, const char *k)
 void bench_print_summary(const json_t *rep, FILE *f)
 {
     const json_t *arms = json_object_get(rep, "arms");
-    fprintf(f, "splash bench: %s residency, %lld round(s) of A B B A\n",
+    const char *restart = str(json_object_get(rep, "config"), "restart");
+    fprintf(f, "splash bench: %s residency (%s), %lld round(s) of A B B A\n",
             str(json_object_get(rep, "config"), "residency"),
+            !strcmp(restart, "round")  ? "fresh servers every round"
+            : !strcmp(restart, "slot") ? "a server started for every slot"
+                                       : "the same servers throughout",
             (long long)json_integer_value(json_object_get(json_object_get(rep, "config"), "rounds")));
     for (size_t i = 0; i < json_array_size(arms); i++) {
         const json_t *a = json_array_get(arms, i);

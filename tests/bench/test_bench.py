@@ -27,12 +27,16 @@ EXIT = {0: "no change", 10: "gain", 11: "regression", 12: "inconclusive", 13: "i
 SERVER = "--threads 1 --prefill-chunk 16"
 # The timing verdicts (aa, delay) run on a model that fits in the cache
 # (the small one CTest makes): on these VMs a model streamed from memory
-# swung 15 % between identical runs, one in cache 1-2 %. Ten short rounds,
-# combined by their median, rather than one long one: a slow patch of the
-# machine then spoils a round or two, which the median passes over, not the
-# whole comparison.
-TIMING = ["--workload", "serial", "--serial-prompt-tokens", "16", "--serial-repeat", "2", "--max-tokens", "160",
-          "--warmup", "2", "--rounds", "10"]
+# swung 15 % between identical runs, one in cache 1-2 %. Twenty short rounds
+# (one request a slot), combined by their median, rather than a few long
+# ones: the machine's speed wanders over seconds, so 4x longer slots left the
+# round noise where it was, and a slow patch spoils a round or two, which
+# the median passes over. Bench restarts both servers every round (its
+# default): with one pair of processes for the whole run, A/A results spread
+# 1.06 % between runs against 0.60 % with fresh ones (16 runs each), and a CI
+# run saw five A/A changes of one sign up to +3.2 %.
+TIMING = ["--workload", "serial", "--serial-prompt-tokens", "16", "--serial-repeat", "1", "--max-tokens", "160",
+          "--warmup", "2", "--rounds", "20"]
 # Both arms' servers on one CPU, bench on the others: left to the scheduler,
 # the two servers settled on different vCPUs, and these VMs' vCPUs differ in
 # speed by up to 20 % at times (taskset runs of one model), which no
@@ -156,7 +160,13 @@ def part_faults(a):
         p = subprocess.run([a.splash, "bench", "--model", a.model, "--server-cpus", bad], capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
-    print("faults: every knob made the run invalid with its reason; bad CPU lists refused")
+    # --restart is checked against the residency and the arms
+    for bad, why in ((["--restart", "sometimes"], "is not round or never"),
+                     (["--restart", "never", "--residency", "sequential"], "is for paired residency"),
+                     (["--restart", "round", "--candidate-url", "http://127.0.0.1:9"], "a URL arm's server cannot be")):
+        p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
+    print("faults: every knob made the run invalid with its reason; bad CPU lists and restarts refused")
 
 
 def part_stub(a):
