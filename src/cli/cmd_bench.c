@@ -51,6 +51,8 @@ static const char bench_usage[] =
     "  --serial-prompt-tokens L comma-separated exact prompt lengths (default 32,128)\n"
     "  --serial-repeat N        requests per length (default 2)\n"
     "  --max-tokens N           output budget of serial requests (ignore_eos; default 32)\n"
+    "  --serial-temperature T   sample serial requests at T, the k-th request of a slot with seed k in\n"
+    "                           both arms (default 0, greedy): e.g. a workload whose drafts are rejected\n"
     "  --mixed-decode-prompt N / --mixed-decode-tokens N   the streaming decode (default 24 / 64)\n"
     "  --mixed-long-prompt N / --mixed-long-tokens N       the long prefill sent while it decodes (512 / 4)\n"
     "  --mixed-short-prompt N / --mixed-short-tokens N     short interactive requests (16 / 4)\n"
@@ -237,6 +239,11 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         }
         INT_OPT("--serial-repeat", serial_repeat, 1, 100000)
         INT_OPT("--max-tokens", max_tokens, 1, 1000000)
+        else if (!missing && (v = cli_opt(argc, argv, &i, "--serial-temperature", &missing)))
+        {
+            if (cli_parse_f64("--serial-temperature", v, 0.0, 100.0, &c->serial_temperature, err))
+                return -1;
+        }
         INT_OPT("--mixed-decode-prompt", mixed_decode_prompt, 1, BENCH_MAX_PROMPT)
         INT_OPT("--mixed-decode-tokens", mixed_decode_tokens, 2, 1000000)
         INT_OPT("--mixed-long-prompt", mixed_long_prompt, 2, BENCH_MAX_PROMPT)

@@ -311,6 +311,21 @@ static json_t *status_counters(const json_t *st)
     return c;
 }
 
+/* Whether an effective verify policy is one the declared one may run as:
+ * "auto" runs whatever width its fitter chose ("all", or N >= 0, 0 being
+ * no speculation for now); N runs N, or "all" when N reaches --draft-max;
+ * "all" and "off" run as themselves. */
+static bool policy_resolves(const char *want, const char *eff)
+{
+    if (!strcmp(want, eff))
+        return true;
+    bool is_width = eff[0] && strspn(eff, "0123456789") == strlen(eff);
+    if (!strcmp(want, "auto"))
+        return is_width || !strcmp(eff, "all");
+    bool is_want_width = want[0] && strspn(want, "0123456789") == strlen(want);
+    return is_want_width && !strcmp(eff, "all");
+}
+
 static void check_policy(slot_t *s, const json_t *st)
 {
     const char *want = s->arm->cfg->verify_rows;
@@ -319,7 +334,7 @@ static void check_policy(slot_t *s, const json_t *st)
         slot_invalid(s, "policy: /status has no policy.verify_rows / policy.verify_rows_effective");
         return;
     }
-    if (strcmp(got, want) || strcmp(eff, want))
+    if (strcmp(got, want) || !policy_resolves(want, eff))
         slot_invalid(s,
                      "policy mismatch: the arm declares verify_rows '%s', /status reports verify_rows '%s', "
                      "effective '%s'",
@@ -619,9 +634,16 @@ static void workload_serial(slot_t *s)
 {
     const bench_config_t *c = s->r->c;
     int64_t busy_ns = 0, useful = 0;
+    long long seed = 0;
     for (int li = 0; li < c->n_serial_lens; li++) {
         for (int k = 0; k < c->serial_repeat; k++) {
-            req_spec_t q = {"serial", c->serial_lens[li], 0, c->max_tokens, 0.0, -1, ""};
+            req_spec_t q = {"serial",
+                            c->serial_lens[li],
+                            0,
+                            c->max_tokens,
+                            c->serial_temperature,
+                            c->serial_temperature > 0 ? ++seed : -1,
+                            ""};
             bench_stream_t st;
             bool ok = run_one(s, &q, &st);
             busy_ns += st.t_end_ns - st.t_submit_ns;
@@ -1146,19 +1168,19 @@ int bench_run(const bench_config_t *c, err_t *err)
     json_object_set_new(report, "arms", arms);
     json_object_set_new(
         report, "config",
-        json_pack("{s:s,s:s,s:i,s:i,s:[s?,s?,s?],s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}", "residency",
-                  c->is_sequential ? "sequential" : "paired", "restart",
+        json_pack("{s:s,s:s,s:i,s:i,s:[s?,s?,s?],s:i,s:f,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}",
+                  "residency", c->is_sequential ? "sequential" : "paired", "restart",
                   c->is_sequential          ? "slot"
                   : c->is_restart_per_round ? "round"
                                             : "never",
                   "rounds", c->rounds, "warmup", c->warmup, "workloads", c->do_serial ? "serial" : NULL,
                   c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL, "serial_repeat", c->serial_repeat,
-                  "max_tokens", c->max_tokens, "mixed_decode_prompt", c->mixed_decode_prompt, "mixed_decode_tokens",
-                  c->mixed_decode_tokens, "mixed_long_prompt", c->mixed_long_prompt, "mixed_long_tokens",
-                  c->mixed_long_tokens, "mixed_short_prompt", c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts,
-                  "mixed_repeat", c->mixed_repeat, "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens,
-                  "poll_ms", c->poll_ms, "seeded_prompt", c->seeded_prompt, "expect_output_change",
-                  c->expect_output_change));
+                  "serial_temperature", c->serial_temperature, "max_tokens", c->max_tokens, "mixed_decode_prompt",
+                  c->mixed_decode_prompt, "mixed_decode_tokens", c->mixed_decode_tokens, "mixed_long_prompt",
+                  c->mixed_long_prompt, "mixed_long_tokens", c->mixed_long_tokens, "mixed_short_prompt",
+                  c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts, "mixed_repeat", c->mixed_repeat,
+                  "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens, "poll_ms", c->poll_ms,
+                  "seeded_prompt", c->seeded_prompt, "expect_output_change", c->expect_output_change));
     json_t *lens = json_array();
     for (int i = 0; i < c->n_serial_lens; i++)
         json_array_append_new(lens, json_integer(c->serial_lens[i]));

@@ -41,6 +41,7 @@ typedef struct bench_config {
     int n_serial_lens;
     int serial_repeat;
     int max_tokens;
+    double serial_temperature; /* 0: greedy; above, sampled with seeds shared by both arms */
     /* mixed */
     int mixed_decode_prompt, mixed_decode_tokens;
     int mixed_long_prompt, mixed_long_tokens;

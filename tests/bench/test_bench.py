@@ -154,6 +154,15 @@ def part_faults(a):
     # a declared policy that /status does not report
     expect_invalid(a, "fault-policy", ["--workload", "serial"] + quick + ["--candidate-verify-rows", "all"],
                    r"policy mismatch")
+    # auto runs whatever width its fitter picks (all, N, 0): declared auto is
+    # valid whatever /status reports as effective; declared all is not
+    spec = ["--candidate-args", "--draft ngram --verify-rows auto"]
+    p, rep = bench(a, "policy-auto", ["--workload", "serial", "--serial-prompt-tokens", "32", "--serial-repeat", "2",
+                                      "--max-tokens", "64", "--warmup", "1", "--candidate-verify-rows", "auto"] + spec,
+                   expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    expect_invalid(a, "fault-policy-auto", ["--workload", "serial"] + quick + ["--candidate-verify-rows", "all"] + spec,
+                   r"policy mismatch")
     # a CPU list is checked where it enters
     for bad, why in (("x", "not a CPU list"), ("3-1", "not a CPU list"), ("0,", "not a CPU list"),
                      (str(max(os.sched_getaffinity(0)) + 1), "not one this process may run on")):
