@@ -57,6 +57,11 @@ struct engine_req {
     int n_sampled;
     int32_t drafts[SPEC_MAX_DRAFT]; /* drafted tokens verified this step */
     int n_drafts;
+    /* verify-rows auto, n-gram drafter: drafts proposed at a step that
+     * verified none, compared with the tokens committed after it (see
+     * spec_fitter_observe); n_shadow 0 when none is pending */
+    int32_t shadow[SPEC_MAX_DRAFT];
+    int n_shadow, n_shadow_seen;
     int n_draft_kv;  /* leading positions whose draft-model KV is valid */
     int n_rows_want; /* drafts the draft model may still add this step */
     int32_t *tokens; /* (n_prompt + max_tokens) prompt then generated ids */
@@ -908,6 +913,17 @@ static int plan_rows(engine_t *e)
             reserved += k;
         }
     }
+    /* auto with the n-gram drafter: where this step verifies nothing, what
+     * the drafter would have proposed is kept and checked against the tokens
+     * that follow, so the acceptance estimates keep learning at width 0 */
+    for (int i = 0;
+         i < e->n_running && e->cfg.draft_mode == ENGINE_DRAFT_NGRAM && e->cfg.verify_rows == SPEC_VERIFY_AUTO; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->n_drafts == 0 && r->n_shadow == 0) {
+            r->n_shadow = spec_ngram_draft(r->tokens, r->n_tokens, e->fitter.max_width, r->shadow);
+            r->n_shadow_seen = 0;
+        }
+    }
     if (e->cfg.draft_mode == ENGINE_DRAFT_MODEL && e->step_width > 0) {
         TRACE_SPAN_BEGIN(e->cfg.trace, TRACE_DRAFT, e->loops);
         n += draft_with_model(e, e->cfg.batch_tokens);
@@ -1007,6 +1023,20 @@ static void consume_rows(engine_t *e)
     }
 }
 
+/* A committed token against the request's pending shadow drafts: the chain
+ * ends at the first mismatch or at its last position, and the fitter
+ * learns what a verification of it would have found. */
+static void shadow_see(engine_t *e, engine_req_t *r, int32_t tok)
+{
+    if (r->n_shadow == 0)
+        return;
+    bool is_match = tok == r->shadow[r->n_shadow_seen++];
+    if (!is_match || r->n_shadow_seen == r->n_shadow) {
+        spec_fitter_observe(&e->fitter, r->n_shadow_seen, r->n_shadow_seen - !is_match);
+        r->n_shadow = 0;
+    }
+}
+
 /* Application: advance each request by its rows, commit sampled tokens,
  * emit events, cache newly full blocks, retire finished requests. Returns
  * the tokens committed. */
@@ -1035,6 +1065,7 @@ static int apply_rows(engine_t *e)
         for (int j = 0; j < r->n_sampled && why == ENGINE_FINISH_NONE; j++) {
             why = commit_token(e, r, r->sampled[j]);
             committed++;
+            shadow_see(e, r, r->sampled[j]);
         }
         /* the draft model's KV holds the drafts it was fed (d1..d(k-1)) as far
          * as they were accepted */

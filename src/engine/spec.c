@@ -141,18 +141,25 @@ void spec_fitter_step(spec_fitter_t *f, int w, int64_t step_ns)
     f->steps++;
 }
 
-void spec_fitter_verify(spec_fitter_t *f, int n_verified, int n_accepted)
+void spec_fitter_observe(spec_fitter_t *f, int n_compared, int n_matched)
 {
     for (int i = 1; i <= f->max_width; i++) {
         f->verified[i] *= SPEC_FIT_DECAY;
         f->accepted[i] *= SPEC_FIT_DECAY;
     }
-    for (int i = 1; i <= n_verified && i <= f->max_width; i++) {
+    for (int i = 1; i <= n_compared && i <= f->max_width; i++) {
         f->verified[i] += 1;
-        f->total_verified[i]++;
-        if (i <= n_accepted) {
+        if (i <= n_matched)
             f->accepted[i] += 1;
+    }
+}
+
+void spec_fitter_verify(spec_fitter_t *f, int n_verified, int n_accepted)
+{
+    spec_fitter_observe(f, n_verified, n_accepted);
+    for (int i = 1; i <= n_verified && i <= f->max_width; i++) {
+        f->total_verified[i]++;
+        if (i <= n_accepted)
             f->total_accepted[i]++;
-        }
     }
 }

@@ -78,5 +78,14 @@ void spec_fitter_step(spec_fitter_t *f, int w, int64_t step_ns);
 /* One verification: n_verified drafted positions compared, the first
  * n_accepted of them accepted. */
 void spec_fitter_verify(spec_fitter_t *f, int n_verified, int n_accepted);
+/* A shadow observation: drafts the drafter proposed at a step that verified
+ * none (width 0), compared afterwards with the tokens the sequence went on to
+ * commit, n_compared positions of which the first n_matched matched. Each
+ * committed token is sampled as a verify row would sample it, so "committed
+ * == draft" is the acceptance event itself: the estimates learn from it as
+ * from a verification, at no cost, and a fitter that fell back to no
+ * speculation sees acceptance come back. The /status totals count
+ * verifications only, so they leave it out. */
+void spec_fitter_observe(spec_fitter_t *f, int n_compared, int n_matched);
 
 #endif
