@@ -43,6 +43,9 @@ static const char bench_usage[] =
     "                           change and its noise, so a few spoilt rounds do not decide (more short\n"
     "                           rounds beat one long one; default 1)\n"
     "  --warmup N               unmeasured requests after every server start (default 2)\n"
+    "  --warmup-tokens N        output budget of each warm-up request (default 8, or --max-tokens if\n"
+    "                           smaller); as many as a measured request brings a server that learns\n"
+    "                           as it runs (--verify-rows auto) to its steady state\n"
     "  --server-cpus LIST       run both arms' servers on these CPUs (e.g. 1 or 2-3): on a VM whose vCPUs\n"
     "                           differ in speed, the arms otherwise land on different ones by luck\n"
     "  --client-cpus LIST       run bench itself (the client) on these CPUs (default: all it was given)\n"
@@ -220,6 +223,7 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         }
         INT_OPT("--rounds", rounds, 1, BENCH_MAX_ROUNDS)
         INT_OPT("--warmup", warmup, 0, 1000)
+        INT_OPT("--warmup-tokens", warmup_tokens, 1, 1000000)
         else if (!missing && (v = cli_opt(argc, argv, &i, "--workload", &missing)))
         {
             if (parse_workloads(v, c, err))
@@ -301,6 +305,8 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
     }
     if (c->server_cpus_text && (c->arm[0].url || c->arm[1].url))
         return err_set(err, "--server-cpus pins the servers bench starts; a URL arm's server cannot be pinned");
+    if (!c->warmup_tokens)
+        c->warmup_tokens = c->max_tokens < 8 ? c->max_tokens : 8;
     bool has_url = c->arm[0].url || c->arm[1].url;
     if (o->restart && c->is_sequential)
         return err_set(err, "--restart is for paired residency (sequential starts a server for every slot)");

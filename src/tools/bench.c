@@ -599,8 +599,16 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
     if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
         return -1;
     for (int i = 0; i < c->warmup; i++) {
-        req_spec_t q = {
-            "warmup", c->n_serial_lens ? c->serial_lens[0] : 16, 0, c->max_tokens < 8 ? c->max_tokens : 8, 0.0, -1, ""};
+        int budget = c->warmup_tokens ? c->warmup_tokens : c->max_tokens < 8 ? c->max_tokens : 8;
+        /* sampled like the serial requests, so a server that learns as it
+         * runs has seen their kind */
+        req_spec_t q = {"warmup",
+                        c->n_serial_lens ? c->serial_lens[0] : 16,
+                        0,
+                        budget,
+                        c->serial_temperature,
+                        c->serial_temperature > 0 ? 1000000 + i : -1,
+                        ""};
         new_salt(r, q.salt, sizeof q.salt);
         bench_stream_t st;
         if (stream_request(&h, a, &q, &st, NULL, err) || st.status != 200) {
@@ -1168,19 +1176,20 @@ int bench_run(const bench_config_t *c, err_t *err)
     json_object_set_new(report, "arms", arms);
     json_object_set_new(
         report, "config",
-        json_pack("{s:s,s:s,s:i,s:i,s:[s?,s?,s?],s:i,s:f,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}",
+        json_pack("{s:s,s:s,s:i,s:i,s:i,s:[s?,s?,s?],s:i,s:f,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}",
                   "residency", c->is_sequential ? "sequential" : "paired", "restart",
                   c->is_sequential          ? "slot"
                   : c->is_restart_per_round ? "round"
                                             : "never",
-                  "rounds", c->rounds, "warmup", c->warmup, "workloads", c->do_serial ? "serial" : NULL,
-                  c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL, "serial_repeat", c->serial_repeat,
-                  "serial_temperature", c->serial_temperature, "max_tokens", c->max_tokens, "mixed_decode_prompt",
-                  c->mixed_decode_prompt, "mixed_decode_tokens", c->mixed_decode_tokens, "mixed_long_prompt",
-                  c->mixed_long_prompt, "mixed_long_tokens", c->mixed_long_tokens, "mixed_short_prompt",
-                  c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts, "mixed_repeat", c->mixed_repeat,
-                  "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens, "poll_ms", c->poll_ms,
-                  "seeded_prompt", c->seeded_prompt, "expect_output_change", c->expect_output_change));
+                  "rounds", c->rounds, "warmup", c->warmup, "warmup_tokens", c->warmup_tokens, "workloads",
+                  c->do_serial ? "serial" : NULL, c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL,
+                  "serial_repeat", c->serial_repeat, "serial_temperature", c->serial_temperature, "max_tokens",
+                  c->max_tokens, "mixed_decode_prompt", c->mixed_decode_prompt, "mixed_decode_tokens",
+                  c->mixed_decode_tokens, "mixed_long_prompt", c->mixed_long_prompt, "mixed_long_tokens",
+                  c->mixed_long_tokens, "mixed_short_prompt", c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts,
+                  "mixed_repeat", c->mixed_repeat, "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens,
+                  "poll_ms", c->poll_ms, "seeded_prompt", c->seeded_prompt, "expect_output_change",
+                  c->expect_output_change));
     json_t *lens = json_array();
     for (int i = 0; i < c->n_serial_lens; i++)
         json_array_append_new(lens, json_integer(c->serial_lens[i]));

@@ -158,9 +158,11 @@ def part_faults(a):
     # valid whatever /status reports as effective; declared all is not
     spec = ["--candidate-args", "--draft ngram --verify-rows auto"]
     p, rep = bench(a, "policy-auto", ["--workload", "serial", "--serial-prompt-tokens", "32", "--serial-repeat", "2",
-                                      "--max-tokens", "64", "--warmup", "1", "--candidate-verify-rows", "auto"] + spec,
+                                      "--max-tokens", "64", "--warmup", "1", "--warmup-tokens", "64",
+                                      "--serial-temperature", "0.8", "--candidate-verify-rows", "auto"] + spec,
                    expect_codes=(0, 10, 11, 12))
     assert rep["validity"]["valid"], reasons(rep)
+    assert rep["config"]["serial_temperature"] == 0.8 and rep["config"]["warmup_tokens"] == 64
     expect_invalid(a, "fault-policy-auto", ["--workload", "serial"] + quick + ["--candidate-verify-rows", "all"] + spec,
                    r"policy mismatch")
     # a CPU list is checked where it enters
@@ -169,10 +171,11 @@ def part_faults(a):
         p = subprocess.run([a.splash, "bench", "--model", a.model, "--server-cpus", bad], capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
-    # --restart is checked against the residency and the arms
+    # --restart is checked against the residency and the arms; values where they enter
     for bad, why in ((["--restart", "sometimes"], "is not round or never"),
                      (["--restart", "never", "--residency", "sequential"], "is for paired residency"),
-                     (["--restart", "round", "--candidate-url", "http://127.0.0.1:9"], "a URL arm's server cannot be")):
+                     (["--restart", "round", "--candidate-url", "http://127.0.0.1:9"], "a URL arm's server cannot be"),
+                     (["--serial-temperature", "-1"], "out of range"), (["--warmup-tokens", "0"], "out of range")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
     print("faults: every knob made the run invalid with its reason; bad CPU lists and restarts refused")
