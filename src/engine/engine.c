@@ -916,8 +916,8 @@ static int plan_rows(engine_t *e)
     /* auto with the n-gram drafter: where this step verifies nothing, what
      * the drafter would have proposed is kept and checked against the tokens
      * that follow, so the acceptance estimates keep learning at width 0 */
-    for (int i = 0;
-         i < e->n_running && e->cfg.draft_mode == ENGINE_DRAFT_NGRAM && e->cfg.verify_rows == SPEC_VERIFY_AUTO; i++) {
+    bool is_shadowing = e->cfg.draft_mode == ENGINE_DRAFT_NGRAM && e->cfg.verify_rows == SPEC_VERIFY_AUTO;
+    for (int i = 0; i < e->n_running && is_shadowing; i++) {
         engine_req_t *r = e->running[i];
         if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->n_drafts == 0 && r->n_shadow == 0) {
             r->n_shadow = spec_ngram_draft(r->tokens, r->n_tokens, e->fitter.max_width, r->shadow);

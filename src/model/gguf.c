@@ -494,7 +494,9 @@ void gguf_close(gguf_t *g)
 {
     if (!g)
         return;
-    if (g->is_mapped)
+    if (g->is_huge_copy)
+        sysmem_huge_free((void *)g->base, g->size);
+    else if (g->is_mapped)
         munmap((void *)g->base, g->size);
     free(g->kv);
     free(g->tensors);

@@ -315,15 +315,18 @@ static json_t *status_counters(const json_t *st)
  * "auto" runs whatever width its fitter chose ("all", or N >= 0, 0 being
  * no speculation for now); N runs N, or "all" when N reaches --draft-max;
  * "all" and "off" run as themselves. */
+static bool is_width(const char *s)
+{
+    return s[0] && strspn(s, "0123456789") == strlen(s);
+}
+
 static bool policy_resolves(const char *want, const char *eff)
 {
     if (!strcmp(want, eff))
         return true;
-    bool is_width = eff[0] && strspn(eff, "0123456789") == strlen(eff);
     if (!strcmp(want, "auto"))
-        return is_width || !strcmp(eff, "all");
-    bool is_want_width = want[0] && strspn(want, "0123456789") == strlen(want);
-    return is_want_width && !strcmp(eff, "all");
+        return is_width(eff) || !strcmp(eff, "all");
+    return is_width(want) && !strcmp(eff, "all");
 }
 
 static void check_policy(slot_t *s, const json_t *st)
@@ -599,13 +602,12 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
     if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
         return -1;
     for (int i = 0; i < c->warmup; i++) {
-        int budget = c->warmup_tokens ? c->warmup_tokens : c->max_tokens < 8 ? c->max_tokens : 8;
         /* sampled like the serial requests, so a server that learns as it
          * runs has seen their kind */
         req_spec_t q = {"warmup",
                         c->n_serial_lens ? c->serial_lens[0] : 16,
                         0,
-                        budget,
+                        c->warmup_tokens,
                         c->serial_temperature,
                         c->serial_temperature > 0 ? 1000000 + i : -1,
                         ""};

@@ -35,7 +35,7 @@ typedef struct bench_config {
     bool is_restart_per_round;
     int rounds;
     int warmup;        /* unmeasured requests after each server start */
-    int warmup_tokens; /* output budget of each (0: min(8, max_tokens)) */
+    int warmup_tokens; /* output budget of each (the CLI's default: min(8, max_tokens)) */
     bool do_serial, do_mixed, do_seeded;
     /* serial */
     int32_t serial_lens[BENCH_MAX_LENS];
