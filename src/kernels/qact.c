@@ -30,8 +30,14 @@ void qact_quantize_q8_32(const float *x, void *dst, int64_t n)
 {
     int8_t *qs = dst;
     float *d = qact_d_mut(dst, n);
-    for (int64_t b = 0; b < n / 32; b++)
+    int16_t *sums = qact_sums32_mut(dst, n);
+    for (int64_t b = 0; b < n / 32; b++) {
         quantize_block(x + 32 * b, 32, qs + 32 * b, &d[b]);
+        int s = 0;
+        for (int i = 0; i < 32; i++)
+            s += qs[32 * b + i];
+        sums[b] = (int16_t)s;
+    }
 }
 
 void qact_quantize_q8_256(const float *x, void *dst, int64_t n)

@@ -6,15 +6,18 @@
  * once per matmul, in one of two block formats chosen by the weight type
  * (the traits table's act_type):
  *
- *   ACT_Q8_32   Q8_0-style: blocks of 32 int8 values with an f32 scale, for
- *               Q8_0 and Q4_0 weights;
+ *   ACT_Q8_32   Q8_0-style: blocks of 32 int8 values with an f32 scale and
+ *               the int16 sum of the block's values (the AVX-512 Q8_0
+ *               kernel biases its weights to u8 and takes 128 times the sum
+ *               back off), for Q8_0 and Q4_0 weights;
  *   ACT_Q8_256  Q8_K-style: blocks of 256 int8 values with an f32 scale and
  *               the int16 sum of every 16 consecutive values (the K-quants'
  *               min and offset terms need sums of x, not products);
  *
  * A quantised row is stored planar, so SIMD loads of the values are plain
- * contiguous loads: int8 qs[n]; f32 d[n / block]; for ACT_Q8_256 also
- * int16 bsums[n / 16]; padded to QACT_ALIGN bytes (qact_row_bytes).
+ * contiguous loads: int8 qs[n]; f32 d[n / block]; then int16 sums, of
+ * every 32 values for ACT_Q8_32 (qact_sums32) and every 16 for ACT_Q8_256
+ * (qact_bsums); padded to QACT_ALIGN bytes (qact_row_bytes).
  *
  * Rounding is fixed so every ISA produces the same bytes for the same input
  * (the float64 reference in tests/reference models it exactly):
@@ -32,7 +35,7 @@
 
 typedef enum act_type {
     ACT_F32 = 0,    /* no quantisation: the f32 path */
-    ACT_Q8_32 = 1,  /* 32-value int8 blocks, f32 scale */
+    ACT_Q8_32 = 1,  /* 32-value int8 blocks, f32 scale, int16 block sums */
     ACT_Q8_256 = 2, /* 256-value int8 blocks, f32 scale, int16 sums of 16 */
 } act_type_t;
 
@@ -54,15 +57,15 @@ static inline size_t qact_row_bytes(act_type_t t, int64_t n)
     if (bs == 0)
         return 0;
     size_t bytes = (size_t)n + (size_t)(n / bs) * sizeof(float);
-    if (t == ACT_Q8_256)
-        bytes += (size_t)(n / QACT_BSUM) * sizeof(int16_t);
+    bytes += (size_t)(n / (t == ACT_Q8_256 ? QACT_BSUM : 32)) * sizeof(int16_t);
     return (bytes + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN;
 }
 
 /* An upper bound of qact_row_bytes over every type, for sizing scratch. */
 static inline size_t qact_row_bytes_max(int64_t n)
 {
-    size_t b = (size_t)n + (size_t)(n / 32) * sizeof(float) + (size_t)(n / QACT_BSUM) * sizeof(int16_t);
+    size_t b =
+        (size_t)n + (size_t)(n / 32) * (sizeof(float) + sizeof(int16_t)) + (size_t)(n / QACT_BSUM) * sizeof(int16_t);
     return (b + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN + QACT_ALIGN;
 }
 
@@ -79,10 +82,19 @@ static inline const int16_t *qact_bsums(const void *row, int64_t n)
 {
     return (const int16_t *)(const void *)((const uint8_t *)row + n + (size_t)(n / 256) * sizeof(float));
 }
+/* ACT_Q8_32: the int16 sum of each block of 32 values. */
+static inline const int16_t *qact_sums32(const void *row, int64_t n)
+{
+    return (const int16_t *)(const void *)((const uint8_t *)row + n + (size_t)(n / 32) * sizeof(float));
+}
 /* The same, for writing a row. */
 static inline float *qact_d_mut(void *row, int64_t n)
 {
     return (float *)(void *)((uint8_t *)row + n);
+}
+static inline int16_t *qact_sums32_mut(void *row, int64_t n)
+{
+    return (int16_t *)(void *)((uint8_t *)row + n + (size_t)(n / 32) * sizeof(float));
 }
 static inline int16_t *qact_bsums_mut(void *row, int64_t n)
 {

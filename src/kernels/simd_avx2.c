@@ -630,6 +630,12 @@ static void quantize_rows(int bs, const float *x, void *dst, int64_t n)
                 _mm256_storeu_si256((__m256i *)(q + i), _mm256_permutevar8x32_epi32(p, order));
             }
         }
+        if (bs == 32) {
+            int s = 0;
+            for (int i = 0; i < 32; i++)
+                s += q[i];
+            qact_sums32_mut(dst, n)[b] = (int16_t)s;
+        }
         if (bs == QK_K)
             for (int g = 0; g < QK_K / QACT_BSUM; g++) {
                 int s = 0;

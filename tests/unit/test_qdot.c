@@ -37,8 +37,10 @@ static const uint32_t qtypes[] = {TYPE_Q8_0, TYPE_Q4_0, TYPE_Q4_K, TYPE_Q5_K, TY
 static const cpu_level_t levels[] = {CPU_GENERIC, CPU_AVX2, CPU_AVX512};
 #define N_LEVELS (sizeof levels / sizeof levels[0])
 
-/* Block counts: 1, a partial 256-value unit, exactly one, and ragged sizes. */
-static const int64_t block_counts[] = {1, 2, 3, 7, 8, 9, 13, 16, 33};
+/* Block counts: 1, a partial 256-value unit, exactly one, ragged sizes, and
+ * rows longer than one pass of the AVX-512 Q8_0 kernels (64 blocks for a
+ * batch, 128 for decode): 130. */
+static const int64_t block_counts[] = {1, 2, 3, 7, 8, 9, 13, 16, 33, 130};
 #define N_COUNTS (sizeof block_counts / sizeof block_counts[0])
 
 static int64_t length_of(uint32_t type, int64_t blocks)
@@ -182,7 +184,8 @@ static double magnitude(uint32_t type, const void *w, const void *xq, int64_t n)
 static void test_dot_and_tiles(void **state)
 {
     (void)state;
-    static const int64_t shapes[][2] = {{1, 1}, {4, 1}, {5, 3}, {9, 7}, {16, 4}, {3, 10}};
+    /* up to 40 x 13: the AVX-512 Q8_0 kernels take 32 rows by 6 (batch) or 16 by 1 (decode) */
+    static const int64_t shapes[][2] = {{1, 1}, {4, 1}, {5, 3}, {9, 7}, {16, 4}, {3, 10}, {40, 13}, {33, 2}, {17, 1}};
     for (size_t li = 1; li < N_LEVELS && levels[li] <= cpu_level(); li++) {
         type_kernels_t table[TYPE_COUNT];
         kernels_table_for_level(levels[li], table);
@@ -194,7 +197,7 @@ static void test_dot_and_tiles(void **state)
                 int64_t n = length_of(type, block_counts[ci]);
                 size_t rb, xs = qact_row_bytes(k->act_type, n);
                 type_row_bytes(type, n, &rb);
-                const int64_t max_w = 16, max_x = 10;
+                const int64_t max_w = 40, max_x = 13;
                 /* rows at odd offsets: the kernels read any address */
                 size_t ws = rb + 3;
                 uint8_t *w = malloc(ws * (size_t)max_w + 1);
