@@ -15,10 +15,10 @@
  * each activation block is sized to stay in L2 while the weight rows sweep
  * it. Blocks change which elements are computed together, never how one is
  * computed, so they do not affect the results. */
-#define MATMUL_ROW_UNIT 4                /* the smallest group of output rows a kernel takes */
-#define MATMUL_CHUNK 32                  /* output rows a thread takes at a time (a multiple of the unit) */
-#define MATMUL_W_BLOCK 32                /* weight rows per block (two of the AVX-512 Q8_0 panels) */
-#define MATMUL_X_BLOCK_BYTES (128 << 10) /* activation bytes per block */
+#define MATMUL_ROW_UNIT 4                 /* the smallest group of output rows a kernel takes */
+#define MATMUL_CHUNK 32                   /* output rows a thread takes at a time (a multiple of the unit) */
+#define MATMUL_W_BLOCK 32                 /* weight rows per block (two of the AVX-512 Q8_0 panels) */
+#define MATMUL_X_BLOCK_BYTES (1024 << 10) /* activation bytes per block (a 32-row panel is packed once per block) */
 
 /* Below this many activation values a batch is quantised on the calling
  * thread (a decode row takes well under a microsecond: cheaper than a pool

@@ -717,59 +717,11 @@ AI void ktile_block(int R, int C, const qu_kblock_t *const u[TILE_R], const uint
     }
 }
 
-/* Q4_K / Q6_K against one ACT_Q8_256 row (decode): each super-block unpacked into
- * registers and used at once, no store and reload through a qu_kblock_t.
- * The operations per (row, super-block) are ktile_block's, in the same
- * order, on the same integers and floats, so the results are the same bits
- * as the tiles'. */
-AI void k_rows_direct(uint32_t type, int R, const uint8_t *w, size_t ws, const uint8_t *x, float *y, int64_t n)
-{
-    const size_t bb = block_bytes_of(type);
-    __m512 acc[TILE_R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        acc[r] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        __m512i xv[4];
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++)
-            xv[j] = _mm512_loadu_si512(x + QK_K * b + 64 * j);
-        float dx = qact_d(x, n)[b];
-        __m256i bs = _mm256_loadu_si256((const __m256i *)(qact_bsums(x, n) + 16 * b));
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const uint8_t *blk = w + r * ws + (size_t)b * bb;
-            if (R > 1)
-                prefetch_unit(blk, bb, R, ws);
-            kq_regs_t k;
-            if (type == TYPE_Q4_K)
-                q4_k_regs(blk, &k);
-            else
-                q6_k_regs(blk, &k);
-            __m512i a = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++)
-                a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(k.q[j], xv[j]), k.scx[j]);
-            __m256i bm = _mm256_madd_epi16(bs, k.coef);
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(k.d * dx), acc[r]);
-            acc[r] =
-                _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_zextsi256_si512(bm)), _mm512_set1_ps(k.dm * dx), acc[r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        y[r] = hsum(acc[r]);
-}
-
 /* Q4_K / Q5_K / Q6_K against ACT_Q8_256 rows: an R x C tile, unpacking each
  * super-block as it goes (decode, and rows too long to unpack ahead). */
 AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                 size_t ys, int64_t n)
 {
-    if ((type == TYPE_Q4_K || type == TYPE_Q6_K) && C == 1) {
-        k_rows_direct(type, R, w, ws, x, y, n);
-        return;
-    }
     const size_t bb = block_bytes_of(type);
     __m512 acc[TILE_R][TILE_C];
 #pragma GCC unroll 4
@@ -924,19 +876,9 @@ static void qdrive32(uint32_t type, qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1
             k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
 }
 
-static void unpack_q4_k_fn(const uint8_t *blk, qu_kblock_t *u)
-{
-    unpack_q4_k_vec(blk, u);
-}
-
 static void unpack_q5_k_fn(const uint8_t *blk, qu_kblock_t *u)
 {
     qu_unpack_q5_k(blk, u);
-}
-
-static void unpack_q6_k_fn(const uint8_t *blk, qu_kblock_t *u)
-{
-    unpack_q6_k_vec(blk, u);
 }
 
 #define DEFINE_QKERNELS(name, TILE, TYPE, DRIVE)                                                                       \
@@ -964,15 +906,11 @@ static void unpack_q6_k_fn(const uint8_t *blk, qu_kblock_t *u)
         DRIVE(name##_q4x4, name##_q4x1, name##_q1x1, w, ws, n_w, xq, xs, n_x, y, ys, n);                               \
     }
 
-#define Q4K_DRIVE(...) qdrive_k(unpack_q4_k_fn, sizeof(block_q4_k_t), __VA_ARGS__)
 #define Q5K_DRIVE(...) qdrive_k(unpack_q5_k_fn, sizeof(block_q5_k_t), __VA_ARGS__)
-#define Q6K_DRIVE(...) qdrive_k(unpack_q6_k_fn, sizeof(block_q6_k_t), __VA_ARGS__)
 
 #define Q40_DRIVE(...) qdrive32(TYPE_Q4_0, __VA_ARGS__)
 DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, Q40_DRIVE)
-DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K, Q4K_DRIVE)
 DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K, Q5K_DRIVE)
-DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K, Q6K_DRIVE)
 
 /* ---- Q8_0 in 16-row panels ----------------------------------------------
  * The Q8_0 products (decode and batch alike) run on panels: 16 weight rows
@@ -1316,6 +1254,308 @@ static float q8_0_dot_q(const void *w, const void *xq, int64_t n)
     return y;
 }
 
+/* ---- Q4_K and Q6_K in 16-row panels --------------------------------------
+ * As for Q8_0: a batch repacks 16 weight rows per super-block so that one
+ * zmm holds the same 4 (unsigned) quants of all 16 rows, and every
+ * (weight row, activation row) element is computed in its own lane as
+ *   A = sum_s sc_s * S_s   S_s: the exact int32 sum of sub-block s's
+ *                          products (vpdpbusd, broadcast activations)
+ *   B = sum_g coef_g * bsum_g   (vpdpwssd on int16 pairs: Q4_K's mins,
+ *                          Q6_K's 32 * sc for its -32 offset)
+ *   acc = fma(float(A), d * dx, acc); acc = fnmadd(float(B), dm * dx, acc)
+ * per super-block in order, from 0 (the scalar reference's formula, fused).
+ * A and B are exact integers (|A| < 2^29), so decode computes them any way
+ * it likes: one row at a time, as the super-block's maddubs / vpdpwssd
+ * lanes reduced to one int, then the same two float steps in scalar
+ * registers (the same IEEE operations as one vector lane), so the same
+ * bits. */
+
+typedef struct pk_block {
+    uint8_t q[QK_K / 4][64]; /* group g (values 4g .. 4g + 3): 16 rows x 4 quants */
+    int32_t sc[16][16];      /* sub-block scale per row (Q4_K: 8 sub-blocks of 32, Q6_K: 16 of 16) */
+    int32_t coef[8][16];     /* coef 2i (low half) and 2i + 1 (high half) per row */
+    float d[16], dm[16];
+} pk_block_t;
+
+#define PK_CHUNK 8 /* super-blocks packed at a time: 2 x 8 x 5.6 KB of stack */
+#define PK_COLS 4  /* activation rows per tile: 3 x 2 x 4 accumulators of 32 registers */
+
+/* A super-block's quants, coefficients and scales (as qu_kblock_t / kq_regs_t
+ * hold them) plus the raw sub-block scales. */
+AI void pk_row_regs(uint32_t type, const uint8_t *blk, kq_regs_t *k, int32_t sc[16])
+{
+    if (type == TYPE_Q4_K) {
+        q4_k_regs(blk, k);
+        const uint8_t *scales = blk + offsetof(block_q4_k_t, scales);
+        for (int j = 0; j < 8; j++) {
+            int s, m;
+            kq_scale_min_get(scales, j, &s, &m);
+            sc[j] = s;
+        }
+    } else {
+        q6_k_regs(blk, k);
+        const int8_t *scales = (const int8_t *)(blk + offsetof(block_q6_k_t, scales));
+        for (int j = 0; j < 16; j++)
+            sc[j] = scales[j];
+    }
+}
+
+/* Packs rows [0, nr) (nr <= 16; the rest zero) of super-blocks [b0, b0 + nb). */
+static void pk_pack16(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, pk_block_t *panel)
+{
+    const size_t bb = block_bytes_of(type);
+    for (int b = 0; b < nb; b++) {
+        pk_block_t *out = &panel[b];
+        _Alignas(64) __m512i q[4][16];
+        _Alignas(32) int16_t coef[16][16];
+        int32_t sc[16][16];
+        for (int r = 0; r < 16; r++) {
+            if (r >= nr) {
+                for (int z = 0; z < 4; z++)
+                    q[z][r] = _mm512_setzero_si512();
+                memset(coef[r], 0, sizeof coef[r]);
+                memset(sc[r], 0, sizeof sc[r]);
+                out->d[r] = out->dm[r] = 0.0f;
+                continue;
+            }
+            kq_regs_t k;
+            pk_row_regs(type, w + r * ws + (size_t)(b0 + b) * bb, &k, sc[r]);
+            for (int z = 0; z < 4; z++)
+                q[z][r] = k.q[z];
+            _mm256_store_si256((__m256i *)coef[r], k.coef);
+            out->d[r] = k.d;
+            out->dm[r] = k.dm;
+        }
+        for (int z = 0; z < 4; z++) {
+            __m512i tr[16];
+            transpose16(q[z], tr);
+            for (int c = 0; c < 16; c++)
+                _mm512_store_si512(out->q[16 * z + c], tr[c]);
+        }
+        for (int s = 0; s < 16; s++)
+            for (int r = 0; r < 16; r++)
+                out->sc[s][r] = sc[r][s];
+        for (int i = 0; i < 8; i++)
+            for (int r = 0; r < 16; r++)
+                out->coef[i][r] =
+                    (int32_t)((uint32_t)(uint16_t)coef[r][2 * i] | (uint32_t)(uint16_t)coef[r][2 * i + 1] << 16);
+    }
+}
+
+/* Super-blocks [b0, b0 + nb) of RG panels against C activation rows. */
+AI void pk_panel_blocks(uint32_t type, int RG, int C, const pk_block_t *const panel[2], int nb, int64_t b0,
+                        const uint8_t *x, size_t xs, int64_t n, __m512 acc[2][PK_COLS])
+{
+    const int ns = type == TYPE_Q4_K ? 8 : 16, gps = (QK_K / 4) / ns; /* sub-blocks, groups per sub-block */
+    for (int b = 0; b < nb; b++) {
+        __m512i a[2][PK_COLS];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+            for (int g = 0; g < RG; g++)
+                a[g][c] = _mm512_setzero_si512();
+        for (int s = 0; s < ns; s++) {
+            __m512i p[2][PK_COLS];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+                for (int g = 0; g < RG; g++)
+                    p[g][c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int k = 0; k < gps; k++) {
+                int grp = s * gps + k;
+                __m512i wv[2];
+#pragma GCC unroll 2
+                for (int g = 0; g < RG; g++)
+                    wv[g] = _mm512_load_si512(panel[g][b].q[grp]);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++) {
+                    int32_t q4;
+                    memcpy(&q4, x + c * xs + QK_K * (b0 + b) + 4 * grp, sizeof q4);
+                    __m512i xb = _mm512_set1_epi32(q4);
+#pragma GCC unroll 2
+                    for (int g = 0; g < RG; g++)
+                        p[g][c] = _mm512_dpbusd_epi32(p[g][c], wv[g], xb);
+                }
+            }
+#pragma GCC unroll 2
+            for (int g = 0; g < RG; g++) {
+                __m512i scv = _mm512_load_si512(panel[g][b].sc[s]);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    a[g][c] = _mm512_add_epi32(a[g][c], _mm512_mullo_epi32(p[g][c], scv));
+            }
+        }
+        __m512i m[2][PK_COLS];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+            for (int g = 0; g < RG; g++)
+                m[g][c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            __m512i cv[2];
+#pragma GCC unroll 2
+            for (int g = 0; g < RG; g++)
+                cv[g] = _mm512_load_si512(panel[g][b].coef[i]);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++) {
+                int32_t s2;
+                memcpy(&s2, qact_bsums(x + c * xs, n) + 16 * (b0 + b) + 2 * i, sizeof s2);
+                __m512i xb = _mm512_set1_epi32(s2);
+#pragma GCC unroll 2
+                for (int g = 0; g < RG; g++)
+                    m[g][c] = _mm512_dpwssd_epi32(m[g][c], cv[g], xb);
+            }
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            __m512 dx = _mm512_set1_ps(qact_d(x + c * xs, n)[b0 + b]);
+#pragma GCC unroll 2
+            for (int g = 0; g < RG; g++) {
+                __m512 d = _mm512_load_ps(panel[g][b].d), dm = _mm512_load_ps(panel[g][b].dm);
+                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[g][c]), _mm512_mul_ps(d, dx), acc[g][c]);
+                acc[g][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m[g][c]), _mm512_mul_ps(dm, dx), acc[g][c]);
+            }
+        }
+    }
+}
+
+/* One chunk of super-blocks for an RG x C tile (partial sums through y, as
+ * q8_0_panel_tile). */
+AI void pk_panel_tile(uint32_t type, int RG, int C, const pk_block_t *const panel[2], int nr, int nb, int64_t b0,
+                      const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)
+{
+    __m512 acc[2][PK_COLS];
+    __mmask16 msk[2];
+#pragma GCC unroll 2
+    for (int g = 0; g < RG; g++) {
+        int left = nr - 16 * g;
+        msk[g] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+        for (int g = 0; g < RG; g++)
+            acc[g][c] = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(msk[g], y + c * ys + 16 * g);
+    pk_panel_blocks(type, RG, C, panel, nb, b0, x, xs, n, acc);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+        for (int g = 0; g < RG; g++)
+            _mm512_mask_storeu_ps(y + c * ys + 16 * g, msk[g], acc[g][c]);
+}
+
+typedef void (*pk_tile_fn)(const pk_block_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x, size_t xs,
+                           float *y, size_t ys, int64_t n);
+
+#define PK_TILE(name, TYPE, RG, C)                                                                                     \
+    static void pk_##name##_##RG##x##C(const pk_block_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x, \
+                                       size_t xs, float *y, size_t ys, int64_t n)                                      \
+    {                                                                                                                  \
+        pk_panel_tile(TYPE, RG, C, panel, nr, nb, b0, x, xs, y, ys, n);                                                \
+    }
+#define PK_TILES(name, TYPE)                                                                                           \
+    PK_TILE(name, TYPE, 1, 1)                                                                                          \
+    PK_TILE(name, TYPE, 1, 2)                                                                                          \
+    PK_TILE(name, TYPE, 1, 3)                                                                                          \
+    PK_TILE(name, TYPE, 1, 4)                                                                                          \
+    PK_TILE(name, TYPE, 2, 1)                                                                                          \
+    PK_TILE(name, TYPE, 2, 2)                                                                                          \
+    PK_TILE(name, TYPE, 2, 3)                                                                                          \
+    PK_TILE(name, TYPE, 2, 4)                                                                                          \
+    static const pk_tile_fn pk_##name##_tiles[2][PK_COLS + 1] = {                                                      \
+        {NULL, pk_##name##_1x1, pk_##name##_1x2, pk_##name##_1x3, pk_##name##_1x4},                                    \
+        {NULL, pk_##name##_2x1, pk_##name##_2x2, pk_##name##_2x3, pk_##name##_2x4},                                    \
+    };
+PK_TILES(q4_k, TYPE_Q4_K)
+PK_TILES(q6_k, TYPE_Q6_K)
+
+/* Decode: one weight row against one activation row (see above). */
+AI float pk_row_decode(uint32_t type, const uint8_t *w, const uint8_t *x, int64_t n)
+{
+    const size_t bb = block_bytes_of(type);
+    const float *d = qact_d(x, n);
+    const int16_t *bsums = qact_bsums(x, n);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const uint8_t *blk = w + (size_t)b * bb;
+        kq_regs_t k;
+        if (type == TYPE_Q4_K)
+            q4_k_regs(blk, &k);
+        else
+            q6_k_regs(blk, &k);
+        __m512i a = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(k.q[j], _mm512_loadu_si512(x + QK_K * b + 64 * j)),
+                                    k.scx[j]);
+        __m256i bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(bsums + 16 * b)), k.coef);
+        /* both totals at once: a's halves added into 8 lanes beside bm's 8 */
+        __m512i ab = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
+            1);
+        ab = _mm512_add_epi32(ab, _mm512_shuffle_epi32(ab, _MM_PERM_BADC));
+        ab = _mm512_add_epi32(ab, _mm512_shuffle_epi32(ab, _MM_PERM_CDAB));
+        __m512i hi = _mm512_shuffle_i32x4(ab, ab, _MM_SHUFFLE(2, 3, 0, 1));
+        ab = _mm512_add_epi32(ab, hi); /* lane 0: A, lane 8: B */
+        int32_t A = _mm_cvtsi128_si32(_mm512_castsi512_si128(ab));
+        int32_t B = _mm_cvtsi128_si32(_mm512_extracti32x4_epi32(ab, 2));
+        acc = fmaf((float)A, k.d * d[b], acc);
+        acc = fmaf(-(float)B, k.dm * d[b], acc);
+    }
+    return acc;
+}
+
+static void pk_tile(uint32_t type, const pk_tile_fn tiles[2][PK_COLS + 1], const void *w, size_t ws, int64_t n_w,
+                    const void *xq, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    if (n_x == 1) { /* decode: rows one at a time, one stream (decode_rows_one_by_one) */
+        for (int64_t r = 0; r < n_w; r++)
+            y[r] = pk_row_decode(type, (const uint8_t *)w + (size_t)r * ws, xq, n);
+        return;
+    }
+    const int64_t nb_all = n / QK_K;
+    _Alignas(64) pk_block_t buf[2][PK_CHUNK];
+    const pk_block_t *panel[2] = {buf[0], buf[1]};
+    for (int64_t r0 = 0; r0 < n_w; r0 += 32) {
+        int nr = n_w - r0 < 32 ? (int)(n_w - r0) : 32, RG = nr > 16 ? 2 : 1;
+        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ws;
+        for (int64_t b0 = 0; b0 < nb_all; b0 += PK_CHUNK) {
+            int nb = nb_all - b0 < PK_CHUNK ? (int)(nb_all - b0) : PK_CHUNK;
+            for (int g = 0; g < RG; g++)
+                pk_pack16(type, wr + (size_t)(16 * g) * ws, ws, nr - 16 * g < 16 ? nr - 16 * g : 16, b0, nb, buf[g]);
+            for (int64_t c = 0; c < n_x; c += PK_COLS) {
+                int C = n_x - c < PK_COLS ? (int)(n_x - c) : PK_COLS;
+                tiles[RG - 1][C](panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs, y + (size_t)c * ys + r0,
+                                 ys, n);
+            }
+        }
+    }
+}
+
+static void q4_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                         size_t ys, int64_t n)
+{
+    pk_tile(TYPE_Q4_K, pk_q4_k_tiles, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
+static void q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                         size_t ys, int64_t n)
+{
+    pk_tile(TYPE_Q6_K, pk_q6_k_tiles, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
+static float q4_k_pk_dot(const void *w, const void *xq, int64_t n)
+{
+    return pk_row_decode(TYPE_Q4_K, w, xq, n);
+}
+
+static float q6_k_pk_dot(const void *w, const void *xq, int64_t n)
+{
+    return pk_row_decode(TYPE_Q6_K, w, xq, n);
+}
+
 /* One block of bs values (see qact.h for the rule): 16 at a time, the
  * rounding of cvtps (the default MXCSR mode, to nearest even) is lrintf's. */
 static void quantize_rows(int bs, const float *x, void *dst, int64_t n)
@@ -1385,9 +1625,9 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
     } quantised[] = {
         {TYPE_Q8_0, q8_0_dot, q8_0_dot_tile, ACT_Q8_32, quantize_q8_32, q8_0_dot_q, q8_0_dot_q_tile},
         {TYPE_Q4_0, q4_0_dot, NULL, ACT_Q8_32, quantize_q8_32, q4_0_dot_q, q4_0_dot_q_tile},
-        {TYPE_Q4_K, q4_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q4_k_dot_q, q4_k_dot_q_tile},
+        {TYPE_Q4_K, q4_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q4_k_pk_dot, q4_k_pk_tile},
         {TYPE_Q5_K, q5_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q5_k_dot_q, q5_k_dot_q_tile},
-        {TYPE_Q6_K, q6_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q6_k_dot_q, q6_k_dot_q_tile},
+        {TYPE_Q6_K, q6_k_dot, NULL, ACT_Q8_256, quantize_q8_256, q6_k_pk_dot, q6_k_pk_tile},
     };
     for (size_t i = 0; i < sizeof quantised / sizeof quantised[0]; i++) {
         type_kernels_t *k = &table[quantised[i].type];
