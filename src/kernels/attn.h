@@ -23,9 +23,10 @@
 #define ATTN_MAX_Q 4
 
 typedef struct attn_kv {
-    const float *k;       /* the layer's keys: slot s of block b at k + (b * block_size + s) * stride */
+    const float *k;       /* the layer's keys: slot s of block b at k + b * block_stride + s * stride */
     const float *v;       /* the layer's values, same layout */
-    size_t stride;        /* floats from one slot to the next (the store's kv_dim) */
+    size_t stride;        /* floats from one slot to the next */
+    size_t block_stride;  /* floats from one block to the next */
     const int32_t *table; /* block ids in position order */
     int block_size;       /* slots per block */
 } attn_kv_t;
@@ -41,8 +42,7 @@ typedef struct attn_cursor {
 
 static inline const float *attn_next(attn_cursor_t *c)
 {
-    const float *p =
-        c->base + ((size_t)c->kv->table[c->block] * (size_t)c->kv->block_size + (size_t)c->slot) * c->kv->stride;
+    const float *p = c->base + (size_t)c->kv->table[c->block] * c->kv->block_stride + (size_t)c->slot * c->kv->stride;
     if (++c->slot == c->kv->block_size) {
         c->slot = 0;
         c->block++;

@@ -129,7 +129,8 @@ static void attn_worker(void *arg, int ith, int nth)
     long n_items = row_groups * c->n_kv_heads;
     attn_kv_t view = {.k = kv->k + (size_t)job->layer * layer_slots,
                       .v = kv->v + (size_t)job->layer * layer_slots,
-                      .stride = (size_t)kv->kv_dim,
+                      .stride = (size_t)hd, /* a block holds its slots head by head */
+                      .block_stride = (size_t)kv->block_size * (size_t)kv->kv_dim,
                       .block_size = kv->block_size};
     for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_items;) {
         int kvh = (int)(item / row_groups), r0 = (int)(item % row_groups) * job->rows_per_item;
@@ -141,7 +142,7 @@ static void attn_worker(void *arg, int ith, int nth)
         for (int r = r0; r < r_end; r++)
             for (int h = kvh * group; h < (kvh + 1) * group; h++) {
                 if (nq == ATTN_MAX_Q || (nq > 0 && b->block_tables[r] != view.table)) {
-                    attend(nq, q, &view, kvh * hd, n_ctx, hd, scale, scores, out);
+                    attend(nq, q, &view, kvh * kv->block_size * hd, n_ctx, hd, scale, scores, out);
                     nq = 0;
                 }
                 view.table = b->block_tables[r];
@@ -151,7 +152,7 @@ static void attn_worker(void *arg, int ith, int nth)
                 scores[nq] = scratch + (size_t)nq * ctx->max_ctx;
                 nq++;
             }
-        attend(nq, q, &view, kvh * hd, n_ctx, hd, scale, scores, out);
+        attend(nq, q, &view, kvh * kv->block_size * hd, n_ctx, hd, scale, scores, out);
     }
 }
 
@@ -221,12 +222,17 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
                 ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
                 ops_rope_apply(kh, hd, ctx->rope_cos + (size_t)r * half, ctx->rope_sin + (size_t)r * half);
             }
+            /* a block holds its slots head by head: (n_kv_heads, block_size, head_dim) */
             int32_t pos = b->pos[r];
             int32_t blk = b->block_tables[r][pos / kv->block_size];
-            memcpy(kv_k(kv, li, blk, pos % kv->block_size), ctx->k + (size_t)r * kv_dim,
-                   (size_t)kv_dim * sizeof(float));
-            memcpy(kv_v(kv, li, blk, pos % kv->block_size), ctx->v + (size_t)r * kv_dim,
-                   (size_t)kv_dim * sizeof(float));
+            size_t slot = (size_t)(pos % kv->block_size);
+            for (int h = 0; h < c->n_kv_heads; h++) {
+                size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
+                memcpy(kv_block_k(kv, li, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+                       (size_t)hd * sizeof(float));
+                memcpy(kv_block_v(kv, li, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
+                       (size_t)hd * sizeof(float));
+            }
         }
 
         /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */

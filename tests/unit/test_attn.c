@@ -65,7 +65,12 @@ static void fixture_free(fixture_t *f)
 
 static attn_kv_t view_of(const fixture_t *f)
 {
-    return (attn_kv_t){.k = f->k, .v = f->v, .stride = f->stride, .table = f->table, .block_size = BLOCK};
+    return (attn_kv_t){.k = f->k,
+                       .v = f->v,
+                       .stride = f->stride,
+                       .block_stride = BLOCK * f->stride,
+                       .table = f->table,
+                       .block_size = BLOCK};
 }
 
 /* Every path against the reference, within 5e-5: outputs are convex
