@@ -252,6 +252,15 @@ void ops_matmul_scratch(pool_t *pool, const matrix_t *w, const float *x, float *
 
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps)
 {
+    if (cpu_level() >= CPU_AVX512) {
+        rmsnorm_avx512(y, x, weight, n, eps);
+        return;
+    }
+    ops_rmsnorm_ref(y, x, weight, n, eps);
+}
+
+void ops_rmsnorm_ref(float *y, const float *x, const float *weight, int64_t n, float eps)
+{
     double ss = 0.0; /* double: the sum of n squares must not lose the small ones */
     for (int64_t i = 0; i < n; i++)
         ss += (double)x[i] * x[i];
@@ -304,6 +313,15 @@ void ops_softmax(float *x, int64_t n)
 }
 
 void ops_swiglu(float *gate, const float *up, int64_t n)
+{
+    if (cpu_level() >= CPU_AVX512) {
+        swiglu_avx512(gate, up, n);
+        return;
+    }
+    ops_swiglu_ref(gate, up, n);
+}
+
+void ops_swiglu_ref(float *gate, const float *up, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         float g = gate[i];

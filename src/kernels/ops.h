@@ -50,6 +50,11 @@ void ops_matmul_multi(pool_t *pool, int n_mats, const matrix_t *const w[], float
 
 /* y = x / sqrt(mean(x^2) + eps) * weight, over n elements (in place allowed). */
 void ops_rmsnorm(float *y, const float *x, const float *weight, int64_t n, float eps);
+/* RMSNorm and SwiGLU each have the scalar reference below and an AVX-512
+ * path (the sum of squares in 8 double lanes; exp by a polynomial within
+ * 2e-7 of expf), chosen by cpu_level(); every row takes the same one. */
+void ops_rmsnorm_ref(float *y, const float *x, const float *weight, int64_t n, float eps);
+void rmsnorm_avx512(float *y, const float *x, const float *weight, int64_t n, float eps);
 
 #define ROPE_MAX_HALF 2048 /* head_dim / 2 limit of ops_rope_neox's stack tables */
 
@@ -68,5 +73,7 @@ void ops_softmax(float *x, int64_t n);
 
 /* gate[i] = silu(gate[i]) * up[i] */
 void ops_swiglu(float *gate, const float *up, int64_t n);
+void ops_swiglu_ref(float *gate, const float *up, int64_t n);
+void swiglu_avx512(float *gate, const float *up, int64_t n);
 
 #endif

@@ -210,6 +210,39 @@ static void test_rmsnorm(void **state)
     assert_memory_equal(x, y, sizeof y);
 }
 
+/* The AVX-512 RMSNorm and SwiGLU against the scalar references, over
+ * lengths with ragged tails and inputs that reach exp's range limits. */
+static void test_rmsnorm_swiglu_paths(void **state)
+{
+    (void)state;
+    if (cpu_level() < CPU_AVX512)
+        skip();
+    static const int64_t lens[] = {1, 15, 16, 17, 128, 1024, 3072, 3077};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int64_t n = lens[li];
+        float *x = malloc((size_t)n * sizeof *x), *w = malloc((size_t)n * sizeof *w);
+        float *ref = malloc((size_t)n * sizeof *ref), *got = malloc((size_t)n * sizeof *got);
+        fill_normal(x, n, 10 + li, 4.0f);
+        fill_normal(w, n, 20 + li, 1.0f);
+        ops_rmsnorm_ref(ref, x, w, n, 1e-6f);
+        rmsnorm_avx512(got, x, w, n, 1e-6f);
+        for (int64_t i = 0; i < n; i++)
+            assert_true(fabsf(got[i] - ref[i]) <= 1e-6f * fabsf(ref[i]) + 1e-30f);
+        if (n > 2) { /* silu's tails: exp(-g) overflows, or vanishes */
+            x[0] = 100.0f;
+            x[1] = -100.0f;
+            x[2] = -89.0f;
+        }
+        memcpy(ref, x, (size_t)n * sizeof *ref);
+        memcpy(got, x, (size_t)n * sizeof *got);
+        ops_swiglu_ref(ref, w, n);
+        swiglu_avx512(got, w, n);
+        for (int64_t i = 0; i < n; i++)
+            assert_true(fabsf(got[i] - ref[i]) <= 1e-6f * fabsf(ref[i]) + 1e-30f);
+        free(x), free(w), free(ref), free(got);
+    }
+}
+
 static void test_rope(void **state)
 {
     (void)state;
@@ -257,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_types_against_reference),
         cmocka_unit_test(test_matmul_threads_and_batch_invariance),
         cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_rmsnorm_swiglu_paths),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_softmax_swiglu),
     };
