@@ -1032,14 +1032,13 @@ AI void q8_0_panel_blocks(int RG, int C, const uint8_t *const panel[2], int nb, 
     }
 }
 
-/* One chunk of blocks for an RG x C tile: the accumulators start from 0 at
- * the first chunk and from the partial sums in y after it (a float stored
- * and loaded back is the same float), and end in y. */
-AI void q8_0_panel_tile(int RG, int C, const uint8_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,
-                        size_t xs, float *y, size_t ys, int64_t n)
+/* The accumulators of a chunk of an RG x C panel tile (the K-quant tiles
+ * use the first PK_COLS columns) start from 0 at the first chunk and from
+ * the partial sums in y after it (a float stored and loaded back is the
+ * same float), and end in y; lanes past nr rows are masked off. */
+AI void panel_acc_load(int RG, int C, int nr, int64_t b0, const float *y, size_t ys, __m512 acc[2][P16_COLS],
+                       __mmask16 m[2])
 {
-    __m512 acc[2][P16_COLS];
-    __mmask16 m[2];
 #pragma GCC unroll 2
     for (int g = 0; g < RG; g++) {
         int left = nr - 16 * g;
@@ -1050,7 +1049,10 @@ AI void q8_0_panel_tile(int RG, int C, const uint8_t *const panel[2], int nr, in
 #pragma GCC unroll 2
         for (int g = 0; g < RG; g++)
             acc[g][c] = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[g], y + c * ys + 16 * g);
-    q8_0_panel_blocks(RG, C, panel, nb, b0, x, xs, n, acc);
+}
+
+AI void panel_acc_store(int RG, int C, const __mmask16 m[2], __m512 acc[2][P16_COLS], float *y, size_t ys)
+{
 #pragma GCC unroll 6
     for (int c = 0; c < C; c++)
 #pragma GCC unroll 2
@@ -1058,14 +1060,28 @@ AI void q8_0_panel_tile(int RG, int C, const uint8_t *const panel[2], int nr, in
             _mm512_mask_storeu_ps(y + c * ys + 16 * g, m[g], acc[g][c]);
 }
 
-typedef void (*p16_tile_fn)(const uint8_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x, size_t xs,
-                            float *y, size_t ys, int64_t n);
+/* One chunk of blocks for an RG x C tile. */
+AI void q8_0_panel_tile(int RG, int C, const uint8_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,
+                        size_t xs, float *y, size_t ys, int64_t n)
+{
+    __m512 acc[2][P16_COLS];
+    __mmask16 m[2];
+    panel_acc_load(RG, C, nr, b0, y, ys, acc, m);
+    q8_0_panel_blocks(RG, C, panel, nb, b0, x, xs, n, acc);
+    panel_acc_store(RG, C, m, acc, y, ys);
+}
+
+/* A panel tile instance (either family): blocks [b0, b0 + nb) of RG packed
+ * panels, in the family's layout, against C activation rows, through y. */
+typedef void (*panel_tile_fn)(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x, size_t xs,
+                              float *y, size_t ys, int64_t n);
 
 #define P16_TILE(RG, C)                                                                                                \
-    static void q8_0_p16_##RG##x##C(const uint8_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,       \
+    static void q8_0_p16_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,          \
                                     size_t xs, float *y, size_t ys, int64_t n)                                         \
     {                                                                                                                  \
-        q8_0_panel_tile(RG, C, panel, nr, nb, b0, x, xs, y, ys, n);                                                    \
+        const uint8_t *const p[2] = {panel[0], panel[1]};                                                              \
+        q8_0_panel_tile(RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                                        \
     }
 P16_TILE(1, 1)
 P16_TILE(1, 2)
@@ -1080,11 +1096,11 @@ P16_TILE(2, 4)
 P16_TILE(2, 5)
 P16_TILE(2, 6)
 
-/* p16_tiles[RG - 1][C]: the RG x C instance (C >= 1). */
-static const p16_tile_fn p16_tiles[2][P16_COLS + 1] = {
-    {NULL, q8_0_p16_1x1, q8_0_p16_1x2, q8_0_p16_1x3, q8_0_p16_1x4, q8_0_p16_1x5, q8_0_p16_1x6},
-    {NULL, q8_0_p16_2x1, q8_0_p16_2x2, q8_0_p16_2x3, q8_0_p16_2x4, q8_0_p16_2x5, q8_0_p16_2x6},
-};
+static void q8_0_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel)
+{
+    (void)type;
+    q8_0_pack16(w, ws, nr, b0, nb, panel);
+}
 
 /* Decode: 16 weight rows at a time against one activation row, in two
  * passes, so that the weights are read one row after the other, the single
@@ -1222,39 +1238,6 @@ static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t 
     }
 }
 
-static void q8_0_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
-                            size_t ys, int64_t n)
-{
-    const int64_t nb_all = n / 32;
-    if (n_x == 1) {
-        q8_0_decode(w, ws, n_w, xq, y, n);
-        return;
-    }
-    _Alignas(64) uint8_t buf[2][P16_CHUNK_BATCH * P16_BLOCK];
-    const uint8_t *panel[2] = {buf[0], buf[1]};
-    for (int64_t r0 = 0; r0 < n_w; r0 += 32) {
-        int nr = n_w - r0 < 32 ? (int)(n_w - r0) : 32, RG = nr > 16 ? 2 : 1;
-        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ws;
-        for (int64_t b0 = 0; b0 < nb_all; b0 += P16_CHUNK_BATCH) {
-            int nb = nb_all - b0 < P16_CHUNK_BATCH ? (int)(nb_all - b0) : P16_CHUNK_BATCH;
-            for (int g = 0; g < RG; g++)
-                q8_0_pack16(wr + (size_t)(16 * g) * ws, ws, nr - 16 * g < 16 ? nr - 16 * g : 16, b0, nb, buf[g]);
-            for (int64_t c = 0; c < n_x; c += P16_COLS) {
-                int C = n_x - c < P16_COLS ? (int)(n_x - c) : P16_COLS;
-                p16_tiles[RG - 1][C](panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs,
-                                     y + (size_t)c * ys + r0, ys, n);
-            }
-        }
-    }
-}
-
-static float q8_0_dot_q(const void *w, const void *xq, int64_t n)
-{
-    float y;
-    q8_0_dot_q_tile(w, 0, 1, xq, 0, 1, &y, 0, n);
-    return y;
-}
-
 /* ---- Q4_K and Q6_K in 16-row panels --------------------------------------
  * As for Q8_0: a batch repacks 16 weight rows per super-block so that one
  * zmm holds the same 4 (unsigned) quants of all 16 rows, and every
@@ -1343,25 +1326,44 @@ static void pk_pack16(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_
     }
 }
 
+/* p[g][c] += w[g] times the dword at byte off of activation row c, in
+ * every lane: as 4 u8 x s8 products (vpdpbusd) or, with pairs, 2 int16
+ * products (vpdpwssd). */
+AI void pk_bcast_madd(int RG, int C, bool pairs, const __m512i w[2], const uint8_t *x, size_t xs, size_t off,
+                      __m512i p[2][PK_COLS])
+{
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++) {
+        int32_t v;
+        memcpy(&v, x + c * xs + off, sizeof v);
+        __m512i xb = _mm512_set1_epi32(v);
+#pragma GCC unroll 2
+        for (int g = 0; g < RG; g++)
+            p[g][c] = pairs ? _mm512_dpwssd_epi32(p[g][c], w[g], xb) : _mm512_dpbusd_epi32(p[g][c], w[g], xb);
+    }
+}
+
+AI void pk_zero(int RG, int C, __m512i v[2][PK_COLS])
+{
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+        for (int g = 0; g < RG; g++)
+            v[g][c] = _mm512_setzero_si512();
+}
+
 /* Super-blocks [b0, b0 + nb) of RG panels against C activation rows. */
 AI void pk_panel_blocks(uint32_t type, int RG, int C, const pk_block_t *const panel[2], int nb, int64_t b0,
-                        const uint8_t *x, size_t xs, int64_t n, __m512 acc[2][PK_COLS])
+                        const uint8_t *x, size_t xs, int64_t n, __m512 acc[2][P16_COLS])
 {
     const int ns = type == TYPE_Q4_K ? 8 : 16, gps = (QK_K / 4) / ns; /* sub-blocks, groups per sub-block */
+    const size_t bsum_off = (size_t)((const uint8_t *)qact_bsums(x, n) - x);
     for (int b = 0; b < nb; b++) {
         __m512i a[2][PK_COLS];
-#pragma GCC unroll 4
-        for (int c = 0; c < C; c++)
-#pragma GCC unroll 2
-            for (int g = 0; g < RG; g++)
-                a[g][c] = _mm512_setzero_si512();
+        pk_zero(RG, C, a);
         for (int s = 0; s < ns; s++) {
             __m512i p[2][PK_COLS];
-#pragma GCC unroll 4
-            for (int c = 0; c < C; c++)
-#pragma GCC unroll 2
-                for (int g = 0; g < RG; g++)
-                    p[g][c] = _mm512_setzero_si512();
+            pk_zero(RG, C, p);
 #pragma GCC unroll 8
             for (int k = 0; k < gps; k++) {
                 int grp = s * gps + k;
@@ -1369,15 +1371,7 @@ AI void pk_panel_blocks(uint32_t type, int RG, int C, const pk_block_t *const pa
 #pragma GCC unroll 2
                 for (int g = 0; g < RG; g++)
                     wv[g] = _mm512_load_si512(panel[g][b].q[grp]);
-#pragma GCC unroll 4
-                for (int c = 0; c < C; c++) {
-                    int32_t q4;
-                    memcpy(&q4, x + c * xs + QK_K * (b0 + b) + 4 * grp, sizeof q4);
-                    __m512i xb = _mm512_set1_epi32(q4);
-#pragma GCC unroll 2
-                    for (int g = 0; g < RG; g++)
-                        p[g][c] = _mm512_dpbusd_epi32(p[g][c], wv[g], xb);
-                }
+                pk_bcast_madd(RG, C, false, wv, x, xs, (size_t)(QK_K * (b0 + b) + 4 * grp), p);
             }
 #pragma GCC unroll 2
             for (int g = 0; g < RG; g++) {
@@ -1388,26 +1382,14 @@ AI void pk_panel_blocks(uint32_t type, int RG, int C, const pk_block_t *const pa
             }
         }
         __m512i m[2][PK_COLS];
-#pragma GCC unroll 4
-        for (int c = 0; c < C; c++)
-#pragma GCC unroll 2
-            for (int g = 0; g < RG; g++)
-                m[g][c] = _mm512_setzero_si512();
+        pk_zero(RG, C, m);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             __m512i cv[2];
 #pragma GCC unroll 2
             for (int g = 0; g < RG; g++)
                 cv[g] = _mm512_load_si512(panel[g][b].coef[i]);
-#pragma GCC unroll 4
-            for (int c = 0; c < C; c++) {
-                int32_t s2;
-                memcpy(&s2, qact_bsums(x + c * xs, n) + 16 * (b0 + b) + 2 * i, sizeof s2);
-                __m512i xb = _mm512_set1_epi32(s2);
-#pragma GCC unroll 2
-                for (int g = 0; g < RG; g++)
-                    m[g][c] = _mm512_dpwssd_epi32(m[g][c], cv[g], xb);
-            }
+            pk_bcast_madd(RG, C, true, cv, x, xs, bsum_off + (size_t)(16 * (b0 + b) + 2 * i) * sizeof(int16_t), m);
         }
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++) {
@@ -1422,39 +1404,23 @@ AI void pk_panel_blocks(uint32_t type, int RG, int C, const pk_block_t *const pa
     }
 }
 
-/* One chunk of super-blocks for an RG x C tile (partial sums through y, as
- * q8_0_panel_tile). */
+/* One chunk of super-blocks for an RG x C tile. */
 AI void pk_panel_tile(uint32_t type, int RG, int C, const pk_block_t *const panel[2], int nr, int nb, int64_t b0,
                       const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)
 {
-    __m512 acc[2][PK_COLS];
-    __mmask16 msk[2];
-#pragma GCC unroll 2
-    for (int g = 0; g < RG; g++) {
-        int left = nr - 16 * g;
-        msk[g] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < C; c++)
-#pragma GCC unroll 2
-        for (int g = 0; g < RG; g++)
-            acc[g][c] = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(msk[g], y + c * ys + 16 * g);
+    __m512 acc[2][P16_COLS];
+    __mmask16 m[2];
+    panel_acc_load(RG, C, nr, b0, y, ys, acc, m);
     pk_panel_blocks(type, RG, C, panel, nb, b0, x, xs, n, acc);
-#pragma GCC unroll 4
-    for (int c = 0; c < C; c++)
-#pragma GCC unroll 2
-        for (int g = 0; g < RG; g++)
-            _mm512_mask_storeu_ps(y + c * ys + 16 * g, msk[g], acc[g][c]);
+    panel_acc_store(RG, C, m, acc, y, ys);
 }
 
-typedef void (*pk_tile_fn)(const pk_block_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x, size_t xs,
-                           float *y, size_t ys, int64_t n);
-
 #define PK_TILE(name, TYPE, RG, C)                                                                                     \
-    static void pk_##name##_##RG##x##C(const pk_block_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x, \
+    static void pk_##name##_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,       \
                                        size_t xs, float *y, size_t ys, int64_t n)                                      \
     {                                                                                                                  \
-        pk_panel_tile(TYPE, RG, C, panel, nr, nb, b0, x, xs, y, ys, n);                                                \
+        const pk_block_t *const p[2] = {panel[0], panel[1]};                                                           \
+        pk_panel_tile(TYPE, RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                                    \
     }
 #define PK_TILES(name, TYPE)                                                                                           \
     PK_TILE(name, TYPE, 1, 1)                                                                                          \
@@ -1464,11 +1430,7 @@ typedef void (*pk_tile_fn)(const pk_block_t *const panel[2], int nr, int nb, int
     PK_TILE(name, TYPE, 2, 1)                                                                                          \
     PK_TILE(name, TYPE, 2, 2)                                                                                          \
     PK_TILE(name, TYPE, 2, 3)                                                                                          \
-    PK_TILE(name, TYPE, 2, 4)                                                                                          \
-    static const pk_tile_fn pk_##name##_tiles[2][PK_COLS + 1] = {                                                      \
-        {NULL, pk_##name##_1x1, pk_##name##_1x2, pk_##name##_1x3, pk_##name##_1x4},                                    \
-        {NULL, pk_##name##_2x1, pk_##name##_2x2, pk_##name##_2x3, pk_##name##_2x4},                                    \
-    };
+    PK_TILE(name, TYPE, 2, 4)
 PK_TILES(q4_k, TYPE_Q4_K)
 PK_TILES(q6_k, TYPE_Q6_K)
 
@@ -1508,43 +1470,108 @@ AI float pk_row_decode(uint32_t type, const uint8_t *w, const uint8_t *x, int64_
     return acc;
 }
 
-static void pk_tile(uint32_t type, const pk_tile_fn tiles[2][PK_COLS + 1], const void *w, size_t ws, int64_t n_w,
-                    const void *xq, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+static void pk_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel)
 {
-    if (n_x == 1) { /* decode: rows one at a time, one stream (decode_rows_one_by_one) */
-        for (int64_t r = 0; r < n_w; r++)
-            y[r] = pk_row_decode(type, (const uint8_t *)w + (size_t)r * ws, xq, n);
-        return;
-    }
-    const int64_t nb_all = n / QK_K;
-    _Alignas(64) pk_block_t buf[2][PK_CHUNK];
-    const pk_block_t *panel[2] = {buf[0], buf[1]};
+    pk_pack16(type, w, ws, nr, b0, nb, panel);
+}
+
+/* A family of panel kernels for one weight type, as the batch driver sees it. */
+typedef struct panel_kind {
+    uint32_t type;
+    int block_values; /* values per block the chunks count */
+    int chunk;        /* blocks packed at a time */
+    int cols;         /* activation rows per tile */
+    void (*pack)(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel);
+    panel_tile_fn tiles[2][P16_COLS + 1]; /* [RG - 1][C] */
+} panel_kind_t;
+
+static const panel_kind_t panel_q8_0 = {
+    TYPE_Q8_0,
+    32,
+    P16_CHUNK_BATCH,
+    P16_COLS,
+    q8_0_pack,
+    {{NULL, q8_0_p16_1x1, q8_0_p16_1x2, q8_0_p16_1x3, q8_0_p16_1x4, q8_0_p16_1x5, q8_0_p16_1x6},
+     {NULL, q8_0_p16_2x1, q8_0_p16_2x2, q8_0_p16_2x3, q8_0_p16_2x4, q8_0_p16_2x5, q8_0_p16_2x6}}};
+#define PK_KIND(name, TYPE)                                                                                            \
+    static const panel_kind_t panel_##name = {                                                                         \
+        TYPE,                                                                                                          \
+        QK_K,                                                                                                          \
+        PK_CHUNK,                                                                                                      \
+        PK_COLS,                                                                                                       \
+        pk_pack,                                                                                                       \
+        {{NULL, pk_##name##_1x1, pk_##name##_1x2, pk_##name##_1x3, pk_##name##_1x4},                                   \
+         {NULL, pk_##name##_2x1, pk_##name##_2x2, pk_##name##_2x3, pk_##name##_2x4}}};
+PK_KIND(q4_k, TYPE_Q4_K)
+PK_KIND(q6_k, TYPE_Q6_K)
+
+/* The bytes of one panel's chunk, the larger of the two families'. */
+#define PANEL_BUF_BYTES                                                                                                \
+    (P16_CHUNK_BATCH * P16_BLOCK > PK_CHUNK * sizeof(pk_block_t) ? P16_CHUNK_BATCH * P16_BLOCK                         \
+                                                                 : PK_CHUNK * sizeof(pk_block_t))
+
+/* A batch (n_x >= 2): each group of up to 32 weight rows is packed into two
+ * panels once per chunk of blocks and swept across every activation row. */
+static void panel_drive(const panel_kind_t *k, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs,
+                        int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const int64_t nb_all = n / k->block_values;
+    _Alignas(64) uint8_t buf[2][PANEL_BUF_BYTES];
+    const void *const panel[2] = {buf[0], buf[1]};
     for (int64_t r0 = 0; r0 < n_w; r0 += 32) {
         int nr = n_w - r0 < 32 ? (int)(n_w - r0) : 32, RG = nr > 16 ? 2 : 1;
         const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ws;
-        for (int64_t b0 = 0; b0 < nb_all; b0 += PK_CHUNK) {
-            int nb = nb_all - b0 < PK_CHUNK ? (int)(nb_all - b0) : PK_CHUNK;
+        for (int64_t b0 = 0; b0 < nb_all; b0 += k->chunk) {
+            int nb = nb_all - b0 < k->chunk ? (int)(nb_all - b0) : k->chunk;
             for (int g = 0; g < RG; g++)
-                pk_pack16(type, wr + (size_t)(16 * g) * ws, ws, nr - 16 * g < 16 ? nr - 16 * g : 16, b0, nb, buf[g]);
-            for (int64_t c = 0; c < n_x; c += PK_COLS) {
-                int C = n_x - c < PK_COLS ? (int)(n_x - c) : PK_COLS;
-                tiles[RG - 1][C](panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs, y + (size_t)c * ys + r0,
-                                 ys, n);
+                k->pack(k->type, wr + (size_t)(16 * g) * ws, ws, nr - 16 * g < 16 ? nr - 16 * g : 16, b0, nb, buf[g]);
+            for (int64_t c = 0; c < n_x; c += k->cols) {
+                int C = n_x - c < k->cols ? (int)(n_x - c) : k->cols;
+                k->tiles[RG - 1][C](panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs,
+                                    y + (size_t)c * ys + r0, ys, n);
             }
         }
     }
 }
 
+static void q8_0_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                            size_t ys, int64_t n)
+{
+    if (n_x == 1)
+        q8_0_decode(w, ws, n_w, xq, y, n);
+    else
+        panel_drive(&panel_q8_0, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
+static float q8_0_dot_q(const void *w, const void *xq, int64_t n)
+{
+    float y;
+    q8_0_dot_q_tile(w, 0, 1, xq, 0, 1, &y, 0, n);
+    return y;
+}
+
+/* Q4_K / Q6_K: decode takes the rows one at a time, one stream
+ * (decode_rows_one_by_one). */
+static void pk_dot_q_tile(const panel_kind_t *k, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs,
+                          int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    if (n_x == 1)
+        for (int64_t r = 0; r < n_w; r++)
+            y[r] = pk_row_decode(k->type, (const uint8_t *)w + (size_t)r * ws, xq, n);
+    else
+        panel_drive(k, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
 static void q4_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                          size_t ys, int64_t n)
 {
-    pk_tile(TYPE_Q4_K, pk_q4_k_tiles, w, ws, n_w, xq, xs, n_x, y, ys, n);
+    pk_dot_q_tile(&panel_q4_k, w, ws, n_w, xq, xs, n_x, y, ys, n);
 }
 
 static void q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                          size_t ys, int64_t n)
 {
-    pk_tile(TYPE_Q6_K, pk_q6_k_tiles, w, ws, n_w, xq, xs, n_x, y, ys, n);
+    pk_dot_q_tile(&panel_q6_k, w, ws, n_w, xq, xs, n_x, y, ys, n);
 }
 
 static float q4_k_pk_dot(const void *w, const void *xq, int64_t n)
