@@ -1612,8 +1612,11 @@ static void quantize_rows(int bs, const float *x, void *dst, int64_t n)
         d[b] = amax / 127.0f;
         __m512i vsum = _mm512_setzero_si512();
         for (int i = 0; i < bs; i += LANES) {
-            __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + i), id));
-            _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(v));
+            __m128i q8 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + i), id)));
+            _mm_storeu_si128((__m128i *)(q + i), q8);
+            /* the sums are of the stored bytes (a non-finite input converts
+             * to INT_MIN, whose low byte is stored, as the reference does) */
+            __m512i v = _mm512_cvtepi8_epi32(q8);
             if (bs == QK_K)
                 bsums[(bs * b + i) / QACT_BSUM] = (int16_t)_mm512_reduce_add_epi32(v);
             else
