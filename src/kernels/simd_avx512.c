@@ -418,19 +418,11 @@ AI void prefetch_unit(const uint8_t *p, size_t bytes, int R, size_t ws)
         prefetch_next_rows(p + o, R, ws);
 }
 
-AI void unpack32(uint32_t type, const uint8_t *blk, int nb, qu_blocks_t *u)
-{
-    if (type == TYPE_Q8_0)
-        qu_unpack_q8_0(blk, nb, u);
-    else
-        qu_unpack_q4_0(blk, nb, u);
-}
-
 /* ---- vector unpacking of Q4_K and Q6_K super-blocks ---------------------
- * The same qu_kblock_t bytes as qunpack.h's scalar qu_unpack_q4_k /
- * qu_unpack_q6_k (tested through every dot_q against the scalar reference):
- * a decode step unpacks every super-block it reads, so the scalar loops cost
- * more than the products. */
+ * Into registers (kq_regs_t), the same values as qunpack.h's scalar
+ * qu_unpack_q4_k / qu_unpack_q6_k put in a qu_kblock_t (tested through every
+ * dot_q against the scalar reference): a decode step unpacks every
+ * super-block it reads, so the scalar loops cost more than the products. */
 
 /* Lane i of 32 int16 lanes: the index of value v (0..15) of a 16-lane
  * source for scx chunk j, where each source value covers `run` lanes. */
@@ -443,7 +435,7 @@ AI __m512i scx_index(int j, int run)
 }
 
 /* A Q4_K (or, by q6_k_regs, Q6_K) super-block in registers: the same
- * values unpack_q4_k_vec stores in a qu_kblock_t (value-order quants per 64-value chunk, the int16 scale
+ * values qu_unpack_q4_k stores in a qu_kblock_t (value-order quants per 64-value chunk, the int16 scale
  * of each pair lane, the 16 coefficients, d and dmin). */
 typedef struct kq_regs {
     __m512i q[4], scx[4];
@@ -483,27 +475,7 @@ AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
     }
 }
 
-/* Stores an unpacked super-block for the tiles that reuse it. */
-AI void kq_store(const kq_regs_t *k, qu_kblock_t *u)
-{
-    _mm256_storeu_si256((__m256i *)u->coef, k->coef);
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-        _mm512_storeu_si512(u->scx + 32 * j, k->scx[j]);
-        _mm512_storeu_si512(u->q + 64 * j, k->q[j]);
-    }
-    u->d = k->d;
-    u->dm = k->dm;
-}
-
-AI void unpack_q4_k_vec(const uint8_t *blk, qu_kblock_t *u)
-{
-    kq_regs_t k;
-    q4_k_regs(blk, &k);
-    kq_store(&k, u);
-}
-
-/* A Q6_K super-block in registers (the values unpack_q6_k_vec stores). */
+/* A Q6_K super-block in registers (the values qu_unpack_q6_k stores). */
 AI void q6_k_regs(const uint8_t *blk, kq_regs_t *k)
 {
     __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + offsetof(block_q6_k_t, scales))));
@@ -528,23 +500,6 @@ AI void q6_k_regs(const uint8_t *blk, kq_regs_t *k)
     }
 }
 
-AI void unpack_q6_k_vec(const uint8_t *blk, qu_kblock_t *u)
-{
-    kq_regs_t k;
-    q6_k_regs(blk, &k);
-    kq_store(&k, u);
-}
-
-AI void unpack_k(uint32_t type, const uint8_t *blk, qu_kblock_t *u)
-{
-    if (type == TYPE_Q4_K)
-        unpack_q4_k_vec(blk, u);
-    else if (type == TYPE_Q5_K)
-        qu_unpack_q5_k(blk, u);
-    else
-        unpack_q6_k_vec(blk, u);
-}
-
 AI size_t block_bytes_of(uint32_t type)
 {
     switch (type) {
@@ -556,19 +511,20 @@ AI size_t block_bytes_of(uint32_t type)
     }
 }
 
-/* nb blocks of Q8_0 / Q4_0 unpacked, the values biased to u8 (q + 128, so
+/* nb blocks of Q4_0 unpacked, the values biased to u8 (q + 128, so
  * vpdpbusd can take them; the bytes past nb become 128 and meet zero
  * activations). */
 AI void unpack32_biased(uint32_t type, const uint8_t *blk, int nb, qu_blocks_t *u)
 {
-    unpack32(type, blk, nb, u);
+    (void)type; /* Q4_0, the only type left on these tiles (Q8_0 has panels) */
+    qu_unpack_q4_0(blk, nb, u);
     const __m512i bias = _mm512_set1_epi8((char)0x80);
 #pragma GCC unroll 4
     for (int i = 0; i < QU_UNIT / 64; i++)
         _mm512_storeu_si512(u->w + 64 * i, _mm512_xor_si512(_mm512_loadu_si512(u->w + 64 * i), bias));
 }
 
-/* One unit (nb <= 8 blocks from block b0) of an R x C tile of Q8_0 / Q4_0
+/* One unit (nb <= 8 blocks from block b0) of an R x C tile of Q4_0
  * against ACT_Q8_32 rows, from biased units u[r], into the accumulators. */
 AI void qtile32_unit(int R, int C, const qu_blocks_t *const u[TILE_R], int nb, int64_t b0, const uint8_t *x, size_t xs,
                      int64_t n, __m512 acc[TILE_R][TILE_C])
@@ -618,7 +574,7 @@ AI void acc_store(int R, int C, __m512 acc[TILE_R][TILE_C], float *y, size_t ys)
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
-/* Q8_0 / Q4_0 against ACT_Q8_32 rows: an R x C tile, unpacking each unit as
+/* Q4_0 against ACT_Q8_32 rows: an R x C tile, unpacking each unit as
  * it goes (decode, and rows too long to unpack ahead). */
 AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                 size_t ys, int64_t n)
@@ -718,7 +674,7 @@ AI void ktile_block(int R, int C, const qu_kblock_t *const u[TILE_R], const uint
     }
 }
 
-/* Q4_K / Q5_K / Q6_K against ACT_Q8_256 rows: an R x C tile, unpacking each
+/* Q5_K against ACT_Q8_256 rows: an R x C tile, unpacking each
  * super-block as it goes (decode, and rows too long to unpack ahead). */
 AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                 size_t ys, int64_t n)
@@ -738,7 +694,7 @@ AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const 
             const uint8_t *blk = w + r * ws + (size_t)b * bb;
             if (R > 1)
                 prefetch_unit(blk, bb, R, ws);
-            unpack_k(type, blk, &u[r]);
+            qu_unpack_q5_k(blk, &u[r]); /* the only type left on these tiles */
             up[r] = &u[r];
         }
         ktile_block(R, C, up, x, xs, n, b, acc);
@@ -844,7 +800,7 @@ static void qdrive_k(kunpack_fn unpack, size_t bb, qmicro_fn k4x4, qmicro_fn k4x
             k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
 }
 
-/* Q8_0 / Q4_0 tiles for a batch: as qdrive_k, each group of 4 weight rows
+/* Q4_0 tiles for a batch: as qdrive_k, each group of 4 weight rows
  * is unpacked once (up to Q32_PRE_UNITS units of 256 values per row, 4 x 16
  * x 288 bytes of stack) and reused across every activation row. */
 #define Q32_PRE_UNITS 16
