@@ -443,24 +443,50 @@ typedef struct kq_regs {
     float d, dm;
 } kq_regs_t;
 
+/* A Q4_K super-block's 6-bit sub-block scales (bytes 0-7) and mins (bytes
+ * 8-15), unpacked by kq_scale_min_get's rule a dword at a time: dwords 0
+ * and 2 (scales and mins 0-3) are their own low 6 bits; dwords 1 and 3
+ * (4-7) the low and high nibbles of scales[8..11] under the top 2 bits of
+ * dwords 0 and 2. The load takes 4 bytes of qs past the 12 scale bytes. */
+static const uint8_t q4_k_sm_idx[2][16]
+    __attribute__((aligned(16))) = {{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11},
+                                    {0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7}};
+static const uint32_t q4_k_sm_mask[3][4] __attribute__((aligned(16))) = {
+    {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0}, {0, 0, 0, 0x0f0f0f0f}, {0x30303030, 0x30303030, 0x30303030, 0x30303030}};
+
+AI __m128i q4_k_scale_bytes(const uint8_t *blk)
+{
+    __m128i s = _mm_loadu_si128((const __m128i *)(blk + offsetof(block_q4_k_t, scales)));
+    __m128i p = _mm_shuffle_epi8(s, _mm_load_si128((const __m128i *)q4_k_sm_idx[0]));
+    __m128i t = _mm_shuffle_epi8(s, _mm_load_si128((const __m128i *)q4_k_sm_idx[1]));
+    __m128i lo = _mm_and_si128(p, _mm_load_si128((const __m128i *)q4_k_sm_mask[0]));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(p, 4), _mm_load_si128((const __m128i *)q4_k_sm_mask[1]));
+    __m128i top = _mm_and_si128(_mm_srli_epi16(t, 2), _mm_load_si128((const __m128i *)q4_k_sm_mask[2]));
+    return _mm_or_si128(_mm_or_si128(lo, hi), top);
+}
+
+/* vpshufb indices into q4_k_scale_bytes (top bit set: a zero byte): scx[j]
+ * takes byte 2j in int16 lanes 0-15 and 2j + 1 in 16-31; coef bytes 8-15
+ * twice each; all zero-extended to int16 */
+#define SCX_IDX(j) SCX_IDX_H(2 * (j)), SCX_IDX_H(2 * (j) + 1)
+#define SCX_IDX_H(v) SCX_IDX_Q(v), SCX_IDX_Q(v)
+#define SCX_IDX_Q(v) v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80
+static const uint8_t q4_k_scx_idx[4][64]
+    __attribute__((aligned(64))) = {{SCX_IDX(0)}, {SCX_IDX(1)}, {SCX_IDX(2)}, {SCX_IDX(3)}};
+static const uint8_t q4_k_coef_idx[32]
+    __attribute__((aligned(32))) = {8,  0x80, 8,  0x80, 9,  0x80, 9,  0x80, 10, 0x80, 10, 0x80, 11, 0x80, 11, 0x80,
+                                    12, 0x80, 12, 0x80, 13, 0x80, 13, 0x80, 14, 0x80, 14, 0x80, 15, 0x80, 15, 0x80};
+#undef SCX_IDX
+#undef SCX_IDX_H
+#undef SCX_IDX_Q
+
 AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
 {
-    /* the 6-bit scales and mins: bytes 0-7 of sm = sc[0..7], 8-15 = m[0..7] */
-    uint32_t t[4];
-    memcpy(t, blk + offsetof(block_q4_k_t, scales), 12);
-    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
-    t[3] = ((t[2] >> 4) & m4) | (((t[1] >> 6) & m2) << 4);
-    uint32_t mins_lo = t[1] & m6;
-    t[1] = (t[2] & m4) | (((t[0] >> 6) & m2) << 4);
-    t[2] = mins_lo;
-    t[0] &= m6;
-    __m128i sm = _mm_loadu_si128((const __m128i *)t);
-    __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
-    __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-    k->coef = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
+    __m512i sm = _mm512_broadcast_i32x4(q4_k_scale_bytes(blk));
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
-        k->scx[j] = _mm512_permutexvar_epi16(scx_index(j, 16), sc16);
+        k->scx[j] = _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_idx[j]));
+    k->coef = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256((const __m256i *)q4_k_coef_idx));
     k->d = f16_at(blk);
     k->dm = f16_at(blk + 2);
     /* chunk j: qs[32j ..] low nibbles are values 64j + 0..31, high nibbles 64j + 32..63 */
@@ -1353,8 +1379,9 @@ AI void pk_panel_blocks(uint32_t type, int RG, int C, const pk_block_t *const pa
 #pragma GCC unroll 2
             for (int g = 0; g < RG; g++) {
                 __m512 d = _mm512_load_ps(panel[g][b].d), dm = _mm512_load_ps(panel[g][b].dm);
-                acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[g][c]), _mm512_mul_ps(d, dx), acc[g][c]);
-                acc[g][c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m[g][c]), _mm512_mul_ps(dm, dx), acc[g][c]);
+                __m512 bt = _mm512_mul_ps(_mm512_cvtepi32_ps(m[g][c]), _mm512_mul_ps(dm, dx));
+                acc[g][c] =
+                    _mm512_add_ps(acc[g][c], _mm512_fmsub_ps(_mm512_cvtepi32_ps(a[g][c]), _mm512_mul_ps(d, dx), bt));
             }
         }
     }
@@ -1390,38 +1417,84 @@ AI void pk_panel_tile(uint32_t type, int RG, int C, const pk_block_t *const pane
 PK_TILES(q4_k, TYPE_Q4_K)
 PK_TILES(q6_k, TYPE_Q6_K)
 
-/* Decode: one weight row against one activation row (see above). */
+/* Decode, a super-block: its exact A = sum of scale x sub-block product
+ * (16 lanes) and B = sum of coefficient x activation block sum (8 lanes). */
+AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, const int16_t *bsums, __m512i *a,
+                      __m256i *bm, float *d, float *dm)
+{
+    kq_regs_t k;
+    if (type == TYPE_Q4_K)
+        q4_k_regs(blk, &k);
+    else
+        q6_k_regs(blk, &k);
+    __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(k.q[j], _mm512_loadu_si512(xb + 64 * j)), k.scx[j]);
+    *a = s;
+    *bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), k.coef);
+    *d = k.d;
+    *dm = k.dm;
+}
+
+#define PK_GROUP 4 /* super-blocks whose sums decode reduces together */
+
+/* Decode: one weight row against one activation row. A and B of each
+ * super-block are the panel's exact integers, reduced PK_GROUP blocks at a
+ * time (the lane sums of 4 vectors interleave into one), and the row's sum
+ * takes the panel's two float steps per super-block in scalar registers:
+ * the same bits. */
+AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8_t *x, const float *dx,
+                  const int16_t *bsums, int64_t b0, float acc)
+{
+    __m512i z[PK_GROUP];
+    float d[PK_GROUP] = {0}, dm[PK_GROUP] = {0};
+#pragma GCC unroll 4
+    for (int i = 0; i < PK_GROUP; i++) {
+        __m512i a = _mm512_setzero_si512();
+        __m256i bm = _mm256_setzero_si256();
+        if (i < g) {
+            int64_t b = b0 + i;
+            pk_block_sums(type, w + (size_t)b * bb, x + QK_K * b, bsums + 16 * b, &a, &bm, &d[i], &dm[i]);
+        }
+        /* a's halves added, beside bm */
+        z[i] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
+            1);
+    }
+    /* per 128-bit quarter: the quarter's sums of z[0..3] */
+    __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+    __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+    __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+    u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m128 af = _mm_cvtepi32_ps(_mm512_castsi512_si128(u));       /* quarter 0: A of each block */
+    __m128 bf = _mm_cvtepi32_ps(_mm512_extracti32x4_epi32(u, 2)); /* quarter 2: B */
+    __m128 xd = g == PK_GROUP ? _mm_loadu_ps(dx + b0) : _mm_maskz_loadu_ps((__mmask8)((1u << g) - 1), dx + b0);
+    __m128 dv = _mm_mul_ps(_mm_setr_ps(d[0], d[1], d[2], d[3]), xd);
+    __m128 dmv = _mm_mul_ps(_mm_setr_ps(dm[0], dm[1], dm[2], dm[3]), xd);
+    _Alignas(16) float t[PK_GROUP];
+    _mm_store_ps(t, _mm_fmsub_ps(af, dv, _mm_mul_ps(bf, dmv)));
+#pragma GCC unroll 4
+    for (int i = 0; i < g; i++)
+        acc += t[i];
+    return acc;
+}
+
 AI float pk_row_decode(uint32_t type, const uint8_t *w, const uint8_t *x, int64_t n)
 {
     const size_t bb = block_bytes_of(type);
-    const float *d = qact_d(x, n);
+    const float *dx = qact_d(x, n);
     const int16_t *bsums = qact_bsums(x, n);
+    const int64_t nb = n / QK_K;
     float acc = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const uint8_t *blk = w + (size_t)b * bb;
-        kq_regs_t k;
-        if (type == TYPE_Q4_K)
-            q4_k_regs(blk, &k);
-        else
-            q6_k_regs(blk, &k);
-        __m512i a = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++)
-            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(k.q[j], _mm512_loadu_si512(x + QK_K * b + 64 * j)),
-                                    k.scx[j]);
-        __m256i bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(bsums + 16 * b)), k.coef);
-        /* both totals at once: a's halves added into 8 lanes beside bm's 8 */
-        __m512i ab = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
-            1);
-        ab = _mm512_add_epi32(ab, _mm512_shuffle_epi32(ab, _MM_PERM_BADC));
-        ab = _mm512_add_epi32(ab, _mm512_shuffle_epi32(ab, _MM_PERM_CDAB));
-        __m512i hi = _mm512_shuffle_i32x4(ab, ab, _MM_SHUFFLE(2, 3, 0, 1));
-        ab = _mm512_add_epi32(ab, hi); /* lane 0: A, lane 8: B */
-        int32_t A = _mm_cvtsi128_si32(_mm512_castsi512_si128(ab));
-        int32_t B = _mm_cvtsi128_si32(_mm512_extracti32x4_epi32(ab, 2));
-        acc = fmaf((float)A, k.d * d[b], acc);
-        acc = fmaf(-(float)B, k.dm * d[b], acc);
+    int64_t b0 = 0;
+    for (; b0 + PK_GROUP <= nb; b0 += PK_GROUP)
+        acc = pk_group(type, PK_GROUP, w, bb, x, dx, bsums, b0, acc);
+    switch (nb - b0) {
+    case 3: acc = pk_group(type, 3, w, bb, x, dx, bsums, b0, acc); break;
+    case 2: acc = pk_group(type, 2, w, bb, x, dx, bsums, b0, acc); break;
+    case 1: acc = pk_group(type, 1, w, bb, x, dx, bsums, b0, acc); break;
+    default: break;
     }
     return acc;
 }
