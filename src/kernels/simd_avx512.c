@@ -468,11 +468,15 @@ AI __m128i q4_k_scale_bytes(const uint8_t *blk)
 /* vpshufb indices into q4_k_scale_bytes (top bit set: a zero byte): scx[j]
  * takes byte 2j in int16 lanes 0-15 and 2j + 1 in 16-31; coef bytes 8-15
  * twice each; all zero-extended to int16 */
-#define SCX_IDX(j) SCX_IDX_H(2 * (j)), SCX_IDX_H(2 * (j) + 1)
+#define SCX_IDX(a, b) SCX_IDX_H(a), SCX_IDX_H(b)
 #define SCX_IDX_H(v) SCX_IDX_Q(v), SCX_IDX_Q(v)
 #define SCX_IDX_Q(v) v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80, v, 0x80
 static const uint8_t q4_k_scx_idx[4][64]
-    __attribute__((aligned(64))) = {{SCX_IDX(0)}, {SCX_IDX(1)}, {SCX_IDX(2)}, {SCX_IDX(3)}};
+    __attribute__((aligned(64))) = {{SCX_IDX(0, 1)}, {SCX_IDX(2, 3)}, {SCX_IDX(4, 5)}, {SCX_IDX(6, 7)}};
+/* the same for q4_k_xperm's order: a 64-byte load of qs gives sub-blocks
+ * 4i and 4i + 2 in its low nibbles, 4i + 1 and 4i + 3 in its high */
+static const uint8_t q4_k_scx_pidx[4][64]
+    __attribute__((aligned(64))) = {{SCX_IDX(0, 2)}, {SCX_IDX(1, 3)}, {SCX_IDX(4, 6)}, {SCX_IDX(5, 7)}};
 static const uint8_t q4_k_coef_idx[32]
     __attribute__((aligned(32))) = {8,  0x80, 8,  0x80, 9,  0x80, 9,  0x80, 10, 0x80, 10, 0x80, 11, 0x80, 11, 0x80,
                                     12, 0x80, 12, 0x80, 13, 0x80, 13, 0x80, 14, 0x80, 14, 0x80, 15, 0x80, 15, 0x80};
@@ -1420,8 +1424,31 @@ PK_TILES(q6_k, TYPE_Q6_K)
 /* Decode, a super-block: its exact A = sum of scale x sub-block product
  * (16 lanes) and B = sum of coefficient x activation block sum (8 lanes). */
 AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, const int16_t *bsums, __m512i *a,
-                      __m256i *bm, float *d, float *dm)
+                      __m256i *bm, float *d, float *dm, bool perm)
 {
+    if (type == TYPE_Q4_K && perm) {
+        /* xb in q4_k_xperm's order: the nibbles need no lane shuffle */
+        __m512i sm = _mm512_broadcast_i32x4(q4_k_scale_bytes(blk));
+        const __m512i nib = _mm512_set1_epi8(15);
+        const uint8_t *qs = blk + offsetof(block_q4_k_t, qs);
+        __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int i = 0; i < 2; i++) {
+            __m512i v = _mm512_loadu_si512(qs + 64 * i);
+            __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+            s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(lo, _mm512_loadu_si512(xb + 128 * i)),
+                                    _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_pidx[2 * i])));
+            s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(hi, _mm512_loadu_si512(xb + 128 * i + 64)),
+                                    _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_pidx[2 * i + 1])));
+        }
+        *a = s;
+        *bm = _mm256_madd_epi16(
+            _mm256_loadu_si256((const __m256i *)bsums),
+            _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256((const __m256i *)q4_k_coef_idx)));
+        *d = f16_at(blk);
+        *dm = f16_at(blk + 2);
+        return;
+    }
     kq_regs_t k;
     if (type == TYPE_Q4_K)
         q4_k_regs(blk, &k);
@@ -1437,7 +1464,8 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
     *dm = k.dm;
 }
 
-#define PK_GROUP 4 /* super-blocks whose sums decode reduces together */
+#define PK_GROUP 4    /* super-blocks whose sums decode reduces together */
+#define PK_AHEAD 4096 /* bytes of the row stream decode asks for ahead of its loads (3-6 KB measured alike) */
 
 /* Decode: one weight row against one activation row. A and B of each
  * super-block are the panel's exact integers, reduced PK_GROUP blocks at a
@@ -1445,17 +1473,20 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
  * takes the panel's two float steps per super-block in scalar registers:
  * the same bits. */
 AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8_t *x, const float *dx,
-                  const int16_t *bsums, int64_t b0, float acc)
+                  const int16_t *bsums, int64_t b0, float acc, bool perm)
 {
     __m512i z[PK_GROUP];
     float d[PK_GROUP] = {0}, dm[PK_GROUP] = {0};
+    const uint8_t *ahead = w + (size_t)b0 * bb + PK_AHEAD;
+    for (size_t o = 0; o < (size_t)g * bb; o += 64)
+        _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
 #pragma GCC unroll 4
     for (int i = 0; i < PK_GROUP; i++) {
         __m512i a = _mm512_setzero_si512();
         __m256i bm = _mm256_setzero_si256();
         if (i < g) {
             int64_t b = b0 + i;
-            pk_block_sums(type, w + (size_t)b * bb, x + QK_K * b, bsums + 16 * b, &a, &bm, &d[i], &dm[i]);
+            pk_block_sums(type, w + (size_t)b * bb, x + QK_K * b, bsums + 16 * b, &a, &bm, &d[i], &dm[i], perm);
         }
         /* a's halves added, beside bm */
         z[i] = _mm512_inserti64x4(
@@ -1480,20 +1511,40 @@ AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8
     return acc;
 }
 
-AI float pk_row_decode(uint32_t type, const uint8_t *w, const uint8_t *x, int64_t n)
+/* q4_k_xperm's order: in each 128 values, values 64-95 before 32-63, so a
+ * 64-byte load of Q4_K quants meets its low nibbles' activations in one
+ * load and its high nibbles' in the next. */
+#define PK_XPERM_MAX 32768 /* widest activation row decode reorders (on the stack) */
+
+static void q4_k_xperm(const uint8_t *x, uint8_t *xp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 128) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(x + i + 32));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(x + i + 64));
+        _mm256_storeu_si256((__m256i *)(xp + i), _mm256_loadu_si256((const __m256i *)(x + i)));
+        _mm256_storeu_si256((__m256i *)(xp + i + 32), b);
+        _mm256_storeu_si256((__m256i *)(xp + i + 64), a);
+        _mm256_storeu_si256((__m256i *)(xp + i + 96), _mm256_loadu_si256((const __m256i *)(x + i + 96)));
+    }
+}
+
+/* xp: x's values in q4_k_xperm's order (Q4_K only), or NULL. */
+AI float pk_row_decode(uint32_t type, const uint8_t *w, const uint8_t *x, const uint8_t *xp, int64_t n)
 {
     const size_t bb = block_bytes_of(type);
     const float *dx = qact_d(x, n);
     const int16_t *bsums = qact_bsums(x, n);
     const int64_t nb = n / QK_K;
+    const bool perm = xp != NULL;
+    const uint8_t *xv = perm ? xp : x;
     float acc = 0.0f;
     int64_t b0 = 0;
     for (; b0 + PK_GROUP <= nb; b0 += PK_GROUP)
-        acc = pk_group(type, PK_GROUP, w, bb, x, dx, bsums, b0, acc);
+        acc = pk_group(type, PK_GROUP, w, bb, xv, dx, bsums, b0, acc, perm);
     switch (nb - b0) {
-    case 3: acc = pk_group(type, 3, w, bb, x, dx, bsums, b0, acc); break;
-    case 2: acc = pk_group(type, 2, w, bb, x, dx, bsums, b0, acc); break;
-    case 1: acc = pk_group(type, 1, w, bb, x, dx, bsums, b0, acc); break;
+    case 3: acc = pk_group(type, 3, w, bb, xv, dx, bsums, b0, acc, perm); break;
+    case 2: acc = pk_group(type, 2, w, bb, xv, dx, bsums, b0, acc, perm); break;
+    case 1: acc = pk_group(type, 1, w, bb, xv, dx, bsums, b0, acc, perm); break;
     default: break;
     }
     return acc;
@@ -1584,10 +1635,15 @@ static float q8_0_dot_q(const void *w, const void *xq, int64_t n)
 static void pk_dot_q_tile(const panel_kind_t *k, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs,
                           int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    if (n_x == 1)
+    if (n_x == 1 && k->type == TYPE_Q4_K && n <= PK_XPERM_MAX) {
+        _Alignas(64) uint8_t xp[PK_XPERM_MAX];
+        q4_k_xperm(xq, xp, n);
         for (int64_t r = 0; r < n_w; r++)
-            y[r] = pk_row_decode(k->type, (const uint8_t *)w + (size_t)r * ws, xq, n);
-    else
+            y[r] = pk_row_decode(TYPE_Q4_K, (const uint8_t *)w + (size_t)r * ws, xq, xp, n);
+    } else if (n_x == 1) {
+        for (int64_t r = 0; r < n_w; r++)
+            y[r] = pk_row_decode(k->type, (const uint8_t *)w + (size_t)r * ws, xq, NULL, n);
+    } else
         panel_drive(k, w, ws, n_w, xq, xs, n_x, y, ys, n);
 }
 
@@ -1605,12 +1661,12 @@ static void q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, 
 
 static float q4_k_pk_dot(const void *w, const void *xq, int64_t n)
 {
-    return pk_row_decode(TYPE_Q4_K, w, xq, n);
+    return pk_row_decode(TYPE_Q4_K, w, xq, NULL, n);
 }
 
 static float q6_k_pk_dot(const void *w, const void *xq, int64_t n)
 {
-    return pk_row_decode(TYPE_Q6_K, w, xq, n);
+    return pk_row_decode(TYPE_Q6_K, w, xq, NULL, n);
 }
 
 /* One block of bs values (see qact.h for the rule): 16 at a time, the
