@@ -1826,6 +1826,75 @@ AI void prefetch_slot(int NV, const float *p)
         _mm_prefetch((const char *)(p + LANES * i), _MM_HINT_T0);
 }
 
+/* Scores of KG positions x NQ queries into acc[kk * NQ + j] (zero past m
+ * positions), each k_t chunk 0 times q_j chunk 0, then an fma per chunk in
+ * order; `left` positions remain past these for kp to prefetch. Position by
+ * position (a key row at a time): the better order for 1 or 2 queries. */
+AI void attn_scores_by_position(int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
+                                attn_cursor_t *kp, int32_t left, __m512 acc[16])
+{
+#pragma GCC unroll 16
+    for (int kk = 0; kk < KG; kk++) {
+        if (kk >= m) {
+#pragma GCC unroll 4
+            for (int j = 0; j < NQ; j++)
+                acc[kk * NQ + j] = _mm512_setzero_ps();
+            continue;
+        }
+        const float *k = attn_next(kc);
+        if (kk < left)
+            prefetch_slot(NV, attn_next(kp));
+        __m512 k0 = _mm512_loadu_ps(k);
+#pragma GCC unroll 4
+        for (int j = 0; j < NQ; j++)
+            acc[kk * NQ + j] = _mm512_mul_ps(_mm512_loadu_ps(q[j]), k0);
+#pragma GCC unroll 16
+        for (int i = 1; i < NV; i++) {
+            __m512 ki = _mm512_loadu_ps(k + LANES * i);
+#pragma GCC unroll 4
+            for (int j = 0; j < NQ; j++)
+                acc[kk * NQ + j] = _mm512_fmadd_ps(_mm512_loadu_ps(q[j] + LANES * i), ki, acc[kk * NQ + j]);
+        }
+    }
+}
+
+/* The same products chunk by chunk, each query's chunk loaded once for the
+ * KG positions (4 queries: half the loads of the order above). */
+AI void attn_scores_by_chunk(int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
+                             attn_cursor_t *kp, int32_t left, __m512 acc[16])
+{
+    const float *kr[16];
+#pragma GCC unroll 16
+    for (int kk = 0; kk < KG; kk++) {
+        kr[kk] = NULL;
+        if (kk < m) {
+            kr[kk] = attn_next(kc);
+            if (kk < left)
+                prefetch_slot(NV, attn_next(kp));
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < NV; i++) {
+        __m512 qi[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < NQ; j++)
+            qi[j] = _mm512_loadu_ps(q[j] + LANES * i);
+#pragma GCC unroll 16
+        for (int kk = 0; kk < KG; kk++) {
+            if (kk >= m) {
+#pragma GCC unroll 4
+                for (int j = 0; j < NQ; j++)
+                    acc[kk * NQ + j] = _mm512_setzero_ps();
+                continue;
+            }
+            __m512 ki = _mm512_loadu_ps(kr[kk] + LANES * i);
+#pragma GCC unroll 4
+            for (int j = 0; j < NQ; j++)
+                acc[kk * NQ + j] = i == 0 ? _mm512_mul_ps(qi[j], ki) : _mm512_fmadd_ps(qi[j], ki, acc[kk * NQ + j]);
+        }
+    }
+}
+
 /* NV: head_dim / 16 (4, 8 or 16); NQ queries (1, 2 or 4), each with its own
  * order of operations fixed whatever NQ is:
  *   score(j, t): k_t chunk 0 times q_j chunk 0, then an fma per chunk, then
@@ -1863,29 +1932,10 @@ AI void attn_nq(int NV, int NQ, const float *const q[], const attn_kv_t *kv, int
     for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
         int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
         __m512 acc[16];
-#pragma GCC unroll 16
-        for (int kk = 0; kk < KG; kk++) {
-            if (kk >= m) {
-#pragma GCC unroll 4
-                for (int j = 0; j < NQ; j++)
-                    acc[kk * NQ + j] = _mm512_setzero_ps();
-                continue;
-            }
-            const float *k = attn_next(&kc);
-            if (t0 + KG + kk < n_max)
-                prefetch_slot(NV, attn_next(&kp));
-            __m512 k0 = _mm512_loadu_ps(k);
-#pragma GCC unroll 4
-            for (int j = 0; j < NQ; j++)
-                acc[kk * NQ + j] = _mm512_mul_ps(_mm512_loadu_ps(q[j]), k0);
-#pragma GCC unroll 16
-            for (int i = 1; i < NV; i++) {
-                __m512 ki = _mm512_loadu_ps(k + LANES * i);
-#pragma GCC unroll 4
-                for (int j = 0; j < NQ; j++)
-                    acc[kk * NQ + j] = _mm512_fmadd_ps(_mm512_loadu_ps(q[j] + LANES * i), ki, acc[kk * NQ + j]);
-            }
-        }
+        if (NQ == 4)
+            attn_scores_by_chunk(NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
+        else
+            attn_scores_by_position(NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
         __m512 s = _mm512_mul_ps(sum16x16(acc), _mm512_set1_ps(scale));
 #pragma GCC unroll 4
         for (int j = 0; j < NQ; j++) {
