@@ -156,6 +156,98 @@ static void attn_worker(void *arg, int ith, int nth)
     }
 }
 
+/* ---- per-row work between the products, split by rows across the pool ---- */
+
+/* Rows below this run on the calling thread: a hand-off costs more than a
+ * decode step's row of norms. */
+#define FWD_PAR_ROWS 8
+
+typedef enum {
+    ROWS_NORM,     /* xn = rmsnorm(x, norm) */
+    ROWS_ADD_NORM, /* x += add; then xn = rmsnorm(x, norm) unless norm is NULL */
+    ROWS_QK_STORE, /* q, k: per-head rmsnorm and RoPE; k and v into the cache */
+    ROWS_SWIGLU,   /* gate = silu(gate) * up */
+} rows_stage_t;
+
+typedef struct rows_job {
+    const fwd_ctx_t *ctx;
+    const kv_store_t *kv;
+    const fwd_batch_t *b;
+    int layer;
+    rows_stage_t stage;
+    const float *add;  /* ROWS_ADD_NORM: (n, hidden) */
+    const float *norm; /* ROWS_NORM, ROWS_ADD_NORM: the norm's weights */
+} rows_job_t;
+
+static void qk_store_row(const rows_job_t *job, int r)
+{
+    const fwd_ctx_t *ctx = job->ctx;
+    const kv_store_t *kv = job->kv;
+    const model_config_t *c = &ctx->model->cfg;
+    const model_layer_t *l = &ctx->model->layers[job->layer];
+    int hd = c->head_dim, half = hd / 2, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
+    const float *cos_r = ctx->rope_cos + (size_t)r * half, *sin_r = ctx->rope_sin + (size_t)r * half;
+    for (int h = 0; h < c->n_heads; h++) {
+        float *qh = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
+        ops_rmsnorm(qh, qh, l->q_norm, hd, c->rms_eps);
+        ops_rope_apply(qh, hd, cos_r, sin_r);
+    }
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        float *kh = ctx->k + (size_t)r * kv_dim + (size_t)h * hd;
+        ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
+        ops_rope_apply(kh, hd, cos_r, sin_r);
+    }
+    /* a block holds its slots head by head: (n_kv_heads, block_size, head_dim) */
+    int32_t pos = job->b->pos[r];
+    int32_t blk = job->b->block_tables[r][pos / kv->block_size];
+    size_t slot = (size_t)(pos % kv->block_size);
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
+        memcpy(kv_block_k(kv, job->layer, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+               (size_t)hd * sizeof(float));
+        memcpy(kv_block_v(kv, job->layer, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
+               (size_t)hd * sizeof(float));
+    }
+}
+
+/* A row's work never depends on which thread does it or how the rows are
+ * split, so the batch does not change a row's result. */
+static void rows_worker(void *arg, int ith, int nth)
+{
+    const rows_job_t *job = arg;
+    const fwd_ctx_t *ctx = job->ctx;
+    const model_config_t *c = &ctx->model->cfg;
+    size_t hidden = (size_t)c->hidden, ffn = (size_t)c->ffn;
+    long lo, hi;
+    pool_split(job->b->n_rows, ith, nth, &lo, &hi);
+    for (long r = lo; r < hi; r++) {
+        float *x = ctx->x + (size_t)r * hidden, *xn = ctx->xn + (size_t)r * hidden;
+        switch (job->stage) {
+        case ROWS_NORM: ops_rmsnorm(xn, x, job->norm, (int64_t)hidden, c->rms_eps); break;
+        case ROWS_ADD_NORM: {
+            const float *a = job->add + (size_t)r * hidden;
+            for (size_t i = 0; i < hidden; i++)
+                x[i] += a[i];
+            if (job->norm)
+                ops_rmsnorm(xn, x, job->norm, (int64_t)hidden, c->rms_eps);
+            break;
+        }
+        case ROWS_QK_STORE: qk_store_row(job, (int)r); break;
+        case ROWS_SWIGLU: ops_swiglu(ctx->gate + (size_t)r * ffn, ctx->up + (size_t)r * ffn, (int64_t)ffn); break;
+        }
+    }
+}
+
+static void run_rows(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int layer, rows_stage_t stage,
+                     const float *add, const float *norm)
+{
+    rows_job_t job = {ctx, kv, b, layer, stage, add, norm};
+    if (b->n_rows < FWD_PAR_ROWS)
+        rows_worker(&job, 0, 1);
+    else
+        pool_run(ctx->pool, rows_worker, &job);
+}
+
 static int check_batch(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, err_t *err)
 {
     const model_config_t *c = &ctx->model->cfg;
@@ -186,7 +278,6 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
     const model_config_t *c = &m->cfg;
     const type_traits_t *embd_type = type_traits(m->tok_embd.type);
     int n = b->n_rows, hd = c->head_dim, hidden = c->hidden;
-    int q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
 
     /* x = embed(token): dequantise the token's embedding row */
     for (int r = 0; r < n; r++) {
@@ -200,40 +291,18 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         ops_rope_table(hd, b->pos[r], c->rope_theta, ctx->rope_cos + (size_t)r * half,
                        ctx->rope_sin + (size_t)r * half);
 
+    /* the first layer's attention norm; each later one comes with the residual add before it */
+    run_rows(ctx, kv, b, 0, ROWS_NORM, NULL, m->layers[0].attn_norm);
     for (int li = 0; li < c->n_layers; li++) {
         const model_layer_t *l = &m->layers[li];
 
-        /* attention block: h = rmsnorm(x); q, k, v projections */
-        for (int r = 0; r < n; r++)
-            ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->attn_norm, hidden, c->rms_eps);
+        /* attention block: xn = rmsnorm(x) (above); q, k, v projections */
         const matrix_t *qkv[] = {&l->wq, &l->wk, &l->wv};
         float *const qkv_out[] = {ctx->q, ctx->k, ctx->v};
         ops_matmul_multi(ctx->pool, 3, qkv, qkv_out, ctx->xn, n, ctx->xq); /* h quantised once for all three */
 
         /* per-head RMSNorm on q and k (Qwen3's QK-norm), then RoPE; store k, v */
-        for (int r = 0; r < n; r++) {
-            for (int h = 0; h < c->n_heads; h++) {
-                float *qh = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
-                ops_rmsnorm(qh, qh, l->q_norm, hd, c->rms_eps);
-                ops_rope_apply(qh, hd, ctx->rope_cos + (size_t)r * half, ctx->rope_sin + (size_t)r * half);
-            }
-            for (int h = 0; h < c->n_kv_heads; h++) {
-                float *kh = ctx->k + (size_t)r * kv_dim + (size_t)h * hd;
-                ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
-                ops_rope_apply(kh, hd, ctx->rope_cos + (size_t)r * half, ctx->rope_sin + (size_t)r * half);
-            }
-            /* a block holds its slots head by head: (n_kv_heads, block_size, head_dim) */
-            int32_t pos = b->pos[r];
-            int32_t blk = b->block_tables[r][pos / kv->block_size];
-            size_t slot = (size_t)(pos % kv->block_size);
-            for (int h = 0; h < c->n_kv_heads; h++) {
-                size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
-                memcpy(kv_block_k(kv, li, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
-                       (size_t)hd * sizeof(float));
-                memcpy(kv_block_v(kv, li, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
-                       (size_t)hd * sizeof(float));
-            }
-        }
+        run_rows(ctx, kv, b, li, ROWS_QK_STORE, NULL, NULL);
 
         /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */
         int group = c->n_heads / c->n_kv_heads;
@@ -242,20 +311,16 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         pool_run(ctx->pool, attn_worker, &job);
         ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->q, n,
                            ctx->xq); /* q is free now: reuse it for Wo's output */
-        for (size_t i = 0; i < (size_t)n * hidden; i++)
-            ctx->x[i] += ctx->q[i];
 
-        /* feed-forward block: x += Wdown(silu(Wgate h) * Wup h) */
-        for (int r = 0; r < n; r++)
-            ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, l->ffn_norm, hidden, c->rms_eps);
+        /* feed-forward block: x += Wdown(silu(Wgate h) * Wup h), h = rmsnorm(x) */
+        run_rows(ctx, kv, b, li, ROWS_ADD_NORM, ctx->q, l->ffn_norm);
         const matrix_t *gate_up[] = {&l->w_gate, &l->w_up};
         float *const gate_up_out[] = {ctx->gate, ctx->up};
         ops_matmul_multi(ctx->pool, 2, gate_up, gate_up_out, ctx->xn, n, ctx->xq);
-        for (int r = 0; r < n; r++)
-            ops_swiglu(ctx->gate + (size_t)r * c->ffn, ctx->up + (size_t)r * c->ffn, c->ffn);
+        run_rows(ctx, kv, b, li, ROWS_SWIGLU, NULL, NULL);
         ops_matmul_scratch(ctx->pool, &l->w_down, ctx->gate, ctx->xn, n, ctx->xq);
-        for (size_t i = 0; i < (size_t)n * hidden; i++)
-            ctx->x[i] += ctx->xn[i];
+        /* x += the product, then the next layer's attention norm of x (xn is read per row before it is overwritten) */
+        run_rows(ctx, kv, b, li, ROWS_ADD_NORM, ctx->xn, li + 1 < c->n_layers ? m->layers[li + 1].attn_norm : NULL);
     }
 
     /* logits for the selected rows only: gather, final norm, output projection */
