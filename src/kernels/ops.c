@@ -17,6 +17,7 @@
  * computed, so they do not affect the results. */
 #define MATMUL_ROW_UNIT 4                 /* the smallest group of output rows a kernel takes */
 #define MATMUL_CHUNK 32                   /* output rows a thread takes at a time (a multiple of the unit) */
+#define MATMUL_DECODE_CHUNK 128           /* the same for a single activation row (fewer hand-outs, one call each) */
 #define MATMUL_W_BLOCK 32                 /* weight rows per block (two of the AVX-512 Q8_0 panels) */
 #define MATMUL_X_BLOCK_BYTES (1024 << 10) /* activation bytes per block (a 32-row panel is packed once per block) */
 
@@ -45,6 +46,7 @@ typedef struct matmul_job {
     int64_t n_in;
     uint8_t *xq; /* (n_rows, xq_stride) quantised activations; NULL: the f32 path */
     size_t xq_stride;
+    long chunk_rows;                     /* MATMUL_CHUNK, or MATMUL_DECODE_CHUNK for one activation row */
     long first_chunk[OPS_MULTI_MAX + 1]; /* matrix i's chunks are [first_chunk[i], first_chunk[i + 1]) */
     matmul_lane_t lane[POOL_MAX_THREADS];
 } matmul_job_t;
@@ -71,6 +73,10 @@ static void matmul_q_rows(const matmul_job_t *job, int i, long lo, long hi)
         for (long o = lo; o < hi; o++)
             for (int r = 0; r < job->n_rows; r++)
                 y[(size_t)r * n_out + o] = k->dot_q(base + (size_t)o * w->row_bytes, job->xq + (size_t)r * xs, w->n_in);
+        return;
+    }
+    if (job->n_rows == 1) { /* decode: the rows stream past the one activation row in one call */
+        k->dot_q_tile(base + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, job->xq, xs, 1, y + lo, n_out, w->n_in);
         return;
     }
     long x_block = (long)(MATMUL_X_BLOCK_BYTES / xs);
@@ -129,8 +135,8 @@ static void matmul_chunk(const matmul_job_t *job, long g)
     while (g >= job->first_chunk[i + 1])
         i++;
     const matrix_t *w = job->w[i];
-    long lo = (g - job->first_chunk[i]) * MATMUL_CHUNK;
-    long hi = lo + MATMUL_CHUNK < w->n_out ? lo + MATMUL_CHUNK : (long)w->n_out;
+    long lo = (g - job->first_chunk[i]) * job->chunk_rows;
+    long hi = lo + job->chunk_rows < w->n_out ? lo + job->chunk_rows : (long)w->n_out;
     if (job->xq)
         matmul_q_rows(job, i, lo, hi);
     else
@@ -187,9 +193,11 @@ static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
         else
             pool_run(pool, quantize_worker, job);
     }
+    job->chunk_rows = job->n_rows == 1 ? MATMUL_DECODE_CHUNK : MATMUL_CHUNK;
     job->first_chunk[0] = 0;
     for (int i = 0; i < job->n_mats; i++)
-        job->first_chunk[i + 1] = job->first_chunk[i] + (long)((job->w[i]->n_out + MATMUL_CHUNK - 1) / MATMUL_CHUNK);
+        job->first_chunk[i + 1] =
+            job->first_chunk[i] + (long)((job->w[i]->n_out + job->chunk_rows - 1) / job->chunk_rows);
     int nth = pool_size(pool);
     for (int t = 0; t < nth; t++) {
         long lo, hi;
