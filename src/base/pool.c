@@ -19,7 +19,7 @@ typedef struct worker {
  * sleeping hand-off would cost more than the work), then sleep on a condition
  * variable. Completion is a counter the caller spins on. */
 #define POOL_SPIN_ITERS 5000 /* pause loops (~0.3 ms) before a worker sleeps */
-#define POOL_WAIT_SPINS 100  /* caller pause loops between yields while waiting */
+#define POOL_WAIT_SPINS 1000 /* caller pause loops between yields while waiting */
 
 struct pool {
     int n_threads;
