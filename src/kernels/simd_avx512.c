@@ -1826,8 +1826,16 @@ AI void prefetch_slot(int NV, const float *p)
         _mm_prefetch((const char *)(p + LANES * i), _MM_HINT_T0);
 }
 
-/* Scores of KG positions x NQ queries into acc[kk * NQ + j] (zero past m
- * positions), each k_t chunk 0 times q_j chunk 0, then an fma per chunk in
+/* Zeros the scores of positions m..KG - 1 (past the context). */
+AI void attn_zero_tail(int NQ, int KG, int m, __m512 acc[16])
+{
+#pragma GCC unroll 16
+    for (int i = m * NQ; i < KG * NQ; i++)
+        acc[i] = _mm512_setzero_ps();
+}
+
+/* Scores of KG positions x NQ queries into acc[kk * NQ + j] (the first m
+ * positions; attn_zero_tail does the rest), each k_t chunk 0 times q_j chunk 0, then an fma per chunk in
  * order; `left` positions remain past these for kp to prefetch. Position by
  * position (a key row at a time): the better order for 1 or 2 queries. */
 AI void attn_scores_by_position(int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
@@ -1835,12 +1843,8 @@ AI void attn_scores_by_position(int NV, int NQ, int KG, int m, const float *cons
 {
 #pragma GCC unroll 16
     for (int kk = 0; kk < KG; kk++) {
-        if (kk >= m) {
-#pragma GCC unroll 4
-            for (int j = 0; j < NQ; j++)
-                acc[kk * NQ + j] = _mm512_setzero_ps();
+        if (kk >= m)
             continue;
-        }
         const float *k = attn_next(kc);
         if (kk < left)
             prefetch_slot(NV, attn_next(kp));
@@ -1881,12 +1885,8 @@ AI void attn_scores_by_chunk(int NV, int NQ, int KG, int m, const float *const q
             qi[j] = _mm512_loadu_ps(q[j] + LANES * i);
 #pragma GCC unroll 16
         for (int kk = 0; kk < KG; kk++) {
-            if (kk >= m) {
-#pragma GCC unroll 4
-                for (int j = 0; j < NQ; j++)
-                    acc[kk * NQ + j] = _mm512_setzero_ps();
+            if (kk >= m)
                 continue;
-            }
             __m512 ki = _mm512_loadu_ps(kr[kk] + LANES * i);
 #pragma GCC unroll 4
             for (int j = 0; j < NQ; j++)
@@ -1932,6 +1932,7 @@ AI void attn_nq(int NV, int NQ, const float *const q[], const attn_kv_t *kv, int
     for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
         int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
         __m512 acc[16];
+        attn_zero_tail(NQ, KG, m, acc);
         if (NQ == 4)
             attn_scores_by_chunk(NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
         else
