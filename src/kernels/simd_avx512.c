@@ -1469,9 +1469,9 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
 
 /* Decode: one weight row against one activation row. A and B of each
  * super-block are the panel's exact integers, reduced PK_GROUP blocks at a
- * time (the lane sums of 4 vectors interleave into one), and the row's sum
- * takes the panel's two float steps per super-block in scalar registers:
- * the same bits. */
+ * time (the lane sums of 4 vectors interleave into one); the panel's float
+ * step, acc + (A d dx - B dm dx), then runs as PK_GROUP lanes and the adds
+ * in super-block order: the same bits. */
 AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8_t *x, const float *dx,
                   const int16_t *bsums, int64_t b0, float acc, bool perm)
 {
@@ -1835,9 +1835,10 @@ AI void attn_zero_tail(int NQ, int KG, int m, __m512 acc[16])
 }
 
 /* Scores of KG positions x NQ queries into acc[kk * NQ + j] (the first m
- * positions; attn_zero_tail does the rest), each k_t chunk 0 times q_j chunk 0, then an fma per chunk in
- * order; `left` positions remain past these for kp to prefetch. Position by
- * position (a key row at a time): the better order for 1 or 2 queries. */
+ * positions; attn_zero_tail does the rest), each k_t chunk 0 times q_j
+ * chunk 0, then an fma per chunk in order; `left` positions remain past
+ * these for kp to prefetch. Position by position (a key row at a time):
+ * the better order for 1 or 2 queries. */
 AI void attn_scores_by_position(int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
                                 attn_cursor_t *kp, int32_t left, __m512 acc[16])
 {
