@@ -484,13 +484,20 @@ static const uint8_t q4_k_coef_idx[32]
 #undef SCX_IDX_H
 #undef SCX_IDX_Q
 
+/* The min coefficients (bytes 8-15 of broadcast q4_k_scale_bytes, each
+ * twice, as int16) that meet the activation's 16-value sums. */
+AI __m256i q4_k_coef(__m512i sm)
+{
+    return _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256((const __m256i *)q4_k_coef_idx));
+}
+
 AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
 {
     __m512i sm = _mm512_broadcast_i32x4(q4_k_scale_bytes(blk));
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
         k->scx[j] = _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_idx[j]));
-    k->coef = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256((const __m256i *)q4_k_coef_idx));
+    k->coef = q4_k_coef(sm);
     k->d = f16_at(blk);
     k->dm = f16_at(blk + 2);
     /* chunk j: qs[32j ..] low nibbles are values 64j + 0..31, high nibbles 64j + 32..63 */
@@ -1442,9 +1449,7 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
                                     _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_pidx[2 * i + 1])));
         }
         *a = s;
-        *bm = _mm256_madd_epi16(
-            _mm256_loadu_si256((const __m256i *)bsums),
-            _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256((const __m256i *)q4_k_coef_idx)));
+        *bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), q4_k_coef(sm));
         *d = f16_at(blk);
         *dm = f16_at(blk + 2);
         return;
