@@ -106,17 +106,32 @@ void sampler_accept(sampler_t *s, int32_t id)
     s->n_accepted++;
 }
 
-/* Step 1: s->l = the penalised logits (NaN as -inf). Returns the argmax,
- * the lowest id on ties (0 when every logit is -inf). */
+static bool mask_has(const uint32_t *mask, int i)
+{
+    return (mask[i >> 5] >> (i & 31)) & 1u;
+}
+
+static int32_t first_allowed(const uint32_t *mask, int vocab)
+{
+    for (int i = 0; i < vocab; i++)
+        if (mask_has(mask, i))
+            return i;
+    return 0;
+}
+
+/* Step 1: s->l = the penalised logits (NaN and masked-out tokens as -inf).
+ * Returns the argmax, the lowest id on ties (0, or the first allowed token
+ * under a mask, when every logit is -inf). */
 static int32_t penalise(sampler_t *s, const float *logits)
 {
     const float r = s->p.repetition_penalty, freq = s->p.frequency_penalty, pres = s->p.presence_penalty;
     const bool has_rep = r != 1.0f, has_counts = s->n_accepted > 0 && (freq != 0.0f || pres != 0.0f);
+    const uint32_t *mask = s->mask;
     float *l = s->l, max = -INFINITY;
-    int32_t best = 0;
+    int32_t best = mask ? first_allowed(mask, s->vocab) : 0;
     for (int i = 0; i < s->vocab; i++) {
         float v = logits[i];
-        if (isnan(v))
+        if (isnan(v) || (mask && !mask_has(mask, i)))
             v = -INFINITY;
         if (has_rep && s->seen[i])
             v = v > 0.0f ? v / r : v * r;
@@ -144,7 +159,7 @@ static double weigh(sampler_t *s, int32_t best)
     double sum = 0.0;
     if (isinf(lmax)) {
         for (int i = 0; i < s->vocab; i++) {
-            w[i] = l[i] == lmax ? 1.0f : 0.0f;
+            w[i] = l[i] == lmax && (!s->mask || mask_has(s->mask, i)) ? 1.0f : 0.0f;
             sum += w[i];
         }
     } else {
@@ -323,6 +338,21 @@ static double prepare(sampler_t *s, const float *logits)
         sum += s->w[i];
     }
     return sum;
+}
+
+int32_t sampler_sample_masked(sampler_t *s, const float *logits, const uint32_t *mask)
+{
+    s->mask = mask;
+    int32_t id = sampler_sample(s, logits);
+    s->mask = NULL;
+    return id;
+}
+
+void sampler_distribution_masked(sampler_t *s, const float *logits, const uint32_t *mask, double *probs)
+{
+    s->mask = mask;
+    sampler_distribution(s, logits, probs);
+    s->mask = NULL;
 }
 
 int32_t sampler_sample(sampler_t *s, const float *logits)

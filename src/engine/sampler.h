@@ -72,6 +72,7 @@ typedef struct sampler {
     float *l;             /* (vocab) scratch: penalised logits */
     float *w;             /* (vocab) scratch: unnormalised probabilities, 1 at the maximum */
     sampler_cand_t *cand; /* (vocab) scratch: candidates being ranked */
+    const uint32_t *mask; /* during a masked call: bit (id & 31) of mask[id >> 5] set = allowed */
 } sampler_t;
 
 /* Validates every field (the message names the one at fault) and allocates
@@ -88,6 +89,13 @@ void sampler_accept(sampler_t *s, int32_t id);                       /* a genera
 
 /* Draws the next token (one uniform from the generator unless greedy). */
 int32_t sampler_sample(sampler_t *s, const float *logits);
+/* The same with a token mask (structured output): a token whose bit is
+ * clear counts as a -inf logit before every other step, so masks combine
+ * with every penalty and filter; the draw only ever picks an allowed token
+ * (the first allowed one if every allowed logit is -inf). mask must allow
+ * at least one token. */
+int32_t sampler_sample_masked(sampler_t *s, const float *logits, const uint32_t *mask);
+void sampler_distribution_masked(sampler_t *s, const float *logits, const uint32_t *mask, double *probs);
 /* The final distribution the next sample would be drawn from (after
  * penalties, temperature, filters), for tests and speculative verification:
  * writes probabilities summing to 1 into probs[vocab] (0 for filtered

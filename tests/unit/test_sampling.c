@@ -395,6 +395,63 @@ static void test_full_vocabulary_tail(void **state)
     free(logits), free(all), free(probs);
 }
 
+/* A token mask (structured output) removes tokens before everything else:
+ * greedy, every filter and the draw only ever see allowed tokens, and the
+ * distribution renormalises over them; with every allowed logit -inf the
+ * first allowed token is the answer, never a masked one. */
+static void test_token_mask(void **state)
+{
+    (void)state;
+    enum { V = 70 };
+    float logits[V];
+    for (int i = 0; i < V; i++)
+        logits[i] = (float)(V - i) * 0.1f; /* token 0 is the favourite */
+    uint32_t mask[(V + 31) / 32] = {0};
+    const int allowed[] = {5, 33, 64};
+    for (int i = 0; i < 3; i++)
+        mask[allowed[i] >> 5] |= 1u << (allowed[i] & 31);
+    sampler_params_t p = sampler_params_default();
+    sampler_t s;
+    assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+    assert_int_equal(sampler_sample_masked(&s, logits, mask), 5); /* greedy: the best allowed */
+    assert_int_equal(sampler_sample(&s, logits), 0);              /* the mask was for one call only */
+    sampler_free(&s);
+
+    p.temperature = 1.5f;
+    p.top_k = 2;
+    p.seed = 7;
+    assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+    double probs[V];
+    sampler_distribution_masked(&s, logits, mask, probs);
+    double sum = 0.0;
+    for (int i = 0; i < V; i++) {
+        if (i != 5 && i != 33)
+            assert_true(probs[i] == 0.0); /* masked, or cut by top_k among the allowed */
+        sum += probs[i];
+    }
+    assert_true(fabs(sum - 1.0) < 1e-9 && probs[33] > 0.0);
+    for (int k = 0; k < 200; k++) {
+        int32_t id = sampler_sample_masked(&s, logits, mask);
+        assert_true(id == 5 || id == 33);
+    }
+    sampler_free(&s);
+
+    for (int i = 0; i < V; i++)
+        logits[i] = -INFINITY;
+    logits[0] = 1.0f; /* only a masked token is finite */
+    p = sampler_params_default();
+    assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+    assert_int_equal(sampler_sample_masked(&s, logits, mask), 5);
+    sampler_free(&s);
+    p.temperature = 1.0f;
+    assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+    for (int k = 0; k < 50; k++) {
+        int32_t id = sampler_sample_masked(&s, logits, mask);
+        assert_true(id == 5 || id == 33 || id == 64); /* the allowed share the mass equally */
+    }
+    sampler_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_draws_follow_distribution),
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_full_vocabulary_tail),
+        cmocka_unit_test(test_token_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
