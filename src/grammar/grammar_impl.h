@@ -1,0 +1,103 @@
+/* Inside the grammar engine (grammar.c, mask.c): the flattened grammar, the
+ * interned stack nodes and the lazily built DFA over stack sets.
+ *
+ * A position is an index into elems[]. A stack is a chain of stack nodes
+ * (pos, parent), hash-consed so that equal stacks are one node id; node 0
+ * is the empty stack. A matcher state is a DFA state: the sorted set of
+ * node ids whose tops sit on byte sets, plus whether the root can end.
+ * DFA states are interned by content, so a state id names a stack set and
+ * transitions (state, byte) -> state are cached for the grammar's life. */
+#ifndef SPLASH_GRAMMAR_IMPL_H
+#define SPLASH_GRAMMAR_IMPL_H
+
+#include <stdatomic.h>
+
+#include "grammar/grammar.h"
+
+/* elems[] encoding */
+#define GR_EL_END 0x7fffffffu /* end of an alternative */
+#define GR_EL_SET 0x80000000u /* bit set: byte set (low bits: index into sets) */
+/* otherwise: reference to rule (value) */
+
+#define GR_DS_UNKNOWN 0xffffffffu /* transition not computed yet */
+#define GR_DS_DEAD 0xfffffffeu    /* the byte is refused */
+
+#define GR_MAX_CLOSURE (1u << 16) /* (pos, parent) pairs visited in one transition: beyond, refused */
+
+typedef struct gr_dstate {
+    uint32_t tops_off, n_tops; /* stack nodes in g->tops[tops_off ..] */
+    uint32_t *next;            /* (256) successor per byte, GR_DS_*; NULL until first step */
+    uint8_t allowed[32];       /* bytes some top accepts */
+    uint8_t self[32];          /* L(S): bytes b with step(S, b) == S; valid when has_self */
+    bool can_end, has_self;
+    int32_t mask_slot; /* entry in the mask cache, -1 */
+} gr_dstate_t;
+
+typedef struct gr_mask_entry {
+    uint32_t *mask; /* (mask words) */
+    int32_t count, only;
+} gr_mask_entry_t;
+
+struct grammar {
+    atomic_int refs;
+    /* flattened form: rule r's alternatives are alt_start[rule_alt_lo[r] .. rule_alt_lo[r + 1]) */
+    uint32_t *elems;
+    uint32_t n_elems;
+    uint32_t *rule_alt_lo; /* (n_rules + 1) */
+    uint32_t *alt_start;   /* (n_alts) first element of each alternative */
+    uint32_t n_rules, n_alts;
+    uint8_t (*sets)[32]; /* (n_sets) */
+    uint32_t n_sets;
+    /* stack nodes: node i is (node_pos[i], node_parent[i]); 0 is the empty stack */
+    uint32_t *node_pos, *node_parent;
+    uint32_t n_nodes, cap_nodes;
+    uint32_t *node_table; /* open addressing over node ids, 0 = free */
+    uint32_t node_table_cap;
+    /* DFA states */
+    gr_dstate_t *ds;
+    uint32_t n_ds, cap_ds;
+    uint32_t *ds_table; /* open addressing over state id + 1, 0 = free */
+    uint32_t ds_table_cap;
+    uint32_t *tops; /* node ids of all states */
+    uint32_t n_tops, cap_tops;
+    uint32_t start, done; /* the start state; the state after an end-of-generation token */
+    /* closure scratch (reused, no allocation when warm) */
+    uint64_t *visit_key;
+    uint32_t *visit_gen, gen;
+    uint64_t *work;
+    uint32_t n_work, cap_work;
+    uint32_t *out;
+    uint32_t n_out, cap_out;
+    /* mask cache (mask.c) */
+    const gr_vocab_t *mask_vocab; /* the vocabulary the cached masks are for */
+    gr_mask_entry_t *masks;
+    uint32_t n_masks, cap_masks;
+    size_t mask_bytes;
+    uint32_t *walk; /* (cap_walk) state per trie depth during a mask walk */
+    uint32_t cap_walk;
+    gr_cache_stats_t stats;
+};
+
+struct gr_state {
+    grammar_t *g;
+    uint32_t ds;
+};
+
+uint32_t gr_step_slow(grammar_t *g, uint32_t s, uint8_t b);
+const uint8_t *gr_self_set(grammar_t *g, uint32_t s); /* L(S), computed on first use */
+void gr_mask_cache_clear(grammar_t *g);               /* mask.c */
+
+static inline uint32_t gr_step(grammar_t *g, uint32_t s, uint8_t b)
+{
+    const uint32_t *nx = g->ds[s].next;
+    if (nx && nx[b] != GR_DS_UNKNOWN)
+        return nx[b];
+    return gr_step_slow(g, s, b);
+}
+
+static inline bool gr_set_has(const uint8_t set[32], uint8_t b)
+{
+    return (set[b >> 3] >> (b & 7)) & 1;
+}
+
+#endif
