@@ -19,6 +19,13 @@
 #define GR_JSON_MAX_WS 4            /* GR_JSON_WS_FLEX: whitespace bytes allowed at one place */
 #define GR_JSON_MAX_SCHEMA_DEPTH 64 /* nesting of subschemas (recursion through $ref is not nesting) */
 #define GR_JSON_MAX_POINTER 256     /* bytes of the JSON pointer in error messages */
+/* minLength / maxLength / minItems / maxItems are compiled exactly up to
+ * this count; a larger maximum is lowered to it (output stays valid, only
+ * shorter), a larger minimum is refused. */
+#define GR_JSON_MAX_BOUND 1000
+/* With additionalProperties allowed, extra keys are any string but the
+ * listed names; a listed name longer than this (code points) is refused. */
+#define GR_JSON_MAX_EXCLUDED_KEY 256
 
 typedef enum gr_json_ws {
     GR_JSON_WS_COMPACT = 0,
