@@ -25,6 +25,7 @@ static const command_t commands[] = {
     {"tokenize", cmd_tokenize, "text to token ids with the model's tokenizer (also JSON lines, --bench)"},
     {"detokenize", cmd_detokenize, "token ids to text"},
     {"template", cmd_template, "render a conversation with the Qwen3 chat template"},
+    {"grammar", cmd_grammar, "constrained decoding: bench (mask cost of a grammar over a model's vocabulary)"},
 };
 
 static void usage(FILE *f)
