@@ -87,6 +87,12 @@ static int blocks_for(int n_tokens, int block_size)
     return (n_tokens + block_size - 1) / block_size;
 }
 
+int engine_max_drafts(const engine_config_t *c)
+{
+    int speculative = c->draft_mode ? c->draft_max : 0;
+    return speculative > ENGINE_MAX_FORCED ? speculative : ENGINE_MAX_FORCED;
+}
+
 int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan, err_t *err)
 {
     const model_config_t *mc = &m->cfg;
@@ -129,7 +135,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->kv_per_block = kv_store_bytes(mc->n_layers, 1, KV_BLOCK_SIZE, kv_dim);
     if (dm) /* the draft model's KV lives in the same blocks */
         plan->kv_per_block += kv_store_bytes(dm->cfg.n_layers, 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
-    int logit_rows = c->max_seqs * (1 + (c->draft_mode ? c->draft_max : 0)) + c->prompt_logit_rows;
+    int logit_rows = c->max_seqs * (1 + engine_max_drafts(c)) + c->prompt_logit_rows;
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
                     (uint64_t)c->max_seqs * mc->vocab * 24; /* samplers: candidates, scratch, token history */
@@ -181,6 +187,7 @@ static void req_free(engine_req_t *r)
     if (r->has_sampler)
         sampler_free(&r->sampler);
     stop_free(&r->stop);
+    masks_req_free(r);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
@@ -376,6 +383,7 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
     r->p.prompt = NULL;
     r->p.stop = NULL;
     r->p.cache_salt = NULL;
+    r->p.constraint = (constrain_spec_t){0}; /* the request's own state holds the grammar */
     r->n_prompt = r->n_tokens = p->n_prompt;
     r->tokens = malloc(((size_t)p->n_prompt + (size_t)p->max_tokens) * sizeof *r->tokens);
     r->table = malloc((size_t)blocks_for(p->n_prompt + p->max_tokens, KV_BLOCK_SIZE) * sizeof *r->table);
@@ -386,6 +394,11 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
         atomic_store(&r->refs, 1);
         req_unref(r);
         return ENGINE_E_NOMEM;
+    }
+    if (masks_req_init(e, r, &p->constraint, err)) {
+        atomic_store(&r->refs, 1);
+        req_unref(r);
+        return ENGINE_E_INVALID;
     }
     memcpy(r->tokens, p->prompt, (size_t)p->n_prompt * sizeof *r->tokens);
     detok_init(&r->detok, e->vocab);
@@ -487,6 +500,7 @@ static bool admit(engine_t *e, engine_req_t *r)
         e->cache_hit_tokens += (uint64_t)r->n_cached;
     }
     e->prompt_tokens += (uint64_t)r->n_prompt;
+    e->g_requests += r->masks != NULL;
     return true;
 }
 
@@ -754,6 +768,19 @@ static int draft_with_model(engine_t *e, int budget)
     return added;
 }
 
+/* The garble-drafts fault knob: a constrained request's middle draft is
+ * replaced by a pseudo-random token, so verification must stop there. */
+static void garble_drafts(engine_t *e)
+{
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->masks && r->n_drafts > 0 && !r->n_forced_drafts) {
+            uint32_t x = (uint32_t)r->n_tokens * 2654435761u;
+            r->drafts[r->n_drafts / 2] = (int32_t)((x >> 8) % (uint32_t)e->m->cfg.vocab);
+        }
+    }
+}
+
 /* Planning: how many rows each running sequence gets this step (decode: 1;
  * prefill: a chunk within the budget). Returns the row count. */
 static int plan_rows(engine_t *e)
@@ -767,7 +794,7 @@ static int plan_rows(engine_t *e)
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
         r->n_rows = r->phase == ENGINE_PHASE_DECODE && !(e->cfg.test_serialize_prefill && is_any_prefilling);
-        r->n_drafts = 0; /* drafts are planned afresh each step */
+        r->n_drafts = r->n_forced_drafts = 0; /* drafts are planned afresh each step */
         n += r->n_rows;
     }
     /* then prefill chunks, oldest admission first, within the budget */
@@ -791,9 +818,18 @@ static int plan_rows(engine_t *e)
      * step's verify width, the request's remaining output budget and the
      * rows left) */
     int reserved = 0; /* rows promised to the draft model's drafts */
+    /* tokens a grammar forces come first: they are drafts verification
+     * accepts by construction (jump-forward), whatever the speculation */
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->masks) {
+            int left = req_budget(e, r) - r->n_generated - 1;
+            n += masks_plan_forced(e, r, left < e->cfg.batch_tokens - n ? left : e->cfg.batch_tokens - n);
+        }
+    }
     for (int i = 0; i < e->n_running && e->step_width > 0; i++) {
         engine_req_t *r = e->running[i];
-        if (r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1)
+        if (r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1 || r->n_forced_drafts)
             continue;
         int k = e->step_width;
         int left = req_budget(e, r) - r->n_generated - 1; /* the correction token needs a slot too */
@@ -826,6 +862,10 @@ static int plan_rows(engine_t *e)
         n += draft_with_model(e, e->cfg.batch_tokens);
         TRACE_SPAN_END(e->cfg.trace, TRACE_DRAFT, e->loops);
     }
+    if (e->cfg.test_garble_drafts)
+        garble_drafts(e);
+    if (e->has_cvocab && e->cfg.test_garble_drafts != 2)
+        n -= masks_cut_drafts(e);
     return n;
 }
 
@@ -879,7 +919,7 @@ static void consume_rows(engine_t *e)
             if (r->p.prompt_logits)
                 memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
             if (pos == r->n_prompt - 1) {
-                r->sampled[0] = sampler_sample(&r->sampler, row);
+                r->sampled[0] = masks_sample(e, r, 0, row);
                 sampler_accept(&r->sampler, r->sampled[0]);
                 r->n_sampled = 1;
                 if (r->p.token_logits)
@@ -896,7 +936,7 @@ static void consume_rows(engine_t *e)
         r->n_sampled = 0;
         for (int j = 0; j <= k; j++) {
             const float *rj = e->logits + (size_t)(li + j) * vocab;
-            int32_t tok = sampler_sample(&r->sampler, rj);
+            int32_t tok = masks_sample(e, r, j, rj);
             sampler_accept(&r->sampler, tok);
             if (r->p.token_logits)
                 memcpy(r->p.token_logits + (size_t)(r->n_generated + j) * vocab, rj, (size_t)vocab * sizeof(float));
@@ -905,7 +945,7 @@ static void consume_rows(engine_t *e)
                 break;
             m++;
         }
-        if (k > 0) {
+        if (k > 0 && !r->n_forced_drafts) {
             /* positions past the first mismatch were never compared: censored */
             int n_verified = m < k ? m + 1 : k;
             spec_fitter_verify(&e->fitter, n_verified, m);
@@ -966,7 +1006,7 @@ static int apply_rows(engine_t *e)
         }
         /* the draft model's KV holds the drafts it was fed (d1..d(k-1)) as far
          * as they were accepted */
-        if (e->cfg.draft_mode == ENGINE_DRAFT_MODEL && r->n_drafts > 0) {
+        if (e->cfg.draft_mode == ENGINE_DRAFT_MODEL && r->n_drafts > 0 && !r->n_forced_drafts) {
             int fed_ok = n_accepted < r->n_drafts - 1 ? n_accepted : r->n_drafts - 1;
             r->n_draft_kv = t0 + fed_ok; /* positions before T, plus the accepted drafts it was fed */
         }
@@ -1021,6 +1061,7 @@ static void step(engine_t *e, uint64_t loop)
     TRACE_SPAN_BEGIN(tr, TRACE_PREPARATION, loop);
     prepare_rows(e, &n_decode, &n_chunks);
     TRACE_SPAN_END(tr, TRACE_PREPARATION, loop);
+    masks_post(e, loop); /* the mask worker runs beside the forward */
 
     int n_verify = 0, max_drafts = 0;
     for (int i = 0; i < e->n_running; i++) {
@@ -1048,6 +1089,7 @@ static void step(engine_t *e, uint64_t loop)
             ;
     }
     TRACE_SPAN_END(tr, TRACE_FORWARD, loop);
+    masks_wait(e, loop);
     e->steps++;
     e->decode_rows += (uint64_t)n_decode;
     e->verify_rows += (uint64_t)n_verify;
@@ -1158,6 +1200,13 @@ static void publish(engine_t *e)
         s->fitter_cost_ns[w] = spec_fitter_cost(&e->fitter, w);
         s->fitter_expected[w] = spec_fitter_expected(&e->fitter, w);
     }
+    s->grammar_requests = e->g_requests;
+    s->grammar_masks = e->g_masks;
+    s->grammar_mask_ns = e->g_mask_ns;
+    s->grammar_mask_p99_ns = masks_p99_ns(e);
+    s->grammar_wait_ns = e->g_wait_ns;
+    s->grammar_forced = e->g_forced;
+    s->grammar_drafts_cut = e->g_cut;
     pthread_mutex_unlock(&e->snap_mu);
 }
 
@@ -1272,7 +1321,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     pthread_mutex_init(&e->snap_mu, NULL);
     const model_config_t *mc = &m->cfg;
     int rows = c->batch_tokens, n_info = c->max_seqs + c->queue_size;
-    e->logit_rows = c->max_seqs * (1 + (c->draft_mode ? c->draft_max : 0)) + c->prompt_logit_rows;
+    e->logit_rows = c->max_seqs * (1 + engine_max_drafts(c)) + c->prompt_logit_rows;
     spec_fitter_init(&e->fitter, c->draft_mode ? c->draft_max : 0);
     e->logits = malloc((size_t)e->logit_rows * mc->vocab * sizeof(float));
     e->running = calloc((size_t)c->max_seqs, sizeof *e->running);
@@ -1291,7 +1340,8 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     }
     if (!(e->pool = pool_create(c->n_threads, err)) || fwd_ctx_init(&e->fwd, m, e->pool, rows, plan.max_context, err) ||
         kv_store_init(&e->kv, mc->n_layers, plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
-        blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) || draft_init(e, &plan, err)) {
+        blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) || draft_init(e, &plan, err) ||
+        masks_engine_init(e, err)) {
         err_prefix(err, "engine: ");
         engine_destroy(e);
         return NULL;
@@ -1324,6 +1374,7 @@ void engine_destroy(engine_t *e)
         pthread_mutex_unlock(&e->mu);
         pthread_join(e->thread, NULL);
     }
+    masks_engine_free(e);
     blk_pool_free(&e->blocks);
     kv_store_free(&e->kv);
     kv_store_free(&e->dkv);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "engine/constrain.h"
 #include "engine/sampler.h"
 #include "engine/spec.h"
 #include "engine/stop.h"
@@ -58,6 +59,8 @@ typedef struct engine_config {
     bool test_ignore_cache_salt; /* every request shares one prefix namespace */
     bool test_serialize_prefill; /* no decode rows while any sequence prefills */
     bool test_truncate_output;   /* end at half of max_tokens (reported as "length") */
+    int test_garble_drafts;      /* 1: a constrained request's middle draft becomes a token the grammar is unlikely
+                                    to allow (planning cuts it); 2: the same, and verification meets it uncut */
 } engine_config_t;
 
 void engine_config_default(engine_config_t *c);
@@ -111,6 +114,9 @@ typedef struct engine_params {
      * positions are not recomputed, so such requests bypass the prefix cache). */
     float *token_logits;
     float *prompt_logits;
+    /* Structured output: a grammar the output must match (NULL: none); the
+     * engine takes its own reference, the caller keeps its own. */
+    constrain_spec_t constraint;
 } engine_params_t;
 
 typedef enum engine_status {
@@ -227,6 +233,14 @@ typedef struct engine_snapshot {
     uint64_t spec_width_hist[SPEC_MAX_DRAFT + 1]; /* widths the fitter ran */
     double fitter_cost_ns[SPEC_MAX_DRAFT + 1];    /* estimated step time by width */
     double fitter_expected[SPEC_MAX_DRAFT + 1];   /* expected committed tokens per sequence by width */
+    /* structured output */
+    uint64_t grammar_requests;    /* constrained requests admitted */
+    uint64_t grammar_masks;       /* token masks computed (cache hits included) */
+    uint64_t grammar_mask_ns;     /* time computing them, total */
+    uint64_t grammar_mask_p99_ns; /* 99th percentile of one mask's time (histogram bucket edge) */
+    uint64_t grammar_wait_ns;     /* engine time waiting for masks after the forward returned */
+    uint64_t grammar_forced;      /* tokens the grammar forced (taken without sampling) */
+    uint64_t grammar_drafts_cut;  /* drafts dropped before verification because the grammar refused them */
 } engine_snapshot_t;
 
 /* Fills *s, which must start zeroed (its active array is allocated on the

@@ -9,6 +9,7 @@
 
 #include "base/pool.h"
 #include "engine/blocks.h"
+#include "engine/constrain.h"
 #include "engine/engine.h"
 #include "engine/spec.h"
 #include "engine/stop.h"
@@ -16,6 +17,13 @@
 #include "model/kv.h"
 #include "text/detok.h"
 
+/* Mask time histogram: bucket 0 below 1 us, bucket i >= 1 from 2^((i-1)/4) us. */
+#define ENGINE_MASK_BUCKETS 64
+/* Grammar-forced tokens one sequence may take as drafts in one step
+ * (jump-forward), when speculation allows fewer. */
+#define ENGINE_MAX_FORCED 4
+/* Draft rows a sequence may add to a step: speculation's or forced ones. */
+int engine_max_drafts(const engine_config_t *c);
 #define ENGINE_MEMORY_SHARE 0.9 /* of MemAvailable, when --max-memory is not given */
 
 struct engine_req {
@@ -56,7 +64,14 @@ struct engine_req {
     sampler_t sampler;
     bool has_sampler;
     detok_t detok;
-    engine_req_t *q_next; /* admission queue link */
+    /* structured output (engine_masks.c): the constraint, and this step's
+     * row masks (row j: the next token after drafts 0..j-1) */
+    constrain_t con;
+    uint32_t *masks;                       /* (SPEC_MAX_DRAFT + 1, mask words) or NULL when unconstrained */
+    int32_t mask_only[SPEC_MAX_DRAFT + 1]; /* row j: the one allowed token (forced), or -1 */
+    bool is_masked[SPEC_MAX_DRAFT + 1];    /* row j has a mask this step */
+    int n_forced_drafts;                   /* leading drafts the grammar forces (jump-forward), not speculation */
+    engine_req_t *q_next;                  /* admission queue link */
 };
 
 struct engine {
@@ -112,6 +127,20 @@ struct engine {
     uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications;
     uint64_t spec_len_hist[SPEC_MAX_DRAFT + 1]; /* accepted drafts per verification */
     engine_req_info_t *scratch_info;            /* (max_seqs + queue_size) */
+    /* structured output (engine_masks.c) */
+    constrain_vocab_t cvocab;
+    bool has_cvocab;
+    uint32_t *mask_scratch; /* (mask words) planning's forced-token walk */
+    pthread_t mask_thread;  /* computes a step's masks while the forward runs */
+    bool has_mask_thread;
+    bool is_mask_posted; /* engine thread only: a job was posted this step */
+    pthread_mutex_t mask_mu;
+    pthread_cond_t mask_cv;
+    int mask_job;          /* under mask_mu: 0 idle, 1 posted, 2 done */
+    bool is_mask_stopping; /* under mask_mu */
+    uint64_t mask_loop;    /* the step a posted job belongs to (trace ids) */
+    uint64_t g_requests, g_masks, g_mask_ns, g_wait_ns, g_forced, g_cut; /* grammar counters */
+    uint64_t g_mask_hist[ENGINE_MASK_BUCKETS];
 
     /* published counters, under snap_mu */
     pthread_mutex_t snap_mu;
@@ -119,5 +148,17 @@ struct engine {
     engine_req_info_t *pub_active; /* (max_seqs + queue_size) */
     uint64_t snap_seq;
 };
+
+/* engine_masks.c: structured output inside the step (engine.c calls these) */
+int masks_engine_init(engine_t *e, err_t *err); /* the vocabulary masker and the mask worker */
+void masks_engine_free(engine_t *e);
+int masks_req_init(engine_t *e, engine_req_t *r, const constrain_spec_t *spec, err_t *err);
+void masks_req_free(engine_req_t *r);
+int masks_plan_forced(engine_t *e, engine_req_t *r, int room); /* forced drafts put in r->drafts */
+int masks_cut_drafts(engine_t *e);                             /* drafts the grammar refuses dropped; rows removed */
+void masks_post(engine_t *e, uint64_t loop);                   /* the worker starts this step's masks */
+void masks_wait(engine_t *e, uint64_t loop);                   /* and the engine waits for them after the forward */
+int32_t masks_sample(engine_t *e, engine_req_t *r, int row, const float *logits);
+uint64_t masks_p99_ns(const engine_t *e);
 
 #endif

@@ -209,6 +209,14 @@ void api_status(server_t *s, reply_t *r)
                                   "host_total_bytes", (json_int_t)total, "host_pressure",
                                   total ? 1.0 - (double)avail / (double)total : 0.0));
     json_object_set_new(st, "spec", spec_json(&snap));
+    json_object_set_new(st, "grammar",
+                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I}", "requests", (json_int_t)snap.grammar_requests,
+                                  "masks", (json_int_t)snap.grammar_masks, "mask_ns_total",
+                                  (json_int_t)snap.grammar_mask_ns, "mask_ns_p99", (json_int_t)snap.grammar_mask_p99_ns,
+                                  "mask_wait_ns_total", (json_int_t)snap.grammar_wait_ns, "mask_ns_per_token",
+                                  snap.grammar_masks ? (double)snap.grammar_mask_ns / (double)snap.grammar_masks : 0.0,
+                                  "forced_tokens", (json_int_t)snap.grammar_forced, "drafts_cut",
+                                  (json_int_t)snap.grammar_drafts_cut));
     trace_t *t = s->cfg.trace;
     json_object_set_new(st, "trace",
                         json_pack("{s:b,s:I,s:I,s:I}", "enabled", t != NULL, "capacity",

@@ -416,7 +416,8 @@ int tr_export_chrome(const tr_capture_t *c, const char *path, err_t *err)
             c->schema, c->build);
     fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"splash\"}},\n"
                "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"engine\"}},\n"
-               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"callers\"}}");
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"callers\"}},\n"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":2,\"args\":{\"name\":\"mask worker\"}}");
     for (size_t i = 0; i < c->n_ev; i++) {
         const tr_event_t *e = &c->ev[i];
         double ts = (e->t_ns - t0) / 1e3; /* microseconds */

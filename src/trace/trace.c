@@ -8,9 +8,9 @@
 
 #include "base/clock.h"
 
-static const char *const names[TRACE_N_NAMES] = {"step",    "admission", "planning",     "preparation", "forward",
-                                                 "consume", "apply",     "mask_initial", "mask_verify", "draft",
-                                                 "queued",  "started",   "first_token",  "done",        "cancelled"};
+static const char *const names[TRACE_N_NAMES] = {
+    "step",        "admission", "planning", "preparation", "forward", "consume",     "apply", "mask_initial",
+    "mask_verify", "mask_wait", "draft",    "queued",      "started", "first_token", "done",  "cancelled"};
 
 const char *trace_name_str(trace_name_t n)
 {

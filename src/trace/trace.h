@@ -44,6 +44,7 @@ typedef enum trace_name {
     TRACE_APPLY,
     TRACE_MASK_INITIAL,
     TRACE_MASK_VERIFY,
+    TRACE_MASK_WAIT,
     TRACE_DRAFT,
     TRACE_REQ_QUEUED,
     TRACE_REQ_STARTED,
@@ -77,7 +78,7 @@ typedef struct trace {
     atomic_uint_fast64_t written; /* slots whose event is fully written */
 } trace_t;
 
-enum { TRACE_TID_ENGINE = 0, TRACE_TID_CALLER = 1 };
+enum { TRACE_TID_ENGINE = 0, TRACE_TID_CALLER = 1, TRACE_TID_MASK = 2 }; /* 2: the structured-output mask worker */
 
 /* A bounded sink of capacity events, allocated and touched once now. */
 trace_t *trace_create(uint64_t capacity, err_t *err);
