@@ -867,7 +867,8 @@ grammar_t *gr_build(gr_builder_t *b, int root, err_t *err)
     g->sets = malloc(((size_t)b->n_sets + 1) * 32);
     if (!g->sets)
         goto oom;
-    memcpy(g->sets, b->sets, (size_t)b->n_sets * 32);
+    if (b->n_sets)
+        memcpy(g->sets, b->sets, (size_t)b->n_sets * 32);
     g->n_sets = b->n_sets;
     nullable = calloc(g->n_rules, sizeof *nullable);
     productive = calloc(g->n_rules, sizeof *productive);
@@ -1080,7 +1081,7 @@ static int intern_state(grammar_t *g, const uint32_t *tops, uint32_t n, bool can
     uint32_t mask = g->ds_table_cap - 1, h = (uint32_t)state_hash(tops, n, can_end) & mask;
     while (g->ds_table[h]) {
         const gr_dstate_t *d = &g->ds[g->ds_table[h] - 1];
-        if (d->n_tops == n && d->can_end == can_end && !memcmp(g->tops + d->tops_off, tops, n * sizeof *tops)) {
+        if (d->n_tops == n && d->can_end == can_end && (!n || !memcmp(g->tops + d->tops_off, tops, n * sizeof *tops))) {
             *id = g->ds_table[h] - 1;
             return 0;
         }
@@ -1114,7 +1115,8 @@ static uint32_t closure_finish(grammar_t *g, closure_t *c)
     uint32_t id;
     if (c->is_failed || g->n_out > GR_MAX_STACKS || (g->n_out == 0 && !c->can_end))
         return GR_DS_DEAD;
-    qsort(g->out, g->n_out, sizeof *g->out, cmp_u32);
+    if (g->n_out)
+        qsort(g->out, g->n_out, sizeof *g->out, cmp_u32);
     if (intern_state(g, g->out, g->n_out, c->can_end, &id))
         return GR_DS_DEAD;
     return id;
