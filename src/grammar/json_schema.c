@@ -384,6 +384,8 @@ static int value_any(jc_t *c)
     if (c->value >= 0)
         return c->value;
     c->value = gr_declare(c->b, "json-value");
+    if (c->value < 0)
+        return -1; /* the builder failed */
     int alts[7] = {object_any(c),  array_any(c),    string_any(c), number_any(c),
                    lit(c, "true"), lit(c, "false"), lit(c, "null")};
     gr_define(c->b, c->value, gr_choice(c->b, alts, 7));
