@@ -836,6 +836,7 @@ static void grammar_free(grammar_t *g)
 }
 
 static uint32_t closure_start(grammar_t *g);
+static bool grow_visit(grammar_t *g);
 
 grammar_t *gr_build(gr_builder_t *b, int root, err_t *err)
 {
@@ -895,9 +896,7 @@ grammar_t *gr_build(gr_builder_t *b, int root, err_t *err)
     /* the start state */
     g->n_nodes = 1; /* node 0: the empty stack */
     g->gen = 1;
-    g->visit_key = malloc(2 * (size_t)GR_MAX_CLOSURE * sizeof *g->visit_key);
-    g->visit_gen = calloc(2 * (size_t)GR_MAX_CLOSURE, sizeof *g->visit_gen);
-    if (!g->visit_key || !g->visit_gen)
+    if (!grow_visit(g))
         goto oom;
     if (!grow((void **)&g->node_pos, &g->cap_nodes, 1, sizeof(uint32_t)))
         goto oom;
@@ -994,20 +993,52 @@ typedef struct closure {
     uint32_t n_visited;
 } closure_t;
 
+/* Doubles the visited set, keeping this closure's entries. */
+static bool grow_visit(grammar_t *g)
+{
+    uint32_t nc = g->visit_cap ? g->visit_cap * 2 : 1024;
+    uint64_t *keys = malloc((size_t)nc * sizeof *keys);
+    uint32_t *gens = calloc(nc, sizeof *gens);
+    if (!keys || !gens) {
+        free(keys);
+        free(gens);
+        return false;
+    }
+    for (uint32_t i = 0; i < g->visit_cap; i++)
+        if (g->visit_gen[i] == g->gen) {
+            uint32_t h = (uint32_t)mix64(g->visit_key[i]) & (nc - 1);
+            while (gens[h] == g->gen)
+                h = (h + 1) & (nc - 1);
+            gens[h] = g->gen;
+            keys[h] = g->visit_key[i];
+        }
+    free(g->visit_key);
+    free(g->visit_gen);
+    g->visit_key = keys;
+    g->visit_gen = gens;
+    g->visit_cap = nc;
+    return true;
+}
+
 /* Queues (pos, parent) unless this closure has seen it. */
 static void visit(grammar_t *g, closure_t *c, uint32_t pos, uint32_t parent)
 {
     uint64_t key = ((uint64_t)pos << 32) | parent;
-    uint32_t mask = 2 * GR_MAX_CLOSURE - 1, h = (uint32_t)mix64(key) & mask;
+    if ((c->n_visited + 1) * 2 > g->visit_cap && (c->n_visited >= GR_MAX_CLOSURE || !grow_visit(g))) {
+        c->is_failed = true;
+        return;
+    }
+    uint32_t mask = g->visit_cap - 1, h = (uint32_t)mix64(key) & mask;
     while (g->visit_gen[h] == g->gen) {
         if (g->visit_key[h] == key)
             return;
         h = (h + 1) & mask;
     }
-    if (++c->n_visited >= GR_MAX_CLOSURE || !grow((void **)&g->work, &g->cap_work, g->n_work + 1, sizeof(uint64_t))) {
+    if (!grow((void **)&g->work, &g->cap_work, g->n_work + 1, sizeof(uint64_t))) {
         c->is_failed = true;
         return;
     }
+    c->n_visited++;
     g->visit_gen[h] = g->gen;
     g->visit_key[h] = key;
     g->work[g->n_work++] = key;
@@ -1127,7 +1158,7 @@ static void closure_begin(grammar_t *g, closure_t *c)
     memset(c, 0, sizeof *c);
     g->n_work = g->n_out = 0;
     if (++g->gen == 0) { /* wrapped: forget every stamp */
-        memset(g->visit_gen, 0, 2 * (size_t)GR_MAX_CLOSURE * sizeof *g->visit_gen);
+        memset(g->visit_gen, 0, (size_t)g->visit_cap * sizeof *g->visit_gen);
         g->gen = 1;
     }
 }

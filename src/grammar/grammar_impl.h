@@ -63,7 +63,7 @@ struct grammar {
     uint32_t start, done; /* the start state; the state after an end-of-generation token */
     /* closure scratch (reused, no allocation when warm) */
     uint64_t *visit_key;
-    uint32_t *visit_gen, gen;
+    uint32_t *visit_gen, gen, visit_cap; /* open addressing, stamped with the closure's gen */
     uint64_t *work;
     uint32_t n_work, cap_work;
     uint32_t *out;
