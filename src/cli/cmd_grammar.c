@@ -165,9 +165,10 @@ static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
     size_t words = gr_vocab_mask_words(gv);
     uint32_t *mask = malloc(words * sizeof *mask);
     int64_t *ns = malloc((size_t)o->steps * sizeof *ns), *allowed = malloc((size_t)o->steps * sizeof *allowed);
+    int64_t *miss_ns = malloc((size_t)o->steps * sizeof *miss_ns), n_miss = 0; /* steps the cache missed */
     gr_state_t *s = gr_state_new(g);
     int rc = 0;
-    if (!mask || !ns || !allowed || !s) {
+    if (!mask || !ns || !allowed || !miss_ns || !s) {
         rc = err_set(err, "out of memory");
         goto out;
     }
@@ -176,9 +177,15 @@ static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
     int64_t per_walk = (o->steps + o->walks - 1) / o->walks, in_walk = 0, n_done = 0, n_stuck = 0, n_forced = 0;
     for (int64_t step = 0; step < o->steps; step++) {
         int32_t only;
+        gr_cache_stats_t before;
+        gr_cache_stats(g, &before);
         int64_t m0 = clock_now_ns();
         int n = gr_mask(s, gv, mask, &only);
         ns[step] = clock_now_ns() - m0;
+        gr_cache_stats_t after;
+        gr_cache_stats(g, &after);
+        if (after.hits == before.hits)
+            miss_ns[n_miss++] = ns[step];
         allowed[step] = n;
         n_forced += only >= 0;
         int32_t id = -1;
@@ -222,20 +229,22 @@ static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
     }
     qsort(ns, (size_t)n, sizeof *ns, cmp_i64);
     qsort(allowed, (size_t)n, sizeof *allowed, cmp_i64);
+    qsort(miss_ns, (size_t)n_miss, sizeof *miss_ns, cmp_i64);
+    double miss_med = n_miss ? pct_us(miss_ns, n_miss, 0.5) : 0, miss_p99 = n_miss ? pct_us(miss_ns, n_miss, 0.99) : 0;
     double hit_rate = cs.lookups ? (double)cs.hits / (double)cs.lookups : 0;
     const char *what = o->gbnf ? o->gbnf : o->schema ? o->schema : "json-object";
     if (o->is_json) {
-        json_t *j =
-            json_pack("{s:s, s:i, s:f, s:f, s:I, s:I, s:{s:f, s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I, s:f}, "
-                      "s:I, s:I, s:I, s:{s:I, s:I, s:f, s:I, s:I, s:I}}",
-                      "grammar", what, "vocab", v->n_tokens, "vocab_ms", vocab_ms, "compile_ms", compile_ms, "steps",
-                      (json_int_t)n, "walks", (json_int_t)o->walks, "mask_us", "median", pct_us(ns, n, 0.5), "p90",
-                      pct_us(ns, n, 0.9), "p99", pct_us(ns, n, 0.99), "max", ns[n - 1] / 1e3, "mean", mean_us,
-                      "allowed", "min", (json_int_t)allowed[0], "median", (json_int_t)allowed[n / 2], "max",
-                      (json_int_t)allowed[n - 1], "mean", mean_allowed, "forced", (json_int_t)n_forced, "walks_done",
-                      (json_int_t)n_done, "stuck", (json_int_t)n_stuck, "cache", "lookups", (json_int_t)cs.lookups,
-                      "hits", (json_int_t)cs.hits, "hit_rate", hit_rate, "entries", (json_int_t)cs.entries, "bytes",
-                      (json_int_t)cs.bytes, "clears", (json_int_t)cs.clears);
+        json_t *j = json_pack(
+            "{s:s, s:i, s:f, s:f, s:I, s:I, s:{s:f, s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I, s:f}, "
+            "s:I, s:I, s:I, s:{s:I, s:I, s:f, s:I, s:I, s:I}, s:{s:I, s:f, s:f}}",
+            "grammar", what, "vocab", v->n_tokens, "vocab_ms", vocab_ms, "compile_ms", compile_ms, "steps",
+            (json_int_t)n, "walks", (json_int_t)o->walks, "mask_us", "median", pct_us(ns, n, 0.5), "p90",
+            pct_us(ns, n, 0.9), "p99", pct_us(ns, n, 0.99), "max", ns[n - 1] / 1e3, "mean", mean_us, "allowed", "min",
+            (json_int_t)allowed[0], "median", (json_int_t)allowed[n / 2], "max", (json_int_t)allowed[n - 1], "mean",
+            mean_allowed, "forced", (json_int_t)n_forced, "walks_done", (json_int_t)n_done, "stuck",
+            (json_int_t)n_stuck, "cache", "lookups", (json_int_t)cs.lookups, "hits", (json_int_t)cs.hits, "hit_rate",
+            hit_rate, "entries", (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes, "clears", (json_int_t)cs.clears,
+            "miss_us", "count", (json_int_t)n_miss, "median", miss_med, "p99", miss_p99);
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         if (text)
             puts(text);
@@ -255,12 +264,14 @@ static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
                "clears\n",
                (long long)n_done, (long long)n_stuck, 100 * hit_rate, (unsigned long long)cs.lookups,
                (unsigned long long)cs.entries, cs.bytes / 1e6, (unsigned long long)cs.clears);
+        printf("cache misses alone: %lld, median %.1f us, p99 %.1f us\n", (long long)n_miss, miss_med, miss_p99);
     }
 out:
     gr_state_free(s);
     free(mask);
     free(ns);
     free(allowed);
+    free(miss_ns);
     grammar_unref(g);
     gr_vocab_free(gv);
     free(is_eog);
