@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "server/internal.h"
+#include "server/structured.h"
 #include "text/chat.h"
 
 #define API_MAX_TOKEN_IDS (1 << 20) /* token ids accepted in one prompt or /detokenize */
@@ -106,6 +107,7 @@ typedef struct gen_req {
     tok_ids_t ids;
     const char *prompt_param;     /* "messages" or "prompt": names the prompt in errors */
     const char *max_tokens_param; /* "max_tokens" or "max_completion_tokens", as the request named it */
+    structured_req_t sr;          /* response_format, grammar, tools: the constraint and the output parser's mode */
 } gen_req_t;
 
 static int check_model(server_t *s, const json_t *req, reply_t *r)
@@ -213,14 +215,6 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
             return -1;
         }
         g->p.cache_salt = json_string_value(v);
-    }
-    v = json_object_get(req, "response_format");
-    if (v && !json_is_null(v)) {
-        const json_t *t = json_is_object(v) ? json_object_get(v, "type") : NULL;
-        if (!t || !json_is_string(t) || strcmp(json_string_value(t), "text") != 0) {
-            reply_error(r, 400, "response_format", "only response_format {\"type\": \"text\"} is supported");
-            return -1;
-        }
     }
     v = json_object_get(req, "logprobs");
     if (v && !json_is_null(v) && !json_is_false(v) && !(json_is_integer(v) && json_integer_value(v) == 0)) {
@@ -372,15 +366,12 @@ out:
     return text;
 }
 
-static int check_tool_choice(const json_t *req, reply_t *r)
+/* chat_template_kwargs.enable_thinking: -1 absent, 0, 1 (render_chat validated it). */
+static int enable_thinking(const json_t *req)
 {
-    const json_t *tc = json_object_get(req, "tool_choice");
-    if (!tc || json_is_null(tc))
-        return 0;
-    if (json_is_string(tc) && (!strcmp(json_string_value(tc), "auto") || !strcmp(json_string_value(tc), "none")))
-        return 0;
-    reply_error(r, 400, "tool_choice", "only tool_choice \"auto\" and \"none\" are supported");
-    return -1;
+    const json_t *kw = json_object_get(req, "chat_template_kwargs");
+    const json_t *v = json_is_object(kw) ? json_object_get(kw, "enable_thinking") : NULL;
+    return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
 /* ---- submission and replies ---- */
@@ -455,8 +446,40 @@ static engine_req_t *submit(server_t *s, gen_req_t *g, reply_t *r)
     return NULL;
 }
 
+/* A whole chat answer parsed into reasoning, content and tool calls: the
+ * message OpenAI clients expect (content null when only calls came). */
+static json_t *chat_choice(const char *text, size_t len, const structured_req_t *sr, engine_finish_t finish)
+{
+    out_parser_t p;
+    out_delta_t d;
+    out_parser_init(&p, sr);
+    out_parser_feed(&p, text, len, true, &d);
+    json_t *msg = json_pack("{s:s}", "role", "assistant");
+    size_t n_content = d.n_content;
+    if (p.n_calls)
+        while (n_content && strchr(" \n\t\r", d.content[n_content - 1]))
+            n_content--; /* the blank line before a call */
+    if (p.n_calls && n_content == 0)
+        json_object_set_new(msg, "content", json_null());
+    else
+        json_object_set_new(msg, "content", text_json(d.content ? d.content : "", n_content));
+    if (d.reasoning)
+        json_object_set_new(msg, "reasoning_content", text_json(d.reasoning, d.n_reasoning));
+    if (p.n_calls) {
+        json_t *calls = json_array();
+        for (int i = 0; i < p.n_calls; i++)
+            json_array_append_new(calls, out_call_json(&p, i, false));
+        json_object_set_new(msg, "tool_calls", calls);
+    }
+    const char *why = p.n_calls && finish == ENGINE_FINISH_STOP ? "tool_calls" : finish_reason(finish);
+    json_t *choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "message", msg, "logprobs", "finish_reason", why);
+    out_delta_free(&d);
+    out_parser_free(&p);
+    return choice;
+}
+
 /* Waits for the whole answer. */
-static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, reply_t *r)
+static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, const structured_req_t *sr, reply_t *r)
 {
     int64_t t0 = clock_now_ns(), t_prev = 0;
     char *text = NULL;
@@ -507,11 +530,13 @@ static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, reply_t 
     } else {
         char id[64];
         make_id(s, is_chat ? "chatcmpl" : "cmpl", id, sizeof id);
-        json_t *content = text_json(text ? text : "", len);
-        json_t *choice = is_chat ? json_pack("{s:i,s:{s:s,s:o},s:n,s:s}", "index", 0, "message", "role", "assistant",
-                                             "content", content, "logprobs", "finish_reason", finish_reason(finish))
-                                 : json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "text", content, "logprobs",
-                                             "finish_reason", finish_reason(finish));
+        json_t *choice;
+        if (is_chat) {
+            choice = chat_choice(text ? text : "", len, sr, finish);
+        } else {
+            choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "text", text_json(text ? text : "", len), "logprobs",
+                               "finish_reason", finish_reason(finish));
+        }
         r->body = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:o}", "id", id, "object",
                             is_chat ? "chat.completion" : "text_completion", "created", (json_int_t)time(NULL), "model",
                             s->m.id, "choices", choice, "usage", usage_json(&usage));
@@ -534,6 +559,7 @@ struct sse {
     int64_t t0, t_prev;
     char *buf; /* pending output */
     size_t len, off, cap;
+    out_parser_t parser; /* chat: reasoning, content and tool calls out of the text */
 };
 
 static void sse_append(sse_t *st, const char *data, size_t n)
@@ -562,6 +588,44 @@ static void sse_event(sse_t *st, json_t *chunk)
     sse_append(st, text, strlen(text));
     sse_append(st, "\n\n", 2);
     free(text);
+}
+
+/* A chat chunk with a ready delta object. */
+static json_t *sse_delta_chunk(sse_t *st, json_t *delta, const char *finish)
+{
+    json_t *choice = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", finish);
+    json_t *c = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", st->id, "object", "chat.completion.chunk", "created",
+                          (json_int_t)st->created, "model", st->s->m.id, "choices", choice);
+    if (st->include_usage)
+        json_object_set_new(c, "usage", json_null());
+    return c;
+}
+
+/* Chat text through the parser: reasoning and content deltas, then each
+ * completed tool call as two tool_calls deltas (index, id and name, then
+ * the arguments). */
+static void sse_chat_text(sse_t *st, const char *text, size_t len, bool is_end)
+{
+    out_delta_t d;
+    out_parser_feed(&st->parser, text, len, is_end, &d);
+    if (d.n_reasoning)
+        sse_event(st, sse_delta_chunk(
+                          st, json_pack("{s:o}", "reasoning_content", text_json(d.reasoning, d.n_reasoning)), NULL));
+    if (d.n_content)
+        sse_event(st, sse_delta_chunk(st, json_pack("{s:o}", "content", text_json(d.content, d.n_content)), NULL));
+    for (int i = d.first_call; i < d.first_call + d.n_new_calls; i++) {
+        const tool_call_out_t *c = &st->parser.calls[i];
+        sse_event(st,
+                  sse_delta_chunk(st,
+                                  json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", i, "id", c->id,
+                                            "type", "function", "function", "name", c->name, "arguments", ""),
+                                  NULL));
+        sse_event(st, sse_delta_chunk(st,
+                                      json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", i, "function",
+                                                "arguments", c->arguments),
+                                      NULL));
+    }
+    out_delta_free(&d);
 }
 
 /* One chunk: delta text (or NULL) and finish reason (or NULL). */
@@ -608,12 +672,19 @@ static void sse_pump(sse_t *st)
         else
             lat_hist_add(&st->s->metrics.itl, ev.time_ns - st->t_prev);
         st->t_prev = ev.time_ns;
-        if (ev.text_len)
+        if (ev.text_len && st->is_chat)
+            sse_chat_text(st, ev.text, ev.text_len, false);
+        else if (ev.text_len)
             sse_event(st, sse_chunk(st, ev.text, ev.text_len, NULL, false));
     } else if (ev.kind == ENGINE_EV_DONE) {
         lat_hist_add(&st->s->metrics.e2e, clock_now_ns() - st->t0);
         if (ev.finish == ENGINE_FINISH_STOP || ev.finish == ENGINE_FINISH_LENGTH) {
-            sse_event(st, sse_chunk(st, NULL, 0, finish_reason(ev.finish), false));
+            const char *why = finish_reason(ev.finish);
+            if (st->is_chat) {
+                sse_chat_text(st, ev.text ? ev.text : "", ev.text ? ev.text_len : 0, true);
+                why = st->parser.n_calls && ev.finish == ENGINE_FINISH_STOP ? "tool_calls" : why;
+            }
+            sse_event(st, sse_chunk(st, NULL, 0, why, false));
             atomic_fetch_add(&st->s->metrics.completions, 1);
         } else {
             /* the response is already 200: the error goes in the stream */
@@ -656,6 +727,7 @@ void sse_free(void *cls)
 {
     sse_t *st = cls;
     engine_release(st->req); /* cancels it if the client left early; its blocks go back at the next step */
+    out_parser_free(&st->parser);
     free(st->buf);
     free(st);
 }
@@ -666,7 +738,7 @@ static void respond(server_t *s, gen_req_t *g, bool is_chat, reply_t *r)
     if (!req)
         return;
     if (!g->is_stream) {
-        respond_whole(s, req, is_chat, r);
+        respond_whole(s, req, is_chat, &g->sr, r);
         return;
     }
     sse_t *st = calloc(1, sizeof *st);
@@ -678,6 +750,7 @@ static void respond(server_t *s, gen_req_t *g, bool is_chat, reply_t *r)
     st->s = s;
     st->req = req;
     st->is_chat = is_chat;
+    out_parser_init(&st->parser, &g->sr);
     st->include_usage = g->include_usage;
     st->created = (int64_t)time(NULL);
     st->t0 = clock_now_ns();
@@ -702,6 +775,7 @@ static const char *const common_fields[] = {"model",
                                             "ignore_eos",
                                             "cache_salt",
                                             "response_format",
+                                            "grammar",
                                             "stream",
                                             "stream_options",
                                             "n",
@@ -731,7 +805,7 @@ void api_chat(server_t *s, json_t *req, reply_t *r)
                                         "tool_choice", "parallel_tool_calls",   "chat_template_kwargs",
                                         NULL};
     gen_req_t g = {.prompt_param = "messages"};
-    if (check_gen_fields(req, extra, r) || check_tool_choice(req, r) || parse_common(s, req, &g, r))
+    if (check_gen_fields(req, extra, r) || parse_common(s, req, &g, r))
         return;
     if (!json_object_get(req, "messages")) {
         reply_error(r, 400, "messages", "'messages' is required");
@@ -741,6 +815,11 @@ void api_chat(server_t *s, json_t *req, reply_t *r)
     char *text = render_chat(req, true, &len, r);
     if (!text)
         return;
+    if (structured_parse(s, req, true, enable_thinking(req), &g.sr, r)) {
+        free(text);
+        return;
+    }
+    g.p.constraint = g.sr.spec;
     err_t err;
     /* the rendered template holds control tokens (<|im_start|>): parsed as such */
     if (tok_encode(s->m.tok, text, len, true, &g.ids, &err))
@@ -749,6 +828,7 @@ void api_chat(server_t *s, json_t *req, reply_t *r)
         respond(s, &g, true, r);
     free(text);
     tok_ids_free(&g.ids);
+    structured_free(&g.sr);
 }
 
 /* A prompt: a string (encoded; special-token text stays text unless it is
@@ -818,9 +898,13 @@ void api_completions(server_t *s, json_t *req, reply_t *r)
     }
     if (g.has_max_tokens == false)
         g.p.max_tokens = 16, g.has_max_tokens = true; /* the OpenAI completions default */
+    if (structured_parse(s, req, false, -1, &g.sr, r))
+        return;
+    g.p.constraint = g.sr.spec;
     if (parse_prompt(s, prompt, "prompt", &g.ids, r) == 0)
         respond(s, &g, false, r);
     tok_ids_free(&g.ids);
+    structured_free(&g.sr);
 }
 
 void api_tokenize(server_t *s, json_t *req, reply_t *r)

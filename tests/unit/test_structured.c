@@ -1,0 +1,118 @@
+/* The chat output parser (server/structured.c): Qwen3's reasoning block and
+ * tool calls taken out of the text, whole and fed in every split (a byte
+ * at a time included) with the same result; text that only looks like a
+ * call stays content. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/structured.h"
+
+typedef struct parsed {
+    char reasoning[1024], content[1024];
+    size_t n_reasoning, n_content;
+    char calls[8][256]; /* "name|arguments" */
+    int n_calls;
+} parsed_t;
+
+static void take(parsed_t *out, const out_parser_t *p, const out_delta_t *d)
+{
+    memcpy(out->reasoning + out->n_reasoning, d->reasoning ? d->reasoning : "", d->n_reasoning);
+    out->n_reasoning += d->n_reasoning;
+    memcpy(out->content + out->n_content, d->content ? d->content : "", d->n_content);
+    out->n_content += d->n_content;
+    for (int i = d->first_call; i < d->first_call + d->n_new_calls; i++)
+        snprintf(out->calls[out->n_calls++], sizeof out->calls[0], "%s|%s", p->calls[i].name, p->calls[i].arguments);
+}
+
+/* Parses text in pieces of `step` bytes (0: whole). */
+static void parse(const char *text, bool has_tools, bool is_thinking, size_t step, parsed_t *out)
+{
+    memset(out, 0, sizeof *out);
+    structured_req_t sr = {.has_tools = has_tools, .is_thinking = is_thinking};
+    out_parser_t p;
+    out_parser_init(&p, &sr);
+    size_t n = strlen(text), at = 0;
+    out_delta_t d;
+    while (step && at < n) {
+        size_t k = n - at < step ? n - at : step;
+        out_parser_feed(&p, text + at, k, false, &d);
+        take(out, &p, &d);
+        out_delta_free(&d);
+        at += k;
+    }
+    out_parser_feed(&p, text + at, n - at, true, &d);
+    take(out, &p, &d);
+    out_delta_free(&d);
+    out_parser_free(&p);
+}
+
+static void expect(const char *text, bool has_tools, bool is_thinking, const char *reasoning, const char *content,
+                   int n_calls, const char *const *calls)
+{
+    for (size_t step = 0; step <= strlen(text) + 1; step++) {
+        parsed_t got;
+        parse(text, has_tools, is_thinking, step, &got);
+        got.reasoning[got.n_reasoning] = got.content[got.n_content] = 0;
+        if (strcmp(got.reasoning, reasoning) || strcmp(got.content, content) || got.n_calls != n_calls)
+            fail_msg("step %zu of '%s': reasoning '%s' content '%s' calls %d", step, text, got.reasoning, got.content,
+                     got.n_calls);
+        for (int i = 0; i < n_calls; i++)
+            assert_string_equal(got.calls[i], calls[i]);
+    }
+}
+
+static void test_reasoning(void **state)
+{
+    (void)state;
+    expect("<think>\nI should greet.\nTwice.\n</think>\n\nHello there", false, true, "I should greet.\nTwice.",
+           "Hello there", 0, NULL);
+    expect("<think>\n\n</think>\n\nHi", false, true, "", "Hi", 0, NULL);
+    expect("Hello <think> stays", false, true, "", "Hello <think> stays", 0, NULL); /* not at the start */
+    expect("<think>\nno end", false, true, "no end", "", 0, NULL);                  /* cut off while thinking */
+    expect("<think>\nx\n</think>\n\nHi", false, false, "", "<think>\nx\n</think>\n\nHi", 0, NULL); /* off */
+    expect("<thin", false, true, "", "<thin", 0, NULL);
+}
+
+static void test_tool_calls(void **state)
+{
+    (void)state;
+    static const char *const two[] = {"get_weather|{\"city\":\"Paris\"}", "get_time|{\"tz\":\"CET\",\"h\":[1,2]}"};
+    expect("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+           "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\", \"h\": [1, 2]}}\n</tool_call>",
+           true, false, "", "", 2, two);
+    static const char *const one[] = {"f|{}"};
+    expect("Let me look.\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", true, true, "",
+           "Let me look.\n\n", 1, one);
+    static const char *const str_args[] = {"f|{\"a\":1}"};
+    expect("<tool_call>{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}</tool_call>", true, false, "", "", 1, str_args);
+    /* reasoning, then a call */
+    expect("<think>\nneed data\n</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", true,
+           true, "need data", "", 1, one);
+    /* not a call: the text comes back as it was */
+    expect("<tool_call>\nnot json\n</tool_call> after", true, false, "", "<tool_call>\nnot json\n</tool_call> after", 0,
+           NULL);
+    expect("<tool_call>\n{\"name\": 3, \"arguments\": {}}\n</tool_call>", true, false, "",
+           "<tool_call>\n{\"name\": 3, \"arguments\": {}}\n</tool_call>", 0, NULL);
+    /* cut off inside a call (max_tokens) */
+    expect("<tool_call>\n{\"name\": \"f\", \"argu", true, false, "", "<tool_call>\n{\"name\": \"f\", \"argu", 0, NULL);
+    /* without tools, tags are text */
+    expect("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", false, false, "",
+           "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", 0, NULL);
+    expect("a <tool_ b", true, false, "", "a <tool_ b", 0, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reasoning),
+        cmocka_unit_test(test_tool_calls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
