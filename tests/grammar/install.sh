@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs the pinned JSON Schema Test Suite (package.json + package-lock.json
+# beside this script) into DEST, never into the source tree (tests/npm-install.sh).
+#   install.sh DEST        e.g. install.sh build/grammar-tests
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+exec bash "$here/../npm-install.sh" "$here" "${1:?usage: install.sh DEST}" grammar
