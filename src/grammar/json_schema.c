@@ -258,10 +258,11 @@ static void rules_add(jc_t *c, rules_t *l, int rule)
     l->r[l->n++] = rule;
 }
 
-/* The choice of the collected alternatives (NEVER when there are none). */
+/* The choice of the collected alternatives (NEVER when there are none, -1
+ * once compiling failed); frees the list either way. */
 static int rules_choice(jc_t *c, rules_t *l)
 {
-    int r = l->n == 0 ? NEVER : l->n == 1 ? l->r[0] : gr_choice(c->b, l->r, l->n);
+    int r = c->is_failed ? -1 : l->n == 0 ? NEVER : l->n == 1 ? l->r[0] : gr_choice(c->b, l->r, l->n);
     free(l->r);
     l->r = NULL, l->n = l->cap = 0;
     return r;
@@ -1573,7 +1574,7 @@ static int emit_object(jc_t *c, objspec_t *o)
         rules_add(c, &alts, empty_container(c, '{', '}'));
     if (head != NEVER)
         rules_add(c, &alts, seq3(c, punct(c, '{'), head, punct(c, '}')));
-    return c->is_failed ? -1 : rules_choice(c, &alts);
+    return rules_choice(c, &alts);
 }
 
 /* Required names of s not yet listed join the spec, with the schema for
@@ -1784,7 +1785,7 @@ static int compile_allof(jc_t *c, const json_t *s)
             rules_add(c, &alts, integer_any(c));
         if (mask & T_STR)
             rules_add(c, &alts, string_any(c));
-        r = c->is_failed ? -1 : rules_choice(c, &alts);
+        r = rules_choice(c, &alts);
     }
     spec_free(&o);
     for (int i = 0; i < ms.n; i++)
