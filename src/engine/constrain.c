@@ -125,13 +125,33 @@ static int count_bits(const uint32_t *mask, int n_words, int32_t *only)
     return n;
 }
 
-int constrain_mask(constrain_t *c, uint32_t *mask, int32_t *only)
+/* ACTIVE near the end of the budget: tokens after which the grammar still
+ * completes in the tokens left (one for this token, one for the end
+ * token); if even that cannot be met, tokens that do not lengthen the
+ * shortest completion. 0 when no steering applies. */
+static int steer(constrain_t *c, uint32_t *mask, int32_t *only, int n_left)
+{
+    if (n_left < 0 || c->mode != CONSTRAIN_ACTIVE)
+        return 0;
+    uint32_t need = gr_state_min_bytes(c->st);
+    if (need == UINT32_MAX || (int64_t)n_left - 2 >= (int64_t)need + CONSTRAIN_STEER_WINDOW)
+        return 0;
+    uint32_t room = n_left >= 2 ? (uint32_t)(n_left - 2) : 0;
+    int n = gr_mask_budget(c->st, c->cv->gv, room, mask, only);
+    if (n == 0 && room < need)
+        n = gr_mask_budget(c->st, c->cv->gv, need, mask, only);
+    return n;
+}
+
+int constrain_mask(constrain_t *c, uint32_t *mask, int32_t *only, int n_left)
 {
     const constrain_vocab_t *cv = c->cv;
     *only = -1;
     if (c->mode == CONSTRAIN_OFF || c->mode == CONSTRAIN_PENDING || c->mode == CONSTRAIN_THINKING)
         return 0;
-    int n = gr_mask(c->st, cv->gv, mask, only);
+    int n = steer(c, mask, only, n_left);
+    if (n <= 0)
+        n = gr_mask(c->st, cv->gv, mask, only);
     if (n == 0) {
         /* stuck (only a refused byte leads here): ending is all that is left */
         for (int32_t i = 0; i < cv->v->n_tokens; i++)

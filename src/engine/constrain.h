@@ -27,6 +27,10 @@
 #include "text/vocab.h"
 
 #define CONSTRAIN_MAX_TRIGGER 64 /* bytes of a lazy trigger string */
+/* Steering toward closing starts when the tokens left are within this many
+ * of what the grammar's shortest completion needs (gr_mask_budget): from
+ * there a token is allowed only if the output can still complete in time. */
+#define CONSTRAIN_STEER_WINDOW 64
 
 /* What a request asks for (engine_params.constraint); the engine copies it
  * and takes its own reference on the grammar. */
@@ -82,8 +86,9 @@ bool constrain_is_on(const constrain_t *c); /* a grammar may still restrict some
 /* The next token's mask: returns 0 when every token is allowed (mask not
  * written), else the number of allowed tokens (>= 1: a stuck grammar
  * allows the end-of-generation tokens), with *only the single allowed
- * token or -1. */
-int constrain_mask(constrain_t *c, uint32_t *mask, int32_t *only);
+ * token or -1. n_left: tokens the request may still generate, this one
+ * included (< 0: no budget), for steering toward closing. */
+int constrain_mask(constrain_t *c, uint32_t *mask, int32_t *only, int n_left);
 /* Whether id is allowed next, without a mask (drafts checked at planning). */
 bool constrain_allows(const constrain_t *c, int32_t id);
 /* Advances by a token. -1 when the grammar refused it (the constraint is

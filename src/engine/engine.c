@@ -795,6 +795,7 @@ static int plan_rows(engine_t *e)
         engine_req_t *r = e->running[i];
         r->n_rows = r->phase == ENGINE_PHASE_DECODE && !(e->cfg.test_serialize_prefill && is_any_prefilling);
         r->n_drafts = r->n_forced_drafts = 0; /* drafts are planned afresh each step */
+        r->n_left = req_budget(e, r) - r->n_generated;
         n += r->n_rows;
     }
     /* then prefill chunks, oldest admission first, within the budget */

@@ -71,6 +71,7 @@ struct engine_req {
     int32_t mask_only[SPEC_MAX_DRAFT + 1]; /* row j: the one allowed token (forced), or -1 */
     bool is_masked[SPEC_MAX_DRAFT + 1];    /* row j has a mask this step */
     int n_forced_drafts;                   /* leading drafts the grammar forces (jump-forward), not speculation */
+    int n_left;                            /* tokens it may still generate (set at planning; steers masks) */
     engine_req_t *q_next;                  /* admission queue link */
 };
 

@@ -48,10 +48,10 @@ uint64_t masks_p99_ns(const engine_t *e)
 }
 
 /* A timed mask of c into mask; see constrain_mask. */
-static int timed_mask(engine_t *e, constrain_t *c, uint32_t *mask, int32_t *only)
+static int timed_mask(engine_t *e, constrain_t *c, uint32_t *mask, int32_t *only, int n_left)
 {
     int64_t t0 = clock_now_ns();
-    int n = constrain_mask(c, mask, only);
+    int n = constrain_mask(c, mask, only, n_left);
     if (n > 0)
         count_mask(e, clock_now_ns() - t0);
     return n;
@@ -98,7 +98,7 @@ int masks_plan_forced(engine_t *e, engine_req_t *r, int room)
     int m = 0;
     while (m < room) {
         int32_t only;
-        if (timed_mask(e, &walk, e->mask_scratch, &only) <= 0 || only < 0 || e->is_eog[only])
+        if (timed_mask(e, &walk, e->mask_scratch, &only, r->n_left - m) <= 0 || only < 0 || e->is_eog[only])
             break; /* free, or a choice, or the end (which row 0 forces by itself) */
         r->drafts[m++] = only;
         if (constrain_accept(&walk, only))
@@ -123,7 +123,7 @@ int masks_cut_drafts(engine_t *e)
             continue;
         for (int j = 0; j < r->n_drafts; j++) {
             int32_t only;
-            int n = timed_mask(e, &walk, e->mask_scratch, &only);
+            int n = timed_mask(e, &walk, e->mask_scratch, &only, r->n_left - j);
             if ((n > 0 && !mask_has(e->mask_scratch, r->drafts[j])) || constrain_accept(&walk, r->drafts[j])) {
                 int cut = r->n_drafts - j;
                 r->n_drafts = j;
@@ -165,7 +165,7 @@ static void compute_masks(engine_t *e, uint64_t loop)
         if (k > 0 && constrain_copy(&walk, &r->con) == 0)
             c = &walk;
         for (int j = 0; j <= k; j++) {
-            r->is_masked[j] = timed_mask(e, c, r->masks + (size_t)j * words, &r->mask_only[j]) > 0;
+            r->is_masked[j] = timed_mask(e, c, r->masks + (size_t)j * words, &r->mask_only[j], r->n_left - j) > 0;
             if (j == k || c != &walk || constrain_accept(c, r->drafts[j]))
                 break; /* past a refused draft, acceptance has stopped: no row needs a mask */
         }

@@ -832,6 +832,7 @@ static void grammar_free(grammar_t *g)
     free(g->rule_alt_lo);
     free(g->alt_start);
     free(g->sets);
+    free(g->rest);
     free(g);
 }
 
@@ -1127,6 +1128,7 @@ static int intern_state(grammar_t *g, const uint32_t *tops, uint32_t n, bool can
     d->n_tops = n;
     d->can_end = can_end;
     d->mask_slot = -1;
+    d->min_bytes = GR_MIN_UNKNOWN;
     if (n)
         memcpy(g->tops + g->n_tops, tops, n * sizeof *tops);
     g->n_tops += n;

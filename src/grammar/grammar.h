@@ -133,6 +133,17 @@ int gr_mask(gr_state_t *s, const gr_vocab_t *gv, uint32_t *mask, int32_t *only);
  * unchanged). */
 int gr_state_accept_token(gr_state_t *s, const gr_vocab_t *gv, int32_t id);
 
+/* Steering toward closing. Bytes the shortest completion from the state
+ * still needs (0 when it can end now; UINT32_MAX when nothing completes). */
+uint32_t gr_state_min_bytes(gr_state_t *s);
+/* The mask restricted to tokens after which the grammar can still complete
+ * in at most max_bytes bytes (end-of-generation tokens: when it can end).
+ * Never cached (it depends on max_bytes). Returns the allowed count and
+ * *only as gr_mask does. With every byte a token of its own, a request that
+ * has n tokens left and masks with max_bytes = n - 2 (one for this token,
+ * one for the end token) always ends within its budget. */
+int gr_mask_budget(gr_state_t *s, const gr_vocab_t *gv, uint32_t max_bytes, uint32_t *mask, int32_t *only);
+
 /* Counters of one grammar's mask cache (tests, benchmarks). */
 typedef struct gr_cache_stats {
     uint64_t lookups, hits, entries, bytes, clears;

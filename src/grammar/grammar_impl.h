@@ -22,7 +22,9 @@
 #define GR_DS_UNKNOWN 0xffffffffu /* transition not computed yet */
 #define GR_DS_DEAD 0xfffffffeu    /* the byte is refused */
 
-#define GR_MAX_CLOSURE (1u << 16) /* (pos, parent) pairs visited in one transition: beyond, refused */
+#define GR_MIN_UNKNOWN 0xffffffffu /* gr_dstate_t.min_bytes not computed yet */
+#define GR_MIN_NONE 0xfffffffeu    /* no completion (an unproductive rule) */
+#define GR_MAX_CLOSURE (1u << 16)  /* (pos, parent) pairs visited in one transition: beyond, refused */
 
 typedef struct gr_dstate {
     uint32_t tops_off, n_tops; /* stack nodes in g->tops[tops_off ..] */
@@ -30,7 +32,8 @@ typedef struct gr_dstate {
     uint8_t allowed[32];       /* bytes some top accepts */
     uint8_t self[32];          /* L(S): bytes b with step(S, b) == S; valid when has_self */
     bool can_end, has_self;
-    int32_t mask_slot; /* entry in the mask cache, -1 */
+    int32_t mask_slot;  /* entry in the mask cache, -1 */
+    uint32_t min_bytes; /* shortest completion in bytes (budget.c), GR_MIN_UNKNOWN until asked */
 } gr_dstate_t;
 
 typedef struct gr_mask_entry {
@@ -76,6 +79,9 @@ struct grammar {
     uint32_t *walk; /* (cap_walk) state per trie depth during a mask walk */
     uint32_t cap_walk;
     gr_cache_stats_t stats;
+    /* shortest completions (budget.c), computed on first use: bytes from
+     * position p to the end of its alternative */
+    uint32_t *rest; /* (n_elems) or NULL */
 };
 
 struct gr_state {
@@ -86,6 +92,7 @@ struct gr_state {
 uint32_t gr_step_slow(grammar_t *g, uint32_t s, uint8_t b);
 const uint8_t *gr_self_set(grammar_t *g, uint32_t s); /* L(S), computed on first use */
 void gr_mask_cache_clear(grammar_t *g);               /* mask.c */
+uint32_t gr_min_bytes(grammar_t *g, uint32_t s);      /* budget.c: GR_MIN_NONE when nothing completes */
 
 static inline uint32_t gr_step(grammar_t *g, uint32_t s, uint8_t b)
 {

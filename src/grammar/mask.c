@@ -354,6 +354,54 @@ static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *m
     return count;
 }
 
+/* walk() for gr_mask_budget: a token counts only when the state after it
+ * can complete within max_bytes (budget.c). */
+static int32_t walk_budget(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t max_bytes, uint32_t *mask)
+{
+    uint32_t *st = g->walk;
+    int32_t count = 0;
+    st[0] = ds;
+    uint32_t i = 0, n = gv->n_nodes;
+    while (i < n) {
+        uint32_t depth = gv->node_depth[i];
+        uint32_t t = gr_step(g, st[depth - 1], gv->node_byte[i]);
+        if (t == GR_DS_DEAD) {
+            i = gv->node_end[i];
+            continue;
+        }
+        bool is_ok = gr_min_bytes(g, t) <= max_bytes;
+        uint32_t lo = gv->tok_lo[i], hi = gv->tok_hi[i], end = gv->node_end[i];
+        if (end == i + 1 || (hi - lo >= GR_BULK_MIN && is_subset(gv->subs[gv->node_sub[i]], g->ds[t].allowed) &&
+                             is_subset(gv->subs[gv->node_sub[i]], gr_self_set(g, t)))) {
+            /* a leaf, or a subtree whose every token ends in t itself */
+            for (uint32_t k = lo; k < hi && is_ok; k++)
+                set_bit(mask, gv->order[k]);
+            count += is_ok ? (int32_t)(hi - lo) : 0;
+            i = end;
+            continue;
+        }
+        uint32_t own = gv->own_hi[i];
+        for (uint32_t k = lo; k < own && is_ok; k++)
+            set_bit(mask, gv->order[k]);
+        count += is_ok ? (int32_t)(own - lo) : 0;
+        st[depth] = t;
+        i++;
+    }
+    return count;
+}
+
+static bool ensure_walk(grammar_t *g, const gr_vocab_t *gv)
+{
+    if (g->cap_walk >= (uint32_t)gv->max_depth + 1)
+        return true;
+    uint32_t *w = realloc(g->walk, ((size_t)gv->max_depth + 1) * sizeof *w);
+    if (!w)
+        return false;
+    g->walk = w;
+    g->cap_walk = (uint32_t)gv->max_depth + 1;
+    return true;
+}
+
 static int32_t only_token(const uint32_t *mask, size_t words)
 {
     for (size_t w = 0; w < words; w++)
@@ -384,16 +432,9 @@ int gr_mask(gr_state_t *s, const gr_vocab_t *gv, uint32_t *mask, int32_t *only)
             *only = e->only;
         return e->count;
     }
-    if (g->cap_walk < (uint32_t)gv->max_depth + 1) {
-        uint32_t *w = realloc(g->walk, ((size_t)gv->max_depth + 1) * sizeof *w);
-        if (!w) {
-            memset(mask, 0, words * sizeof *mask);
-            return 0;
-        }
-        g->walk = w;
-        g->cap_walk = (uint32_t)gv->max_depth + 1;
-    }
     memset(mask, 0, words * sizeof *mask);
+    if (!ensure_walk(g, gv))
+        return 0;
     int32_t count = walk(g, gv, s->ds, mask);
     if (g->ds[s->ds].can_end)
         for (int k = 0; k < gv->n_eog; k++) {
@@ -420,6 +461,28 @@ int gr_mask(gr_state_t *s, const gr_vocab_t *gv, uint32_t *mask, int32_t *only)
     g->masks[g->n_masks] = (gr_mask_entry_t){.mask = copy, .count = count, .only = one};
     g->ds[s->ds].mask_slot = (int32_t)g->n_masks++;
     g->mask_bytes += bytes;
+    return count;
+}
+
+int gr_mask_budget(gr_state_t *s, const gr_vocab_t *gv, uint32_t max_bytes, uint32_t *mask, int32_t *only)
+{
+    if (only)
+        *only = -1;
+    if (!s || !gv || !mask)
+        return 0;
+    grammar_t *g = s->g;
+    size_t words = gr_vocab_mask_words(gv);
+    memset(mask, 0, words * sizeof *mask);
+    if (!ensure_walk(g, gv))
+        return 0;
+    int32_t count = walk_budget(g, gv, s->ds, max_bytes, mask);
+    if (g->ds[s->ds].can_end)
+        for (int k = 0; k < gv->n_eog; k++) {
+            set_bit(mask, gv->eog[k]);
+            count++;
+        }
+    if (only)
+        *only = count == 1 ? only_token(mask, words) : -1;
     return count;
 }
 

@@ -263,12 +263,40 @@ static void test_lazy_trigger(void **state)
     grammar_unref(g);
 }
 
+/* Steering toward closing: an unbounded string and list still close
+ * before max_tokens, every time, even at a high temperature. */
+static void test_closes_within_budget(void **state)
+{
+    fixture_t *f = *state;
+    static const char gbnf[] = "root ::= \"{\\\"t\\\":\\\"\" [a-z ]* \"\\\",\\\"n\\\":[\" "
+                               "[0-9]+ (\",\" [0-9]+)* \"]}\"\n";
+    err_t err;
+    grammar_t *g = grammar_from_gbnf(gbnf, strlen(gbnf), &err);
+    if (!g)
+        fail_msg("gbnf: %s", err.msg);
+    engine_t *e = make_engine(f, SPEC_NGRAM);
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        run_t run;
+        int max_tokens = 18 + (int)(seed % 5) * 9; /* the shortest answer is 16 bytes, and the end token */
+        generate(e, &f->vocab, "{\"t\":\"abc def\",\"n\":[1,2]}", g, NULL, seed, max_tokens, &run);
+        run.text[run.n_text] = 0;
+        if (run.finish != ENGINE_FINISH_STOP ||
+            !matches("^\\{\"t\":\"[a-z ]*\",\"n\":\\[[0-9]+(,[0-9]+)*\\]\\}$", run.text))
+            fail_msg("seed %llu, max_tokens %d: %s (%s)", (unsigned long long)seed, max_tokens, run.text,
+                     engine_finish_name(run.finish));
+        assert_true(run.n <= max_tokens);
+    }
+    engine_destroy(e);
+    grammar_unref(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_output_follows_grammar),
         cmocka_unit_test(test_speculation_keeps_output),
         cmocka_unit_test(test_lazy_trigger),
+        cmocka_unit_test(test_closes_within_budget),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

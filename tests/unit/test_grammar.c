@@ -579,6 +579,32 @@ static void test_masks_eog(void **state)
     free_vocab(&tv);
 }
 
+/* Shortest completions (steering toward closing): counted in bytes through
+ * literals, classes, repetitions, optional parts, nested and recursive
+ * rules, as the state advances. */
+static void test_min_bytes(void **state)
+{
+    (void)state;
+    grammar_t *g = gbnf("root ::= \"ab\" x [0-9]{2,4} y?\nx ::= (\"c\" | \"de\") \"!\"*\ny ::= \"zz\"\n");
+    gr_state_t *s = gr_state_new(g);
+    assert_int_equal(gr_state_min_bytes(s), 5); /* ab c 00 */
+    assert_int_equal(gr_state_accept_bytes(s, (const uint8_t *)"abd", 3), 0);
+    assert_int_equal(gr_state_min_bytes(s), 3); /* e 00 */
+    assert_int_equal(gr_state_accept_bytes(s, (const uint8_t *)"e!!1", 4), 0);
+    assert_int_equal(gr_state_min_bytes(s), 1);
+    assert_int_equal(gr_state_accept_bytes(s, (const uint8_t *)"2", 1), 0);
+    assert_int_equal(gr_state_min_bytes(s), 0); /* can end */
+    gr_state_free(s);
+    grammar_unref(g);
+    g = gbnf("root ::= \"[\" v \"]\"\nv ::= [0-9] | \"[\" v (\",\" v)* \"]\"\n");
+    s = gr_state_new(g);
+    assert_int_equal(gr_state_min_bytes(s), 3);
+    assert_int_equal(gr_state_accept_bytes(s, (const uint8_t *)"[[[[", 4), 0);
+    assert_int_equal(gr_state_min_bytes(s), 5); /* 1 ]]]] */
+    gr_state_free(s);
+    grammar_unref(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_build_refusals),  cmocka_unit_test(test_gbnf_valid),
         cmocka_unit_test(test_gbnf_refusals),   cmocka_unit_test(test_masks_json),
         cmocka_unit_test(test_masks_forced),    cmocka_unit_test(test_masks_eog),
+        cmocka_unit_test(test_min_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
