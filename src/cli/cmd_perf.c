@@ -16,6 +16,7 @@
 #include "build_info.h"
 #include "cli/commands.h"
 #include "cli/perf_concurrency.h"
+#include "grammar/json_schema.h"
 #include "kernels/dispatch.h"
 #include "model/forward.h"
 #include "model/kv.h"
@@ -29,6 +30,7 @@
 static const char perf_usage[] =
     "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--reps 3] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3] [--json]\n"
+    "       splash perf [--model FILE] --concurrency 1,4 --schema S.json [--tg 128] [--reps 4]\n"
     "\n"
     "Measures the forward pass in-process: prefill tokens/s for a batch of --pp prompt rows\n"
     "(ppN), decode tokens/s over --tg single-row steps (tgN), the effective weight-streaming\n"
@@ -39,7 +41,12 @@ static const char perf_usage[] =
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
     "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
-    "--threads value), over the window in which all N decode.\n";
+    "--threads value), over the window in which all N decode.\n"
+    "\n"
+    "--schema S.json (with --concurrency): every rep also runs the N sequences constrained by\n"
+    "that JSON Schema (compiled as response_format json_schema; greedy; ending when the schema's\n"
+    "value is complete), alternated with the unconstrained runs (A B, B A, ...); the table gives\n"
+    "both medians, their ratio, the mean time of one token mask and the share of forced tokens.\n";
 
 /* The probe reads its buffer in two patterns and keeps the faster: each
  * thread's share as one forward stream, and as PERF_PROBE_STREAMS streams
@@ -219,12 +226,34 @@ static void print_runs(const double *runs, int reps)
         printf("%s%.2f", i ? " " : "", runs[i]);
 }
 
+/* --schema: constrained against unconstrained, side by side. */
+static void print_constrained(const perf_conc_result_t *res, int n_levels, int reps, bool json)
+{
+    for (int l = 0; l < n_levels; l++) {
+        const perf_conc_result_t *o = &res[l];
+        double ratio = o->tps > 0 ? o->tps_constrained / o->tps : 0;
+        double mask_us = o->masks ? (double)o->mask_ns / (double)o->masks / 1e3 : 0;
+        double forced = o->tokens_constrained ? (double)o->forced / (double)o->tokens_constrained : 0;
+        if (json) {
+            printf("%s{\"seqs\": %d, \"unconstrained_tokens_per_s\": %.3f, \"constrained_tokens_per_s\": %.3f, "
+                   "\"ratio\": %.4f, \"mask_us_per_mask\": %.3f, \"forced_share\": %.4f, \"runs\": [",
+                   l ? ", " : "", o->n_seqs, o->tps, o->tps_constrained, ratio, mask_us, forced);
+            for (int r = 0; r < reps; r++)
+                printf("%s[%.3f, %.3f]", r ? ", " : "", o->runs[r], o->runs_constrained[r]);
+            printf("]}");
+        } else {
+            printf("| %d | %.2f | %.2f | %.3f | %.1f | %.1f %% |\n", o->n_seqs, o->tps, o->tps_constrained, ratio,
+                   mask_us, 100 * forced);
+        }
+    }
+}
+
 static int run_concurrency(const model_t *m, const char *model_path, int n_threads, const int32_t *levels, int n_levels,
-                           int tg, int reps, bool json)
+                           int tg, int reps, grammar_t *g, bool json)
 {
     perf_conc_result_t res[PERF_CONC_MAX_LEVELS];
     err_t err;
-    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, res, &err)) {
+    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, g, res, &err)) {
         fprintf(stderr, "splash perf: %s\n", err.msg);
         return 1;
     }
@@ -233,6 +262,21 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
         if (res[l].n_seqs == 1)
             base = res[l].tps;
     const char *path = type_kernels(m->layers[0].wq.type)->path;
+    if (g) {
+        if (json)
+            printf("{\"schema\": \"splash.perf.constrained.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
+                   "\"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
+                   model_path, SPLASH_VERSION, SPLASH_GIT_REV, n_threads, tg, reps);
+        else
+            printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, alternated\n\n"
+                   "| sequences | unconstrained tok/s | constrained tok/s | ratio | mask us (mean) | forced |\n"
+                   "|---|---|---|---|---|---|\n",
+                   model_path, path, n_threads, tg, reps);
+        print_constrained(res, n_levels, reps, json);
+        if (json)
+            printf("]}\n");
+        return 0;
+    }
     if (json) {
         printf("{\"schema\": \"splash.perf.concurrency.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
                "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
@@ -260,6 +304,22 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
     return 0;
 }
 
+/* --schema FILE: a JSON Schema compiled as the server compiles response_format. */
+static grammar_t *load_schema(const char *path, err_t *err)
+{
+    json_error_t je;
+    json_t *schema = json_load_file(path, 0, &je);
+    if (!schema) {
+        err_set(err, "--schema %s: %s (line %d)", path, je.text, je.line);
+        return NULL;
+    }
+    grammar_t *g = grammar_from_json_schema(schema, GR_JSON_WS_COMPACT, err);
+    json_decref(schema);
+    if (!g)
+        err_prefix(err, "--schema: ");
+    return g;
+}
+
 int cmd_perf(int argc, char **argv)
 {
     int rc_conc;
@@ -268,6 +328,7 @@ int cmd_perf(int argc, char **argv)
     int n_threads = 0, n_conc = 0;
     int64_t pp = 512, tg = 128, reps = 3;
     bool json = false;
+    const char *schema_path = NULL;
     err_t err;
     for (int i = 1; i < argc; i++) {
         bool missing = false;
@@ -298,6 +359,8 @@ int cmd_perf(int argc, char **argv)
                 err_set(&err, "--concurrency: at most %d levels", PERF_CONC_MAX_LEVELS);
                 goto bad;
             }
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--schema", &missing))) {
+            schema_path = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--pp", &missing))) {
             if (cli_parse_i64("--pp", v, 0, 8192, &pp, &err))
                 goto bad;
@@ -314,6 +377,10 @@ int cmd_perf(int argc, char **argv)
             err_set(&err, "unknown argument '%s' (splash perf --help lists the options)", argv[i]);
             goto bad;
         }
+    }
+    if (schema_path && !conc) {
+        err_set(&err, "--schema needs --concurrency");
+        goto bad;
     }
     if (conc && tg < 2) {
         err_set(&err, "--concurrency needs --tg of at least 2");
@@ -341,7 +408,14 @@ int cmd_perf(int argc, char **argv)
         return 1;
     }
     if (conc) {
-        rc_conc = run_concurrency(m, model_path, threads[0], conc, n_conc, (int)tg, (int)reps, json);
+        grammar_t *g = NULL;
+        if (schema_path && !(g = load_schema(schema_path, &err))) {
+            fprintf(stderr, "splash perf: %s\n", err.msg);
+            rc_conc = 1;
+        } else {
+            rc_conc = run_concurrency(m, model_path, threads[0], conc, n_conc, (int)tg, (int)reps, g, json);
+        }
+        grammar_unref(g);
         model_free(m);
         free(threads);
         free(conc);

@@ -19,7 +19,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* One run of n sequences; tokens/s over the all-decoding window. */
-static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, double *tps, err_t *err)
+static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, grammar_t *g, double *tps, long *n_tokens,
+                    err_t *err)
 {
     engine_req_t **rs = calloc((size_t)n, sizeof *rs);
     int32_t *prompts = malloc((size_t)n * PERF_CONC_PROMPT * sizeof *prompts);
@@ -43,8 +44,9 @@ static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, double
         engine_params_t p = {.prompt = prompts + (size_t)i * PERF_CONC_PROMPT,
                              .n_prompt = PERF_CONC_PROMPT,
                              .max_tokens = tg,
-                             .ignore_eos = true,
+                             .ignore_eos = g == NULL, /* a grammar ends the answer itself */
                              .cache_salt = salt};
+        p.constraint.grammar = g;
         p.sampling = sampler_params_default();
         if (engine_submit(e, &p, &rs[i], err) != ENGINE_OK)
             goto out;
@@ -79,6 +81,9 @@ static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, double
         goto out;
     }
     *tps = tokens / ((t1 - t0) / 1e9);
+    *n_tokens = 0;
+    for (int i = 0; i < n; i++)
+        *n_tokens += counts[i];
     rc = 0;
 out:
     for (int i = 0; rs && i < n; i++)
@@ -92,8 +97,14 @@ out:
     return rc;
 }
 
+static double median(double *runs, int reps)
+{
+    qsort(runs, (size_t)reps, sizeof *runs, cmp_double);
+    return reps % 2 ? runs[reps / 2] : (runs[reps / 2 - 1] + runs[reps / 2]) / 2;
+}
+
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     perf_conc_result_t *out, err_t *err)
+                     grammar_t *g, perf_conc_result_t *out, err_t *err)
 {
     vocab_t vocab;
     if (vocab_load(&vocab, m->gguf, m->cfg.vocab, err))
@@ -116,15 +127,37 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
     }
     int rc = 0;
     for (int l = 0; l < n_levels && !rc; l++) {
-        double runs[PERF_CONC_MAX_REPS] = {0};
-        for (int r = 0; r < reps && !rc; r++)
-            rc = run_once(e, m->cfg.vocab, levels[l], tg, (uint32_t)(l * 1000 + r), &runs[r], err);
+        perf_conc_result_t *o = &out[l];
+        memset(o, 0, sizeof *o);
+        engine_snapshot_t s0 = {0}, s1 = {0};
+        rc = engine_snapshot(e, &s0, err);
+        for (int r = 0; r < reps && !rc; r++) {
+            /* A B, then B A: neither side always runs first */
+            for (int k = 0; k < (g ? 2 : 1) && !rc; k++) {
+                bool is_constrained = g && (k ^ (r & 1));
+                long n_tok = 0;
+                rc = run_once(e, m->cfg.vocab, levels[l], tg, (uint32_t)(l * 1000 + r), is_constrained ? g : NULL,
+                              is_constrained ? &o->runs_constrained[r] : &o->runs[r], &n_tok, err);
+                o->tokens_constrained += is_constrained ? (uint64_t)n_tok : 0;
+            }
+        }
+        if (!rc)
+            rc = engine_snapshot(e, &s1, err);
+        if (!rc) {
+            o->masks = s1.grammar_masks - s0.grammar_masks;
+            o->mask_ns = s1.grammar_mask_ns - s0.grammar_mask_ns;
+            o->forced = s1.grammar_forced - s0.grammar_forced;
+        }
+        engine_snapshot_free(&s0);
+        engine_snapshot_free(&s1);
         if (rc)
             break;
-        out[l].n_seqs = levels[l];
-        memcpy(out[l].runs, runs, (size_t)reps * sizeof *runs);
-        qsort(runs, (size_t)reps, sizeof *runs, cmp_double);
-        out[l].tps = reps % 2 ? runs[reps / 2] : (runs[reps / 2 - 1] + runs[reps / 2]) / 2;
+        o->n_seqs = levels[l];
+        double sorted[PERF_CONC_MAX_REPS];
+        memcpy(sorted, o->runs, (size_t)reps * sizeof *sorted);
+        o->tps = median(sorted, reps);
+        memcpy(sorted, o->runs_constrained, (size_t)reps * sizeof *sorted);
+        o->tps_constrained = g ? median(sorted, reps) : 0;
     }
     engine_destroy(e);
     vocab_free(&vocab);

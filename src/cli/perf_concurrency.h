@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "grammar/grammar.h"
 #include "model/model.h"
 
 #define PERF_CONC_MAX_LEVELS 16
@@ -15,11 +16,18 @@ typedef struct perf_conc_result {
     int n_seqs;
     double tps; /* median aggregate decode tokens/s */
     double runs[PERF_CONC_MAX_REPS];
+    /* with a grammar: the same, constrained, runs alternated with the
+     * unconstrained ones (A B B A ...), and the engine's mask counters */
+    double tps_constrained;
+    double runs_constrained[PERF_CONC_MAX_REPS];
+    uint64_t masks, mask_ns, forced, tokens_constrained;
 } perf_conc_result_t;
 
 /* For each level N: N sequences of a 32-token prompt decode tg tokens each;
- * tokens/s over the window where all N decode, median of reps runs. */
+ * tokens/s over the window where all N decode, median of reps runs. With g
+ * (not NULL) every rep also runs the N sequences constrained by g (greedy,
+ * ending when the grammar does), in alternating order. */
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     perf_conc_result_t *out, err_t *err);
+                     grammar_t *g, perf_conc_result_t *out, err_t *err);
 
 #endif
