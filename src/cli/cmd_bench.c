@@ -50,7 +50,7 @@ static const char bench_usage[] =
     "                           differ in speed, the arms otherwise land on different ones by luck\n"
     "  --client-cpus LIST       run bench itself (the client) on these CPUs (default: all it was given)\n"
     "workloads (default serial,mixed,seeded):\n"
-    "  --workload LIST          any of serial, mixed, seeded\n"
+    "  --workload LIST          any of serial, mixed, seeded, strict-json\n"
     "  --serial-prompt-tokens L comma-separated exact prompt lengths (default 32,128)\n"
     "  --serial-repeat N        requests per length (default 2)\n"
     "  --max-tokens N           output budget of serial requests (ignore_eos; default 32)\n"
@@ -62,9 +62,19 @@ static const char bench_usage[] =
     "  --mixed-shorts N         short requests per repetition (default 3)\n"
     "  --mixed-repeat N         repetitions per slot (default 2)\n"
     "  --seeded-probes N / --seeded-tokens N   seeded sampling probes (default 3 / 16)\n"
-    "  --expect-output-change   seeded outputs may differ between A and B\n"
+    "  --strict-json-probes N   strict-json: multi-cycle chat probes over the built-in schemas (a flat\n"
+    "                           object, a nested one with arrays and enums, a recursive $ref tree),\n"
+    "                           each turn constrained by response_format json_schema, seeded, thinking\n"
+    "                           off; every finished output is parsed and checked by bench's own schema\n"
+    "                           validator (a failure makes the run invalid), outputs compared between\n"
+    "                           the arms like seeded probes, mask time per token from /status deltas;\n"
+    "                           a server whose /status has no grammar object is refused (default 3)\n"
+    "  --strict-json-cycles N   turns per probe, each answer sent back before the next ask (default 3)\n"
+    "  --strict-json-tokens N   output budget of each turn; a turn cut off there is counted, not\n"
+    "                           judged (default 256)\n"
+    "  --expect-output-change   seeded and strict-json outputs may differ between A and B\n"
     "  --decide LIST            metrics that decide the verdict (default throughput,ttft_short,ttft_long,\n"
-    "                           gap_p50; also gap_p90, gap_p99, gap_max)\n"
+    "                           gap_p50; also gap_p90, gap_p99, gap_max, mask_ns_per_token)\n"
     "  --poll-ms N              /status polling interval during mixed (default 5)\n"
     "  --request-timeout S      per request (default 600); --start-timeout S per server start (default 600)\n"
     "output:\n"
@@ -99,7 +109,7 @@ static int parse_int(const char *flag, const char *v, int lo, int hi, int *out, 
 
 static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
 {
-    c->do_serial = c->do_mixed = c->do_seeded = false;
+    c->do_serial = c->do_mixed = c->do_seeded = c->do_strict_json = false;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", v);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -109,10 +119,12 @@ static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
             c->do_mixed = true;
         else if (!strcmp(t, "seeded"))
             c->do_seeded = true;
+        else if (!strcmp(t, "strict-json"))
+            c->do_strict_json = true;
         else
-            return err_set(err, "--workload: '%s' is not serial, mixed or seeded", t);
+            return err_set(err, "--workload: '%s' is not serial, mixed, seeded or strict-json", t);
     }
-    if (!c->do_serial && !c->do_mixed && !c->do_seeded)
+    if (!c->do_serial && !c->do_mixed && !c->do_seeded && !c->do_strict_json)
         return err_set(err, "--workload: name at least one workload");
     return 0;
 }
@@ -258,6 +270,9 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         INT_OPT("--mixed-repeat", mixed_repeat, 1, 10000)
         INT_OPT("--seeded-probes", seeded_probes, 1, 10000)
         INT_OPT("--seeded-tokens", seeded_tokens, 1, 1000000)
+        INT_OPT("--strict-json-probes", strict_json_probes, 1, 10000)
+        INT_OPT("--strict-json-cycles", strict_json_cycles, 1, BENCH_MAX_JSON_CYCLES)
+        INT_OPT("--strict-json-tokens", strict_json_tokens, 1, 1000000)
         INT_OPT("--poll-ms", poll_ms, 1, 10000)
         INT_OPT("--request-timeout", request_timeout_s, 1, 7 * 86400)
         INT_OPT("--start-timeout", start_timeout_s, 1, 86400)

@@ -18,6 +18,7 @@
 #include "base/sha256.h"
 #include "base/stats.h"
 #include "tools/bench_http.h"
+#include "tools/bench_json.h"
 #include "tools/bench_proc.h"
 
 #define BENCH_IDLE_WAIT_MS 5000   /* how long an arm may take to return to idle */
@@ -33,6 +34,7 @@ const bench_metric_info_t bench_metrics[BM_COUNT] = {
     {"gap_p90", "chunk gap p90", "ms", false, false},
     {"gap_p99", "chunk gap p99", "ms", false, false},
     {"gap_max", "chunk gap max", "ms", false, false},
+    {"mask_ns_per_token", "mask time per token (strict-json)", "ns", false, false},
 };
 
 void bench_config_default(bench_config_t *c)
@@ -58,6 +60,9 @@ void bench_config_default(bench_config_t *c)
     c->seeded_probes = 3;
     c->seeded_prompt = 20;
     c->seeded_tokens = 16;
+    c->strict_json_probes = BENCH_JSON_SCHEMAS;
+    c->strict_json_cycles = 3;
+    c->strict_json_tokens = 256;
     for (int i = 0; i < BM_COUNT; i++)
         if (bench_metrics[i].is_default_decider)
             c->decide_mask |= 1u << i;
@@ -84,7 +89,8 @@ typedef struct arm_rt {
     bool is_running;
     char url[BENCH_URL_MAX];
     int starts;
-    bool has_status; /* /status answered (splash) */
+    bool has_status;  /* /status answered (splash) */
+    bool has_grammar; /* ... with a grammar object (structured output) */
     bool is_probed;
     json_t *fingerprint;
     json_t *lifecycle; /* starts and stops */
@@ -166,6 +172,9 @@ typedef struct req_spec {
     double temperature;
     long long seed; /* < 0: none */
     char salt[96];
+    /* strict-json: the output ends where the grammar does (finish_reason
+     * stop) or at the budget (length, a cut-off); the prompt is a chat */
+    bool is_open_ended;
 } req_spec_t;
 
 static json_t *request_body(const arm_rt_t *a, const req_spec_t *q)
@@ -221,12 +230,21 @@ static bool record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, con
             snprintf(buf, sizeof buf, "cached tokens %d > 0 under a unique cache_salt", st->cached_tokens);
             json_array_append_new(why, json_string(buf));
         }
-        if (st->completion_tokens != q->max_tokens || strcmp(st->finish_reason, "length") != 0) {
+        if (q->is_open_ended) {
+            bool is_stop = !strcmp(st->finish_reason, "stop"), is_cut = !strcmp(st->finish_reason, "length");
+            if ((!is_stop && !is_cut) || (is_cut && st->completion_tokens != q->max_tokens) ||
+                st->completion_tokens > q->max_tokens) {
+                snprintf(buf, sizeof buf,
+                         "finish_reason '%s' after %d of %d completion tokens (stop or length expected)",
+                         st->finish_reason[0] ? st->finish_reason : "(none)", st->completion_tokens, q->max_tokens);
+                json_array_append_new(why, json_string(buf));
+            }
+        } else if (st->completion_tokens != q->max_tokens || strcmp(st->finish_reason, "length") != 0) {
             snprintf(buf, sizeof buf, "output budget not met: %d of %d completion tokens, finish_reason '%s'",
                      st->completion_tokens, q->max_tokens, st->finish_reason[0] ? st->finish_reason : "(none)");
             json_array_append_new(why, json_string(buf));
         }
-        if (st->prompt_tokens >= 0 && st->prompt_tokens != q->prompt_len) {
+        if (!q->is_open_ended && st->prompt_tokens >= 0 && st->prompt_tokens != q->prompt_len) {
             snprintf(buf, sizeof buf, "prompt tokens %d, sent %d", st->prompt_tokens, q->prompt_len);
             json_array_append_new(why, json_string(buf));
         }
@@ -518,6 +536,7 @@ static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
     bool is_absent;
     json_t *st = get_status(h, &is_absent);
     a->has_status = st != NULL;
+    a->has_grammar = st && json_is_object(json_object_get(st, "grammar"));
     char sha[SHA256_HEX_LEN] = "";
     err_t e;
     json_t *fp = json_object();
@@ -586,12 +605,42 @@ static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
     if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
         return -1;
     arm_fingerprint(r, a, &h);
+    if (c->do_strict_json && !a->has_grammar) {
+        bench_http_free(&h);
+        return err_set(err,
+                       "arm %c: the strict-json workload is refused: %s has no grammar object in /status (a server "
+                       "without structured output, or an older one), so neither its constraint nor its mask time "
+                       "can be checked; leave strict-json out of --workload for this comparison",
+                       a->label, a->url);
+    }
     if (!a->ctx && build_context(r, a, &h, err)) {
         bench_http_free(&h);
         return err_prefix(err, "arm %c: ", a->label);
     }
     bench_http_free(&h);
     return 0;
+}
+
+/* One strict-json turn of probe p: appends the user's ask for turn t to
+ * messages and streams the constrained answer into st (the caller appends
+ * it as the assistant's message). Seeds depend only on (p, t), so both arms
+ * and every slot sample alike. */
+static long long json_seed(int p, int t)
+{
+    return 3000 + 100LL * p + t;
+}
+
+static int json_turn(bench_http_t *h, int p, int t, json_t *messages, int max_tokens, const char *salt,
+                     bench_stream_t *st, err_t *err)
+{
+    memset(st, 0, sizeof *st);
+    json_array_append_new(messages, json_pack("{s:s,s:s}", "role", "user", "content", bench_json_prompt(p, t)));
+    json_t *body = bench_json_body(p, messages, max_tokens, json_seed(p, t), salt);
+    if (!body)
+        return err_set(err, "out of memory");
+    int rc = bench_http_stream(h, "/v1/chat/completions", body, st, NULL, err);
+    json_decref(body);
+    return rc;
 }
 
 /* Warm-up: the same count after every start, so the arms' histories match. */
@@ -610,7 +659,8 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
                         c->warmup_tokens,
                         c->serial_temperature,
                         c->serial_temperature > 0 ? 1000000 + i : -1,
-                        ""};
+                        "",
+                        false};
         new_salt(r, q.salt, sizeof q.salt);
         bench_stream_t st;
         if (stream_request(&h, a, &q, &st, NULL, err) || st.status != 200) {
@@ -621,6 +671,33 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
             return err_prefix(err, "arm %c: ", a->label);
         }
         bench_stream_free(&st);
+    }
+    /* strict-json: the whole probe set once, unmeasured, with the measured
+     * seeds: the server caches masks per grammar state, and these outputs
+     * visit the same states every slot, so without this the first slot of
+     * each arm pays for the cache misses and the mask time per token
+     * swings 4x between A1 and A4 (measured on the demo model) */
+    for (int p = 0; c->do_strict_json && c->warmup > 0 && p < c->strict_json_probes; p++) {
+        json_t *msgs = json_array();
+        for (int t = 0; t < c->strict_json_cycles; t++) {
+            char salt[96];
+            new_salt(r, salt, sizeof salt);
+            bench_stream_t st;
+            int rc = json_turn(&h, p, t, msgs, c->strict_json_tokens, salt, &st, err);
+            if (rc || st.status != 200) {
+                if (!rc)
+                    err_set(err, "strict-json warm-up request answered HTTP %d%s%s", st.status, st.error[0] ? ": " : "",
+                            st.error);
+                bench_stream_free(&st);
+                json_decref(msgs);
+                bench_http_free(&h);
+                return err_prefix(err, "arm %c: ", a->label);
+            }
+            json_array_append_new(
+                msgs, json_pack("{s:s,s:s%}", "role", "assistant", "content", st.text ? st.text : "", st.text_len));
+            bench_stream_free(&st);
+        }
+        json_decref(msgs);
     }
     bench_http_free(&h);
     return 0;
@@ -653,7 +730,8 @@ static void workload_serial(slot_t *s)
                             c->max_tokens,
                             c->serial_temperature,
                             c->serial_temperature > 0 ? ++seed : -1,
-                            ""};
+                            "",
+                            false};
             bench_stream_t st;
             bool ok = run_one(s, &q, &st);
             busy_ns += st.t_end_ns - st.t_submit_ns;
@@ -825,8 +903,8 @@ static void workload_mixed(slot_t *s)
             has_poller = false;
         stream_job_t *d = calloc(1, sizeof *d), *l = calloc(1, sizeof *l);
         d->arm = l->arm = s->arm;
-        d->q = (req_spec_t){"decode", c->mixed_decode_prompt, 0, c->mixed_decode_tokens, 0.0, -1, ""};
-        l->q = (req_spec_t){"long", c->mixed_long_prompt, 0, c->mixed_long_tokens, 0.0, -1, ""};
+        d->q = (req_spec_t){"decode", c->mixed_decode_prompt, 0, c->mixed_decode_tokens, 0.0, -1, "", false};
+        l->q = (req_spec_t){"long", c->mixed_long_prompt, 0, c->mixed_long_tokens, 0.0, -1, "", false};
         new_salt(r, d->q.salt, sizeof d->q.salt);
         new_salt(r, l->q.salt, sizeof l->q.salt);
         bench_http_init(&d->h, s->arm->url, c->api_key, c->request_timeout_s, NULL);
@@ -835,7 +913,7 @@ static void workload_mixed(slot_t *s)
         wait_first(d); /* the decode request is generating */
         pthread_create(&tl, NULL, stream_main, l);
         for (int k = 0; k < c->mixed_shorts; k++) {
-            req_spec_t q = {"short", c->mixed_short_prompt, 0, c->mixed_short_tokens, 0.0, -1, ""};
+            req_spec_t q = {"short", c->mixed_short_prompt, 0, c->mixed_short_tokens, 0.0, -1, "", false};
             bench_stream_t st;
             if (run_one(s, &q, &st) || st.t_first_ns) {
                 if (st.t_first_ns) {
@@ -925,7 +1003,7 @@ static void workload_seeded(slot_t *s)
     const bench_config_t *c = s->r->c;
     json_t *hashes = json_array();
     for (int i = 0; i < c->seeded_probes; i++) {
-        req_spec_t q = {"seeded", c->seeded_prompt, 7 * i, c->seeded_tokens, 0.8, 1000 + i, ""};
+        req_spec_t q = {"seeded", c->seeded_prompt, 7 * i, c->seeded_tokens, 0.8, 1000 + i, "", false};
         bench_stream_t st;
         run_one(s, &q, &st);
         json_t *last = json_array_get(s->requests, json_array_size(s->requests) - 1);
@@ -933,6 +1011,135 @@ static void workload_seeded(slot_t *s)
         bench_stream_free(&st);
     }
     json_object_set_new(s->j, "seeded_hashes", hashes);
+}
+
+/* A /status grammar counter (0 when absent). */
+static int64_t gcount(const json_t *g, const char *key)
+{
+    const json_t *v = json_object_get(g, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+/* Strict-JSON probes: each a conversation of strict_json_cycles turns, every
+ * turn constrained by a built-in schema and sampled with seeds both arms
+ * share; each answer goes back as the assistant's message before the next
+ * ask. Every finished output is parsed and validated by schema_check, never
+ * by the grammar engine that made it; a cut-off at the budget is counted,
+ * not judged. The grammar's cost comes from /status deltas over the
+ * workload. */
+static void workload_strict_json(slot_t *s)
+{
+    run_t *r = s->r;
+    const bench_config_t *c = r->c;
+    bool is_absent;
+    json_t *st0 = get_status(&s->h, &is_absent);
+    int n_req = 0, n_answered = 0, n_valid = 0, n_invalid = 0, n_cut = 0;
+    int64_t n_tokens = 0;
+    json_t *hashes = json_array();
+    for (int p = 0; p < c->strict_json_probes; p++) {
+        const char *name = bench_json_schema_name(p);
+        json_t *messages = json_array();
+        char turn_hashes[BENCH_MAX_JSON_CYCLES * SHA256_HEX_LEN] = "";
+        size_t n_th = 0;
+        for (int t = 0; t < c->strict_json_cycles; t++) {
+            req_spec_t q = {.kind = "strict-json",
+                            .max_tokens = c->strict_json_tokens,
+                            .temperature = 0.8,
+                            .seed = json_seed(p, t),
+                            .is_open_ended = true};
+            new_salt(r, q.salt, sizeof q.salt);
+            bench_stream_t st;
+            err_t e;
+            int rc = json_turn(&s->h, p, t, messages, q.max_tokens, q.salt, &st, &e);
+            bool is_ok = record(s, &q, &st, rc ? e.msg : NULL);
+            json_t *rq = json_array_get(s->requests, json_array_size(s->requests) - 1);
+            n_req++;
+            n_answered += !rc && st.status == 200;
+            n_tokens += st.completion_tokens > 0 ? st.completion_tokens : 0;
+            char why[512] = "";
+            const char *judged;
+            if (!is_ok) {
+                judged = "not judged (the request was invalid)";
+            } else if (!strcmp(st.finish_reason, "length")) {
+                judged = "cut off";
+                n_cut++;
+            } else {
+                bench_json_verdict_t v = bench_json_judge(p, st.text, st.text_len, why, sizeof why);
+                judged = v == BENCH_JSON_VALID      ? "valid"
+                         : v == BENCH_JSON_NOT_JSON ? "not JSON"
+                         : v == BENCH_JSON_VIOLATES ? "violates the schema"
+                                                    : "schema cannot be judged";
+                if (v == BENCH_JSON_VALID) {
+                    n_valid++;
+                } else {
+                    n_invalid++;
+                    slot_invalid(s, "strict-json probe %d (%s) turn %d: %s: %s", p, name, t + 1, judged, why);
+                }
+            }
+            json_object_set_new(rq, "schema", json_string(name));
+            json_object_set_new(rq, "probe", json_integer(p));
+            json_object_set_new(rq, "turn", json_integer(t + 1));
+            json_object_set_new(rq, "json", json_string(judged));
+            if (why[0])
+                json_object_set_new(rq, "json_reason", json_string(why));
+            json_object_set_new(rq, "output", json_stringn(st.text ? st.text : "", st.text_len));
+            const char *h = json_string_value(json_object_get(rq, "output_sha256"));
+            if (h && t < BENCH_MAX_JSON_CYCLES)
+                n_th += (size_t)snprintf(turn_hashes + n_th, sizeof turn_hashes - n_th, "%s", h);
+            json_array_append_new(
+                messages, json_pack("{s:s,s:s%}", "role", "assistant", "content", st.text ? st.text : "", st.text_len));
+            bench_stream_free(&st);
+        }
+        char probe_hash[SHA256_HEX_LEN] = "";
+        err_t e;
+        sha256_hex(turn_hashes, n_th, probe_hash, &e);
+        json_array_append_new(hashes, json_string(probe_hash));
+        json_decref(messages);
+    }
+    if (n_req && n_valid + n_invalid == 0 && n_cut)
+        slot_invalid(s, "strict-json: every output was cut off at --strict-json-tokens %d: nothing was judged",
+                     c->strict_json_tokens);
+    json_t *st1 = get_status(&s->h, &is_absent);
+    const json_t *g0 = json_object_get(st0, "grammar"), *g1 = json_object_get(st1, "grammar");
+    json_t *gj = json_null();
+    if (!json_is_object(g0) || !json_is_object(g1)) {
+        slot_invalid(s, "strict-json: /status %s has no grammar object", json_is_object(g0) ? "after" : "before");
+    } else {
+        int64_t d_req = gcount(g1, "requests") - gcount(g0, "requests");
+        int64_t d_masks = gcount(g1, "masks") - gcount(g0, "masks");
+        int64_t d_ns = gcount(g1, "mask_ns_total") - gcount(g0, "mask_ns_total");
+        int64_t d_wait = gcount(g1, "mask_wait_ns_total") - gcount(g0, "mask_wait_ns_total");
+        int64_t d_forced = gcount(g1, "forced_tokens") - gcount(g0, "forced_tokens");
+        int64_t d_cut = gcount(g1, "drafts_cut") - gcount(g0, "drafts_cut");
+        /* the constraint reached the engine for every answered request */
+        if (d_req != n_answered)
+            slot_invalid(s,
+                         "strict-json: /status grammar.requests rose by %lld over the workload, but %d constrained "
+                         "requests were answered",
+                         (long long)d_req, n_answered);
+        if (n_tokens > 0 && d_masks <= 0 && d_forced <= 0)
+            slot_invalid(s,
+                         "strict-json: %lld tokens generated under a grammar, but /status counted no masks and "
+                         "no forced tokens",
+                         (long long)n_tokens);
+        double per = d_masks > 0 ? (double)d_ns / (double)d_masks : 0;
+        gj = json_pack("{s:I,s:I,s:I,s:f,s:I,s:f,s:I,s:I,s:I}", "requests", (json_int_t)d_req, "masks",
+                       (json_int_t)d_masks, "mask_ns_total", (json_int_t)d_ns, "mask_ns_per_token", per,
+                       "mask_wait_ns_total", (json_int_t)d_wait, "mask_wait_ns_per_token",
+                       d_masks > 0 ? (double)d_wait / (double)d_masks : 0.0, "forced_tokens", (json_int_t)d_forced,
+                       "drafts_cut", (json_int_t)d_cut, "mask_ns_p99", (json_int_t)gcount(g1, "mask_ns_p99"));
+        if (d_masks > 0) {
+            s->metric[BM_MASK_NS] = per;
+            s->has[BM_MASK_NS] = true;
+        }
+    }
+    json_decref(st0);
+    json_decref(st1);
+    json_object_set_new(s->j, "strict_json",
+                        json_pack("{s:i,s:i,s:i,s:i,s:I,s:o}", "requests", n_req, "valid", n_valid, "invalid",
+                                  n_invalid, "cut_offs", n_cut, "completion_tokens", (json_int_t)n_tokens, "grammar",
+                                  gj));
+    json_object_set_new(s->j, "strict_json_hashes", hashes);
 }
 
 /* ---- slots and rounds ---- */
@@ -968,6 +1175,8 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
         workload_mixed(&s);
     if (c->do_seeded)
         workload_seeded(&s);
+    if (c->do_strict_json)
+        workload_strict_json(&s);
     c->clock->sample(c->clock->ctx, &k1);
     double elapsed_ms = ms(clock_now_ns() - s.t0_ns);
     char why[256];
@@ -1019,9 +1228,10 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     return 0;
 }
 
-/* Seeded probes: each arm reproduces itself, and the arms agree unless a
- * change of output is expected. */
-static json_t *check_seeded(run_t *r)
+/* Seeded and strict-JSON probes: each arm reproduces itself, and the arms
+ * agree unless a change of output is expected. key: the slots' hash list;
+ * what: the workload, for reasons. */
+static json_t *check_hashes(run_t *r, const char *key, const char *what)
 {
     const json_t *first[2] = {NULL, NULL};
     bool is_same_between = true, has_both = true;
@@ -1030,14 +1240,14 @@ static json_t *check_seeded(run_t *r)
     json_array_foreach(r->slots, i, sl)
     {
         int ai = !strcmp(json_string_value(json_object_get(sl, "arm")), "B");
-        const json_t *h = json_object_get(sl, "seeded_hashes");
+        const json_t *h = json_object_get(sl, key);
         if (!h)
             continue;
         if (!first[ai]) {
             first[ai] = h;
         } else if (!json_equal(first[ai], h)) {
             char buf[160];
-            snprintf(buf, sizeof buf, "seeded outputs of arm %c differ between its own slots (non-deterministic)",
+            snprintf(buf, sizeof buf, "%s outputs of arm %c differ between its own slots (non-deterministic)", what,
                      ai ? 'B' : 'A');
             json_array_append_new(r->reasons, json_string(buf));
         }
@@ -1046,12 +1256,57 @@ static json_t *check_seeded(run_t *r)
         has_both = false;
     else
         is_same_between = json_equal(first[0], first[1]);
-    if (has_both && !is_same_between && !r->c->expect_output_change)
-        json_array_append_new(r->reasons,
-                              json_string("seeded outputs differ between A and B (pass --expect-output-change if "
-                                          "the candidate is meant to change outputs)"));
+    if (has_both && !is_same_between && !r->c->expect_output_change) {
+        char buf[200];
+        snprintf(buf, sizeof buf,
+                 "%s outputs differ between A and B (pass --expect-output-change if the candidate is meant to "
+                 "change outputs)",
+                 what);
+        json_array_append_new(r->reasons, json_string(buf));
+    }
     return json_pack("{s:b,s:b,s:b}", "compared", has_both, "identical", has_both && is_same_between,
                      "expect_output_change", r->c->expect_output_change);
+}
+
+/* The strict-JSON counts of every slot summed per arm, mask times per
+ * token from the summed deltas, and the output comparison. */
+static json_t *strict_json_summary(run_t *r)
+{
+    static const char *const counts[] = {"requests", "valid", "invalid", "cut_offs", "completion_tokens"};
+    static const char *const gcounts[] = {"masks", "mask_ns_total", "mask_wait_ns_total", "forced_tokens",
+                                          "drafts_cut"};
+    int64_t sum[2][5] = {{0}}, gsum[2][5] = {{0}};
+    int n_slots[2] = {0, 0};
+    size_t i;
+    json_t *sl;
+    json_array_foreach(r->slots, i, sl)
+    {
+        const json_t *sj = json_object_get(sl, "strict_json");
+        if (!sj)
+            continue;
+        int ai = !strcmp(json_string_value(json_object_get(sl, "arm")), "B");
+        n_slots[ai]++;
+        for (int k = 0; k < 5; k++) {
+            sum[ai][k] += jint(sj, counts[k]);
+            gsum[ai][k] += gcount(json_object_get(sj, "grammar"), gcounts[k]);
+        }
+    }
+    json_t *arms = json_object();
+    for (int ai = 0; ai < 2; ai++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "slots", json_integer(n_slots[ai]));
+        for (int k = 0; k < 5; k++)
+            json_object_set_new(o, counts[k], json_integer((json_int_t)sum[ai][k]));
+        for (int k = 0; k < 5; k++)
+            json_object_set_new(o, gcounts[k], json_integer((json_int_t)gsum[ai][k]));
+        double masks = (double)gsum[ai][0];
+        json_object_set_new(o, "mask_ns_per_token", json_real(masks > 0 ? (double)gsum[ai][1] / masks : 0));
+        json_object_set_new(o, "mask_wait_ns_per_token", json_real(masks > 0 ? (double)gsum[ai][2] / masks : 0));
+        json_object_set_new(arms, ai ? "B" : "A", o);
+    }
+    json_t *out = check_hashes(r, "strict_json_hashes", "strict-json");
+    json_object_set_new(out, "arms", arms);
+    return out;
 }
 
 static json_t *abba_json(const bench_abba_t *x)
@@ -1196,6 +1451,16 @@ int bench_run(const bench_config_t *c, err_t *err)
     for (int i = 0; i < c->n_serial_lens; i++)
         json_array_append_new(lens, json_integer(c->serial_lens[i]));
     json_object_set_new(json_object_get(report, "config"), "serial_prompt_tokens", lens);
+    if (c->do_strict_json) {
+        json_t *cfg = json_object_get(report, "config");
+        json_array_append_new(json_object_get(cfg, "workloads"), json_string("strict-json"));
+        json_t *names = json_array();
+        for (int k = 0; k < c->strict_json_probes && k < BENCH_JSON_SCHEMAS; k++)
+            json_array_append_new(names, json_string(bench_json_schema_name(k)));
+        json_object_set_new(cfg, "strict_json",
+                            json_pack("{s:i,s:i,s:i,s:o}", "probes", c->strict_json_probes, "cycles",
+                                      c->strict_json_cycles, "max_tokens", c->strict_json_tokens, "schemas", names));
+    }
     json_object_set_new(json_object_get(report, "config"), "cpus",
                         json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));
     json_object_set_new(report, "slots", r.slots);
@@ -1204,7 +1469,9 @@ int bench_run(const bench_config_t *c, err_t *err)
         json_array_append_new(r.reasons, json_string(err->msg));
         json_object_set_new(report, "error", json_string(err->msg));
     }
-    json_object_set_new(report, "seeded", check_seeded(&r));
+    json_object_set_new(report, "seeded", check_hashes(&r, "seeded_hashes", "seeded"));
+    if (c->do_strict_json)
+        json_object_set_new(report, "strict_json", strict_json_summary(&r));
     bench_verdict_t v = BENCH_NO_CHANGE;
     json_object_set_new(report, "statistics", rc ? json_object() : statistics(&r, &v));
     bool is_valid = json_array_size(r.reasons) == 0;

@@ -18,6 +18,7 @@
 #define BENCH_MAX_ROUNDS 100
 #define BENCH_MAX_LENS 16        /* serial prompt lengths */
 #define BENCH_MAX_PROMPT 1000000 /* longest context bench builds */
+#define BENCH_MAX_JSON_CYCLES 16 /* turns of one strict-json probe */
 
 typedef struct bench_arm_config {
     const char *cmd;         /* server command bench starts, or NULL */
@@ -36,7 +37,7 @@ typedef struct bench_config {
     int rounds;
     int warmup;        /* unmeasured requests after each server start */
     int warmup_tokens; /* output budget of each (the CLI's default: min(8, max_tokens)) */
-    bool do_serial, do_mixed, do_seeded;
+    bool do_serial, do_mixed, do_seeded, do_strict_json;
     /* serial */
     int32_t serial_lens[BENCH_MAX_LENS];
     int n_serial_lens;
@@ -51,6 +52,9 @@ typedef struct bench_config {
     /* seeded */
     int seeded_probes, seeded_prompt, seeded_tokens;
     bool expect_output_change;
+    /* strict-json: probes of strict_json_cycles chat turns each, every turn
+     * constrained by a built-in schema (bench_json.h) within strict_json_tokens */
+    int strict_json_probes, strict_json_cycles, strict_json_tokens;
     /* which metrics decide the verdict (bit i = bench_metric i) */
     unsigned decide_mask;
     int poll_ms;
@@ -79,6 +83,7 @@ typedef enum bench_metric {
     BM_GAP_P90,
     BM_GAP_P99,
     BM_GAP_MAX,
+    BM_MASK_NS, /* grammar mask time per masked token (strict-json, /status deltas), ns */
     BM_COUNT
 } bench_metric_t;
 

@@ -71,6 +71,36 @@ void bench_print_summary(const json_t *rep, FILE *f)
         if (has_rounds)
             fprintf(f, "  (rounds combine as the median round change, with the noise of that median)\n");
     }
+    const json_t *sj = json_object_get(rep, "strict_json");
+    if (sj) {
+        const json_t *cfg = json_object_get(json_object_get(rep, "config"), "strict_json");
+        fprintf(f, "\n  strict-json: %lld probe(s) x %lld turn(s), at most %lld tokens a turn; schemas",
+                (long long)json_integer_value(json_object_get(cfg, "probes")),
+                (long long)json_integer_value(json_object_get(cfg, "cycles")),
+                (long long)json_integer_value(json_object_get(cfg, "max_tokens")));
+        const json_t *names = json_object_get(cfg, "schemas");
+        for (size_t i = 0; i < json_array_size(names); i++)
+            fprintf(f, "%s %s", i ? "," : "", json_string_value(json_array_get(names, i)));
+        fprintf(f, "\n  %-4s %9s %7s %8s %8s %12s %13s %14s %7s\n", "arm", "requests", "valid", "invalid", "cut-off",
+                "mask ns/tok", "wait ns/tok", "forced tokens", "masks");
+        for (int k = 0; k < 2; k++) {
+            const json_t *a = json_object_get(json_object_get(sj, "arms"), k ? "B" : "A");
+            fprintf(f, "  %-4s %9lld %7lld %8lld %8lld %12.1f %13.1f %14lld %7lld\n", k ? "B" : "A",
+                    (long long)json_integer_value(json_object_get(a, "requests")),
+                    (long long)json_integer_value(json_object_get(a, "valid")),
+                    (long long)json_integer_value(json_object_get(a, "invalid")),
+                    (long long)json_integer_value(json_object_get(a, "cut_offs")), num(a, "mask_ns_per_token"),
+                    num(a, "mask_wait_ns_per_token"),
+                    (long long)json_integer_value(json_object_get(a, "forced_tokens")),
+                    (long long)json_integer_value(json_object_get(a, "masks")));
+        }
+        fprintf(f, "  outputs between A and B: %s\n",
+                !json_is_true(json_object_get(sj, "compared"))   ? "not compared"
+                : json_is_true(json_object_get(sj, "identical")) ? "identical"
+                : json_is_true(json_object_get(sj, "expect_output_change"))
+                    ? "differ (expected: --expect-output-change)"
+                    : "DIFFER");
+    }
     const json_t *val = json_object_get(rep, "validity");
     const json_t *reasons = json_object_get(val, "reasons");
     fprintf(f, "\n  validity: %s\n", json_is_true(json_object_get(val, "valid")) ? "valid" : "INVALID");
