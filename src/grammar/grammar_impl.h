@@ -39,6 +39,7 @@ typedef struct gr_dstate {
 typedef struct gr_mask_entry {
     uint32_t *mask; /* (mask words) */
     int32_t count, only;
+    uint32_t max_after; /* the longest shortest-completion after any allowed token (budget.c) */
 } gr_mask_entry_t;
 
 struct grammar {

@@ -312,8 +312,15 @@ static inline void set_bit(uint32_t *mask, int32_t id)
     mask[id >> 5] |= 1u << (id & 31);
 }
 
-/* Walks the trie against state ds, filling mask (cleared by the caller). */
-static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *mask)
+static void note_after(grammar_t *g, uint32_t t, uint32_t *max_after)
+{
+    uint32_t m = gr_min_bytes(g, t);
+    *max_after = m > *max_after ? m : *max_after;
+}
+
+/* Walks the trie against state ds, filling mask (cleared by the caller);
+ * *max_after: the largest shortest-completion of a state a token ends in. */
+static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *mask, uint32_t *max_after)
 {
     uint32_t *st = g->walk;
     int32_t count = 0;
@@ -331,6 +338,7 @@ static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *m
             for (uint32_t k = lo; k < hi; k++)
                 set_bit(mask, gv->order[k]);
             count += (int32_t)(hi - lo);
+            note_after(g, t, max_after);
             i++;
             continue;
         }
@@ -340,6 +348,7 @@ static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *m
                 for (uint32_t k = lo; k < hi; k++)
                     set_bit(mask, gv->order[k]);
                 count += (int32_t)(hi - lo);
+                note_after(g, t, max_after);
                 i = end;
                 continue;
             }
@@ -348,6 +357,8 @@ static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *m
         for (uint32_t k = lo; k < own; k++)
             set_bit(mask, gv->order[k]);
         count += (int32_t)(own - lo);
+        if (own > lo)
+            note_after(g, t, max_after);
         st[depth] = t;
         i++;
     }
@@ -435,7 +446,8 @@ int gr_mask(gr_state_t *s, const gr_vocab_t *gv, uint32_t *mask, int32_t *only)
     memset(mask, 0, words * sizeof *mask);
     if (!ensure_walk(g, gv))
         return 0;
-    int32_t count = walk(g, gv, s->ds, mask);
+    uint32_t max_after = 0;
+    int32_t count = walk(g, gv, s->ds, mask, &max_after);
     if (g->ds[s->ds].can_end)
         for (int k = 0; k < gv->n_eog; k++) {
             set_bit(mask, gv->eog[k]);
@@ -458,7 +470,7 @@ int gr_mask(gr_state_t *s, const gr_vocab_t *gv, uint32_t *mask, int32_t *only)
     if (!copy)
         return count;
     memcpy(copy, mask, bytes);
-    g->masks[g->n_masks] = (gr_mask_entry_t){.mask = copy, .count = count, .only = one};
+    g->masks[g->n_masks] = (gr_mask_entry_t){.mask = copy, .count = count, .only = one, .max_after = max_after};
     g->ds[s->ds].mask_slot = (int32_t)g->n_masks++;
     g->mask_bytes += bytes;
     return count;
@@ -472,10 +484,15 @@ int gr_mask_budget(gr_state_t *s, const gr_vocab_t *gv, uint32_t max_bytes, uint
         return 0;
     grammar_t *g = s->g;
     size_t words = gr_vocab_mask_words(gv);
+    /* when no allowed token can outgrow the budget, the cached mask is the answer */
+    int count = gr_mask(s, gv, mask, only);
+    int32_t slot = g->ds[s->ds].mask_slot;
+    if (slot >= 0 && g->masks[slot].max_after <= max_bytes)
+        return count;
     memset(mask, 0, words * sizeof *mask);
     if (!ensure_walk(g, gv))
         return 0;
-    int32_t count = walk_budget(g, gv, s->ds, max_bytes, mask);
+    count = walk_budget(g, gv, s->ds, max_bytes, mask);
     if (g->ds[s->ds].can_end)
         for (int k = 0; k < gv->n_eog; k++) {
             set_bit(mask, gv->eog[k]);
