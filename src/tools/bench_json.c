@@ -89,7 +89,7 @@ bench_json_verdict_t bench_json_judge(int i, const char *text, size_t len, char 
     json_error_t e;
     json_t *v = json_loadb(text ? text : "", len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
     if (!v) {
-        snprintf(why, why_cap, "not JSON: %s at byte %d", e.text, e.position);
+        snprintf(why, why_cap, "%s at byte %d", e.text, e.position);
         return BENCH_JSON_NOT_JSON;
     }
     json_t *schema = bench_json_schema(i);

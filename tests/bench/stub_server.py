@@ -1,15 +1,71 @@
 #!/usr/bin/env python3
-"""A minimal OpenAI-compatible completions server with no /status, for the
-splash bench test that status-based checks are reported unverifiable.
+"""A minimal OpenAI-compatible server for the splash bench tests.
 
 Serves /health, /v1/models, /tokenize (one token per byte) and streaming
 /v1/completions (one chunk per token, `max_tokens` of them, usage with zero
 cached tokens). Prints `stub: ready at http://127.0.0.1:PORT` once listening.
+
+By default it has no /status, for the test that status-based checks are
+reported unverifiable. For the strict-json tests:
+
+  --status         serve an idle /status (policy off) with a grammar object
+                   whose counters grow with every constrained request
+  --no-grammar     ... but without the grammar object (an older server)
+  --json MODE      what streaming /v1/chat/completions answers under
+                   response_format json_schema (the schema chosen by its name):
+                   valid, variant (valid, other values), not-json (cut short
+                   but finish_reason stop), violate (an extra property)
+
+usage: stub_server.py [PORT] [--status] [--no-grammar] [--json MODE]
 """
+import argparse
 import json
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+OPTS = None
+LOCK = threading.Lock()
+GRAMMAR = {"requests": 0, "masks": 0, "mask_ns_total": 0, "mask_ns_p99": 0, "mask_wait_ns_total": 0,
+           "mask_ns_per_token": 0.0, "forced_tokens": 0, "drafts_cut": 0}
+SEQ = [0]
+
+# one valid instance of each of bench's built-in schemas (src/tools/bench_json.c)
+VALID = {
+    "person": {"name": "Emma", "age": 21, "married": False, "born": "1795-12-16", "height_cm": 160, "rating": None},
+    "order": {"id": "123e4567-e89b-12d3-a456-426614174000", "status": "shipped",
+              "lines": [{"sku": "ABC-123", "qty": 2, "tags": ["gift"]}], "note": None},
+    "tree": {"name": "Anne", "kids": [{"name": "Bo", "kids": []}]},
+}
+
+
+def json_answer(name, mode):
+    v = json.loads(json.dumps(VALID[name]))
+    if mode == "variant":
+        v["name" if "name" in v else "status"] = "Jane" if "name" in v else "pending"
+    if mode == "violate":
+        v["extra"] = 1  # additionalProperties is false in every built-in schema
+    text = json.dumps(v, separators=(",", ":"))
+    if mode == "not-json":
+        text = text[:len(text) // 2]
+    return text
+
+
+def status():
+    with LOCK:
+        SEQ[0] += 1
+        st = {"schema_version": 1, "ready": True, "draining": False,
+              "policy": {"verify_rows": "off", "verify_rows_effective": "off"},
+              "scheduler": {"queued": 0, "prefilling": 0, "decoding": 0},
+              "cache": {"blocks_used": 0}, "requests": {"active": []},
+              "memory": {"resident_bytes": 1 << 20}, "snapshot": {"seq": SEQ[0]}}
+        if not OPTS.no_grammar:
+            g = dict(GRAMMAR)
+            g["mask_ns_per_token"] = g["mask_ns_total"] / g["masks"] if g["masks"] else 0.0
+            st["grammar"] = g
+        return st
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -29,6 +85,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/health":
             self.reply(200, {"status": "ok"})
+        elif self.path == "/status" and OPTS.status:
+            self.reply(200, status())
         elif self.path == "/v1/models":
             self.reply(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
         else:
@@ -40,6 +98,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/tokenize":
             ids = list(req.get("prompt", "").encode())
             self.reply(200, {"tokens": ids, "count": len(ids)})
+            return
+        if self.path == "/v1/chat/completions":
+            self.chat(req)
             return
         if self.path != "/v1/completions":
             self.reply(404, {"error": {"message": "not found", "type": "not_found", "param": None, "code": None}})
@@ -70,8 +131,52 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+    def chat(self, req):
+        rf = req.get("response_format") or {}
+        name = (rf.get("json_schema") or {}).get("name")
+        if rf.get("type") != "json_schema" or name not in VALID:
+            self.reply(400, {"error": {"message": "the stub answers only bench's json_schema turns",
+                                       "type": "invalid_request_error", "param": None, "code": None}})
+            return
+        text = json_answer(name, OPTS.json)
+        pieces = [text[i:i + 4] for i in range(0, len(text), 4)]
+        with LOCK:
+            GRAMMAR["requests"] += 1
+            GRAMMAR["masks"] += len(pieces)
+            GRAMMAR["mask_ns_total"] += 1500 * len(pieces)
+            GRAMMAR["mask_wait_ns_total"] += 100 * len(pieces)
+            GRAMMAR["forced_tokens"] += 1
+        n_prompt = sum(len(str(m.get("content", ""))) for m in req.get("messages", []))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def event(obj):
+            self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+            self.wfile.flush()
+
+        for i, p in enumerate(pieces):
+            last = i == len(pieces) - 1
+            event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": "stub",
+                   "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": "stop" if last else None}]})
+        event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": "stub", "choices": [],
+               "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(pieces),
+                         "total_tokens": n_prompt + len(pieces), "prompt_tokens_details": {"cached_tokens": 0}}})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
 def main():
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    global OPTS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("port", nargs="?", type=int, default=0)
+    ap.add_argument("--status", action="store_true")
+    ap.add_argument("--no-grammar", action="store_true")
+    ap.add_argument("--json", choices=["valid", "variant", "not-json", "violate"], default="valid")
+    OPTS = ap.parse_args()
+    port = OPTS.port
     srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     print(f"stub: ready at http://127.0.0.1:{srv.server_address[1]} (model stub)", flush=True)
     srv.serve_forever()

@@ -8,6 +8,11 @@ part per CTest test (label bench):
           least 9 of 10 runs; the same delay on the baseline: a gain
   faults  each serve fault knob makes the run invalid with the right reason
   stub    a server without /status: bench runs, status checks unverifiable
+  strict-json  the strict-json probes: against the real server every output
+          valid and the arms identical; against stub servers a non-JSON
+          output, a schema violation and differing outputs each make the run
+          invalid with its reason, and a server without a grammar object in
+          /status is refused
   html    the HTML report renders in headless Chromium with its charts
 
 usage: test_bench.py PART --splash BIN --model M.gguf --dir WORKDIR
@@ -212,6 +217,84 @@ def part_stub(a):
         stub.wait()
 
 
+STUB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stub_server.py")
+STRICT = ["--workload", "strict-json", "--warmup", "1", "--restart", "never"]
+
+
+def stub_bench(a, name, mode_a, mode_b, extra=(), expect_codes=None):
+    """bench over two stub servers it starts (/status with a grammar object)."""
+    out = os.path.join(a.dir, name)
+    cmd = [a.splash, "bench", "--baseline-cmd", f"{sys.executable} {STUB} --status {mode_a}",
+           "--candidate-cmd", f"{sys.executable} {STUB} --status {mode_b}", "--work-dir", out, "--quiet"]
+    p = subprocess.run(cmd + STRICT + list(extra), capture_output=True, text=True, timeout=300)
+    rep = None
+    if os.path.exists(os.path.join(out, "report.json")):
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+    if expect_codes is not None and p.returncode not in expect_codes:
+        sys.stdout.write(p.stdout + p.stderr)
+        raise SystemExit(f"{name}: exit {p.returncode}, expected one of {expect_codes}")
+    return p, rep
+
+
+def stub_invalid(a, name, mode_b, pattern, extra=()):
+    p, rep = stub_bench(a, name, "--json valid", mode_b, extra, expect_codes=(13,))
+    rs = reasons(rep)
+    if not any(re.search(pattern, r) for r in rs):
+        raise SystemExit(f"{name}: invalid, but no reason matches /{pattern}/: {rs}")
+    print(f"{name}: invalid (exit 13): {next(r for r in rs if re.search(pattern, r))}")
+    return rep
+
+
+def part_strict_json(a):
+    # the real server: constrained output of a random model, judged by bench's own validator
+    p, rep = bench(a, "sj-real", STRICT, expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    sj = rep["strict_json"]
+    n = rep["config"]["strict_json"]["probes"] * rep["config"]["strict_json"]["cycles"] * 2  # two slots an arm
+    for arm in ("A", "B"):
+        x = sj["arms"][arm]
+        assert x["requests"] == n and x["valid"] + x["cut_offs"] == n and x["invalid"] == 0, x
+        assert x["valid"] > 0 and x["masks"] > 0 and x["mask_ns_per_token"] > 0, x
+    assert sj["compared"] and sj["identical"], sj
+    assert rep["config"]["strict_json"]["schemas"] == ["person", "order", "tree"]
+    for s in rep["slots"]:
+        for q in s["requests"]:
+            assert q["cached_tokens"] == 0 and q["json"] in ("valid", "cut off"), q
+            if q["json"] == "valid":
+                json.loads(q["output"])
+    assert "mask_ns_per_token" in rep["statistics"]
+    assert "strict-json:" in p.stdout and "outputs between A and B: identical" in p.stdout, p.stdout
+    print(f"strict-json real: {sj['arms']['A']['valid']} valid, {sj['arms']['A']['cut_offs']} cut off per arm, "
+          f"mask {sj['arms']['A']['mask_ns_per_token']:.0f} / {sj['arms']['B']['mask_ns_per_token']:.0f} ns per token")
+    # stubs: valid output passes, with the stub's own grammar counters in the report
+    p, rep = stub_bench(a, "sj-stub-valid", "--json valid", "--json valid", expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    assert rep["strict_json"]["identical"] and rep["strict_json"]["arms"]["B"]["mask_ns_per_token"] == 1500.0
+    # each failure, with its reason
+    stub_invalid(a, "sj-stub-not-json", "--json not-json", r"strict-json probe 0 \(person\) turn 1: not JSON")
+    stub_invalid(a, "sj-stub-violate", "--json violate",
+                 r"violates the schema: /extra: property 'extra' is not allowed")
+    rep = stub_invalid(a, "sj-stub-variant", "--json variant", r"strict-json outputs differ between A and B")
+    assert rep["strict_json"]["compared"] and not rep["strict_json"]["identical"]
+    assert all(s["strict_json"]["invalid"] == 0 for s in rep["slots"])  # valid, only different
+    p, rep = stub_bench(a, "sj-stub-variant-expected", "--json valid", "--json variant", ["--expect-output-change"],
+                        expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    assert "differ (expected" in p.stdout, p.stdout
+    # a server without a grammar object is refused, naming the arm
+    p, rep = stub_bench(a, "sj-stub-old", "--json valid", "--no-grammar", expect_codes=(1,))
+    assert "arm B: the strict-json workload is refused" in p.stderr, p.stderr
+    # the workload name and its flags are checked where they enter
+    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded or strict-json"),
+                     (["--strict-json-cycles", "0"], "out of range"), (["--strict-json-tokens", "0"], "out of range")):
+        p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
+    p = subprocess.run([a.splash, "bench", "--help"], capture_output=True, text=True, timeout=60)
+    assert "strict-json" in p.stdout and "--strict-json-cycles" in p.stdout
+    print("strict-json: real outputs valid and identical; stub failures invalid with their reasons; old server refused")
+
+
 def part_html(a):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -243,14 +326,14 @@ def part_html(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["aa", "delay", "faults", "stub", "html"])
+    ap.add_argument("part", choices=["aa", "delay", "faults", "stub", "strict-json", "html"])
     ap.add_argument("--splash", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--runs", type=int, default=10)
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
-    globals()["part_" + a.part](a)
+    globals()["part_" + a.part.replace("-", "_")](a)
 
 
 if __name__ == "__main__":
