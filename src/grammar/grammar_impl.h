@@ -40,7 +40,15 @@ typedef struct gr_mask_entry {
     uint32_t *mask; /* (mask words) */
     int32_t count, only;
     uint32_t max_after; /* the longest shortest-completion after any allowed token (budget.c) */
+    /* allowed tokens after which the shortest completion is longer than the
+     * state's own, with that length: what a budget may have to remove
+     * (NULL with n_grow 0 when there are none, or more than GR_MAX_GROW) */
+    uint32_t (*grow)[2]; /* (n_grow) token id, shortest completion after it */
+    uint32_t n_grow;
+    bool is_grow_complete; /* grow lists every such token */
 } gr_mask_entry_t;
+
+#define GR_MAX_GROW 8192 /* tokens a mask entry lists for budgets; beyond, budgets walk the trie */
 
 struct grammar {
     atomic_int refs;

@@ -239,8 +239,8 @@ gr_vocab_t *gr_vocab_new(const vocab_t *v, const bool *is_eog, err_t *err)
             gv->eog[gv->n_eog++] = i;
             continue;
         }
-        if (v->types[i] == TOKEN_TYPE_CONTROL)
-            continue;
+        if (v->types[i] == TOKEN_TYPE_CONTROL || v->types[i] == TOKEN_TYPE_UNUSED)
+            continue; /* control tokens are not text; unused ones are padding ([PAD...]) */
         size_t len = vocab_token_bytes(v, i, buf, GR_TOKEN_MAX_BYTES);
         if (len == 0 || len >= GR_TOKEN_MAX_BYTES)
             continue;
@@ -278,8 +278,10 @@ fail:
 
 void gr_mask_cache_clear(grammar_t *g)
 {
-    for (uint32_t i = 0; i < g->n_masks; i++)
+    for (uint32_t i = 0; i < g->n_masks; i++) {
         free(g->masks[i].mask);
+        free(g->masks[i].grow);
+    }
     for (uint32_t i = 0; i < g->n_ds; i++)
         g->ds[i].mask_slot = -1;
     g->n_masks = 0;
@@ -312,15 +314,48 @@ static inline void set_bit(uint32_t *mask, int32_t id)
     mask[id >> 5] |= 1u << (id & 31);
 }
 
-static void note_after(grammar_t *g, uint32_t t, uint32_t *max_after)
+/* What a mask walk learns for budgets: the largest shortest-completion
+ * after an allowed token, and the tokens that lengthen it. */
+typedef struct after {
+    uint32_t base; /* the state's own shortest completion */
+    uint32_t max;
+    uint32_t (*grow)[2];
+    uint32_t n_grow, cap_grow;
+    bool is_overflow;
+} after_t;
+
+/* Tokens order[lo .. hi) end in state t. */
+static void note_after(grammar_t *g, const gr_vocab_t *gv, uint32_t t, uint32_t lo, uint32_t hi, after_t *a)
 {
     uint32_t m = gr_min_bytes(g, t);
-    *max_after = m > *max_after ? m : *max_after;
+    a->max = m > a->max ? m : a->max;
+    if (m <= a->base || a->is_overflow)
+        return;
+    if (a->n_grow + (hi - lo) > GR_MAX_GROW) {
+        a->is_overflow = true;
+        return;
+    }
+    if (a->n_grow + (hi - lo) > a->cap_grow) {
+        uint32_t nc = a->cap_grow ? a->cap_grow : 64;
+        while (nc < a->n_grow + (hi - lo))
+            nc *= 2;
+        void *p = realloc(a->grow, nc * sizeof *a->grow);
+        if (!p) {
+            a->is_overflow = true;
+            return;
+        }
+        a->grow = p;
+        a->cap_grow = nc;
+    }
+    for (uint32_t k = lo; k < hi; k++) {
+        a->grow[a->n_grow][0] = (uint32_t)gv->order[k];
+        a->grow[a->n_grow++][1] = m;
+    }
 }
 
-/* Walks the trie against state ds, filling mask (cleared by the caller);
- * *max_after: the largest shortest-completion of a state a token ends in. */
-static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *mask, uint32_t *max_after)
+/* Walks the trie against state ds, filling mask (cleared by the caller)
+ * and *a. */
+static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *mask, after_t *a)
 {
     uint32_t *st = g->walk;
     int32_t count = 0;
@@ -338,7 +373,7 @@ static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *m
             for (uint32_t k = lo; k < hi; k++)
                 set_bit(mask, gv->order[k]);
             count += (int32_t)(hi - lo);
-            note_after(g, t, max_after);
+            note_after(g, gv, t, lo, hi, a);
             i++;
             continue;
         }
@@ -348,7 +383,7 @@ static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *m
                 for (uint32_t k = lo; k < hi; k++)
                     set_bit(mask, gv->order[k]);
                 count += (int32_t)(hi - lo);
-                note_after(g, t, max_after);
+                note_after(g, gv, t, lo, hi, a);
                 i = end;
                 continue;
             }
@@ -358,7 +393,7 @@ static int32_t walk(grammar_t *g, const gr_vocab_t *gv, uint32_t ds, uint32_t *m
             set_bit(mask, gv->order[k]);
         count += (int32_t)(own - lo);
         if (own > lo)
-            note_after(g, t, max_after);
+            note_after(g, gv, t, lo, own, a);
         st[depth] = t;
         i++;
     }
@@ -446,8 +481,9 @@ int gr_mask(gr_state_t *s, const gr_vocab_t *gv, uint32_t *mask, int32_t *only)
     memset(mask, 0, words * sizeof *mask);
     if (!ensure_walk(g, gv))
         return 0;
-    uint32_t max_after = 0;
-    int32_t count = walk(g, gv, s->ds, mask, &max_after);
+    uint32_t base = gr_min_bytes(g, s->ds);
+    after_t after = {.base = base, .max = base};
+    int32_t count = walk(g, gv, s->ds, mask, &after);
     if (g->ds[s->ds].can_end)
         for (int k = 0; k < gv->n_eog; k++) {
             set_bit(mask, gv->eog[k]);
@@ -464,13 +500,24 @@ int gr_mask(gr_state_t *s, const gr_vocab_t *gv, uint32_t *mask, int32_t *only)
         g->mask_vocab = keep;
         g->stats.clears++;
     }
-    if (!grow_masks(g))
+    uint32_t *copy = grow_masks(g) ? malloc(bytes) : NULL;
+    if (!copy) {
+        free(after.grow);
         return count;
-    uint32_t *copy = malloc(bytes);
-    if (!copy)
-        return count;
+    }
     memcpy(copy, mask, bytes);
-    g->masks[g->n_masks] = (gr_mask_entry_t){.mask = copy, .count = count, .only = one, .max_after = max_after};
+    if (after.is_overflow) {
+        free(after.grow);
+        after.grow = NULL, after.n_grow = 0;
+    }
+    g->masks[g->n_masks] = (gr_mask_entry_t){.mask = copy,
+                                             .count = count,
+                                             .only = one,
+                                             .max_after = after.max,
+                                             .grow = after.grow,
+                                             .n_grow = after.n_grow,
+                                             .is_grow_complete = !after.is_overflow};
+    g->mask_bytes += (size_t)after.n_grow * sizeof *after.grow;
     g->ds[s->ds].mask_slot = (int32_t)g->n_masks++;
     g->mask_bytes += bytes;
     return count;
@@ -489,6 +536,20 @@ int gr_mask_budget(gr_state_t *s, const gr_vocab_t *gv, uint32_t max_bytes, uint
     int32_t slot = g->ds[s->ds].mask_slot;
     if (slot >= 0 && g->masks[slot].max_after <= max_bytes)
         return count;
+    if (slot >= 0 && g->masks[slot].is_grow_complete && max_bytes >= gr_min_bytes(g, s->ds)) {
+        /* the cached mask less the tokens that would outgrow the budget */
+        const gr_mask_entry_t *e = &g->masks[slot];
+        for (uint32_t k = 0; k < e->n_grow; k++) {
+            uint32_t id = e->grow[k][0];
+            if (e->grow[k][1] > max_bytes && ((mask[id >> 5] >> (id & 31)) & 1u)) {
+                mask[id >> 5] &= ~(1u << (id & 31));
+                count--;
+            }
+        }
+        if (only)
+            *only = count == 1 ? only_token(mask, words) : -1;
+        return count;
+    }
     memset(mask, 0, words * sizeof *mask);
     if (!ensure_walk(g, gv))
         return 0;

@@ -479,6 +479,26 @@ static int check_mask(grammar_t *g, gr_state_t *s, const gr_vocab_t *gv, const t
     assert_int_equal(after.hits, before.hits + 1);
     assert_int_equal(only2, only);
     assert_memory_equal(mask, again, words * sizeof *mask);
+    /* budgets: the mask less the tokens after which the shortest
+     * completion no longer fits (steering toward closing) */
+    uint32_t base = gr_state_min_bytes(s);
+    for (uint32_t room = 0; base != UINT32_MAX && room <= base + 12; room++) {
+        int n_budget = gr_mask_budget(s, gv, room, again, &only2), n_ref = 0;
+        for (int id = 0; id < tv->v.n_tokens; id++) {
+            bool ref = (mask[id >> 5] >> (id & 31)) & 1;
+            if (ref && !(is_eog ? is_eog[id] : id == tv->v.eos_id)) {
+                gr_state_t *c = gr_state_copy(s);
+                assert_int_equal(gr_state_accept_token(c, gv, id), 0);
+                ref = gr_state_min_bytes(c) <= room;
+                gr_state_free(c);
+            }
+            bool got = (again[id >> 5] >> (id & 31)) & 1;
+            if (got != ref)
+                fail_msg("token %d, budget %u: mask says %d, reference %d", id, room, got, ref);
+            n_ref += ref;
+        }
+        assert_int_equal(n_budget, n_ref);
+    }
     free(mask);
     free(again);
     return count;
