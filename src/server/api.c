@@ -269,8 +269,10 @@ static json_t *normalise_messages(const json_t *msgs, reply_t *r)
             reply_error(r, 400, param, "%s must be one of system, developer, user, assistant, tool", param);
             goto bad;
         }
-        static const char *const fields[] = {"role",         "content",           "name",    "tool_calls",
-                                             "tool_call_id", "reasoning_content", "refusal", NULL};
+        /* "parsed": the OpenAI SDK's own annotation of an answer it sends back
+         * (runTools, parse helpers); it carries nothing the template renders */
+        static const char *const fields[] = {
+            "role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content", "refusal", "parsed", NULL};
         const char *key;
         json_t *v;
         json_object_foreach(m, key, v)
@@ -282,6 +284,7 @@ static json_t *normalise_messages(const json_t *msgs, reply_t *r)
             }
         }
         json_t *copy = json_deep_copy(m);
+        json_object_del(copy, "parsed");
         if (!strcmp(json_string_value(role), "developer"))
             json_object_set_new(copy, "role", json_string("system"));
         json_t *content = json_object_get(copy, "content");

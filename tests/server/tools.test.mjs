@@ -12,9 +12,8 @@
 //    accumulator (chat.completions.stream, finalChatCompletion) agrees;
 //  - a named tool_choice forces that function, parallel_tool_calls false
 //    gives exactly one call; runTools() runs the function with the parsed
-//    arguments and sends its result back (two rounds, where the SDK sends
-//    its own assistant message back, are a todo: splash refuses the
-//    "parsed": null the SDK adds to it);
+//    arguments and sends its result back, two rounds (the SDK sends its own
+//    assistant message back, with the "parsed": null it adds);
 //  - "auto" with a conversation holding an assistant tool call and its tool
 //    result: 200, the prompt (POST /apply-template) holds the result in
 //    <tool_response>; an answer without calls ends "stop" or "length";
@@ -306,10 +305,8 @@ for (const [label, file] of [["tiny", opts.model], ["demo", DEMO]]) {
 
         // The SDK's runner sends the assistant message back as it parsed it,
         // with "parsed": null (and, whole, function.parsed_arguments: null)
-        // added; OpenAI accepts those, splash answers 400 "unknown field
-        // messages[2].parsed" (api.c normalise_messages).
-        test("runTools, two rounds: the SDK's own tool_calls and tool messages are accepted",
-            { todo: "splash refuses the SDK's messages[].parsed" }, async () => {
+        // added; OpenAI accepts those, and so must splash.
+        test("runTools, two rounds: the SDK's own tool_calls and tool messages are accepted", async () => {
             const seen = [];
             const tools = TOOLS.map((t) => ({
                 type: "function",
