@@ -136,6 +136,15 @@ static int steer(constrain_t *c, uint32_t *mask, int32_t *only, int n_left)
     uint32_t need = gr_state_min_bytes(c->st);
     if (need == UINT32_MAX || (int64_t)n_left - 2 >= (int64_t)need + CONSTRAIN_STEER_WINDOW)
         return 0;
+    if (n_left <= 1 && need == 0) {
+        /* the last token: ending now is the only way to end complete */
+        const constrain_vocab_t *cv = c->cv;
+        memset(mask, 0, (size_t)cv->n_words * sizeof *mask);
+        for (int32_t i = 0; i < cv->v->n_tokens; i++)
+            if (cv->is_eog[i])
+                mask[i >> 5] |= 1u << (i & 31);
+        return count_bits(mask, cv->n_words, only);
+    }
     uint32_t room = n_left >= 2 ? (uint32_t)(n_left - 2) : 0;
     int n = gr_mask_budget(c->st, c->cv->gv, room, mask, only);
     if (n == 0 && room < need)

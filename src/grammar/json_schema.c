@@ -28,7 +28,8 @@
  *    controls, everything else raw); free strings accept every encoding.
  *  - `format`: date (with leap years), time and date-time per RFC 3339
  *    (seconds 00-59: the leap second is refused), uuid (any case), email
- *    (dot-atom local part @ dot-separated LDH labels).
+ *    (dot-atom local part @ two or more dot-separated LDH labels of at
+ *    most 63 characters).
  *  - Combinations the grammar form cannot intersect are refused, naming
  *    both keywords: enum/const beside constraints other than type and
  *    nullable, anyOf/oneOf/$ref beside constraints, pattern or format beside
@@ -910,8 +911,10 @@ static int compile_format(jc_t *c, const char *fmt)
         int local = seq2(c, atom, gr_repeat(c->b, seq2(c, lit(c, "."), atom), 0, GR_INF));
         int alnum = bytes_of(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
         int ldh = bytes_of(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
-        int label = seq2(c, alnum, opt(c, seq2(c, gr_repeat(c->b, ldh, 0, GR_INF), alnum)));
-        int domain = seq2(c, label, gr_repeat(c->b, seq2(c, lit(c, "."), label), 0, GR_INF));
+        /* a label of at most 63 characters; at least two labels (a dot in the
+         * domain, as ajv-formats and email validators require) */
+        int label = seq2(c, alnum, opt(c, seq2(c, gr_repeat(c->b, ldh, 0, 61), alnum)));
+        int domain = seq2(c, label, gr_repeat(c->b, seq2(c, lit(c, "."), label), 1, GR_INF));
         return seq3(c, local, lit(c, "@"), domain);
     }
     /* RFC 3339 */

@@ -286,6 +286,17 @@ static void test_closes_within_budget(void **state)
                      engine_finish_name(run.finish));
         assert_true(run.n <= max_tokens);
     }
+    grammar_unref(g);
+    /* a value that may end anywhere ends with the budget's last token */
+    g = grammar_from_gbnf("root ::= [1-9] [0-9]*", 21, &err);
+    assert_non_null(g);
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        run_t run;
+        generate(e, &f->vocab, "12345678901234567890", g, NULL, seed, 2 + (int)(seed % 4), &run);
+        run.text[run.n_text] = 0;
+        if (run.finish != ENGINE_FINISH_STOP || !matches("^[1-9][0-9]*$", run.text))
+            fail_msg("seed %llu: %s (%s)", (unsigned long long)seed, run.text, engine_finish_name(run.finish));
+    }
     engine_destroy(e);
     grammar_unref(g);
 }

@@ -161,8 +161,8 @@ static void test_enum_const_arrays_strings(void **state)
          {"\"123e4567-e89b-12d3-a456-426614174000\"", "\"123E4567-E89B-12D3-A456-426614174000\""},
          {"\"123e4567e89b12d3a456426614174000\"", "\"123e4567-e89b-12d3-a456-42661417400\""}},
         {"{\"type\":\"string\",\"format\":\"email\"}",
-         {"\"a.b+c@example.com\"", "\"x@localhost\""},
-         {"\"a@\"", "\"@b.com\"", "\"a..b@c.com\"", "\"a@-b.com\""}},
+         {"\"a.b+c@example.com\"", "\"x@mail.localhost\""},
+         {"\"a@\"", "\"@b.com\"", "\"a..b@c.com\"", "\"a@-b.com\"", "\"x@localhost\""}},
     };
     run_cases(cases, sizeof cases / sizeof *cases);
 }
