@@ -28,8 +28,7 @@
  *    controls, everything else raw); free strings accept every encoding.
  *  - `format`: date (with leap years), time and date-time per RFC 3339
  *    (seconds 00-59: the leap second is refused), uuid (any case), email
- *    (dot-atom local part @ two or more dot-separated LDH labels of at
- *    most 63 characters).
+ *    (dot-atom local part @ two or more dot-separated LDH labels).
  *  - Combinations the grammar form cannot intersect are refused, naming
  *    both keywords: enum/const beside constraints other than type and
  *    nullable, anyOf/oneOf/$ref beside constraints, pattern or format beside
@@ -911,9 +910,10 @@ static int compile_format(jc_t *c, const char *fmt)
         int local = seq2(c, atom, gr_repeat(c->b, seq2(c, lit(c, "."), atom), 0, GR_INF));
         int alnum = bytes_of(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
         int ldh = bytes_of(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
-        /* a label of at most 63 characters; at least two labels (a dot in the
-         * domain, as ajv-formats and email validators require) */
-        int label = seq2(c, alnum, opt(c, seq2(c, gr_repeat(c->b, ldh, 0, 61), alnum)));
+        /* at least two labels (a dot in the domain, as ajv-formats and email
+         * validators require); label lengths are not bounded: a counted
+         * repetition makes a DFA state (and a mask) per character */
+        int label = seq2(c, alnum, opt(c, seq2(c, gr_repeat(c->b, ldh, 0, GR_INF), alnum)));
         int domain = seq2(c, label, gr_repeat(c->b, seq2(c, lit(c, "."), label), 1, GR_INF));
         return seq3(c, local, lit(c, "@"), domain);
     }
