@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "grammar/grammar.h"
+#include "grammar/grammar_impl.h"
 
 #define GBNF_MAX_DEPTH 128 /* nesting of ( ) groups */
 
@@ -178,17 +179,6 @@ static gbnf_name_t *lookup(gbnf_t *p, const char *s, size_t len, size_t at)
     return e;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* One UTF-8 code point of the text (strict). */
 static int decode_utf8(gbnf_t *p, uint32_t *cp)
 {
@@ -236,7 +226,7 @@ static int parse_escape(gbnf_t *p, uint32_t *cp)
         int digits = c == 'x' ? 2 : c == 'u' ? 4 : 8;
         uint32_t v = 0;
         for (int k = 0; k < digits; k++) {
-            int h = p->i < p->n ? hex_value(p->s[p->i]) : -1;
+            int h = p->i < p->n ? gr_hex_value(p->s[p->i]) : -1;
             if (h < 0)
                 return gbnf_error(p, at, "bad escape '\\%c': needs %d hex digits", c, digits);
             v = (v << 4) | (uint32_t)h;

@@ -111,6 +111,18 @@ static inline uint32_t gr_step(grammar_t *g, uint32_t s, uint8_t b)
     return gr_step_slow(g, s, b);
 }
 
+/* A hexadecimal digit's value, -1 for any other character (GBNF and regex escapes). */
+static inline int gr_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 static inline bool gr_set_has(const uint8_t set[32], uint8_t b)
 {
     return (set[b >> 3] >> (b & 7)) & 1;

@@ -11,6 +11,7 @@
  * Character sets are lists of code point ranges, normalised (sorted,
  * merged) before they are negated or compiled. */
 #include "grammar/regex.h"
+#include "grammar/grammar_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,17 +194,6 @@ static uint32_t next_cp(rx_t *p)
     return c;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* n hex digits at the position, or -1 (position unchanged). */
 static long read_hex(rx_t *p, int n)
 {
@@ -211,7 +201,7 @@ static long read_hex(rx_t *p, int n)
         return -1;
     long v = 0;
     for (int i = 0; i < n; i++) {
-        int h = hex_value(p->s[p->pos + (size_t)i]);
+        int h = gr_hex_value(p->s[p->pos + (size_t)i]);
         if (h < 0)
             return -1;
         v = v * 16 + h;

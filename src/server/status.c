@@ -345,6 +345,23 @@ char *api_metrics(server_t *s, size_t *len)
                       "# TYPE splash_kv_usage_ratio gauge\nsplash_kv_usage_ratio %.6f\n",
                       snap.blocks_total, snap.blocks_used, snap.blocks_cached,
                       snap.blocks_total ? (double)snap.blocks_used / snap.blocks_total : 0.0);
+            tb_printf(&b,
+                      "# HELP splash_grammar_requests_total Constrained requests admitted (response_format, grammar, "
+                      "tools).\n# TYPE splash_grammar_requests_total counter\nsplash_grammar_requests_total %llu\n"
+                      "# HELP splash_grammar_masks_total Token masks computed.\n"
+                      "# TYPE splash_grammar_masks_total counter\nsplash_grammar_masks_total %llu\n"
+                      "# HELP splash_grammar_mask_seconds_total Time computing token masks.\n"
+                      "# TYPE splash_grammar_mask_seconds_total counter\nsplash_grammar_mask_seconds_total %.9f\n"
+                      "# HELP splash_grammar_mask_wait_seconds_total Engine time waiting for masks after the forward.\n"
+                      "# TYPE splash_grammar_mask_wait_seconds_total counter\n"
+                      "splash_grammar_mask_wait_seconds_total %.9f\n"
+                      "# HELP splash_grammar_forced_tokens_total Tokens the grammar forced (no sampling).\n"
+                      "# TYPE splash_grammar_forced_tokens_total counter\nsplash_grammar_forced_tokens_total %llu\n"
+                      "# HELP splash_grammar_drafts_cut_total Drafts dropped because the grammar refused them.\n"
+                      "# TYPE splash_grammar_drafts_cut_total counter\nsplash_grammar_drafts_cut_total %llu\n",
+                      (unsigned long long)snap.grammar_requests, (unsigned long long)snap.grammar_masks,
+                      (double)snap.grammar_mask_ns / 1e9, (double)snap.grammar_wait_ns / 1e9,
+                      (unsigned long long)snap.grammar_forced, (unsigned long long)snap.grammar_drafts_cut);
             engine_snapshot_free(&snap);
         }
     }

@@ -193,6 +193,11 @@ post /v1/completions '{"prompt": "count me", "max_tokens": 3}'
 after=$(metric splash_completions_total) gen_after=$(metric splash_generation_tokens_total)
 check "splash_completions_total moved by one" "$((after - before))" 1
 check "splash_generation_tokens_total moved by three" "$((gen_after - gen_before))" 3
+# a constrained request moves the grammar counters
+g_before=$(metric splash_grammar_requests_total) m_before=$(metric splash_grammar_masks_total)
+post /v1/completions '{"prompt": "json", "max_tokens": 8, "response_format": {"type": "json_object"}}'
+check "splash_grammar_requests_total moved by one" "$(( $(metric splash_grammar_requests_total) - g_before ))" 1
+[ "$(metric splash_grammar_masks_total)" -gt "$m_before" ] && ok || bad "splash_grammar_masks_total did not move"
 
 # ---- SIGTERM: drain and exit 0 ----
 kill -TERM "$pid"
