@@ -18,6 +18,8 @@ static const command_t commands[] = {
     {"run", cmd_run, "one-shot generation to stdout, streamed"},
     {"perf", cmd_perf, "in-process speed: prefill and decode tokens/s, weight GB/s against measured bandwidth"},
     {"bench", cmd_bench, "ABBA serving comparison of a baseline and a candidate server: verdict and reports"},
+    {"qualify", cmd_qualify,
+     "qualification matrix: prepare (jobs from a models file), execute (resumable), summary (matrix page)"},
     {"trace", cmd_trace, "engine traces: report (validate and summarise), export (Chrome / Perfetto JSON)"},
     {"model", cmd_model,
      "model files: info (describe a GGUF), synth (write a synthetic model), convert (change weight type)"},

@@ -16,6 +16,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_grammar(int argc, char **argv);
+int cmd_qualify(int argc, char **argv);
 
 /* Path of the built-in default model (next to the binary: models/default.gguf). */
 const char *cli_default_model(void);

@@ -1,0 +1,479 @@
+/* splash qualify execute: the ledger's jobs, one at a time.
+ *
+ * Each job is marked "running" (its run count raised) and the ledger
+ * written before the job starts, and its verdict written after it ends, so
+ * after a kill -9 the ledger says exactly which job was cut short: that one
+ * is run again (and says so), every finished one is left alone. A job's
+ * files go to DIR/jobs/<id>/run-<n>/, a fresh folder per run.
+ *
+ * Jobs:
+ *   serving     <candidate> bench with the baseline and the candidate as
+ *               owned server commands (serve --draft D --verify-rows V),
+ *               one workload; bench's exit code is the verdict (0 passed =
+ *               no change, 10 gain, 11 regression, 12 inconclusive,
+ *               13 invalid, anything else error); report.json is kept.
+ *   greedy      <bin> run --temperature 0 --ignore-eos on fixed prompts,
+ *               both binaries; the token ids must be identical.
+ *   perplexity  <bin> perplexity on a text, both binaries; the candidate
+ *               may exceed the baseline by at most the ledger's tolerance.
+ *               perplexity has no drafts: its verify-rows setting does not
+ *               apply, and its detail says so. */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/qualify.h"
+
+#define QUALIFY_ARGV_MAX 96  /* arguments of one child command */
+#define QUALIFY_CMD_MAX 4096 /* a server command string */
+#define QUALIFY_DETAIL_MAX 512
+
+typedef struct job_ctx {
+    const json_t *ledger;
+    const json_t *job;
+    const char *model_path, *baseline, *candidate, *verify_rows, *draft;
+    char run_dir[PATH_MAX];
+    json_t *artefacts; /* paths relative to the ledger's folder */
+    const char *rel_run_dir;
+    char detail[QUALIFY_DETAIL_MAX];
+    int exit_code;
+} job_ctx_t;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void now_iso(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return (mkdir(buf, 0755) && errno != EEXIST) ? -1 : 0;
+}
+
+/* Runs argv with stdout to out_path (or the log) and stderr to log_path;
+ * the child dies with qualify (PR_SET_PDEATHSIG), so a killed qualify
+ * leaves nothing running. Returns the exit code, 128 + signal, or -1. */
+static int run_child(char *const argv[], const char *out_path, const char *log_path)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        int out = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : log;
+        int devnull = open("/dev/null", O_RDONLY);
+        if (log < 0 || out < 0 || devnull < 0)
+            _exit(127);
+        dup2(devnull, 0);
+        dup2(out, 1);
+        dup2(log, 2);
+        execv(argv[0], argv);
+        dprintf(2, "qualify: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+/* 'text' with single quotes for /bin/sh. */
+static int sh_quote(char *out, size_t n, const char *text)
+{
+    size_t o = 0;
+    if (o + 1 >= n)
+        return -1;
+    out[o++] = '\'';
+    for (const char *p = text; *p; p++) {
+        if (*p == '\'') {
+            if (o + 4 >= n)
+                return -1;
+            memcpy(out + o, "'\\''", 4);
+            o += 4;
+        } else {
+            if (o + 1 >= n)
+                return -1;
+            out[o++] = *p;
+        }
+    }
+    if (o + 2 > n)
+        return -1;
+    out[o++] = '\'';
+    out[o] = 0;
+    return 0;
+}
+
+static void add_artefact(job_ctx_t *c, const char *name)
+{
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/%s", c->rel_run_dir, name);
+    json_array_append_new(c->artefacts, json_string(rel));
+}
+
+static void run_path(const job_ctx_t *c, const char *name, char *out, size_t n)
+{
+    int w = snprintf(out, n, "%s/%s", c->run_dir, name);
+    if (w < 0 || (size_t)w >= n)
+        out[0] = 0; /* cannot happen: run_dir is checked against PATH_MAX - QUALIFY_NAME_MAX */
+}
+
+static const char *serving_job(job_ctx_t *c)
+{
+    char cmd[2][QUALIFY_CMD_MAX];
+    const char *bins[2] = {c->baseline, c->candidate};
+    for (int a = 0; a < 2; a++) {
+        char qb[PATH_MAX + 64], qm[PATH_MAX + 64], qd[PATH_MAX + 64];
+        if (sh_quote(qb, sizeof qb, bins[a]) || sh_quote(qm, sizeof qm, c->model_path) ||
+            sh_quote(qd, sizeof qd, c->draft)) {
+            snprintf(c->detail, sizeof c->detail, "a path is too long to quote");
+            return "error";
+        }
+        snprintf(cmd[a], sizeof cmd[a], "%s serve --model %s --port {port} --draft %s --verify-rows %s", qb, qm, qd,
+                 c->verify_rows);
+    }
+    char work[PATH_MAX], json_path[PATH_MAX], html_path[PATH_MAX], log[PATH_MAX];
+    run_path(c, "bench", work, sizeof work);
+    run_path(c, "report.json", json_path, sizeof json_path);
+    run_path(c, "report.html", html_path, sizeof html_path);
+    run_path(c, "bench.log", log, sizeof log);
+    const char *scenario = json_string_value(json_object_get(c->job, "scenario"));
+
+    char *argv[QUALIFY_ARGV_MAX];
+    int n = 0;
+    argv[n++] = (char *)c->candidate;
+    argv[n++] = "bench";
+    argv[n++] = "--baseline-cmd";
+    argv[n++] = cmd[0];
+    argv[n++] = "--candidate-cmd";
+    argv[n++] = cmd[1];
+    argv[n++] = "--baseline-verify-rows";
+    argv[n++] = (char *)c->verify_rows;
+    argv[n++] = "--candidate-verify-rows";
+    argv[n++] = (char *)c->verify_rows;
+    argv[n++] = "--workload";
+    argv[n++] = (char *)scenario;
+    argv[n++] = "--work-dir";
+    argv[n++] = work;
+    argv[n++] = "--json";
+    argv[n++] = json_path;
+    argv[n++] = "--html";
+    argv[n++] = html_path;
+    /* the models file's bench_args, split at spaces (no quoting) */
+    char extra[QUALIFY_CMD_MAX];
+    snprintf(extra, sizeof extra, "%s", json_string_value(json_object_get(c->ledger, "bench_args")));
+    for (char *save = NULL, *t = strtok_r(extra, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+        if (n >= QUALIFY_ARGV_MAX - 1) {
+            snprintf(c->detail, sizeof c->detail, "bench_args has too many words");
+            return "error";
+        }
+        argv[n++] = t;
+    }
+    argv[n] = NULL;
+    c->exit_code = run_child(argv, NULL, log);
+    add_artefact(c, "bench.log");
+    if (access(json_path, R_OK) == 0)
+        add_artefact(c, "report.json");
+    if (access(html_path, R_OK) == 0)
+        add_artefact(c, "report.html");
+    /* the bench verdict line, if the report has one */
+    json_t *report = json_load_file(json_path, 0, NULL);
+    const char *verdict = json_string_value(json_object_get(report, "verdict"));
+    snprintf(c->detail, sizeof c->detail, "splash bench exit %d%s%s", c->exit_code, verdict ? ": " : "",
+             verdict ? verdict : "");
+    json_decref(report);
+    switch (c->exit_code) {
+    case 0: return "passed";
+    case 10: return "gain";
+    case 11: return "regression";
+    case 12: return "inconclusive";
+    case 13: return "invalid";
+    default: return "error";
+    }
+}
+
+static int read_file(const char *path, char **out, size_t *n_out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 2) {
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf)
+        return -1;
+    buf[n] = 0;
+    *out = buf;
+    *n_out = n;
+    return 0;
+}
+
+static const char *greedy_job(job_ctx_t *c)
+{
+    const json_t *g = json_object_get(c->ledger, "greedy");
+    const json_t *prompts = json_object_get(g, "prompts");
+    char max_tokens[32];
+    snprintf(max_tokens, sizeof max_tokens, "%lld", (long long)json_integer_value(json_object_get(g, "max_tokens")));
+    const char *bins[2] = {c->baseline, c->candidate}, *arm[2] = {"baseline", "candidate"};
+    size_t k;
+    const json_t *p;
+    int n_same = 0, n_prompts = (int)json_array_size(prompts);
+    json_array_foreach(prompts, k, p)
+    {
+        char *ids[2] = {NULL, NULL};
+        size_t n_ids[2] = {0, 0};
+        for (int a = 0; a < 2; a++) {
+            char name[64], ids_path[PATH_MAX], log[PATH_MAX];
+            snprintf(name, sizeof name, "%s-%zu.ids", arm[a], k);
+            run_path(c, name, ids_path, sizeof ids_path);
+            run_path(c, "run.log", log, sizeof log);
+            char *argv[] = {(char *)bins[a],
+                            "run",
+                            "--model",
+                            (char *)c->model_path,
+                            "--temperature",
+                            "0",
+                            "--ignore-eos",
+                            "--quiet",
+                            "--max-tokens",
+                            max_tokens,
+                            "--draft",
+                            (char *)c->draft,
+                            "--verify-rows",
+                            (char *)c->verify_rows,
+                            "--ids-out",
+                            ids_path,
+                            (char *)json_string_value(p),
+                            NULL};
+            c->exit_code = run_child(argv, NULL, log);
+            if (a == 0 && k == 0)
+                add_artefact(c, "run.log");
+            if (c->exit_code != 0 || read_file(ids_path, &ids[a], &n_ids[a])) {
+                snprintf(c->detail, sizeof c->detail, "%s run on prompt %zu exited %d (see run.log)", arm[a], k,
+                         c->exit_code);
+                free(ids[0]);
+                free(ids[1]);
+                return "error";
+            }
+            add_artefact(c, name);
+        }
+        n_same += n_ids[0] == n_ids[1] && !memcmp(ids[0], ids[1], n_ids[0]);
+        free(ids[0]);
+        free(ids[1]);
+    }
+    c->exit_code = 0;
+    snprintf(c->detail, sizeof c->detail, "greedy token ids identical on %d of %d prompts", n_same, n_prompts);
+    return n_same == n_prompts ? "passed" : "failed";
+}
+
+static const char *perplexity_job(job_ctx_t *c)
+{
+    const json_t *p = json_object_get(c->ledger, "perplexity");
+    char max_tokens[32];
+    snprintf(max_tokens, sizeof max_tokens, "%lld", (long long)json_integer_value(json_object_get(p, "max_tokens")));
+    double tolerance = json_number_value(json_object_get(p, "tolerance"));
+    const char *bins[2] = {c->baseline, c->candidate}, *arm[2] = {"baseline", "candidate"};
+    double ppl[2] = {0, 0};
+    for (int a = 0; a < 2; a++) {
+        char name[64], out[PATH_MAX], log[PATH_MAX];
+        snprintf(name, sizeof name, "%s.perplexity", arm[a]);
+        run_path(c, name, out, sizeof out);
+        run_path(c, "perplexity.log", log, sizeof log);
+        char *argv[] = {(char *)bins[a],       "perplexity", "--model",
+                        (char *)c->model_path, "--file",     (char *)json_string_value(json_object_get(p, "text")),
+                        "--max-tokens",        max_tokens,   NULL};
+        c->exit_code = run_child(argv, out, log);
+        if (a == 0)
+            add_artefact(c, "perplexity.log");
+        char *text = NULL;
+        size_t n;
+        if (c->exit_code != 0 || read_file(out, &text, &n) || sscanf(text, "perplexity %lf", &ppl[a]) != 1) {
+            snprintf(c->detail, sizeof c->detail, "%s perplexity exited %d without a result (see perplexity.log)",
+                     arm[a], c->exit_code);
+            free(text);
+            return "error";
+        }
+        free(text);
+        add_artefact(c, name);
+    }
+    c->exit_code = 0;
+    double bound = ppl[0] * (1.0 + tolerance);
+    bool is_within = ppl[1] <= bound;
+    snprintf(c->detail, sizeof c->detail,
+             "perplexity baseline %.4f candidate %.4f, bound %.4f (+%.1f %%): %s; verify-rows does not apply", ppl[0],
+             ppl[1], bound, tolerance * 100, is_within ? "within" : "above");
+    return is_within ? "passed" : "failed";
+}
+
+static const json_t *find_model(const json_t *ledger, const char *name)
+{
+    size_t i;
+    const json_t *m;
+    json_array_foreach(json_object_get(ledger, "models"), i, m)
+    {
+        if (!strcmp(json_string_value(json_object_get(m, "name")), name))
+            return m;
+    }
+    return NULL;
+}
+
+static bool is_retryable(const char *status)
+{
+    return !strcmp(status, "failed") || !strcmp(status, "invalid") || !strcmp(status, "inconclusive") ||
+           !strcmp(status, "error");
+}
+
+int qualify_execute(const char *dir, const qualify_exec_opts_t *opts, err_t *err)
+{
+    json_t *ledger = qualify_ledger_load(dir, err);
+    if (!ledger)
+        return -1;
+    if (qualify_check_fingerprints(ledger, err)) {
+        json_decref(ledger);
+        return -1;
+    }
+    const json_t *bins = json_object_get(ledger, "binaries");
+    const char *baseline = json_string_value(json_object_get(json_object_get(bins, "baseline"), "path"));
+    const char *candidate = json_string_value(json_object_get(json_object_get(bins, "candidate"), "path"));
+    json_t *jobs = json_object_get(ledger, "jobs");
+
+    /* which jobs run this time */
+    int n_todo = 0, n_jobs = (int)json_array_size(jobs);
+    bool *todo = calloc((size_t)n_jobs + 1, sizeof *todo);
+    for (int i = 0; i < n_jobs; i++) {
+        const json_t *j = json_array_get(jobs, (size_t)i);
+        const char *id = json_string_value(json_object_get(j, "id"));
+        const char *status = json_string_value(json_object_get(j, "status"));
+        if (opts->only && fnmatch(opts->only, id, 0))
+            continue;
+        todo[i] =
+            !strcmp(status, "unexecuted") || !strcmp(status, "running") || (opts->retry_failed && is_retryable(status));
+        n_todo += todo[i];
+    }
+    if (!opts->is_quiet)
+        fprintf(stderr, "qualify: %d of %d jobs to run (%d done before)\n", n_todo, n_jobs,
+                n_jobs - qualify_count(ledger, "unexecuted") - qualify_count(ledger, "running"));
+
+    int rc = 0, k = 0;
+    for (int i = 0; i < n_jobs && rc == 0; i++) {
+        if (!todo[i])
+            continue;
+        k++;
+        json_t *j = json_array_get(jobs, (size_t)i);
+        const char *id = json_string_value(json_object_get(j, "id"));
+        const char *was = json_string_value(json_object_get(j, "status"));
+        bool is_rerun = !strcmp(was, "running");
+        if (!opts->is_quiet && is_rerun)
+            fprintf(stderr, "qualify: %s was running when a previous execute stopped: running it again\n", id);
+        else if (!opts->is_quiet && strcmp(was, "unexecuted"))
+            fprintf(stderr, "qualify: %s was %s: retrying\n", id, was);
+        json_object_set_new(j, "rerun_after_interruption", json_boolean(is_rerun));
+
+        int runs = (int)json_integer_value(json_object_get(j, "runs")) + 1;
+        job_ctx_t c = {.ledger = ledger, .job = j, .baseline = baseline, .candidate = candidate};
+        c.verify_rows = json_string_value(json_object_get(j, "verify_rows"));
+        c.draft = json_string_value(json_object_get(ledger, "draft"));
+        const json_t *m = find_model(ledger, json_string_value(json_object_get(j, "model")));
+        c.model_path = json_string_value(json_object_get(m, "path"));
+        char rel[PATH_MAX], safe_id[PATH_MAX];
+        snprintf(safe_id, sizeof safe_id, "%s", id);
+        for (char *p = safe_id; *p; p++)
+            if (*p == '/')
+                *p = '_';
+        int w = snprintf(rel, sizeof rel, "jobs/%s/run-%d", safe_id, runs);
+        int w2 = snprintf(c.run_dir, sizeof c.run_dir, "%s/%s", dir, rel);
+        if (w < 0 || w2 < 0 || (size_t)w2 + QUALIFY_NAME_MAX >= sizeof c.run_dir) {
+            rc = err_set(err, "%s: the job folder's path is too long", dir);
+            break;
+        }
+        c.rel_run_dir = rel;
+
+        char when[32];
+        now_iso(when, sizeof when);
+        json_object_set_new(j, "status", json_string("running"));
+        json_object_set_new(j, "runs", json_integer(runs));
+        json_object_set_new(j, "started_at", json_string(when));
+        json_object_del(j, "finished_at");
+        if (mkdir_p(c.run_dir)) {
+            rc = err_set(err, "%s: %s", c.run_dir, strerror(errno));
+            break;
+        }
+        if (qualify_ledger_save(dir, ledger, err)) {
+            rc = -1;
+            break;
+        }
+        if (!opts->is_quiet)
+            fprintf(stderr, "qualify: [%d/%d] %s: running (run %d)\n", k, n_todo, id, runs);
+
+        c.artefacts = json_array();
+        double t0 = now_s();
+        const char *kind = json_string_value(json_object_get(j, "kind"));
+        const char *status = !m                                 ? "error"
+                             : !strcmp(kind, "serving")         ? serving_job(&c)
+                             : !strcmp(kind, "greedy-identity") ? greedy_job(&c)
+                                                                : perplexity_job(&c);
+        double elapsed_s = now_s() - t0;
+        now_iso(when, sizeof when);
+        json_object_set_new(j, "status", json_string(status));
+        json_object_set_new(j, "finished_at", json_string(when));
+        json_object_set_new(j, "elapsed_s", json_real(elapsed_s));
+        json_object_set_new(j, "exit_code", json_integer(c.exit_code));
+        json_object_set_new(j, "detail", json_string(m ? c.detail : "model missing from the ledger"));
+        json_object_set_new(j, "artefacts", c.artefacts);
+        if (qualify_ledger_save(dir, ledger, err))
+            rc = -1;
+        if (!opts->is_quiet)
+            fprintf(stderr, "qualify: [%d/%d] %s: %s in %.1f s (%s)\n", k, n_todo, id, status, elapsed_s,
+                    m ? c.detail : "");
+    }
+    free(todo);
+    json_decref(ledger);
+    return rc;
+}

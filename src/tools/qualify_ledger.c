@@ -1,0 +1,399 @@
+/* The qualification ledger: expansion of a models file into jobs, SHA-256
+ * fingerprints, and atomic writes.
+ *
+ * Ledger fields (DIR/ledger.json):
+ *   format, version, prepared_at, models_file
+ *   binaries: {baseline, candidate}: {path, sha256}
+ *   models: [{name, path, sha256, create?}]
+ *   scenarios, verify_rows: the names expanded
+ *   draft, bench_args, greedy {prompts, max_tokens}, perplexity {text, max_tokens, tolerance}
+ *   jobs: [{id, model, scenario, kind, verify_rows, status, runs, started_at, finished_at,
+ *           elapsed_s, exit_code, detail, rerun_after_interruption, artefacts: [paths]}]
+ * A job's status is unexecuted, running, or one of the verdicts (passed,
+ * failed, invalid, inconclusive, gain, regression, error). */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/sha256.h"
+#include "tools/qualify.h"
+
+static const char *const default_scenarios[] = {"serial", "mixed", "seeded", "strict-json", "greedy", "perplexity"};
+static const char *const default_settings[] = {"all", "auto"};
+
+int qualify_scenario_kind(const char *s)
+{
+    if (!strcmp(s, "serial") || !strcmp(s, "mixed") || !strcmp(s, "seeded") || !strcmp(s, "strict-json"))
+        return QUALIFY_SERVING;
+    if (!strcmp(s, "greedy"))
+        return QUALIFY_GREEDY;
+    if (!strcmp(s, "perplexity"))
+        return QUALIFY_PERPLEXITY;
+    return -1;
+}
+
+static const char *kind_name(int kind)
+{
+    return kind == QUALIFY_SERVING ? "serving" : kind == QUALIFY_GREEDY ? "greedy-identity" : "perplexity";
+}
+
+static bool is_safe_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= QUALIFY_NAME_MAX || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* path against base_dir when relative, made absolute (the file need not exist). */
+static void resolve_path(const char *base_dir, const char *path, char *out, size_t out_len)
+{
+    if (path[0] == '/') {
+        snprintf(out, out_len, "%s", path);
+        return;
+    }
+    char joined[PATH_MAX * 2];
+    snprintf(joined, sizeof joined, "%s/%s", base_dir, path);
+    char real[PATH_MAX];
+    if (realpath(joined, real))
+        snprintf(out, out_len, "%s", real);
+    else
+        snprintf(out, out_len, "%s", joined);
+}
+
+static void now_iso(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* A list of names from the models file (or the defaults), each checked. */
+static json_t *name_list(const json_t *root, const char *key, const char *const *defaults, size_t n_defaults,
+                         size_t max, int (*check)(const char *), err_t *err)
+{
+    const json_t *arr = json_object_get(root, key);
+    json_t *out = json_array();
+    if (!arr) {
+        for (size_t i = 0; i < n_defaults; i++)
+            json_array_append_new(out, json_string(defaults[i]));
+        return out;
+    }
+    if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > max) {
+        json_decref(out);
+        err_set(err, "'%s' must be a non-empty array of at most %zu names", key, max);
+        return NULL;
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        const char *s = json_string_value(v);
+        if (!s || check(s) < 0) {
+            json_decref(out);
+            err_set(err, "'%s': entry %zu is not a known name", key, i);
+            return NULL;
+        }
+        json_array_append_new(out, json_string(s));
+    }
+    return out;
+}
+
+static int check_setting(const char *s)
+{
+    return (!strcmp(s, "all") || !strcmp(s, "auto")) ? 0 : -1;
+}
+
+json_t *qualify_expand(const char *models_path, err_t *err)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(models_path, 0, &jerr);
+    if (!root) {
+        err_set(err, "%s: line %d: %s", models_path, jerr.line, jerr.text);
+        return NULL;
+    }
+    char dir_buf[PATH_MAX], base_dir[PATH_MAX];
+    snprintf(dir_buf, sizeof dir_buf, "%s", models_path);
+    if (!realpath(dirname(dir_buf), base_dir)) {
+        json_decref(root);
+        err_set(err, "%s: %s", models_path, strerror(errno));
+        return NULL;
+    }
+
+    json_t *ledger = json_object(), *models = json_array(), *jobs = json_array();
+    json_t *scenarios = NULL, *settings = NULL;
+    const json_t *in_models = json_object_get(root, "models");
+    if (!json_is_array(in_models) || json_array_size(in_models) == 0 ||
+        json_array_size(in_models) > QUALIFY_MAX_MODELS) {
+        err_set(err, "%s: 'models' must be a non-empty array of at most %d models", models_path, QUALIFY_MAX_MODELS);
+        goto fail;
+    }
+    scenarios = name_list(root, "scenarios", default_scenarios, 6, QUALIFY_MAX_SCENARIOS, qualify_scenario_kind, err);
+    if (!scenarios)
+        goto fail_prefix;
+    settings = name_list(root, "verify_rows", default_settings, 2, QUALIFY_MAX_SETTINGS, check_setting, err);
+    if (!settings)
+        goto fail_prefix;
+
+    size_t i;
+    const json_t *m;
+    json_array_foreach(in_models, i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *path = json_string_value(json_object_get(m, "path"));
+        if (!name || !path || !is_safe_name(name)) {
+            err_set(err, "%s: model %zu needs a 'name' ([A-Za-z0-9._-], under %d characters) and a 'path'", models_path,
+                    i, QUALIFY_NAME_MAX);
+            goto fail;
+        }
+        for (size_t k = 0; k < json_array_size(models); k++)
+            if (!strcmp(name, json_string_value(json_object_get(json_array_get(models, k), "name")))) {
+                err_set(err, "%s: model name '%s' appears twice", models_path, name);
+                goto fail;
+            }
+        char abs[PATH_MAX * 2];
+        resolve_path(base_dir, path, abs, sizeof abs);
+        json_t *om = json_pack("{s:s, s:s}", "name", name, "path", abs);
+        const json_t *create = json_object_get(m, "create");
+        if (json_is_string(create))
+            json_object_set(om, "create", (json_t *)create);
+        json_array_append_new(models, om);
+
+        size_t si, ti;
+        const json_t *sc, *st;
+        json_array_foreach(scenarios, si, sc)
+        {
+            const char *scenario = json_string_value(sc);
+            json_array_foreach(settings, ti, st)
+            {
+                const char *setting = json_string_value(st);
+                char id[QUALIFY_NAME_MAX * 3];
+                snprintf(id, sizeof id, "%s/%s/%s", name, scenario, setting);
+                json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model",
+                                                      name, "scenario", scenario, "kind",
+                                                      kind_name(qualify_scenario_kind(scenario)), "verify_rows",
+                                                      setting, "status", "unexecuted", "runs", 0, "artefacts"));
+            }
+        }
+    }
+
+    char when[32], abs_models[PATH_MAX];
+    now_iso(when, sizeof when);
+    if (!realpath(models_path, abs_models))
+        snprintf(abs_models, sizeof abs_models, "%s", models_path);
+    json_object_set_new(ledger, "format", json_string(QUALIFY_FORMAT));
+    json_object_set_new(ledger, "version", json_integer(1));
+    json_object_set_new(ledger, "prepared_at", json_string(when));
+    json_object_set_new(ledger, "models_file", json_string(abs_models));
+    json_object_set_new(ledger, "models", models);
+    json_object_set_new(ledger, "scenarios", scenarios);
+    json_object_set_new(ledger, "verify_rows", settings);
+
+    const json_t *draft = json_object_get(root, "draft");
+    json_object_set_new(ledger, "draft", json_string(json_is_string(draft) ? json_string_value(draft) : "ngram"));
+    const json_t *bench_args = json_object_get(root, "bench_args");
+    json_object_set_new(ledger, "bench_args",
+                        json_string(json_is_string(bench_args) ? json_string_value(bench_args) : ""));
+
+    /* greedy identity: fixed prompts, a token budget */
+    json_t *greedy = json_object();
+    const json_t *g = json_object_get(root, "greedy");
+    const json_t *prompts = json_object_get(g, "prompts");
+    if (json_is_array(prompts) && json_array_size(prompts) > 0)
+        json_object_set(greedy, "prompts", (json_t *)prompts);
+    else
+        json_object_set_new(
+            greedy, "prompts",
+            json_pack("[s, s, s]", "The capital of France is", "Once upon a time", "def fibonacci(n):"));
+    const json_t *gmax = json_object_get(g, "max_tokens");
+    json_object_set_new(greedy, "max_tokens", json_integer(json_is_integer(gmax) ? json_integer_value(gmax) : 32));
+    json_object_set_new(ledger, "greedy", greedy);
+
+    /* perplexity: a text, a token budget, and the bound: the candidate's
+     * perplexity may exceed the baseline's by at most `tolerance` (relative) */
+    const json_t *p = json_object_get(root, "perplexity");
+    const char *text = json_string_value(json_object_get(p, "text"));
+    char abs_text[PATH_MAX * 2] = "";
+    if (text)
+        resolve_path(base_dir, text, abs_text, sizeof abs_text);
+    const json_t *pmax = json_object_get(p, "max_tokens"), *tol = json_object_get(p, "tolerance");
+    json_object_set_new(ledger, "perplexity",
+                        json_pack("{s:s, s:I, s:f}", "text", abs_text, "max_tokens",
+                                  (json_int_t)(json_is_integer(pmax) ? json_integer_value(pmax) : 512), "tolerance",
+                                  json_is_number(tol) ? json_number_value(tol) : 0.01));
+    for (size_t k = 0; k < json_array_size(scenarios); k++)
+        if (!strcmp(json_string_value(json_array_get(scenarios, k)), "perplexity") && !text) {
+            err_set(err, "%s: the perplexity scenario needs perplexity.text", models_path);
+            goto fail_nolist;
+        }
+    json_object_set_new(ledger, "jobs", jobs);
+    json_decref(root);
+    return ledger;
+
+fail_prefix:
+    err_prefix(err, "%s: ", models_path);
+fail:
+    json_decref(scenarios);
+    json_decref(settings);
+    json_decref(models);
+fail_nolist:
+    json_decref(jobs);
+    json_decref(ledger);
+    json_decref(root);
+    return NULL;
+}
+
+static int fingerprint_one(const char *path, json_t *into, err_t *err)
+{
+    char hex[SHA256_HEX_LEN];
+    if (sha256_file_hex(path, hex, err))
+        return err_prefix(err, "fingerprinting %s: ", path);
+    json_object_set_new(into, "sha256", json_string(hex));
+    return 0;
+}
+
+int qualify_fingerprint(json_t *ledger, const char *baseline, const char *candidate, err_t *err)
+{
+    json_t *bins = json_object();
+    json_object_set_new(ledger, "binaries", bins);
+    const char *paths[2] = {baseline, candidate}, *keys[2] = {"baseline", "candidate"};
+    for (int a = 0; a < 2; a++) {
+        char abs[PATH_MAX];
+        if (!realpath(paths[a], abs))
+            return err_set(err, "%s binary %s: %s", keys[a], paths[a], strerror(errno));
+        if (access(abs, X_OK))
+            return err_set(err, "%s binary %s is not executable", keys[a], abs);
+        json_t *b = json_pack("{s:s}", "path", abs);
+        json_object_set_new(bins, keys[a], b);
+        if (fingerprint_one(abs, b, err))
+            return -1;
+    }
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(ledger, "models"), i, m)
+    {
+        const char *path = json_string_value(json_object_get(m, "path"));
+        if (access(path, R_OK)) {
+            const char *create = json_string_value(json_object_get(m, "create"));
+            return err_set(err, "model %s: %s: %s%s%s", json_string_value(json_object_get(m, "name")), path,
+                           strerror(errno), create ? "; create it with: " : "", create ? create : "");
+        }
+        if (fingerprint_one(path, m, err))
+            return -1;
+    }
+    return 0;
+}
+
+static int check_one(const char *what, const json_t *o, err_t *err)
+{
+    const char *path = json_string_value(json_object_get(o, "path"));
+    const char *want = json_string_value(json_object_get(o, "sha256"));
+    if (!path || !want)
+        return err_set(err, "ledger: %s has no fingerprint (prepare did not finish)", what);
+    char hex[SHA256_HEX_LEN];
+    err_t e;
+    if (sha256_file_hex(path, hex, &e))
+        return err_set(err, "%s %s changed since preparation: %s", what, path, e.msg);
+    if (strcmp(hex, want))
+        return err_set(err, "%s %s changed since preparation (sha256 %.12s..., prepared %.12s...): refusing to run",
+                       what, path, hex, want);
+    return 0;
+}
+
+int qualify_check_fingerprints(const json_t *ledger, err_t *err)
+{
+    const json_t *bins = json_object_get(ledger, "binaries");
+    if (check_one("baseline binary", json_object_get(bins, "baseline"), err) ||
+        check_one("candidate binary", json_object_get(bins, "candidate"), err))
+        return -1;
+    size_t i;
+    const json_t *m;
+    json_array_foreach(json_object_get(ledger, "models"), i, m)
+    {
+        char what[QUALIFY_NAME_MAX + 16];
+        snprintf(what, sizeof what, "model %s", json_string_value(json_object_get(m, "name")));
+        if (check_one(what, m, err))
+            return -1;
+    }
+    return 0;
+}
+
+int qualify_ledger_save(const char *dir, const json_t *ledger, err_t *err)
+{
+    char tmp[PATH_MAX], final[PATH_MAX];
+    snprintf(final, sizeof final, "%s/%s", dir, QUALIFY_LEDGER_NAME);
+    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, QUALIFY_LEDGER_NAME);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return err_set(err, "%s: %s", tmp, strerror(errno));
+    char *text = json_dumps(ledger, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    size_t n = text ? strlen(text) : 0, done = 0;
+    int rc = text ? 0 : -1;
+    while (rc == 0 && done < n) {
+        ssize_t w = write(fd, text + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = -1;
+        else
+            done += (size_t)w;
+    }
+    if (rc == 0 && (write(fd, "\n", 1) != 1 || fsync(fd)))
+        rc = -1;
+    int saved = errno;
+    free(text);
+    if (close(fd))
+        rc = -1;
+    if (rc == 0 && rename(tmp, final))
+        rc = -1, saved = errno;
+    if (rc) {
+        unlink(tmp);
+        return err_set(err, "writing %s: %s", final, strerror(saved));
+    }
+    return 0;
+}
+
+json_t *qualify_ledger_load(const char *dir, err_t *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, QUALIFY_LEDGER_NAME);
+    json_error_t jerr;
+    json_t *l = json_load_file(path, JSON_DECODE_ANY, &jerr);
+    if (!l) {
+        err_set(err, "%s: %s", path, jerr.text);
+        return NULL;
+    }
+    const char *format = json_string_value(json_object_get(l, "format"));
+    if (!format || strcmp(format, QUALIFY_FORMAT) || !json_is_array(json_object_get(l, "jobs"))) {
+        json_decref(l);
+        err_set(err, "%s is not a qualification ledger (prepare one with splash qualify prepare)", path);
+        return NULL;
+    }
+    return l;
+}
+
+int qualify_count(const json_t *ledger, const char *status)
+{
+    int n = 0;
+    size_t i;
+    const json_t *j;
+    json_array_foreach(json_object_get(ledger, "jobs"), i, j)
+    {
+        if (!status || !strcmp(status, json_string_value(json_object_get(j, "status"))))
+            n++;
+    }
+    return n;
+}

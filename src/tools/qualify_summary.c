@@ -1,0 +1,169 @@
+/* splash qualify summary: the models x scenarios matrix, on stdout and as
+ * a self-contained page (DIR/matrix.html: inline style, no script, no
+ * external origin). A cell holds one verdict per verify-rows setting; a
+ * cell is only "passed" when each of its jobs passed or showed no change,
+ * and an unexecuted job is shown as such, never as coverage. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/qualify.h"
+
+static const json_t *find_job(const json_t *ledger, const char *model, const char *scenario, const char *setting)
+{
+    size_t i;
+    const json_t *j;
+    json_array_foreach(json_object_get(ledger, "jobs"), i, j)
+    {
+        if (!strcmp(json_string_value(json_object_get(j, "model")), model) &&
+            !strcmp(json_string_value(json_object_get(j, "scenario")), scenario) &&
+            !strcmp(json_string_value(json_object_get(j, "verify_rows")), setting))
+            return j;
+    }
+    return NULL;
+}
+
+static const char *job_status(const json_t *j)
+{
+    return j ? json_string_value(json_object_get(j, "status")) : "absent";
+}
+
+static void html_escape(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static const char *status_colour(const char *s)
+{
+    if (!strcmp(s, "passed") || !strcmp(s, "gain"))
+        return "#c8efc8";
+    if (!strcmp(s, "unexecuted") || !strcmp(s, "running"))
+        return "#e4e4e4";
+    if (!strcmp(s, "inconclusive"))
+        return "#f5e6a8";
+    return "#f4b8b8";
+}
+
+int qualify_summary(const char *dir, err_t *err)
+{
+    json_t *ledger = qualify_ledger_load(dir, err);
+    if (!ledger)
+        return -1;
+    const json_t *models = json_object_get(ledger, "models"), *scenarios = json_object_get(ledger, "scenarios"),
+                 *settings = json_object_get(ledger, "verify_rows");
+    int n_jobs = qualify_count(ledger, NULL), n_unexecuted = qualify_count(ledger, "unexecuted");
+
+    /* text matrix: one column per scenario, "setting=status" per cell */
+    printf("qualification matrix: %s (%d jobs, %d unexecuted, %d running)\n", dir, n_jobs, n_unexecuted,
+           qualify_count(ledger, "running"));
+    size_t mi, si, ti;
+    const json_t *m, *sc, *st;
+    printf("%-20s", "model");
+    for (si = 0; si < json_array_size(scenarios); si++)
+        printf(" %-28s", json_string_value(json_array_get(scenarios, si)));
+    printf("\n");
+    json_array_foreach(models, mi, m)
+    {
+        const char *model = json_string_value(json_object_get(m, "name"));
+        printf("%-20s", model);
+        json_array_foreach(scenarios, si, sc)
+        {
+            char cell[128] = "";
+            size_t used = 0;
+            json_array_foreach(settings, ti, st)
+            {
+                const char *s = job_status(find_job(ledger, model, json_string_value(sc), json_string_value(st)));
+                used += (size_t)snprintf(cell + used, sizeof cell - used, "%s%s=%s", ti ? " " : "",
+                                         json_string_value(st), s);
+                if (used >= sizeof cell)
+                    break;
+            }
+            printf(" %-28s", cell);
+        }
+        printf("\n");
+    }
+    static const char *const statuses[] = {"passed", "gain",  "regression", "inconclusive", "invalid",
+                                           "failed", "error", "running",    "unexecuted"};
+    printf("totals:");
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+        printf(" %s %d", statuses[i], qualify_count(ledger, statuses[i]));
+    printf("\n");
+    if (n_unexecuted == n_jobs)
+        printf("nothing has run yet: a prepared ledger is neither coverage nor a pass\n");
+
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, QUALIFY_MATRIX_NAME);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        json_decref(ledger);
+        return err_set(err, "cannot write %s", path);
+    }
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+          "<title>splash qualification matrix</title>\n<style>\n"
+          "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+          "td,th{border:1px solid #999;padding:.3em .6em;vertical-align:top;font-size:90%}"
+          "td span{display:block;padding:.1em .3em;margin:.1em 0}\n</style></head><body>\n"
+          "<h1>splash qualification matrix</h1>\n",
+          f);
+    const json_t *bins = json_object_get(ledger, "binaries");
+    fprintf(f, "<p>%d jobs, %d unexecuted. Prepared ", n_jobs, n_unexecuted);
+    html_escape(f, json_string_value(json_object_get(ledger, "prepared_at")));
+    fputs(". A prepared job is not coverage and not a pass.</p>\n<ul>\n", f);
+    const char *arms[2] = {"baseline", "candidate"};
+    for (int a = 0; a < 2; a++) {
+        const json_t *b = json_object_get(bins, arms[a]);
+        fprintf(f, "<li>%s: <code>", arms[a]);
+        html_escape(f, json_string_value(json_object_get(b, "path")));
+        fputs("</code> sha256 <code>", f);
+        html_escape(f, json_string_value(json_object_get(b, "sha256")));
+        fputs("</code></li>\n", f);
+    }
+    fputs("</ul>\n<table>\n<tr><th>model</th>", f);
+    json_array_foreach(scenarios, si, sc)
+    {
+        fputs("<th>", f);
+        html_escape(f, json_string_value(sc));
+        fputs("</th>", f);
+    }
+    fputs("</tr>\n", f);
+    json_array_foreach(models, mi, m)
+    {
+        const char *model = json_string_value(json_object_get(m, "name"));
+        fputs("<tr><th>", f);
+        html_escape(f, model);
+        fputs("</th>", f);
+        json_array_foreach(scenarios, si, sc)
+        {
+            fputs("<td>", f);
+            json_array_foreach(settings, ti, st)
+            {
+                const json_t *j = find_job(ledger, model, json_string_value(sc), json_string_value(st));
+                const char *s = job_status(j);
+                fprintf(f, "<span style=\"background:%s\" title=\"", status_colour(s));
+                html_escape(f, json_string_value(json_object_get(j, "detail")));
+                fputs("\">", f);
+                html_escape(f, json_string_value(st));
+                fputs(": ", f);
+                html_escape(f, s);
+                fputs("</span>", f);
+            }
+            fputs("</td>", f);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n</body></html>\n", f);
+    int rc = fclose(f) ? err_set(err, "writing %s failed", path) : 0;
+    if (rc == 0)
+        printf("matrix page: %s\n", path);
+    json_decref(ledger);
+    return rc;
+}
