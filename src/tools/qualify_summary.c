@@ -148,7 +148,11 @@ int qualify_summary(const char *dir, err_t *err)
             {
                 const json_t *j = find_job(ledger, model, json_string_value(sc), json_string_value(st));
                 const char *s = job_status(j);
-                fprintf(f, "<span style=\"background:%s\" title=\"", status_colour(s));
+                fprintf(f, "<span style=\"background:%s\" data-job=\"", status_colour(s));
+                html_escape(f, json_string_value(json_object_get(j, "id")));
+                fputs("\" data-status=\"", f);
+                html_escape(f, s);
+                fputs("\" title=\"", f);
                 html_escape(f, json_string_value(json_object_get(j, "detail")));
                 fputs("\">", f);
                 html_escape(f, json_string_value(st));

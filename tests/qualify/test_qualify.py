@@ -9,6 +9,7 @@ binary refused; bad command lines refused with one line.
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -157,6 +158,16 @@ def main():
     check("<table>" in page and "demo" in page, "matrix.html has no matrix")
     for origin in ["http://", "https://", "<script", "<link"]:
         check(origin not in page, f"matrix.html refers to {origin}")
+
+    # the page as a browser reads it: one cell entry per job, the ledger's statuses
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    check(chromium, "chromium is not installed (deps/debian-packages.txt lists it)")
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={os.path.join(a.dir, 'chromium-profile')}", "--dump-dom",
+                          "file://" + os.path.abspath(os.path.join(d, "matrix.html"))],
+                         capture_output=True, text=True, timeout=120).stdout
+    shown = dict(re.findall(r'data-job="([^"]+)" data-status="([^"]+)"', dom))
+    check(shown == {i: j["status"] for i, j in after.items()}, f"matrix page shows {shown}")
 
     # --only: a pattern over job ids; the rest stays unexecuted
     d2 = os.path.join(a.dir, "only")
