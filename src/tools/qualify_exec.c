@@ -162,8 +162,12 @@ static const char *serving_job(job_ctx_t *c)
             snprintf(c->detail, sizeof c->detail, "a path is too long to quote");
             return "error";
         }
-        snprintf(cmd[a], sizeof cmd[a], "%s serve --model %s --port {port} --draft %s --verify-rows %s", qb, qm, qd,
-                 c->verify_rows);
+        int w = snprintf(cmd[a], sizeof cmd[a], "%s serve --model %s --port {port} --draft %s --verify-rows %s", qb, qm,
+                         qd, c->verify_rows);
+        if (w < 0 || (size_t)w >= sizeof cmd[a]) {
+            snprintf(c->detail, sizeof c->detail, "the server command is too long");
+            return "error";
+        }
     }
     char work[PATH_MAX], json_path[PATH_MAX], html_path[PATH_MAX], log[PATH_MAX];
     run_path(c, "bench", work, sizeof work);

@@ -149,6 +149,9 @@ def main():
     r = run([a.splash, "qualify", "execute", d])
     check(r.returncode == 0 and "0 of 4 jobs" in r.stderr, f"third execute: {r.stderr}")
     check(jobs_by_id(d) == after, "a third execute changed the ledger")
+    # --retry-failed re-runs only jobs that did not pass: the passed greedy ones stay
+    r = run([a.splash, "qualify", "execute", d, "--retry-failed", "--only", "demo/greedy/*"])
+    check(r.returncode == 0 and "0 of 4 jobs" in r.stderr, f"--retry-failed re-ran passed jobs: {r.stderr}")
 
     # summary: the matrix on stdout and a self-contained page
     r = run([a.splash, "qualify", "summary", d])
