@@ -179,16 +179,6 @@ int constrain_mask(constrain_t *c, uint32_t *mask, int32_t *only, int n_left)
     return n;
 }
 
-bool constrain_allows(const constrain_t *c, int32_t id)
-{
-    constrain_t tmp = {0};
-    if (constrain_copy(&tmp, c))
-        return false;
-    bool is_ok = constrain_accept(&tmp, id) == 0;
-    constrain_free(&tmp);
-    return is_ok;
-}
-
 /* PENDING: the trigger searched in tail + this token's bytes. Returns the
  * offset in the token's bytes where the trigger starts (negative when it
  * started in the tail: -k means k bytes of it were in the tail), or

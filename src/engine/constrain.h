@@ -89,8 +89,6 @@ bool constrain_is_on(const constrain_t *c); /* a grammar may still restrict some
  * token or -1. n_left: tokens the request may still generate, this one
  * included (< 0: no budget), for steering toward closing. */
 int constrain_mask(constrain_t *c, uint32_t *mask, int32_t *only, int n_left);
-/* Whether id is allowed next, without a mask (drafts checked at planning). */
-bool constrain_allows(const constrain_t *c, int32_t id);
 /* Advances by a token. -1 when the grammar refused it (the constraint is
  * then off for good, is_violated set). */
 int constrain_accept(constrain_t *c, int32_t id);
