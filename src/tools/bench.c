@@ -1,7 +1,7 @@
 /* splash bench orchestration: arms, residency, rounds A B B A, the three
  * workloads and every validity rule. Everything measured goes into one
  * report JSON object; the verdict comes from bench_stats.c. */
-#include "tools/bench.h"
+#include "tools/bench_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,10 +21,8 @@
 #include "tools/bench_json.h"
 #include "tools/bench_proc.h"
 
-#define BENCH_IDLE_WAIT_MS 5000   /* how long an arm may take to return to idle */
-#define BENCH_MAX_SNAP_ACTIVE 16  /* active requests kept per polled snapshot */
-#define BENCH_MAX_SLOT_REASONS 64 /* reasons kept per slot (the rest are counted) */
-#define BENCH_CONTEXT_WORDS 4096  /* words in the text contexts are cut from */
+#define BENCH_IDLE_WAIT_MS 5000  /* how long an arm may take to return to idle */
+#define BENCH_CONTEXT_WORDS 4096 /* words in the text contexts are cut from */
 
 const bench_metric_info_t bench_metrics[BM_COUNT] = {
     {"throughput", "useful-token throughput (serial)", "tok/s", true, true},
@@ -79,51 +77,6 @@ void bench_config_default(bench_config_t *c)
     c->client_cpus = c->server_cpus;
 }
 
-/* ---- run state ---- */
-
-typedef struct arm_rt {
-    int idx;
-    char label; /* 'A' or 'B' */
-    const bench_arm_config_t *cfg;
-    bench_server_t srv;
-    bool is_running;
-    char url[BENCH_URL_MAX];
-    int starts;
-    bool has_status;  /* /status answered (splash) */
-    bool has_grammar; /* ... with a grammar object (structured output) */
-    bool is_probed;
-    json_t *fingerprint;
-    json_t *lifecycle; /* starts and stops */
-    int32_t *ctx;      /* token ids prompts are cut from */
-    int n_ctx;
-} arm_rt_t;
-
-typedef struct run {
-    const bench_config_t *c;
-    arm_rt_t arm[2];
-    char run_id[32];
-    uint64_t n_salts;
-    json_t *slots;
-    json_t *reasons;      /* run-level invalidity reasons */
-    json_t *unverifiable; /* names of checks that could not be made */
-    double *values;       /* (metric, round, position) */
-    bool has_metric[BM_COUNT];
-    double *gaps[2]; /* every decode chunk gap per arm, ms (for the distribution) */
-    size_t n_gaps[2], cap_gaps[2];
-} run_t;
-
-typedef struct slot {
-    run_t *r;
-    arm_rt_t *arm;
-    int round, pos;
-    json_t *j, *requests, *reasons;
-    int n_reasons_dropped;
-    bench_http_t h;
-    int64_t t0_ns;
-    double metric[BM_COUNT];
-    bool has[BM_COUNT];
-} slot_t;
-
 static void add_unique(json_t *arr, const char *s)
 {
     size_t i;
@@ -133,9 +86,7 @@ static void add_unique(json_t *arr, const char *s)
     json_array_append_new(arr, json_string(s));
 }
 
-static void slot_invalid(slot_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void slot_invalid(slot_t *s, const char *fmt, ...)
+void bench_slot_invalid(slot_t *s, const char *fmt, ...)
 {
     if (json_array_size(s->reasons) >= BENCH_MAX_SLOT_REASONS) {
         s->n_reasons_dropped++;
@@ -149,33 +100,22 @@ static void slot_invalid(slot_t *s, const char *fmt, ...)
     json_array_append_new(s->reasons, json_string(buf));
 }
 
-static void unverifiable(run_t *r, const char *check)
+void bench_unverifiable(run_t *r, const char *check)
 {
     add_unique(r->unverifiable, check);
 }
 
-static double ms(int64_t ns)
+double bench_ms(int64_t ns)
 {
     return (double)ns / 1e6;
 }
 
-static void new_salt(run_t *r, char *out, size_t cap)
+void bench_new_salt(run_t *r, char *out, size_t cap)
 {
     snprintf(out, cap, "splash-bench-%s-%llu", r->run_id, (unsigned long long)++r->n_salts);
 }
 
 /* ---- requests ---- */
-
-typedef struct req_spec {
-    const char *kind;
-    int prompt_len, offset, max_tokens;
-    double temperature;
-    long long seed; /* < 0: none */
-    char salt[96];
-    /* strict-json: the output ends where the grammar does (finish_reason
-     * stop) or at the budget (length, a cut-off); the prompt is a chat */
-    bool is_open_ended;
-} req_spec_t;
 
 static json_t *request_body(const arm_rt_t *a, const req_spec_t *q)
 {
@@ -192,8 +132,8 @@ static json_t *request_body(const arm_rt_t *a, const req_spec_t *q)
     return b;
 }
 
-static int stream_request(bench_http_t *h, const arm_rt_t *a, const req_spec_t *q, bench_stream_t *out,
-                          volatile int *is_first, err_t *err)
+int bench_stream_request(bench_http_t *h, const arm_rt_t *a, const req_spec_t *q, bench_stream_t *out,
+                         volatile int *is_first, err_t *err)
 {
     json_t *body = request_body(a, q);
     int rc = bench_http_stream(h, "/v1/completions", body, out, is_first, err);
@@ -203,14 +143,14 @@ static int stream_request(bench_http_t *h, const arm_rt_t *a, const req_spec_t *
 
 /* Checks one finished request against every per-request rule and records
  * it (raw timings included) in the slot. Returns whether it was valid. */
-static bool record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, const char *transport_err)
+bool bench_record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, const char *transport_err)
 {
     char hash[SHA256_HEX_LEN] = "";
     err_t e;
     sha256_hex(st->text ? st->text : "", st->text_len, hash, &e);
     json_t *chunks = json_array();
     for (size_t i = 0; i < st->n_chunks; i++)
-        json_array_append_new(chunks, json_real(ms(st->chunk_ns[i] - s->t0_ns)));
+        json_array_append_new(chunks, json_real(bench_ms(st->chunk_ns[i] - s->t0_ns)));
     json_t *why = json_array();
     int idx = (int)json_array_size(s->requests);
     char buf[384];
@@ -225,7 +165,7 @@ static bool record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, con
         if (!st->is_done)
             json_array_append_new(why, json_string("the stream ended without data: [DONE]"));
         if (st->cached_tokens < 0) {
-            unverifiable(s->r, "cached tokens (usage.prompt_tokens_details.cached_tokens not reported)");
+            bench_unverifiable(s->r, "cached tokens (usage.prompt_tokens_details.cached_tokens not reported)");
         } else if (st->cached_tokens > 0) {
             snprintf(buf, sizeof buf, "cached tokens %d > 0 under a unique cache_salt", st->cached_tokens);
             json_array_append_new(why, json_string(buf));
@@ -251,31 +191,31 @@ static bool record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, con
     }
     bool is_valid = json_array_size(why) == 0;
     for (size_t i = 0; i < json_array_size(why); i++)
-        slot_invalid(s, "%s request %d: %s", q->kind, idx, json_string_value(json_array_get(why, i)));
-    json_t *rq = json_pack("{s:s,s:i,s:i,s:s,s:i,s:f,s:f,s:f,s:o,s:s,s:i,s:i,s:i,s:s,s:b,s:o}", "kind", q->kind,
-                           "prompt_tokens_sent", q->prompt_len, "max_tokens", q->max_tokens, "cache_salt", q->salt,
-                           "http_status", st->status, "submit_ms", ms(st->t_submit_ns - s->t0_ns), "first_ms",
-                           st->t_first_ns ? ms(st->t_first_ns - s->t0_ns) : -1.0, "end_ms", ms(st->t_end_ns - s->t0_ns),
-                           "chunk_ms", chunks, "finish_reason", st->finish_reason, "prompt_tokens", st->prompt_tokens,
-                           "completion_tokens", st->completion_tokens, "cached_tokens", st->cached_tokens,
-                           "output_sha256", hash, "valid", is_valid, "reasons", why);
+        bench_slot_invalid(s, "%s request %d: %s", q->kind, idx, json_string_value(json_array_get(why, i)));
+    json_t *rq = json_pack(
+        "{s:s,s:i,s:i,s:s,s:i,s:f,s:f,s:f,s:o,s:s,s:i,s:i,s:i,s:s,s:b,s:o}", "kind", q->kind, "prompt_tokens_sent",
+        q->prompt_len, "max_tokens", q->max_tokens, "cache_salt", q->salt, "http_status", st->status, "submit_ms",
+        bench_ms(st->t_submit_ns - s->t0_ns), "first_ms", st->t_first_ns ? bench_ms(st->t_first_ns - s->t0_ns) : -1.0,
+        "end_ms", bench_ms(st->t_end_ns - s->t0_ns), "chunk_ms", chunks, "finish_reason", st->finish_reason,
+        "prompt_tokens", st->prompt_tokens, "completion_tokens", st->completion_tokens, "cached_tokens",
+        st->cached_tokens, "output_sha256", hash, "valid", is_valid, "reasons", why);
     if (q->seed >= 0)
         json_object_set_new(rq, "seed", json_integer(q->seed));
     json_array_append_new(s->requests, rq);
     return is_valid;
 }
 
-static bool run_one(slot_t *s, req_spec_t *q, bench_stream_t *st)
+bool bench_run_one(slot_t *s, req_spec_t *q, bench_stream_t *st)
 {
     err_t e;
-    new_salt(s->r, q->salt, sizeof q->salt);
-    int rc = stream_request(&s->h, s->arm, q, st, NULL, &e);
-    return record(s, q, st, rc ? e.msg : NULL);
+    bench_new_salt(s->r, q->salt, sizeof q->salt);
+    int rc = bench_stream_request(&s->h, s->arm, q, st, NULL, &e);
+    return bench_record(s, q, st, rc ? e.msg : NULL);
 }
 
 /* ---- /status ---- */
 
-static json_t *get_status(bench_http_t *h, bool *is_absent)
+json_t *bench_get_status(bench_http_t *h, bool *is_absent)
 {
     int status = 0;
     json_t *st = NULL;
@@ -289,7 +229,7 @@ static json_t *get_status(bench_http_t *h, bool *is_absent)
     return st;
 }
 
-static int64_t jint(const json_t *o, const char *path)
+int64_t bench_jint(const json_t *o, const char *path)
 {
     /* dotted path: "cache.blocks_used" */
     char key[64];
@@ -352,21 +292,21 @@ static void check_policy(slot_t *s, const json_t *st)
     const char *want = s->arm->cfg->verify_rows;
     const char *got = jstr(st, "policy", "verify_rows"), *eff = jstr(st, "policy", "verify_rows_effective");
     if (!got || !eff) {
-        slot_invalid(s, "policy: /status has no policy.verify_rows / policy.verify_rows_effective");
+        bench_slot_invalid(s, "policy: /status has no policy.verify_rows / policy.verify_rows_effective");
         return;
     }
     if (strcmp(got, want) || !policy_resolves(want, eff))
-        slot_invalid(s,
-                     "policy mismatch: the arm declares verify_rows '%s', /status reports verify_rows '%s', "
-                     "effective '%s'",
-                     want, got, eff);
+        bench_slot_invalid(s,
+                           "policy mismatch: the arm declares verify_rows '%s', /status reports verify_rows '%s', "
+                           "effective '%s'",
+                           want, got, eff);
 }
 
 static bool is_idle(const json_t *st, char *why, size_t cap)
 {
     size_t n_active = json_array_size(json_object_get(json_object_get(st, "requests"), "active"));
-    int64_t used = jint(st, "cache.blocks_used"), q = jint(st, "scheduler.queued"),
-            p = jint(st, "scheduler.prefilling"), d = jint(st, "scheduler.decoding");
+    int64_t used = bench_jint(st, "cache.blocks_used"), q = bench_jint(st, "scheduler.queued"),
+            p = bench_jint(st, "scheduler.prefilling"), d = bench_jint(st, "scheduler.decoding");
     snprintf(why, cap, "%zu active requests, %lld queued, %lld prefilling, %lld decoding, %lld KV blocks held",
              n_active, (long long)q, (long long)p, (long long)d, (long long)used);
     return n_active == 0 && used == 0 && q <= 0 && p <= 0 && d <= 0;
@@ -379,16 +319,16 @@ static json_t *wait_idle(slot_t *s)
     char why[256] = "";
     for (;;) {
         bool is_absent;
-        json_t *st = get_status(&s->h, &is_absent);
+        json_t *st = bench_get_status(&s->h, &is_absent);
         if (!st) {
             if (!is_absent)
-                slot_invalid(s, "idle: /status failed after the arm");
+                bench_slot_invalid(s, "idle: /status failed after the arm");
             return NULL;
         }
         if (is_idle(st, why, sizeof why))
             return st;
         if (clock_now_ns() > deadline) {
-            slot_invalid(s, "not idle %d ms after the arm: %s", BENCH_IDLE_WAIT_MS, why);
+            bench_slot_invalid(s, "not idle %d ms after the arm: %s", BENCH_IDLE_WAIT_MS, why);
             return st;
         }
         json_decref(st);
@@ -534,7 +474,7 @@ static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
 static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
 {
     bool is_absent;
-    json_t *st = get_status(h, &is_absent);
+    json_t *st = bench_get_status(h, &is_absent);
     a->has_status = st != NULL;
     a->has_grammar = st && json_is_object(json_object_get(st, "grammar"));
     char sha[SHA256_HEX_LEN] = "";
@@ -561,7 +501,7 @@ static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
     if (!a->srv.binary[0] && bs)
         json_object_set_new(fp, "binary_sha256", json_string(bs));
     if (!st)
-        unverifiable(r, "server memory and /status counters (needs /status)");
+        bench_unverifiable(r, "server memory and /status counters (needs /status)");
     json_decref(st);
     if (!a->fingerprint) {
         a->fingerprint = fp;
@@ -625,17 +565,17 @@ static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
  * messages and streams the constrained answer into st (the caller appends
  * it as the assistant's message). Seeds depend only on (p, t), so both arms
  * and every slot sample alike. */
-static long long json_seed(int p, int t)
+long long bench_json_seed(int p, int t)
 {
     return 3000 + 100LL * p + t;
 }
 
-static int json_turn(bench_http_t *h, int p, int t, json_t *messages, int max_tokens, const char *salt,
-                     bench_stream_t *st, err_t *err)
+int bench_json_turn(bench_http_t *h, int p, int t, json_t *messages, int max_tokens, const char *salt,
+                    bench_stream_t *st, err_t *err)
 {
     memset(st, 0, sizeof *st);
     json_array_append_new(messages, json_pack("{s:s,s:s}", "role", "user", "content", bench_json_prompt(p, t)));
-    json_t *body = bench_json_body(p, messages, max_tokens, json_seed(p, t), salt);
+    json_t *body = bench_json_body(p, messages, max_tokens, bench_json_seed(p, t), salt);
     if (!body)
         return err_set(err, "out of memory");
     int rc = bench_http_stream(h, "/v1/chat/completions", body, st, NULL, err);
@@ -661,9 +601,9 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
                         c->serial_temperature > 0 ? 1000000 + i : -1,
                         "",
                         false};
-        new_salt(r, q.salt, sizeof q.salt);
+        bench_new_salt(r, q.salt, sizeof q.salt);
         bench_stream_t st;
-        if (stream_request(&h, a, &q, &st, NULL, err) || st.status != 200) {
+        if (bench_stream_request(&h, a, &q, &st, NULL, err) || st.status != 200) {
             if (!err->msg[0] || st.status)
                 err_set(err, "warm-up request answered HTTP %d", st.status);
             bench_stream_free(&st);
@@ -681,9 +621,9 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
         json_t *msgs = json_array();
         for (int t = 0; t < c->strict_json_cycles; t++) {
             char salt[96];
-            new_salt(r, salt, sizeof salt);
+            bench_new_salt(r, salt, sizeof salt);
             bench_stream_t st;
-            int rc = json_turn(&h, p, t, msgs, c->strict_json_tokens, salt, &st, err);
+            int rc = bench_json_turn(&h, p, t, msgs, c->strict_json_tokens, salt, &st, err);
             if (rc || st.status != 200) {
                 if (!rc)
                     err_set(err, "strict-json warm-up request answered HTTP %d%s%s", st.status, st.error[0] ? ": " : "",
@@ -715,433 +655,6 @@ static void arm_stop(arm_rt_t *a)
     json_array_append_new(a->lifecycle, json_pack("{s:s,s:s}", "event", "stop", "how", how));
 }
 
-/* ---- workloads ---- */
-
-static void workload_serial(slot_t *s)
-{
-    const bench_config_t *c = s->r->c;
-    int64_t busy_ns = 0, useful = 0;
-    long long seed = 0;
-    for (int li = 0; li < c->n_serial_lens; li++) {
-        for (int k = 0; k < c->serial_repeat; k++) {
-            req_spec_t q = {"serial",
-                            c->serial_lens[li],
-                            0,
-                            c->max_tokens,
-                            c->serial_temperature,
-                            c->serial_temperature > 0 ? ++seed : -1,
-                            "",
-                            false};
-            bench_stream_t st;
-            bool ok = run_one(s, &q, &st);
-            busy_ns += st.t_end_ns - st.t_submit_ns;
-            if (ok)
-                useful += st.completion_tokens;
-            bench_stream_free(&st);
-        }
-    }
-    s->metric[BM_THROUGHPUT] = busy_ns > 0 ? (double)useful / ((double)busy_ns / 1e9) : 0;
-    s->has[BM_THROUGHPUT] = true;
-}
-
-typedef struct snap_req {
-    int prompt, prefilled, generated;
-} snap_req_t;
-
-typedef struct snap {
-    int64_t seq, t_ns;
-    int n;
-    snap_req_t act[BENCH_MAX_SNAP_ACTIVE];
-} snap_t;
-
-typedef struct poller {
-    bench_http_t h;
-    int poll_ms;
-    volatile int is_stop;
-    snap_t *snaps;
-    size_t n, cap;
-    int64_t last_seq;
-    int n_stale, n_failed;
-    int64_t max_rss;
-} poller_t;
-
-static void *poll_main(void *arg)
-{
-    poller_t *p = arg;
-    while (!__atomic_load_n(&p->is_stop, __ATOMIC_ACQUIRE)) {
-        bool is_absent;
-        json_t *st = get_status(&p->h, &is_absent);
-        if (!st) {
-            p->n_failed++;
-        } else {
-            int64_t seq = jint(st, "snapshot.seq");
-            int64_t rss = jint(st, "memory.resident_bytes");
-            if (rss > p->max_rss)
-                p->max_rss = rss;
-            if (seq <= p->last_seq) {
-                p->n_stale++; /* stale or repeated: never evidence */
-            } else {
-                p->last_seq = seq;
-                if (p->n == p->cap) {
-                    size_t cap = p->cap ? p->cap * 2 : 256;
-                    snap_t *q = realloc(p->snaps, cap * sizeof *q);
-                    if (q) {
-                        p->snaps = q;
-                        p->cap = cap;
-                    }
-                }
-                if (p->n < p->cap) {
-                    snap_t *sn = &p->snaps[p->n++];
-                    memset(sn, 0, sizeof *sn);
-                    sn->seq = seq;
-                    sn->t_ns = clock_now_ns();
-                    json_t *act = json_object_get(json_object_get(st, "requests"), "active");
-                    size_t i;
-                    json_t *v;
-                    json_array_foreach(act, i, v)
-                    {
-                        if (sn->n == BENCH_MAX_SNAP_ACTIVE)
-                            break;
-                        snap_req_t *a = &sn->act[sn->n++];
-                        a->prompt = (int)jint(v, "prompt_tokens");
-                        a->prefilled = (int)jint(v, "prefilled_tokens");
-                        a->generated = (int)jint(v, "generated_tokens");
-                    }
-                }
-            }
-            json_decref(st);
-        }
-        struct timespec ts = {p->poll_ms / 1000, (long)(p->poll_ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
-}
-
-static const snap_req_t *find_req(const snap_t *sn, int prompt)
-{
-    for (int i = 0; i < sn->n; i++)
-        if (sn->act[i].prompt == prompt)
-            return &sn->act[i];
-    return NULL;
-}
-
-/* Evidence of overlap: two consecutive fresh snapshots in which the long
- * request was mid-prefill at both ends (started before the first, not done
- * at the second) and prefilled more, while the decode request generated
- * more and was not done. Then the decode advanced during the prefill. */
-static int overlap_evidence(const poller_t *p, const bench_config_t *c)
-{
-    int n = 0;
-    for (size_t i = 1; i < p->n; i++) {
-        const snap_req_t *l0 = find_req(&p->snaps[i - 1], c->mixed_long_prompt);
-        const snap_req_t *l1 = find_req(&p->snaps[i], c->mixed_long_prompt);
-        const snap_req_t *d0 = find_req(&p->snaps[i - 1], c->mixed_decode_prompt);
-        const snap_req_t *d1 = find_req(&p->snaps[i], c->mixed_decode_prompt);
-        if (!l0 || !l1 || !d0 || !d1)
-            continue;
-        if (l0->prefilled > 0 && l1->prefilled > l0->prefilled && l1->prefilled < c->mixed_long_prompt &&
-            d1->generated > d0->generated && d0->generated > 0 && d1->generated < c->mixed_decode_tokens)
-            n++;
-    }
-    return n;
-}
-
-typedef struct stream_job {
-    bench_http_t h;
-    const arm_rt_t *arm;
-    req_spec_t q;
-    bench_stream_t st;
-    volatile int is_first;
-    int rc;
-    err_t err;
-} stream_job_t;
-
-static void *stream_main(void *arg)
-{
-    stream_job_t *j = arg;
-    j->rc = stream_request(&j->h, j->arm, &j->q, &j->st, &j->is_first, &j->err);
-    __atomic_store_n(&j->is_first, 1, __ATOMIC_RELEASE); /* never leave a waiter hanging */
-    return NULL;
-}
-
-static void wait_first(stream_job_t *j)
-{
-    while (!__atomic_load_n(&j->is_first, __ATOMIC_ACQUIRE)) {
-        struct timespec ts = {0, 500000};
-        nanosleep(&ts, NULL);
-    }
-}
-
-static void add_gap(run_t *r, int arm, double g)
-{
-    if (r->n_gaps[arm] == r->cap_gaps[arm]) {
-        size_t cap = r->cap_gaps[arm] ? r->cap_gaps[arm] * 2 : 1024;
-        double *q = realloc(r->gaps[arm], cap * sizeof *q);
-        if (!q)
-            return;
-        r->gaps[arm] = q;
-        r->cap_gaps[arm] = cap;
-    }
-    r->gaps[arm][r->n_gaps[arm]++] = g;
-}
-
-static void workload_mixed(slot_t *s)
-{
-    run_t *r = s->r;
-    const bench_config_t *c = r->c;
-    double ttft_short = 0, ttft_long = 0;
-    int n_short = 0, n_long = 0;
-    double *gaps = NULL;
-    size_t n_gaps = 0, cap_gaps = 0;
-    int evidence = 0, fresh = 0, stale = 0, failed = 0;
-    json_t *reps = json_array();
-    for (int rep = 0; rep < c->mixed_repeat; rep++) {
-        poller_t p = {.poll_ms = c->poll_ms};
-        bool has_poller = s->arm->has_status && bench_http_init(&p.h, s->arm->url, c->api_key, 10, NULL) == 0;
-        pthread_t tp, td, tl;
-        if (has_poller && pthread_create(&tp, NULL, poll_main, &p))
-            has_poller = false;
-        stream_job_t *d = calloc(1, sizeof *d), *l = calloc(1, sizeof *l);
-        d->arm = l->arm = s->arm;
-        d->q = (req_spec_t){"decode", c->mixed_decode_prompt, 0, c->mixed_decode_tokens, 0.0, -1, "", false};
-        l->q = (req_spec_t){"long", c->mixed_long_prompt, 0, c->mixed_long_tokens, 0.0, -1, "", false};
-        new_salt(r, d->q.salt, sizeof d->q.salt);
-        new_salt(r, l->q.salt, sizeof l->q.salt);
-        bench_http_init(&d->h, s->arm->url, c->api_key, c->request_timeout_s, NULL);
-        bench_http_init(&l->h, s->arm->url, c->api_key, c->request_timeout_s, NULL);
-        pthread_create(&td, NULL, stream_main, d);
-        wait_first(d); /* the decode request is generating */
-        pthread_create(&tl, NULL, stream_main, l);
-        for (int k = 0; k < c->mixed_shorts; k++) {
-            req_spec_t q = {"short", c->mixed_short_prompt, 0, c->mixed_short_tokens, 0.0, -1, "", false};
-            bench_stream_t st;
-            if (run_one(s, &q, &st) || st.t_first_ns) {
-                if (st.t_first_ns) {
-                    ttft_short += ms(st.t_first_ns - st.t_submit_ns);
-                    n_short++;
-                }
-            }
-            bench_stream_free(&st);
-        }
-        pthread_join(tl, NULL);
-        pthread_join(td, NULL);
-        if (has_poller) {
-            __atomic_store_n(&p.is_stop, 1, __ATOMIC_RELEASE);
-            pthread_join(tp, NULL);
-        }
-        record(s, &d->q, &d->st, d->rc ? d->err.msg : NULL);
-        record(s, &l->q, &l->st, l->rc ? l->err.msg : NULL);
-        if (l->st.t_first_ns) {
-            ttft_long += ms(l->st.t_first_ns - l->st.t_submit_ns);
-            n_long++;
-        }
-        for (size_t i = 1; i < d->st.n_chunks; i++) {
-            double g = ms(d->st.chunk_ns[i] - d->st.chunk_ns[i - 1]);
-            if (n_gaps == cap_gaps) {
-                cap_gaps = cap_gaps ? cap_gaps * 2 : 256;
-                double *q = realloc(gaps, cap_gaps * sizeof *q);
-                if (!q)
-                    break;
-                gaps = q;
-            }
-            gaps[n_gaps++] = g;
-            add_gap(r, s->arm->idx, g);
-        }
-        int ev = has_poller ? overlap_evidence(&p, c) : 0;
-        if (has_poller && p.max_rss > 0)
-            json_object_set_new(s->j, "peak_resident_bytes", json_integer(p.max_rss));
-        json_array_append_new(reps, json_pack("{s:i,s:i,s:i,s:i,s:b}", "fresh_snapshots", (int)p.n, "stale_snapshots",
-                                              p.n_stale, "failed_polls", p.n_failed, "overlap_evidence_pairs", ev,
-                                              "overlap_proven", ev > 0));
-        if (has_poller && ev == 0)
-            slot_invalid(s,
-                         "mixed repetition %d: overlap not proven: no two fresh /status snapshots show the long "
-                         "prefill advancing while the decode request generated (%zu fresh, %d stale or repeated; "
-                         "if the decode ended first, raise --mixed-decode-tokens)",
-                         rep, p.n, p.n_stale);
-        evidence += ev;
-        fresh += (int)p.n;
-        stale += p.n_stale;
-        failed += p.n_failed;
-        bench_http_free(&d->h);
-        bench_http_free(&l->h);
-        bench_stream_free(&d->st);
-        bench_stream_free(&l->st);
-        free(d);
-        free(l);
-        if (has_poller)
-            bench_http_free(&p.h);
-        free(p.snaps);
-    }
-    if (!s->arm->has_status)
-        unverifiable(r, "mixed overlap (needs /status)");
-    json_object_set_new(s->j, "mixed",
-                        json_pack("{s:o,s:i,s:i,s:i,s:i,s:s}", "repetitions", reps, "fresh_snapshots", fresh,
-                                  "stale_snapshots", stale, "failed_polls", failed, "overlap_evidence_pairs", evidence,
-                                  "overlap",
-                                  !s->arm->has_status ? "unverifiable"
-                                  : evidence > 0      ? "proven"
-                                                      : "not proven"));
-    s->metric[BM_TTFT_SHORT] = n_short ? ttft_short / n_short : 0;
-    s->metric[BM_TTFT_LONG] = n_long ? ttft_long / n_long : 0;
-    s->has[BM_TTFT_SHORT] = s->has[BM_TTFT_LONG] = true;
-    if (n_gaps) {
-        double q50 = stats_quantile(gaps, n_gaps, 0.5), q90 = stats_quantile(gaps, n_gaps, 0.9),
-               q99 = stats_quantile(gaps, n_gaps, 0.99), mx = stats_quantile(gaps, n_gaps, 1.0);
-        s->metric[BM_GAP_P50] = q50;
-        s->metric[BM_GAP_P90] = q90;
-        s->metric[BM_GAP_P99] = q99;
-        s->metric[BM_GAP_MAX] = mx;
-    }
-    for (int m = BM_GAP_P50; m <= BM_GAP_MAX; m++)
-        s->has[m] = true;
-    free(gaps);
-}
-
-static void workload_seeded(slot_t *s)
-{
-    const bench_config_t *c = s->r->c;
-    json_t *hashes = json_array();
-    for (int i = 0; i < c->seeded_probes; i++) {
-        req_spec_t q = {"seeded", c->seeded_prompt, 7 * i, c->seeded_tokens, 0.8, 1000 + i, "", false};
-        bench_stream_t st;
-        run_one(s, &q, &st);
-        json_t *last = json_array_get(s->requests, json_array_size(s->requests) - 1);
-        json_array_append(hashes, json_object_get(last, "output_sha256"));
-        bench_stream_free(&st);
-    }
-    json_object_set_new(s->j, "seeded_hashes", hashes);
-}
-
-/* A /status grammar counter (0 when absent). */
-static int64_t gcount(const json_t *g, const char *key)
-{
-    const json_t *v = json_object_get(g, key);
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-}
-
-/* Strict-JSON probes: each a conversation of strict_json_cycles turns, every
- * turn constrained by a built-in schema and sampled with seeds both arms
- * share; each answer goes back as the assistant's message before the next
- * ask. Every finished output is parsed and validated by schema_check, never
- * by the grammar engine that made it; a cut-off at the budget is counted,
- * not judged. The grammar's cost comes from /status deltas over the
- * workload. */
-static void workload_strict_json(slot_t *s)
-{
-    run_t *r = s->r;
-    const bench_config_t *c = r->c;
-    bool is_absent;
-    json_t *st0 = get_status(&s->h, &is_absent);
-    int n_req = 0, n_answered = 0, n_valid = 0, n_invalid = 0, n_cut = 0;
-    int64_t n_tokens = 0;
-    json_t *hashes = json_array();
-    for (int p = 0; p < c->strict_json_probes; p++) {
-        const char *name = bench_json_schema_name(p);
-        json_t *messages = json_array();
-        char turn_hashes[BENCH_MAX_JSON_CYCLES * SHA256_HEX_LEN] = "";
-        size_t n_th = 0;
-        for (int t = 0; t < c->strict_json_cycles; t++) {
-            req_spec_t q = {.kind = "strict-json",
-                            .max_tokens = c->strict_json_tokens,
-                            .temperature = 0.8,
-                            .seed = json_seed(p, t),
-                            .is_open_ended = true};
-            new_salt(r, q.salt, sizeof q.salt);
-            bench_stream_t st;
-            err_t e;
-            int rc = json_turn(&s->h, p, t, messages, q.max_tokens, q.salt, &st, &e);
-            bool is_ok = record(s, &q, &st, rc ? e.msg : NULL);
-            json_t *rq = json_array_get(s->requests, json_array_size(s->requests) - 1);
-            n_req++;
-            n_answered += !rc && st.status == 200;
-            n_tokens += st.completion_tokens > 0 ? st.completion_tokens : 0;
-            char why[512] = "";
-            const char *judged;
-            if (!is_ok) {
-                judged = "not judged (the request was invalid)";
-            } else if (!strcmp(st.finish_reason, "length")) {
-                judged = "cut off";
-                n_cut++;
-            } else {
-                bench_json_verdict_t v = bench_json_judge(p, st.text, st.text_len, why, sizeof why);
-                judged = v == BENCH_JSON_VALID      ? "valid"
-                         : v == BENCH_JSON_NOT_JSON ? "not JSON"
-                         : v == BENCH_JSON_VIOLATES ? "violates the schema"
-                                                    : "schema cannot be judged";
-                if (v == BENCH_JSON_VALID) {
-                    n_valid++;
-                } else {
-                    n_invalid++;
-                    slot_invalid(s, "strict-json probe %d (%s) turn %d: %s: %s", p, name, t + 1, judged, why);
-                }
-            }
-            json_object_set_new(rq, "schema", json_string(name));
-            json_object_set_new(rq, "probe", json_integer(p));
-            json_object_set_new(rq, "turn", json_integer(t + 1));
-            json_object_set_new(rq, "json", json_string(judged));
-            if (why[0])
-                json_object_set_new(rq, "json_reason", json_string(why));
-            json_object_set_new(rq, "output", json_stringn(st.text ? st.text : "", st.text_len));
-            const char *h = json_string_value(json_object_get(rq, "output_sha256"));
-            if (h && t < BENCH_MAX_JSON_CYCLES)
-                n_th += (size_t)snprintf(turn_hashes + n_th, sizeof turn_hashes - n_th, "%s", h);
-            json_array_append_new(
-                messages, json_pack("{s:s,s:s%}", "role", "assistant", "content", st.text ? st.text : "", st.text_len));
-            bench_stream_free(&st);
-        }
-        char probe_hash[SHA256_HEX_LEN] = "";
-        err_t e;
-        sha256_hex(turn_hashes, n_th, probe_hash, &e);
-        json_array_append_new(hashes, json_string(probe_hash));
-        json_decref(messages);
-    }
-    if (n_req && n_valid + n_invalid == 0 && n_cut)
-        slot_invalid(s, "strict-json: every output was cut off at --strict-json-tokens %d: nothing was judged",
-                     c->strict_json_tokens);
-    json_t *st1 = get_status(&s->h, &is_absent);
-    const json_t *g0 = json_object_get(st0, "grammar"), *g1 = json_object_get(st1, "grammar");
-    json_t *gj = json_null();
-    if (!json_is_object(g0) || !json_is_object(g1)) {
-        slot_invalid(s, "strict-json: /status %s has no grammar object", json_is_object(g0) ? "after" : "before");
-    } else {
-        int64_t d_req = gcount(g1, "requests") - gcount(g0, "requests");
-        int64_t d_masks = gcount(g1, "masks") - gcount(g0, "masks");
-        int64_t d_ns = gcount(g1, "mask_ns_total") - gcount(g0, "mask_ns_total");
-        int64_t d_wait = gcount(g1, "mask_wait_ns_total") - gcount(g0, "mask_wait_ns_total");
-        int64_t d_forced = gcount(g1, "forced_tokens") - gcount(g0, "forced_tokens");
-        int64_t d_cut = gcount(g1, "drafts_cut") - gcount(g0, "drafts_cut");
-        /* the constraint reached the engine for every answered request */
-        if (d_req != n_answered)
-            slot_invalid(s,
-                         "strict-json: /status grammar.requests rose by %lld over the workload, but %d constrained "
-                         "requests were answered",
-                         (long long)d_req, n_answered);
-        if (n_tokens > 0 && d_masks <= 0 && d_forced <= 0)
-            slot_invalid(s,
-                         "strict-json: %lld tokens generated under a grammar, but /status counted no masks and "
-                         "no forced tokens",
-                         (long long)n_tokens);
-        double per = d_masks > 0 ? (double)d_ns / (double)d_masks : 0;
-        gj = json_pack("{s:I,s:I,s:I,s:f,s:I,s:f,s:I,s:I,s:I}", "requests", (json_int_t)d_req, "masks",
-                       (json_int_t)d_masks, "mask_ns_total", (json_int_t)d_ns, "mask_ns_per_token", per,
-                       "mask_wait_ns_total", (json_int_t)d_wait, "mask_wait_ns_per_token",
-                       d_masks > 0 ? (double)d_wait / (double)d_masks : 0.0, "forced_tokens", (json_int_t)d_forced,
-                       "drafts_cut", (json_int_t)d_cut, "mask_ns_p99", (json_int_t)gcount(g1, "mask_ns_p99"));
-        if (d_masks > 0) {
-            s->metric[BM_MASK_NS] = per;
-            s->has[BM_MASK_NS] = true;
-        }
-    }
-    json_decref(st0);
-    json_decref(st1);
-    json_object_set_new(s->j, "strict_json",
-                        json_pack("{s:i,s:i,s:i,s:i,s:I,s:o}", "requests", n_req, "valid", n_valid, "invalid",
-                                  n_invalid, "cut_offs", n_cut, "completion_tokens", (json_int_t)n_tokens, "grammar",
-                                  gj));
-    json_object_set_new(s->j, "strict_json_hashes", hashes);
-}
-
 /* ---- slots and rounds ---- */
 
 static int run_slot(run_t *r, int round, int pos, err_t *err)
@@ -1158,33 +671,33 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     if (bench_http_init(&s.h, a->url, c->api_key, c->request_timeout_s, err))
         return -1;
     bool is_absent;
-    json_t *before = get_status(&s.h, &is_absent);
+    json_t *before = bench_get_status(&s.h, &is_absent);
     if (before)
         check_policy(&s, before);
     else if (a->has_status)
-        slot_invalid(&s, "/status failed before the arm");
+        bench_slot_invalid(&s, "/status failed before the arm");
     else
-        unverifiable(r, "policy (needs /status)");
+        bench_unverifiable(r, "policy (needs /status)");
     json_t *psi0 = read_psi();
     bench_clock_sample_t k0, k1;
     c->clock->sample(c->clock->ctx, &k0);
     s.t0_ns = clock_now_ns();
     if (c->do_serial)
-        workload_serial(&s);
+        bench_workload_serial(&s);
     if (c->do_mixed)
-        workload_mixed(&s);
+        bench_workload_mixed(&s);
     if (c->do_seeded)
-        workload_seeded(&s);
+        bench_workload_seeded(&s);
     if (c->do_strict_json)
-        workload_strict_json(&s);
+        bench_workload_strict_json(&s);
     c->clock->sample(c->clock->ctx, &k1);
-    double elapsed_ms = ms(clock_now_ns() - s.t0_ns);
+    double elapsed_ms = bench_ms(clock_now_ns() - s.t0_ns);
     char why[256];
     if (bench_check_suspend(&k0, &k1, why, sizeof why))
-        slot_invalid(&s, "%s", why);
+        bench_slot_invalid(&s, "%s", why);
     json_t *after = a->has_status ? wait_idle(&s) : NULL;
     if (!a->has_status)
-        unverifiable(r, "idle after arm (needs /status)");
+        bench_unverifiable(r, "idle after arm (needs /status)");
     json_object_set_new(s.j, "round", json_integer(round + 1));
     json_object_set_new(s.j, "position", json_integer(pos + 1));
     char name[16];
@@ -1199,7 +712,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
                                   (json_int_t)k1.wall_ns));
     json_object_set_new(s.j, "status_before", status_counters(before));
     json_object_set_new(s.j, "status_after", status_counters(after));
-    int64_t rss = after ? jint(after, "memory.resident_bytes") : -1;
+    int64_t rss = after ? bench_jint(after, "memory.resident_bytes") : -1;
     json_object_set_new(s.j, "server_resident_bytes", rss >= 0 ? json_integer(rss) : json_null());
     json_object_set_new(s.j, "host_memory_pressure", json_pack("{s:o,s:o}", "before", psi0, "after", read_psi()));
     json_decref(before);
@@ -1287,8 +800,8 @@ static json_t *strict_json_summary(run_t *r)
         int ai = !strcmp(json_string_value(json_object_get(sl, "arm")), "B");
         n_slots[ai]++;
         for (int k = 0; k < 5; k++) {
-            sum[ai][k] += jint(sj, counts[k]);
-            gsum[ai][k] += gcount(json_object_get(sj, "grammar"), gcounts[k]);
+            sum[ai][k] += bench_jint(sj, counts[k]);
+            gsum[ai][k] += bench_gcount(json_object_get(sj, "grammar"), gcounts[k]);
         }
     }
     json_t *arms = json_object();
@@ -1488,7 +1001,7 @@ int bench_run(const bench_config_t *c, err_t *err)
         {
             char buf[640];
             snprintf(buf, sizeof buf, "%s (round %lld): %s", json_string_value(json_object_get(x, "slot")),
-                     (long long)jint(x, "round"), json_string_value(y));
+                     (long long)bench_jint(x, "round"), json_string_value(y));
             json_array_append_new(all, json_string(buf));
             is_valid = false;
         }

@@ -1,0 +1,111 @@
+/* splash bench internals shared by its files: the run, arm and slot state,
+ * the request helpers every workload uses, and the workloads themselves.
+ * bench.c owns the arms, slots, rounds and the report; bench_workloads.c
+ * the workloads. Not part of the tools' public interface (bench.h). */
+#ifndef SPLASH_BENCH_INTERNAL_H
+#define SPLASH_BENCH_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "tools/bench.h"
+#include "tools/bench_http.h"
+#include "tools/bench_proc.h"
+
+#define BENCH_MAX_SNAP_ACTIVE 16  /* active requests kept per polled snapshot */
+#define BENCH_MAX_SLOT_REASONS 64 /* reasons kept per slot (the rest are counted) */
+
+/* ---- run state ---- */
+
+typedef struct arm_rt {
+    int idx;
+    char label; /* 'A' or 'B' */
+    const bench_arm_config_t *cfg;
+    bench_server_t srv;
+    bool is_running;
+    char url[BENCH_URL_MAX];
+    int starts;
+    bool has_status;  /* /status answered (splash) */
+    bool has_grammar; /* ... with a grammar object (structured output) */
+    bool is_probed;
+    json_t *fingerprint;
+    json_t *lifecycle; /* starts and stops */
+    int32_t *ctx;      /* token ids prompts are cut from */
+    int n_ctx;
+} arm_rt_t;
+
+typedef struct run {
+    const bench_config_t *c;
+    arm_rt_t arm[2];
+    char run_id[32];
+    uint64_t n_salts;
+    json_t *slots;
+    json_t *reasons;      /* run-level invalidity reasons */
+    json_t *unverifiable; /* names of checks that could not be made */
+    double *values;       /* (metric, round, position) */
+    bool has_metric[BM_COUNT];
+    double *gaps[2]; /* every decode chunk gap per arm, ms (for the distribution) */
+    size_t n_gaps[2], cap_gaps[2];
+} run_t;
+
+typedef struct slot {
+    run_t *r;
+    arm_rt_t *arm;
+    int round, pos;
+    json_t *j, *requests, *reasons;
+    int n_reasons_dropped;
+    bench_http_t h;
+    int64_t t0_ns;
+    double metric[BM_COUNT];
+    bool has[BM_COUNT];
+} slot_t;
+
+typedef struct req_spec {
+    const char *kind;
+    int prompt_len, offset, max_tokens;
+    double temperature;
+    long long seed; /* < 0: none */
+    char salt[96];
+    /* strict-json: the output ends where the grammar does (finish_reason
+     * stop) or at the budget (length, a cut-off); the prompt is a chat */
+    bool is_open_ended;
+} req_spec_t;
+
+/* ---- shared helpers (bench.c) ---- */
+
+/* A reason the slot is invalid (kept up to BENCH_MAX_SLOT_REASONS). */
+void bench_slot_invalid(slot_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A check that could not be made on some arm (listed once per run). */
+void bench_unverifiable(run_t *r, const char *check);
+double bench_ms(int64_t ns);
+/* A cache salt unique to this run and request. */
+void bench_new_salt(run_t *r, char *out, size_t cap);
+/* Streams q's /v1/completions request; is_first (optional) is set at the first token. */
+int bench_stream_request(bench_http_t *h, const arm_rt_t *a, const req_spec_t *q, bench_stream_t *out,
+                         volatile int *is_first, err_t *err);
+/* Checks one finished request against every per-request rule and records it. */
+bool bench_record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, const char *transport_err);
+/* A fresh salt, the request, its record; whether it was valid. */
+bool bench_run_one(slot_t *s, req_spec_t *q, bench_stream_t *st);
+/* GET /status as a JSON object, or NULL (is_absent: the server has none). */
+json_t *bench_get_status(bench_http_t *h, bool *is_absent);
+/* An integer at a dotted path ("cache.blocks_used"), -1 when absent. */
+int64_t bench_jint(const json_t *o, const char *path);
+/* A /status grammar counter (0 when absent). */
+int64_t bench_gcount(const json_t *g, const char *key);
+/* The seed of probe p turn t: both arms and every slot sample alike. */
+long long bench_json_seed(int p, int t);
+/* One strict-json turn of probe p (bench.c: the warm-up sends them too). */
+int bench_json_turn(bench_http_t *h, int p, int t, json_t *messages, int max_tokens, const char *salt,
+                    bench_stream_t *st, err_t *err);
+
+/* ---- workloads (bench_workloads.c): each fills its slot's metrics ---- */
+
+void bench_workload_serial(slot_t *s);
+void bench_workload_mixed(slot_t *s);
+void bench_workload_seeded(slot_t *s);
+void bench_workload_strict_json(slot_t *s);
+
+#endif
