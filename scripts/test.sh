@@ -9,14 +9,12 @@ kind=${1:-release}
 ctest_extra=()
 case "$kind" in
     release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
-    # Timing verdicts (label "timing": the bench's A/A and delay runs) mean
-    # nothing under a sanitizer's slowdown; they run in the release build.
-    asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=Debug -DSPLASH_SANITIZE=address); ctest_extra=(-LE timing) ;;
+    asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=Debug -DSPLASH_SANITIZE=address) ;;
     # TSan is for the threaded code; the full-vocabulary reference runs
     # (label "slow") and the perplexity bounds per weight type (label
     # "quality", single-request arithmetic that TSan slows tenfold) already
     # run in the other two configurations.
-    tsan) dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=Debug -DSPLASH_SANITIZE=thread); ctest_extra=(-LE "slow|timing|quality") ;;
+    tsan) dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=Debug -DSPLASH_SANITIZE=thread); ctest_extra=(-LE "slow|quality") ;;
     *) echo "scripts/test.sh: unknown configuration '$kind' (release, asan, tsan)" >&2; exit 2 ;;
 esac
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -824,9 +824,20 @@ static json_t *strict_json_summary(run_t *r)
 
 static json_t *abba_json(const bench_abba_t *x)
 {
-    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "a", x->a, "b", x->b, "noise", x->noise, "change", x->change,
-                     "threshold", x->threshold, "verdict", bench_verdict_name(x->verdict), "why", x->why);
+    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:s,s:s}", "a", x->a, "b", x->b, "noise", x->noise, "round_noise",
+                     x->round_noise, "change", x->change, "threshold", x->threshold, "rounds", x->n_rounds, "verdict",
+                     bench_verdict_name(x->verdict), "why", x->why);
 }
+
+/* The combination rule, stated in every report beside the per-round figures. */
+static const char bench_combine_rule[] =
+    "per round (SPEC): a = mean(A1, A4), b = mean(B2, B3), noise = max(|A1 - A4| / a, |B2 - B3| / b), "
+    "change = b / a - 1 (positive = candidate better); combined over n rounds: change = median of the round "
+    "changes; the 5 % gate applies to round_noise = the median of the rounds' own noise (above 5 %: "
+    "inconclusive); noise = 1.2533 x max(round_noise, 1.486 x 1.4826 x MAD of the round changes) / sqrt(n) "
+    "(n = 2: mean and SD of the two changes), also inconclusive above 5 %; gain when change > max(2 %, 2 x "
+    "noise), regression when change < -max(2 %, 2 x noise), else no change. More rounds make a verdict firmer "
+    "only through that threshold; one round is decided by its own figures.";
 
 static json_t *statistics(run_t *r, bench_verdict_t *overall)
 {
@@ -987,6 +998,7 @@ int bench_run(const bench_config_t *c, err_t *err)
         json_object_set_new(report, "strict_json", strict_json_summary(&r));
     bench_verdict_t v = BENCH_NO_CHANGE;
     json_object_set_new(report, "statistics", rc ? json_object() : statistics(&r, &v));
+    json_object_set_new(report, "statistics_rule", json_string(bench_combine_rule));
     bool is_valid = json_array_size(r.reasons) == 0;
     json_t *all = json_array();
     size_t i;
@@ -1008,6 +1020,8 @@ int bench_run(const bench_config_t *c, err_t *err)
     }
     json_decref(r.reasons); /* its reasons are in `all` now */
     r.reasons = NULL;
+    bool is_gain_withheld = is_valid && v == BENCH_GAIN && json_array_size(r.unverifiable) > 0;
+    v = bench_cap_unverified(v, json_array_size(r.unverifiable) > 0);
     if (!is_valid)
         v = BENCH_INVALID;
     exit_code = rc ? 1 : bench_verdict_exit(v);
@@ -1022,7 +1036,11 @@ int bench_run(const bench_config_t *c, err_t *err)
                           json_string_value(json_array_get(r.unverifiable, i)));
         snprintf(verdict + n, sizeof verdict - (size_t)n, ")");
     }
+    if (is_gain_withheld)
+        snprintf(verdict + strlen(verdict), sizeof verdict - strlen(verdict),
+                 " [the metrics showed a gain; a run with unverifiable checks is never called a gain]");
     json_object_set_new(report, "verdict", json_string(verdict));
+    json_object_set_new(report, "gain_withheld", json_boolean(is_gain_withheld));
     json_object_set_new(report, "exit_code", json_integer(exit_code));
     json_t *dist = json_object();
     for (int k = 0; k < 2; k++) {

@@ -48,28 +48,34 @@ void bench_print_summary(const json_t *rep, FILE *f)
     const json_t *m;
     if (json_object_size(st)) {
         bool has_rounds = false;
-        fprintf(f, "\n  %-34s %11s %11s %8s %7s %7s  %s\n", "metric", "A", "B", "change", "noise", "needs", "verdict");
+        fprintf(f, "\n  %-34s %11s %11s %8s %7s %7s %7s  %s\n", "metric", "A", "B", "change", "rnoise", "noise",
+                "needs", "verdict");
         json_object_foreach((json_t *)st, key, m)
         {
             const json_t *c = json_object_get(m, "combined");
             char label[64];
             snprintf(label, sizeof label, "%s (%s)%s", str(m, "label"), str(m, "unit"),
                      json_is_true(json_object_get(m, "decides")) ? "" : " *");
-            fprintf(f, "  %-34s %11.3f %11.3f %+7.2f%% %6.2f%% %6.2f%%  %s\n", label, num(c, "a"), num(c, "b"),
-                    100 * num(c, "change"), 100 * num(c, "noise"), 100 * num(c, "threshold"), str(c, "verdict"));
+            fprintf(f, "  %-34s %11.3f %11.3f %+7.2f%% %6.2f%% %6.2f%% %6.2f%%  %s\n", label, num(c, "a"), num(c, "b"),
+                    100 * num(c, "change"), 100 * num(c, "round_noise"), 100 * num(c, "noise"),
+                    100 * num(c, "threshold"), str(c, "verdict"));
             const json_t *rounds = json_object_get(m, "rounds");
             has_rounds |= json_array_size(rounds) > 1;
             if (json_array_size(rounds) > 1)
                 for (size_t k = 0; k < json_array_size(rounds); k++) {
                     const json_t *r = json_array_get(rounds, k);
-                    fprintf(f, "      round %-3zu %11.3f %11.3f %+7.2f%% %6.2f%% %6.2f%%  %s\n", k + 1, num(r, "a"),
-                            num(r, "b"), 100 * num(r, "change"), 100 * num(r, "noise"), 100 * num(r, "threshold"),
-                            str(r, "verdict"));
+                    fprintf(f, "      round %-3zu %11.3f %11.3f %+7.2f%% %6.2f%% %6.2f%% %6.2f%%  %s\n", k + 1,
+                            num(r, "a"), num(r, "b"), 100 * num(r, "change"), 100 * num(r, "round_noise"),
+                            100 * num(r, "noise"), 100 * num(r, "threshold"), str(r, "verdict"));
                 }
         }
         fprintf(f, "  (* informational: does not decide the verdict; change > 0 means B is better)\n");
-        if (has_rounds)
-            fprintf(f, "  (rounds combine as the median round change, with the noise of that median)\n");
+        fprintf(f,
+                "  (rnoise: SPEC's per-round noise, median over rounds, inconclusive above 5 %%; noise: the\n"
+                "   combined noise that sets needs = max(2 %%, 2 x noise)%s)\n",
+                has_rounds ? "; rounds combine as the median round change, the rule in full is the report's "
+                             "statistics_rule"
+                           : "");
     }
     const json_t *sj = json_object_get(rep, "strict_json");
     if (sj) {
@@ -295,7 +301,7 @@ int bench_write_html(const json_t *rep, const char *path, err_t *err)
                 (long long)json_integer_value(json_object_get(a, "starts")));
     }
     fprintf(f, "</table>\n<h2>Statistics</h2>\n<table><tr><th>metric</th><th>A</th><th>B</th><th>change</th>"
-               "<th>noise</th><th>needs</th><th>verdict</th><th>decides</th></tr>\n");
+               "<th>per-round noise</th><th>noise</th><th>needs</th><th>verdict</th><th>decides</th></tr>\n");
     const json_t *st = json_object_get(rep, "statistics");
     const char *key;
     const json_t *m;
@@ -305,13 +311,15 @@ int bench_write_html(const json_t *rep, const char *path, err_t *err)
         fprintf(f, "<tr><td class=\"l\">");
         esc(f, str(m, "label"));
         fprintf(f,
-                " (%s)</td><td>%.4g</td><td>%.4g</td><td>%+.2f%%</td><td>%.2f%%</td><td>%.2f%%</td>"
+                " (%s)</td><td>%.4g</td><td>%.4g</td><td>%+.2f%%</td><td>%.2f%%</td><td>%.2f%%</td><td>%.2f%%</td>"
                 "<td class=\"l\">%s</td><td>%s</td></tr>\n",
-                str(m, "unit"), num(c, "a"), num(c, "b"), 100 * num(c, "change"), 100 * num(c, "noise"),
-                100 * num(c, "threshold"), str(c, "verdict"),
+                str(m, "unit"), num(c, "a"), num(c, "b"), 100 * num(c, "change"), 100 * num(c, "round_noise"),
+                100 * num(c, "noise"), 100 * num(c, "threshold"), str(c, "verdict"),
                 json_is_true(json_object_get(m, "decides")) ? "yes" : "no");
     }
-    fprintf(f, "</table>\n<h2>Charts</h2>\n");
+    fprintf(f, "</table>\n<p id=\"rule\">");
+    esc(f, json_is_string(json_object_get(rep, "statistics_rule")) ? str(rep, "statistics_rule") : "");
+    fprintf(f, "</p>\n<h2>Charts</h2>\n");
     json_object_foreach((json_t *)st, key, m)
     {
         chart_rounds(f, key, m);

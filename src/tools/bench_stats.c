@@ -15,19 +15,27 @@ static bool exceeds(double x, double y)
     return x > y + BENCH_BOUNDARY_EPS;
 }
 
-/* The rules on a given change (signed: positive = candidate better). */
-static bench_abba_t decide_change(double a, double b, double change, double noise)
+/* The rules on a given change (signed: positive = candidate better).
+ * round_noise is SPEC's per-round noise (for several rounds, their median):
+ * above 5 % the comparison is inconclusive whatever the combination says.
+ * noise sets the threshold; for several rounds it is the combined noise,
+ * which may also exceed 5 % when the rounds disagree. */
+static bench_abba_t decide_change(double a, double b, double change, double noise, double round_noise)
 {
-    bench_abba_t r = {.a = a, .b = b, .noise = noise, .change = change};
-    if (!(a > 0) || !(b > 0) || !isfinite(a) || !isfinite(b) || !isfinite(noise) || !isfinite(change)) {
+    bench_abba_t r = {.a = a, .b = b, .noise = noise, .round_noise = round_noise, .change = change, .n_rounds = 1};
+    if (!(a > 0) || !(b > 0) || !isfinite(a) || !isfinite(b) || !isfinite(noise) || !isfinite(change) ||
+        !isfinite(round_noise)) {
         r.verdict = BENCH_INVALID;
         r.why = "no valid measurement in an arm";
         return r;
     }
     r.threshold = fmax(BENCH_MIN_CHANGE, BENCH_NOISE_FACTOR * noise);
-    if (exceeds(noise, BENCH_MAX_NOISE)) {
+    if (exceeds(round_noise, BENCH_MAX_NOISE)) {
         r.verdict = BENCH_INCONCLUSIVE;
-        r.why = "noise above 5 %";
+        r.why = "per-round noise above 5 %";
+    } else if (exceeds(noise, BENCH_MAX_NOISE)) {
+        r.verdict = BENCH_INCONCLUSIVE;
+        r.why = "combined noise above 5 % (the rounds disagree)";
     } else if (exceeds(r.change, r.threshold)) {
         r.verdict = BENCH_GAIN;
         r.why = "change above max(2 %, 2 x noise)";
@@ -46,7 +54,7 @@ bench_abba_t bench_decide(double a, double b, double noise, bool is_higher_bette
     double change = NAN;
     if (a > 0 && b > 0)
         change = is_higher_better ? b / a - 1.0 : a / b - 1.0;
-    return decide_change(a, b, change, noise);
+    return decide_change(a, b, change, noise, noise);
 }
 
 bench_abba_t bench_abba(const double v[4], bool is_higher_better)
@@ -93,7 +101,9 @@ bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_hi
     double spread = BENCH_NOISE_PER_SD * sd;    /* on the round noise's scale */
     double se = n == 2 ? 1.0 : BENCH_MEDIAN_SE; /* the median of two is their mean */
     double noise = se * fmax(mid[3], spread) / sqrt((double)n);
-    return decide_change(mid[0], mid[1], mid[2], noise);
+    bench_abba_t c = decide_change(mid[0], mid[1], mid[2], noise, mid[3]);
+    c.n_rounds = (int)n;
+    return c;
 }
 
 bench_verdict_t bench_overall(const bench_verdict_t *v, size_t n)
@@ -103,6 +113,11 @@ bench_verdict_t bench_overall(const bench_verdict_t *v, size_t n)
         if (v[i] > worst)
             worst = v[i];
     return worst;
+}
+
+bench_verdict_t bench_cap_unverified(bench_verdict_t v, bool has_unverified)
+{
+    return has_unverified && v == BENCH_GAIN ? BENCH_NO_CHANGE : v;
 }
 
 const char *bench_verdict_name(bench_verdict_t v)

@@ -37,8 +37,10 @@ typedef enum bench_verdict {
 #define BENCH_EXIT_INVALID 13
 
 typedef struct bench_abba {
-    double a, b;      /* means of the A and B slots */
-    double noise;     /* the larger relative disagreement within an arm */
+    double a, b;        /* means of the A and B slots */
+    double noise;       /* the larger relative disagreement within an arm; combined: see below */
+    double round_noise; /* SPEC's per-round noise (combined: the median over rounds), gated at 5 % */
+    int n_rounds;
     double change;    /* signed: positive = candidate better */
     double threshold; /* max(BENCH_MIN_CHANGE, BENCH_NOISE_FACTOR * noise) */
     bench_verdict_t verdict;
@@ -68,7 +70,14 @@ bench_abba_t bench_abba(const double v[4], bool is_higher_better);
  * SD of their two changes (no 1.2533); one round is returned as it is; an
  * invalid round makes the combination invalid. Fewer than half the rounds
  * disturbed move neither the median nor the MAD much; more make the noise
- * large (inconclusive). */
+ * large (inconclusive).
+ *
+ * The 5 % gate stays SPEC's, per round: the median over rounds of each
+ * round's own noise max(|A1 - A4| / a, |B2 - B3| / b) above 5 % makes the
+ * combination inconclusive however many rounds there are (round_noise).
+ * Combining makes a verdict firmer only through the threshold, which uses
+ * the combined noise above; the report states this rule next to both the
+ * per-round figures and the combination. */
 #define BENCH_MAD_TO_SD 1.4826   /* MAD x this estimates the SD of normal data */
 #define BENCH_NOISE_PER_SD 1.486 /* median round noise / SD of a round's change, normal slots */
 #define BENCH_MEDIAN_SE 1.2533   /* sqrt(pi / 2): SE of the median / SE of the mean */
@@ -80,6 +89,11 @@ bench_abba_t bench_decide(double a, double b, double noise, bool is_higher_bette
 /* Metrics combined: the highest-precedence verdict (invalid > regression >
  * inconclusive > gain > no change). n = 0 gives no change. */
 bench_verdict_t bench_overall(const bench_verdict_t *v, size_t n);
+
+/* A run with checks that could not be verified (no /status, no
+ * cached_tokens) may be no change, regression or inconclusive, never a
+ * gain: an unverified gain is reported as no change. */
+bench_verdict_t bench_cap_unverified(bench_verdict_t v, bool has_unverified);
 
 const char *bench_verdict_name(bench_verdict_t v);
 int bench_verdict_exit(bench_verdict_t v);

@@ -208,6 +208,109 @@ static void test_combine_disturbed(void **state)
     assert_int_equal(bench_abba_combine(rs, 10, true).verdict, BENCH_NO_CHANGE);
 }
 
+/* SPEC's 5 % gate is per round: sixteen rounds that agree exactly on a
+ * 7 % gain, each with 6 % noise inside it, combine to 1.9 % noise, but the
+ * per-round noise stays above 5 %: inconclusive, never a gain. */
+static void test_gate_per_round(void **state)
+{
+    (void)state;
+    bench_abba_t rs[16];
+    double v[4] = {100, 110, 110, 106.2};
+    for (int i = 0; i < 16; i++)
+        rs[i] = bench_abba(v, true);
+    assert_true(rs[0].noise > 0.05);
+    bench_abba_t c = bench_abba_combine(rs, 16, true);
+    assert_true(c.noise < 0.02);
+    assert_true(fabs(c.round_noise - rs[0].noise) < EPS);
+    assert_int_equal(c.n_rounds, 16);
+    assert_int_equal(c.verdict, BENCH_INCONCLUSIVE);
+    assert_non_null(strstr(c.why, "per-round"));
+    /* rounds quiet inside but disagreeing about the change (+-20 %) have a
+     * low per-round noise and a high combined one: inconclusive too */
+    double up[4] = {100, 120, 120, 100}, down[4] = {120, 100, 100, 120};
+    for (int i = 0; i < 4; i++)
+        rs[i] = bench_abba(i % 2 ? down : up, true);
+    c = bench_abba_combine(rs, 4, true);
+    assert_true(c.round_noise < EPS);
+    assert_int_equal(c.verdict, BENCH_INCONCLUSIVE);
+    assert_non_null(strstr(c.why, "combined"));
+}
+
+/* ---- the protocols on synthetic rounds (seeded, so deterministic) ---- */
+
+static uint64_t sim_state;
+
+static double sim_uniform(void)
+{
+    uint64_t z = (sim_state += 0x9E3779B97F4A7C15ULL); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double sim_normal(void)
+{
+    return sqrt(-2.0 * log(sim_uniform())) * cos(6.283185307179586 * sim_uniform());
+}
+
+/* One run of n_rounds ABBA rounds of a higher-is-better metric: every slot
+ * is 100 x (1 + sd x N(0, 1)), B's slots scaled by 1 + change. */
+static bench_verdict_t sim_run(int n_rounds, double change, double sd)
+{
+    bench_abba_t rs[20];
+    for (int k = 0; k < n_rounds; k++) {
+        double v[4];
+        for (int i = 0; i < 4; i++)
+            v[i] = 100.0 * (i == 1 || i == 2 ? 1 + change : 1) * (1 + sd * sim_normal());
+        rs[k] = bench_abba(v, true);
+    }
+    return bench_abba_combine(rs, (size_t)n_rounds, true).verdict;
+}
+
+/* The acceptance of the wall-clock protocols (bench/verdicts.sh) on rounds
+ * with known noise and change, 200 runs of 20 rounds each: with 1 % slot
+ * noise an A/A comparison gives a verdict in at most 1 % of runs, a 10 %
+ * slowdown is a regression in every run and 5 % in at least 95 %; with 6 %
+ * slot noise the per-round gate refuses (inconclusive) and no run calls
+ * the slowdown a gain. */
+static void test_protocols_synthetic(void **state)
+{
+    (void)state;
+    sim_state = 42;
+    int counts[3][5] = {{0}};
+    const double changes[3] = {0, -0.10, -0.05};
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 200; i++)
+            counts[c][sim_run(20, changes[c], 0.01)]++;
+    for (int c = 0; c < 3; c++)
+        print_message("change %+.0f %%, slot noise 1 %%: %d no change, %d gain, %d regression, %d inconclusive\n",
+                      100 * changes[c], counts[c][BENCH_NO_CHANGE], counts[c][BENCH_GAIN], counts[c][BENCH_REGRESSION],
+                      counts[c][BENCH_INCONCLUSIVE]);
+    assert_true(counts[0][BENCH_GAIN] + counts[0][BENCH_REGRESSION] <= 2);
+    assert_int_equal(counts[1][BENCH_REGRESSION], 200);
+    assert_true(counts[2][BENCH_REGRESSION] >= 190);
+    int noisy[5] = {0};
+    for (int i = 0; i < 200; i++)
+        noisy[sim_run(20, -0.10, 0.06)]++;
+    print_message("change -10 %%, slot noise 6 %%: %d no change, %d regression, %d inconclusive\n",
+                  noisy[BENCH_NO_CHANGE], noisy[BENCH_REGRESSION], noisy[BENCH_INCONCLUSIVE]);
+    assert_int_equal(noisy[BENCH_GAIN], 0);
+    assert_true(noisy[BENCH_INCONCLUSIVE] >= 190);
+}
+
+/* A run with unverifiable checks never reports a gain; every other verdict
+ * passes through. */
+static void test_unverified_never_gain(void **state)
+{
+    (void)state;
+    assert_int_equal(bench_cap_unverified(BENCH_GAIN, true), BENCH_NO_CHANGE);
+    assert_int_equal(bench_cap_unverified(BENCH_GAIN, false), BENCH_GAIN);
+    for (int v = BENCH_NO_CHANGE; v <= BENCH_INVALID; v++)
+        if (v != BENCH_GAIN)
+            assert_int_equal(bench_cap_unverified((bench_verdict_t)v, true), v);
+}
+
 static void test_overall_and_exit(void **state)
 {
     (void)state;
@@ -302,6 +405,9 @@ int main(void)
         cmocka_unit_test(test_combine),
         cmocka_unit_test(test_combine_rounds),
         cmocka_unit_test(test_combine_disturbed),
+        cmocka_unit_test(test_gate_per_round),
+        cmocka_unit_test(test_unverified_never_gain),
+        cmocka_unit_test(test_protocols_synthetic),
         cmocka_unit_test(test_overall_and_exit),
         cmocka_unit_test(test_suspend),
     };
