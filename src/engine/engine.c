@@ -1208,6 +1208,8 @@ static void publish(engine_t *e)
     s->grammar_wait_ns = e->g_wait_ns;
     s->grammar_forced = e->g_forced;
     s->grammar_drafts_cut = e->g_cut;
+    s->seq = ++e->snap_seq;
+    s->monotonic_ns = clock_now_ns();
     pthread_mutex_unlock(&e->snap_mu);
 }
 
@@ -1355,6 +1357,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->pub.draft_max = c->draft_mode ? c->draft_max : 0;
     e->pub.verify_rows = c->draft_mode ? c->verify_rows : 0;
     e->pub.verify_width = effective_width(e);
+    publish(e); /* the idle state is version 1 */
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
         err_set(err, "engine: cannot start the engine thread");
         engine_destroy(e);
@@ -1428,8 +1431,7 @@ int engine_snapshot(engine_t *e, engine_snapshot_t *s, err_t *err)
     *s = e->pub;
     s->active = active;
     memcpy(active, e->pub_active, (size_t)s->n_active * sizeof *active);
-    s->seq = ++e->snap_seq;
-    s->monotonic_ns = clock_now_ns();
+    s->served_monotonic_ns = clock_now_ns();
     pthread_mutex_unlock(&e->snap_mu);
     /* submission-side totals change without an engine step: read them live */
     pthread_mutex_lock(&e->mu);

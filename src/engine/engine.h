@@ -202,9 +202,14 @@ typedef struct engine_req_info {
 } engine_req_info_t;
 
 typedef struct engine_snapshot {
-    uint64_t seq;         /* strictly increasing over every snapshot taken */
-    int64_t monotonic_ns; /* when it was taken */
-    int64_t unix_ms;
+    /* The engine state's version: raised by one each time the engine
+     * publishes (once per loop of its thread: admission, a step), never by
+     * reading. Two snapshots with one seq show one state, so a poll that
+     * returns an unchanged seq is stale (the bench's freshness rule). */
+    uint64_t seq;
+    int64_t monotonic_ns;        /* when the engine published this state */
+    int64_t served_monotonic_ns; /* when this copy was taken */
+    int64_t unix_ms;             /* wall clock when this copy was taken */
     /* scheduler */
     int queued, prefilling, decoding;
     uint64_t steps;

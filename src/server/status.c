@@ -132,11 +132,11 @@ void api_status(server_t *s, reply_t *r)
         struct timespec ts, tr;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         clock_gettime(CLOCK_REALTIME, &tr);
-        static atomic_uint_fast64_t loading_seq;
+        /* seq 0: the state before the engine exists (its first is 1) */
         json_object_set_new(st, "snapshot",
-                            json_pack("{s:I,s:I,s:I}", "seq", (json_int_t)atomic_fetch_add(&loading_seq, 1) + 1,
-                                      "monotonic_ns", (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec, "unix_ms",
-                                      (json_int_t)tr.tv_sec * 1000 + tr.tv_nsec / 1000000));
+                            json_pack("{s:I,s:I,s:I,s:I}", "seq", (json_int_t)0, "monotonic_ns",
+                                      (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec, "age_ns", (json_int_t)0,
+                                      "unix_ms", (json_int_t)tr.tv_sec * 1000 + tr.tv_nsec / 1000000));
         r->body = st;
         return;
     }
@@ -150,8 +150,10 @@ void api_status(server_t *s, reply_t *r)
     const model_t *m = s->m.model;
     const model_config_t *c = &m->cfg;
     json_object_set_new(st, "snapshot",
-                        json_pack("{s:I,s:I,s:I}", "seq", (json_int_t)snap.seq, "monotonic_ns",
-                                  (json_int_t)snap.monotonic_ns, "unix_ms", (json_int_t)snap.unix_ms));
+                        json_pack("{s:I,s:I,s:I,s:I}", "seq", (json_int_t)snap.seq, "monotonic_ns",
+                                  (json_int_t)snap.monotonic_ns, "age_ns",
+                                  (json_int_t)(snap.served_monotonic_ns - snap.monotonic_ns), "unix_ms",
+                                  (json_int_t)snap.unix_ms));
     json_object_set_new(st, "model",
                         json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:b}}", "id",
                                   s->m.id, "path", s->m.path, "sha256", s->m.sha256, "arch", m->arch, "weight_types",

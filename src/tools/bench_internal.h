@@ -14,7 +14,6 @@
 #include "tools/bench_http.h"
 #include "tools/bench_proc.h"
 
-#define BENCH_MAX_SNAP_ACTIVE 16  /* active requests kept per polled snapshot */
 #define BENCH_MAX_SLOT_REASONS 64 /* reasons kept per slot (the rest are counted) */
 
 /* ---- run state ---- */

@@ -144,6 +144,41 @@ int bench_verdict_exit(bench_verdict_t v)
     return BENCH_EXIT_INVALID;
 }
 
+static const bench_snap_req_t *find_req(const bench_snap_t *sn, int prompt)
+{
+    for (int i = 0; i < sn->n; i++)
+        if (sn->act[i].prompt == prompt)
+            return &sn->act[i];
+    return NULL;
+}
+
+bench_overlap_t bench_overlap(const bench_snap_t *polls, size_t n, int64_t seq0, int long_prompt, int decode_prompt,
+                              int decode_tokens)
+{
+    bench_overlap_t o = {0, 0, 0};
+    int64_t last = seq0;
+    const bench_snap_t *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const bench_snap_t *cur = &polls[i];
+        if (cur->seq <= last) {
+            o.stale++;
+            continue;
+        }
+        o.fresh++;
+        last = cur->seq;
+        if (prev) {
+            const bench_snap_req_t *l0 = find_req(prev, long_prompt), *l1 = find_req(cur, long_prompt);
+            const bench_snap_req_t *d0 = find_req(prev, decode_prompt), *d1 = find_req(cur, decode_prompt);
+            if (l0 && l1 && d0 && d1 && l0->prefilled > 0 && l1->prefilled > l0->prefilled &&
+                l1->prefilled < long_prompt && d0->generated > 0 && d1->generated > d0->generated &&
+                d1->generated < decode_tokens)
+                o.pairs++;
+        }
+        prev = cur;
+    }
+    return o;
+}
+
 static long long read_ns(clockid_t id)
 {
     struct timespec ts;

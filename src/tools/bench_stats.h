@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define BENCH_MIN_CHANGE 0.02   /* smallest change that can count (2 %) */
 #define BENCH_NOISE_FACTOR 2.0  /* a change must exceed this many times the noise */
@@ -97,6 +98,36 @@ bench_verdict_t bench_cap_unverified(bench_verdict_t v, bool has_unverified);
 
 const char *bench_verdict_name(bench_verdict_t v);
 int bench_verdict_exit(bench_verdict_t v);
+
+/* The overlap proof of the mixed workload (SPEC section 6), from the
+ * /status polls taken while a decode request streams and a long prefill
+ * runs. snapshot.seq is the engine state's version, raised per engine step
+ * and never by a read, so a poll whose seq is not above every earlier one
+ * (and above seq0, read before the requests were sent) is stale: counted,
+ * never evidence. Evidence is a pair of consecutive fresh polls in which
+ * the long request was mid-prefill at both ends (started before the first,
+ * not done at the second) and prefilled more, while the decode request had
+ * generated, generated more, and was not done: the decode advanced during
+ * the prefill. */
+#define BENCH_MAX_SNAP_ACTIVE 16 /* active requests kept per polled snapshot */
+
+typedef struct bench_snap_req {
+    int prompt, prefilled, generated; /* tokens, as /status requests.active[] says */
+} bench_snap_req_t;
+
+typedef struct bench_snap {
+    int64_t seq;
+    int n;
+    bench_snap_req_t act[BENCH_MAX_SNAP_ACTIVE];
+} bench_snap_t;
+
+typedef struct bench_overlap {
+    int fresh, stale, pairs; /* polls accepted, polls refused as stale, evidence pairs */
+} bench_overlap_t;
+
+/* polls in the order taken; the requests are told apart by prompt length. */
+bench_overlap_t bench_overlap(const bench_snap_t *polls, size_t n, int64_t seq0, int long_prompt, int decode_prompt,
+                              int decode_tokens);
 
 /* Suspend detection over one measurement (CLOCK_BOOTTIME keeps counting
  * during suspend, CLOCK_MONOTONIC does not). The clock is injectable so a

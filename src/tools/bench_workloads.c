@@ -42,24 +42,13 @@ void bench_workload_serial(slot_t *s)
     s->has[BM_THROUGHPUT] = true;
 }
 
-typedef struct snap_req {
-    int prompt, prefilled, generated;
-} snap_req_t;
-
-typedef struct snap {
-    int64_t seq, t_ns;
-    int n;
-    snap_req_t act[BENCH_MAX_SNAP_ACTIVE];
-} snap_t;
-
 typedef struct poller {
     bench_http_t h;
     int poll_ms;
     volatile int is_stop;
-    snap_t *snaps;
+    bench_snap_t *polls; /* every answered poll, stale ones included (bench_overlap judges) */
     size_t n, cap;
-    int64_t last_seq;
-    int n_stale, n_failed;
+    int n_failed;
     int64_t max_rss;
 } poller_t;
 
@@ -72,39 +61,32 @@ static void *poll_main(void *arg)
         if (!st) {
             p->n_failed++;
         } else {
-            int64_t seq = bench_jint(st, "snapshot.seq");
             int64_t rss = bench_jint(st, "memory.resident_bytes");
             if (rss > p->max_rss)
                 p->max_rss = rss;
-            if (seq <= p->last_seq) {
-                p->n_stale++; /* stale or repeated: never evidence */
-            } else {
-                p->last_seq = seq;
-                if (p->n == p->cap) {
-                    size_t cap = p->cap ? p->cap * 2 : 256;
-                    snap_t *q = realloc(p->snaps, cap * sizeof *q);
-                    if (q) {
-                        p->snaps = q;
-                        p->cap = cap;
-                    }
+            if (p->n == p->cap) {
+                size_t cap = p->cap ? p->cap * 2 : 256;
+                bench_snap_t *q = realloc(p->polls, cap * sizeof *q);
+                if (q) {
+                    p->polls = q;
+                    p->cap = cap;
                 }
-                if (p->n < p->cap) {
-                    snap_t *sn = &p->snaps[p->n++];
-                    memset(sn, 0, sizeof *sn);
-                    sn->seq = seq;
-                    sn->t_ns = clock_now_ns();
-                    json_t *act = json_object_get(json_object_get(st, "requests"), "active");
-                    size_t i;
-                    json_t *v;
-                    json_array_foreach(act, i, v)
-                    {
-                        if (sn->n == BENCH_MAX_SNAP_ACTIVE)
-                            break;
-                        snap_req_t *a = &sn->act[sn->n++];
-                        a->prompt = (int)bench_jint(v, "prompt_tokens");
-                        a->prefilled = (int)bench_jint(v, "prefilled_tokens");
-                        a->generated = (int)bench_jint(v, "generated_tokens");
-                    }
+            }
+            if (p->n < p->cap) {
+                bench_snap_t *sn = &p->polls[p->n++];
+                memset(sn, 0, sizeof *sn);
+                sn->seq = bench_jint(st, "snapshot.seq");
+                json_t *act = json_object_get(json_object_get(st, "requests"), "active");
+                size_t i;
+                json_t *v;
+                json_array_foreach(act, i, v)
+                {
+                    if (sn->n == BENCH_MAX_SNAP_ACTIVE)
+                        break;
+                    bench_snap_req_t *a = &sn->act[sn->n++];
+                    a->prompt = (int)bench_jint(v, "prompt_tokens");
+                    a->prefilled = (int)bench_jint(v, "prefilled_tokens");
+                    a->generated = (int)bench_jint(v, "generated_tokens");
                 }
             }
             json_decref(st);
@@ -113,35 +95,6 @@ static void *poll_main(void *arg)
         nanosleep(&ts, NULL);
     }
     return NULL;
-}
-
-static const snap_req_t *find_req(const snap_t *sn, int prompt)
-{
-    for (int i = 0; i < sn->n; i++)
-        if (sn->act[i].prompt == prompt)
-            return &sn->act[i];
-    return NULL;
-}
-
-/* Evidence of overlap: two consecutive fresh snapshots in which the long
- * request was mid-prefill at both ends (started before the first, not done
- * at the second) and prefilled more, while the decode request generated
- * more and was not done. Then the decode advanced during the prefill. */
-static int overlap_evidence(const poller_t *p, const bench_config_t *c)
-{
-    int n = 0;
-    for (size_t i = 1; i < p->n; i++) {
-        const snap_req_t *l0 = find_req(&p->snaps[i - 1], c->mixed_long_prompt);
-        const snap_req_t *l1 = find_req(&p->snaps[i], c->mixed_long_prompt);
-        const snap_req_t *d0 = find_req(&p->snaps[i - 1], c->mixed_decode_prompt);
-        const snap_req_t *d1 = find_req(&p->snaps[i], c->mixed_decode_prompt);
-        if (!l0 || !l1 || !d0 || !d1)
-            continue;
-        if (l0->prefilled > 0 && l1->prefilled > l0->prefilled && l1->prefilled < c->mixed_long_prompt &&
-            d1->generated > d0->generated && d0->generated > 0 && d1->generated < c->mixed_decode_tokens)
-            n++;
-    }
-    return n;
 }
 
 typedef struct stream_job {
@@ -196,6 +149,21 @@ void bench_workload_mixed(slot_t *s)
     for (int rep = 0; rep < c->mixed_repeat; rep++) {
         poller_t p = {.poll_ms = c->poll_ms};
         bool has_poller = s->arm->has_status && bench_http_init(&p.h, s->arm->url, c->api_key, 10, NULL) == 0;
+        /* the state before the requests: only snapshots of a later engine
+         * state (a higher seq) are fresh, so the first one accepted already
+         * shows the workload, never a state from before it */
+        int64_t seq0 = -1;
+        if (has_poller) {
+            bool is_absent;
+            json_t *st0 = bench_get_status(&p.h, &is_absent);
+            seq0 = st0 ? bench_jint(st0, "snapshot.seq") : -1;
+            json_decref(st0);
+            if (seq0 < 0) {
+                bench_slot_invalid(s, "mixed repetition %d: no snapshot.seq in /status before the requests", rep);
+                bench_http_free(&p.h);
+                has_poller = false;
+            }
+        }
         pthread_t tp, td, tl;
         if (has_poller && pthread_create(&tp, NULL, poll_main, &p))
             has_poller = false;
@@ -245,21 +213,25 @@ void bench_workload_mixed(slot_t *s)
             gaps[n_gaps++] = g;
             add_gap(r, s->arm->idx, g);
         }
-        int ev = has_poller ? overlap_evidence(&p, c) : 0;
+        bench_overlap_t ov = {0, 0, 0};
+        if (has_poller)
+            ov =
+                bench_overlap(p.polls, p.n, seq0, c->mixed_long_prompt, c->mixed_decode_prompt, c->mixed_decode_tokens);
+        int ev = ov.pairs;
         if (has_poller && p.max_rss > 0)
             json_object_set_new(s->j, "peak_resident_bytes", json_integer(p.max_rss));
-        json_array_append_new(reps, json_pack("{s:i,s:i,s:i,s:i,s:b}", "fresh_snapshots", (int)p.n, "stale_snapshots",
-                                              p.n_stale, "failed_polls", p.n_failed, "overlap_evidence_pairs", ev,
-                                              "overlap_proven", ev > 0));
+        json_array_append_new(reps, json_pack("{s:I,s:i,s:i,s:i,s:i,s:b}", "initial_seq", (json_int_t)seq0,
+                                              "fresh_snapshots", ov.fresh, "stale_snapshots", ov.stale, "failed_polls",
+                                              p.n_failed, "overlap_evidence_pairs", ev, "overlap_proven", ev > 0));
         if (has_poller && ev == 0)
             bench_slot_invalid(s,
                                "mixed repetition %d: overlap not proven: no two fresh /status snapshots show the long "
-                               "prefill advancing while the decode request generated (%zu fresh, %d stale or repeated; "
+                               "prefill advancing while the decode request generated (%d fresh, %d stale or repeated; "
                                "if the decode ended first, raise --mixed-decode-tokens)",
-                               rep, p.n, p.n_stale);
+                               rep, ov.fresh, ov.stale);
         evidence += ev;
-        fresh += (int)p.n;
-        stale += p.n_stale;
+        fresh += ov.fresh;
+        stale += ov.stale;
         failed += p.n_failed;
         bench_http_free(&d->h);
         bench_http_free(&l->h);
@@ -269,7 +241,7 @@ void bench_workload_mixed(slot_t *s)
         free(l);
         if (has_poller)
             bench_http_free(&p.h);
-        free(p.snaps);
+        free(p.polls);
     }
     if (!s->arm->has_status)
         bench_unverifiable(r, "mixed overlap (needs /status)");

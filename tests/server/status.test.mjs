@@ -1,7 +1,8 @@
 // /status against its JSON Schema (docs/status.schema.json, draft 2020-12)
 // with ajv (pinned in package.json): live snapshots idle, under load with
-// several active requests, while draining, and after; snapshot.seq strictly
-// increases and monotonic_ns never decreases across them. Mutated snapshots
+// several active requests, while draining, and after; snapshot.seq is the
+// engine state's version (never back, advancing under load, unchanged by a
+// read, one seq one state) and monotonic_ns never decreases. Mutated snapshots
 // must fail the schema, so the validation can fail.
 //   node status.test.mjs --splash BIN --model GGUF --deps DIR
 import assert from "node:assert/strict";
@@ -47,6 +48,10 @@ test("live /status snapshots validate: idle, loaded, draining, after", async () 
         const idle = await check(srv.port, "idle");
         assert.equal(idle.ready, true);
         assert.equal(idle.requests.active.length, 0);
+        // an idle engine publishes nothing new: polling again is stale
+        const again = await status(srv.port);
+        assert.equal(again.snapshot.seq, idle.snapshot.seq, "reading /status must not advance seq");
+        assert.ok(again.snapshot.age_ns >= idle.snapshot.age_ns);
 
         // load: 4 running and 2 queued
         const load = [0, 1, 2, 3, 4, 5].map((i) => longStream(srv.port, i));
@@ -85,12 +90,22 @@ test("live /status snapshots validate: idle, loaded, draining, after", async () 
     } finally {
         await srv.stop();
     }
-    // freshness: seq strictly increasing, monotonic time never going back
+    // freshness: seq is the engine state's version: it never goes back, it
+    // advances under load, and a repeated seq is the same state (stale)
+    let advanced = 0;
     for (let i = 1; i < snapshots.length; i++) {
-        assert.ok(snapshots[i].snapshot.seq > snapshots[i - 1].snapshot.seq, `seq at ${i}`);
-        assert.ok(snapshots[i].snapshot.monotonic_ns >= snapshots[i - 1].snapshot.monotonic_ns, `monotonic_ns at ${i}`);
-        assert.ok(snapshots[i].snapshot.unix_ms > 1.6e12);
+        const [a, b] = [snapshots[i - 1], snapshots[i]];
+        assert.ok(b.snapshot.seq >= a.snapshot.seq, `seq at ${i}`);
+        assert.ok(b.snapshot.monotonic_ns >= a.snapshot.monotonic_ns, `monotonic_ns at ${i}`);
+        assert.ok(b.snapshot.unix_ms > 1.6e12);
+        if (b.snapshot.seq > a.snapshot.seq) advanced++;
+        else if (!a.draining && !b.draining) {
+            assert.equal(b.snapshot.monotonic_ns, a.snapshot.monotonic_ns, `stale seq ${b.snapshot.seq}, other time`);
+            assert.deepEqual(b.scheduler, a.scheduler, `stale seq ${b.snapshot.seq}, other scheduler state`);
+            assert.deepEqual(b.cache, a.cache, `stale seq ${b.snapshot.seq}, other cache state`);
+        }
     }
+    assert.ok(advanced >= 3, `seq advanced ${advanced} times`);
     assert.ok(snapshots.length >= 23, `${snapshots.length} snapshots`); // idle, 20+ under load, after, draining
 });
 

@@ -299,6 +299,70 @@ static void test_protocols_synthetic(void **state)
     assert_true(noisy[BENCH_INCONCLUSIVE] >= 190);
 }
 
+/* ---- the overlap proof and the stale-poll rule ---- */
+
+/* A poll of seq with the long request (prompt 256) at prefilled and the
+ * decode request (prompt 8, 64 tokens) at generated. */
+static bench_snap_t poll(int64_t seq, int prefilled, int generated)
+{
+    bench_snap_t s = {.seq = seq, .n = 2};
+    s.act[0] = (bench_snap_req_t){256, prefilled, 0};
+    s.act[1] = (bench_snap_req_t){8, 8, generated};
+    return s;
+}
+
+static void test_overlap_fresh(void **state)
+{
+    (void)state;
+    /* two engine steps, each advancing both: one pair of evidence; the
+     * repeated seq 11 between them is stale, counted and skipped */
+    bench_snap_t p[4] = {poll(10, 32, 5), poll(11, 48, 6), poll(11, 48, 6), poll(12, 64, 7)};
+    bench_overlap_t o = bench_overlap(p, 4, 9, 256, 8, 64);
+    assert_int_equal(o.fresh, 3);
+    assert_int_equal(o.stale, 1);
+    assert_int_equal(o.pairs, 2);
+    /* the initial snapshot must be fresh: seq 10 was already the state
+     * before the requests, so it is no end of a pair */
+    o = bench_overlap(p, 4, 10, 256, 8, 64);
+    assert_int_equal(o.fresh, 2);
+    assert_int_equal(o.stale, 2);
+    assert_int_equal(o.pairs, 1);
+    /* a server re-serving one state under one seq proves nothing, however
+     * often it is polled */
+    bench_snap_t same[3] = {poll(5, 32, 5), poll(5, 48, 6), poll(5, 64, 7)};
+    o = bench_overlap(same, 3, 4, 256, 8, 64);
+    assert_int_equal(o.fresh, 1);
+    assert_int_equal(o.stale, 2);
+    assert_int_equal(o.pairs, 0);
+    /* a seq that goes back is stale too */
+    bench_snap_t back[3] = {poll(7, 32, 5), poll(6, 48, 6), poll(8, 64, 7)};
+    o = bench_overlap(back, 3, 0, 256, 8, 64);
+    assert_int_equal(o.stale, 1);
+    assert_int_equal(o.pairs, 1);
+}
+
+static void test_overlap_not_proven(void **state)
+{
+    (void)state;
+    /* serialised: the decode stood still while the prefill advanced, then
+     * the prefill finished before the decode moved */
+    bench_snap_t ser[3] = {poll(1, 32, 5), poll(2, 128, 5), poll(3, 256, 6)};
+    assert_int_equal(bench_overlap(ser, 3, 0, 256, 8, 64).pairs, 0);
+    /* the decode done (64 of 64) at the second end */
+    bench_snap_t done[2] = {poll(1, 32, 63), poll(2, 64, 64)};
+    assert_int_equal(bench_overlap(done, 2, 0, 256, 8, 64).pairs, 0);
+    /* the long request not started at the first end */
+    bench_snap_t late[2] = {poll(1, 0, 5), poll(2, 64, 6)};
+    assert_int_equal(bench_overlap(late, 2, 0, 256, 8, 64).pairs, 0);
+    /* seq raised per read (no engine step) with the state unchanged: fresh
+     * by seq, but no progress, so no evidence */
+    bench_snap_t reads[3] = {poll(1, 32, 5), poll(2, 32, 5), poll(3, 32, 5)};
+    bench_overlap_t o = bench_overlap(reads, 3, 0, 256, 8, 64);
+    assert_int_equal(o.fresh, 3);
+    assert_int_equal(o.pairs, 0);
+    assert_int_equal(bench_overlap(NULL, 0, 0, 256, 8, 64).fresh, 0);
+}
+
 /* A run with unverifiable checks never reports a gain; every other verdict
  * passes through. */
 static void test_unverified_never_gain(void **state)
@@ -408,6 +472,8 @@ int main(void)
         cmocka_unit_test(test_gate_per_round),
         cmocka_unit_test(test_unverified_never_gain),
         cmocka_unit_test(test_protocols_synthetic),
+        cmocka_unit_test(test_overlap_fresh),
+        cmocka_unit_test(test_overlap_not_proven),
         cmocka_unit_test(test_overall_and_exit),
         cmocka_unit_test(test_suspend),
     };
