@@ -82,8 +82,16 @@ static const char bench_usage[] =
     "  --work-dir DIR           server logs and reports (default: a new /tmp/splash-bench.XXXXXX)\n"
     "  --no-inhibit             do not hold a sleep inhibitor (systemd-inhibit) while running\n"
     "  --quiet                  no progress lines on stderr\n"
+    "  --trace                  diagnostic run: every server bench starts records an engine trace\n"
+    "                           (--trace-capacity N --trace-out WORKDIR/trace-ARM-START.jsonl appended to\n"
+    "                           its command); each capture is validated as 'splash trace report' does and\n"
+    "                           attached to the report (an invalid one makes the run invalid); a server\n"
+    "                           that cannot trace, or a URL arm, is refused; the verdict is 'diagnostic',\n"
+    "                           never a speed verdict (exit 14)\n"
+    "  --trace-capacity N       events each traced server can hold (default 1048576)\n"
     "\n"
     "exit status: 0 no change, 10 gain, 11 regression, 12 inconclusive, 13 invalid (a validity rule failed),\n"
+    "14 diagnostic (--trace: valid, no speed verdict),\n"
     "1 bench could not run, 2 bad command line. Checks that need /status against a server without it are\n"
     "reported as unverifiable and named in the verdict.\n";
 
@@ -274,6 +282,7 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         INT_OPT("--strict-json-cycles", strict_json_cycles, 1, BENCH_MAX_JSON_CYCLES)
         INT_OPT("--strict-json-tokens", strict_json_tokens, 1, 1000000)
         INT_OPT("--poll-ms", poll_ms, 1, 10000)
+        INT_OPT("--trace-capacity", trace_capacity, 1024, 1 << 28)
         INT_OPT("--request-timeout", request_timeout_s, 1, 7 * 86400)
         INT_OPT("--start-timeout", start_timeout_s, 1, 86400)
         else if (!missing && (v = cli_opt(argc, argv, &i, "--decide", &missing)))
@@ -290,6 +299,7 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         else if (!strcmp(argv[i], "--expect-output-change")) c->expect_output_change = true;
         else if (!strcmp(argv[i], "--no-inhibit")) c->is_inhibit = false;
         else if (!strcmp(argv[i], "--quiet")) c->is_quiet = true;
+        else if (!strcmp(argv[i], "--trace")) c->is_traced = true;
         else if (missing) return err_set(err, "%s needs a value", argv[i]);
         else return err_set(err, "unknown argument '%s' (splash bench --help lists the options)", argv[i]);
 #undef INT_OPT
@@ -318,6 +328,9 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
             return err_set(err, "--%s-args goes with --model (add the flags to --%s-cmd instead)", name, name);
         }
     }
+    if (c->is_traced && (c->arm[0].url || c->arm[1].url))
+        return err_set(err, "--trace needs both arms as server commands bench starts: a URL arm cannot be made to "
+                            "trace, nor its capture checked");
     if (c->server_cpus_text && (c->arm[0].url || c->arm[1].url))
         return err_set(err, "--server-cpus pins the servers bench starts; a URL arm's server cannot be pinned");
     if (!c->warmup_tokens)

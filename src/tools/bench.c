@@ -20,6 +20,7 @@
 #include "tools/bench_http.h"
 #include "tools/bench_json.h"
 #include "tools/bench_proc.h"
+#include "tools/trace_report.h"
 
 #define BENCH_IDLE_WAIT_MS 5000  /* how long an arm may take to return to idle */
 #define BENCH_CONTEXT_WORDS 4096 /* words in the text contexts are cut from */
@@ -65,6 +66,7 @@ void bench_config_default(bench_config_t *c)
         if (bench_metrics[i].is_default_decider)
             c->decide_mask |= 1u << i;
     c->poll_ms = 5;
+    c->trace_capacity = 1 << 20;
     c->request_timeout_s = 600;
     c->start_timeout_s = 600;
     c->is_inhibit = true;
@@ -523,6 +525,86 @@ static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
     return 0;
 }
 
+/* ---- traced arms ---- */
+
+static void trace_path(const run_t *r, const arm_rt_t *a, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/trace-%c-%d.jsonl", r->c->work_dir, a->label, a->starts);
+}
+
+/* The arm's command, with the capture flags appended under --trace (the
+ * server's own options, so a command that is not splash serve fails to
+ * start and is refused). Caller frees. */
+static char *traced_command(const run_t *r, const arm_rt_t *a)
+{
+    if (!r->c->is_traced)
+        return strdup(a->cfg->cmd);
+    char path[1200];
+    trace_path(r, a, path, sizeof path);
+    size_t cap = strlen(a->cfg->cmd) + sizeof path + 64;
+    char *cmd = malloc(cap);
+    if (cmd)
+        snprintf(cmd, cap, "%s --trace-capacity %d --trace-out '%s'", a->cfg->cmd, r->c->trace_capacity, path);
+    return cmd;
+}
+
+/* A traced arm must say in /status that it records. */
+static int check_tracing(const arm_rt_t *a, bench_http_t *h, err_t *err)
+{
+    bool is_absent;
+    json_t *st = bench_get_status(h, &is_absent);
+    const json_t *t = json_object_get(st, "trace");
+    bool is_on = json_is_true(json_object_get(t, "enabled"));
+    json_decref(st);
+    if (!is_on)
+        return err_set(err,
+                       "arm %c cannot trace: %s, so its capture cannot be checked (--trace needs a splash server "
+                       "that records engine traces)",
+                       a->label,
+                       !st  ? "it has no /status"
+                       : !t ? "its /status has no trace object"
+                            : "trace.enabled is false");
+    return 0;
+}
+
+/* After a traced server stopped: its capture validated as splash trace
+ * report does, the summary kept beside it and attached to the report; a
+ * capture that fails validation makes the run invalid. */
+static void check_capture(run_t *r, arm_rt_t *a)
+{
+    char path[1200], rpath[1300];
+    trace_path(r, a, path, sizeof path);
+    snprintf(rpath, sizeof rpath, "%s.report.json", path);
+    tr_capture_t cap = {0};
+    err_t e = {0};
+    json_t *reasons = json_array(), *summary = NULL;
+    if (tr_load(path, &cap, &e)) {
+        json_array_append_new(reasons, json_string(e.msg));
+    } else if (!tr_validate(&cap)) {
+        for (int i = 0; i < cap.n_reasons; i++)
+            json_array_append_new(reasons, json_string(cap.reasons[i]));
+    } else {
+        FILE *f = fopen(rpath, "w");
+        if (!f || tr_report(&cap, true, f, &e))
+            json_array_append_new(reasons, json_string(f ? e.msg : "cannot write the trace summary"));
+        if (f)
+            fclose(f);
+        summary = json_load_file(rpath, 0, NULL);
+    }
+    bool is_valid = json_array_size(reasons) == 0;
+    for (size_t i = 0; i < json_array_size(reasons); i++) {
+        char buf[2048];
+        snprintf(buf, sizeof buf, "arm %c start %d: trace capture %s invalid: %s", a->label, a->starts, path,
+                 json_string_value(json_array_get(reasons, i)));
+        json_array_append_new(r->reasons, json_string(buf));
+    }
+    json_array_append_new(a->traces, json_pack("{s:i,s:s,s:s?,s:b,s:I,s:I,s:o,s:o}", "start", a->starts, "file", path,
+                                               "summary_file", summary ? rpath : NULL, "valid", is_valid, "recorded",
+                                               (json_int_t)cap.recorded, "dropped", (json_int_t)cap.dropped, "reasons",
+                                               reasons, "summary", summary ? summary : json_null()));
+    tr_free(&cap);
+}
+
 static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
 {
     const bench_config_t *c = r->c;
@@ -530,7 +612,17 @@ static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
     if (a->cfg->cmd) {
         char log[1024];
         snprintf(log, sizeof log, "%s/server-%c-%d.log", c->work_dir, a->label, a->starts);
-        if (bench_server_start(a->cfg->cmd, log, c->start_timeout_s, c->api_key, &c->server_cpus, &a->srv, err))
+        char *cmd = traced_command(r, a);
+        if (!cmd)
+            return err_set(err, "arm %c: out of memory", a->label);
+        int rc = bench_server_start(cmd, log, c->start_timeout_s, c->api_key, &c->server_cpus, &a->srv, err);
+        free(cmd);
+        if (rc && c->is_traced)
+            err_prefix(err,
+                       "arm %c cannot trace (--trace starts it with --trace-capacity and --trace-out; a server that "
+                       "cannot trace is refused): ",
+                       a->label);
+        if (rc)
             return err_prefix(err, "arm %c: ", a->label);
         snprintf(a->url, sizeof a->url, "%s", a->srv.url);
         json_array_append_new(a->lifecycle, json_pack("{s:s,s:i,s:s,s:s}", "event", "start", "pid", (int)a->srv.pid,
@@ -545,6 +637,10 @@ static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
     if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
         return -1;
     arm_fingerprint(r, a, &h);
+    if (c->is_traced && check_tracing(a, &h, err)) {
+        bench_http_free(&h);
+        return -1;
+    }
     if (c->do_strict_json && !a->has_grammar) {
         bench_http_free(&h);
         return err_set(err,
@@ -643,7 +739,7 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
     return 0;
 }
 
-static void arm_stop(arm_rt_t *a)
+static void arm_stop(run_t *r, arm_rt_t *a)
 {
     if (!a->is_running)
         return;
@@ -653,6 +749,8 @@ static void arm_stop(arm_rt_t *a)
     char how[128];
     bench_server_stop(&a->srv, how, sizeof how);
     json_array_append_new(a->lifecycle, json_pack("{s:s,s:s}", "event", "stop", "how", how));
+    if (r->c->is_traced)
+        check_capture(r, a); /* the server writes its capture as it exits */
 }
 
 /* ---- slots and rounds ---- */
@@ -737,7 +835,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     json_array_append_new(r->slots, s.j);
     bench_http_free(&s.h);
     if (c->is_sequential)
-        arm_stop(a);
+        arm_stop(r, a);
     return 0;
 }
 
@@ -902,13 +1000,16 @@ static int run_all(run_t *r, err_t *err)
         }
         if (c->is_restart_per_round)
             for (int i = 0; i < 2; i++)
-                arm_stop(&r->arm[i]);
+                arm_stop(r, &r->arm[i]);
     }
     return 0;
 }
 
 int bench_run(const bench_config_t *c, err_t *err)
 {
+    if (c->is_traced && (c->arm[0].url || c->arm[1].url))
+        return err_set(err, "--trace needs both arms as server commands bench starts: a URL arm's server cannot "
+                            "be made to trace, nor its capture checked");
     if (sched_setaffinity(0, sizeof c->client_cpus, &c->client_cpus))
         return err_set(err, "cannot run bench on the CPUs asked for: %s", strerror(errno));
     run_t r = {.c = c};
@@ -918,7 +1019,8 @@ int bench_run(const bench_config_t *c, err_t *err)
     r.unverifiable = json_array();
     r.values = calloc((size_t)BM_COUNT * (size_t)c->rounds * 4, sizeof *r.values);
     for (int i = 0; i < 2; i++) {
-        r.arm[i] = (arm_rt_t){.idx = i, .label = i ? 'B' : 'A', .cfg = &c->arm[i], .lifecycle = json_array()};
+        r.arm[i] = (arm_rt_t){
+            .idx = i, .label = i ? 'B' : 'A', .cfg = &c->arm[i], .lifecycle = json_array(), .traces = json_array()};
     }
     bench_install_signal_cleanup();
     bench_inhibit_t inh;
@@ -935,7 +1037,7 @@ int bench_run(const bench_config_t *c, err_t *err)
     int64_t t0 = clock_now_ns();
     int rc = run_all(&r, err);
     for (int i = 0; i < 2; i++)
-        arm_stop(&r.arm[i]);
+        arm_stop(&r, &r.arm[i]);
     bench_inhibit_end(&inh);
     json_t *env = json_object_get(report, "environment");
     json_object_set_new(env, "loadavg_end", read_first_line("/proc/loadavg"));
@@ -946,12 +1048,12 @@ int bench_run(const bench_config_t *c, err_t *err)
     json_t *arms = json_array();
     for (int i = 0; i < 2; i++) {
         arm_rt_t *a = &r.arm[i];
-        json_array_append_new(arms,
-                              json_pack("{s:s,s:s,s:s?,s:s?,s:s,s:b,s:i,s:o,s:o}", "arm", i ? "B" : "A", "role",
-                                        i ? "candidate" : "baseline", "command", a->cfg->cmd, "url", a->cfg->url,
-                                        "verify_rows_declared", a->cfg->verify_rows, "has_status", a->has_status,
-                                        "starts", a->starts, "fingerprint",
-                                        a->fingerprint ? a->fingerprint : json_null(), "lifecycle", a->lifecycle));
+        json_array_append_new(arms, json_pack("{s:s,s:s,s:s?,s:s?,s:s,s:b,s:i,s:o,s:o,s:o}", "arm", i ? "B" : "A",
+                                              "role", i ? "candidate" : "baseline", "command", a->cfg->cmd, "url",
+                                              a->cfg->url, "verify_rows_declared", a->cfg->verify_rows, "has_status",
+                                              a->has_status, "starts", a->starts, "fingerprint",
+                                              a->fingerprint ? a->fingerprint : json_null(), "lifecycle", a->lifecycle,
+                                              "traces", a->traces));
         free(a->ctx);
     }
     json_object_set_new(report, "arms", arms);
@@ -1024,11 +1126,16 @@ int bench_run(const bench_config_t *c, err_t *err)
     v = bench_cap_unverified(v, json_array_size(r.unverifiable) > 0);
     if (!is_valid)
         v = BENCH_INVALID;
-    exit_code = rc ? 1 : bench_verdict_exit(v);
+    /* a traced run measured the engine while it recorded: diagnostic only */
+    bool is_diagnostic = c->is_traced && !rc && v != BENCH_INVALID;
+    exit_code = rc ? 1 : is_diagnostic ? BENCH_EXIT_DIAGNOSTIC : bench_verdict_exit(v);
     json_object_set_new(report, "validity",
                         json_pack("{s:b,s:o,s:o}", "valid", is_valid, "reasons", all, "unverifiable", r.unverifiable));
     char verdict[1024];
-    int n = snprintf(verdict, sizeof verdict, "%s", rc ? "error" : bench_verdict_name(v));
+    int n = is_diagnostic ? snprintf(verdict, sizeof verdict,
+                                     "diagnostic (traced arms: no speed verdict; the metrics alone said %s)",
+                                     bench_verdict_name(v))
+                          : snprintf(verdict, sizeof verdict, "%s", rc ? "error" : bench_verdict_name(v));
     if (json_array_size(r.unverifiable)) {
         n += snprintf(verdict + n, sizeof verdict - (size_t)n, " (unverifiable: ");
         for (i = 0; i < json_array_size(r.unverifiable) && n < (int)sizeof verdict; i++)
@@ -1041,6 +1148,7 @@ int bench_run(const bench_config_t *c, err_t *err)
                  " [the metrics showed a gain; a run with unverifiable checks is never called a gain]");
     json_object_set_new(report, "verdict", json_string(verdict));
     json_object_set_new(report, "gain_withheld", json_boolean(is_gain_withheld));
+    json_object_set_new(report, "diagnostic", json_boolean(is_diagnostic));
     json_object_set_new(report, "exit_code", json_integer(exit_code));
     json_t *dist = json_object();
     for (int k = 0; k < 2; k++) {

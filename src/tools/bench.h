@@ -58,6 +58,11 @@ typedef struct bench_config {
     /* which metrics decide the verdict (bit i = bench_metric i) */
     unsigned decide_mask;
     int poll_ms;
+    /* --trace: every server bench starts captures an engine trace (its
+     * --trace-capacity / --trace-out), validated after each stop and
+     * attached to the report; a traced run gives no speed verdict */
+    bool is_traced;
+    int trace_capacity; /* events per server start */
     int request_timeout_s, start_timeout_s;
     const char *api_key;
     /* CPU affinity: servers bench starts run on server_cpus (both arms on the

@@ -31,6 +31,7 @@ typedef struct arm_rt {
     bool is_probed;
     json_t *fingerprint;
     json_t *lifecycle; /* starts and stops */
+    json_t *traces;    /* --trace: one entry per server start, its capture checked */
     int32_t *ctx;      /* token ids prompts are cut from */
     int n_ctx;
 } arm_rt_t;

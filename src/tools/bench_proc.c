@@ -146,24 +146,42 @@ static int probe(bench_http_t *h)
     return 0;
 }
 
-int bench_wait_healthy(const char *url, const char *api_key, int timeout_s, err_t *err)
+/* Polls url until healthy or timeout_s. With *pid > 0 (a server bench
+ * started), a process that exits meanwhile ends the wait at once (and is
+ * reaped: *pid becomes 0) instead of after the whole timeout. */
+static int wait_ready(const char *url, const char *api_key, int timeout_s, pid_t *pid, err_t *err)
 {
     bench_http_t h;
     if (bench_http_init(&h, url, api_key, 10, err))
         return -1;
     int64_t deadline = clock_now_ns() + (int64_t)timeout_s * 1000000000;
     int rc = -1;
+    bool is_exited = false;
     while (clock_now_ns() < deadline) {
         if (probe(&h) == 1) {
             rc = 0;
             break;
         }
+        int st;
+        if (pid && *pid > 0 && waitpid(*pid, &st, WNOHANG) == *pid) {
+            child_remove(*pid);
+            *pid = 0;
+            is_exited = true;
+            break;
+        }
         sleep_ms(50);
     }
     bench_http_free(&h);
-    if (rc)
+    if (rc && is_exited)
+        err_set(err, "the server exited before %s was ready", url);
+    else if (rc)
         err_set(err, "%s did not become ready within %d s", url, timeout_s);
     return rc;
+}
+
+int bench_wait_healthy(const char *url, const char *api_key, int timeout_s, err_t *err)
+{
+    return wait_ready(url, api_key, timeout_s, NULL, err);
 }
 
 int bench_server_start(const char *cmd, const char *log_path, int timeout_s, const char *api_key, const cpu_set_t *cpus,
@@ -233,7 +251,7 @@ int bench_server_start(const char *cmd, const char *log_path, int timeout_s, con
         sleep_ms(20);
     }
     int remaining = (int)((deadline - clock_now_ns()) / 1000000000);
-    if (bench_wait_healthy(s->url, api_key, remaining > 1 ? remaining : 1, err)) {
+    if (wait_ready(s->url, api_key, remaining > 1 ? remaining : 1, &s->pid, err)) {
         char how[64];
         bench_server_stop(s, how, sizeof how);
         return err_prefix(err, "(log %s) ", log_path);

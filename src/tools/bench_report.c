@@ -42,6 +42,15 @@ void bench_print_summary(const json_t *rep, FILE *f)
                 json_is_string(json_object_get(fp, "binary_sha256")) ? str(fp, "binary_sha256") : "?",
                 json_is_string(json_object_get(fp, "model_sha256")) ? str(fp, "model_sha256") : "?",
                 str(a, "verify_rows_declared"));
+        const json_t *tr = json_object_get(a, "traces");
+        for (size_t k = 0; k < json_array_size(tr); k++) {
+            const json_t *t = json_array_get(tr, k);
+            fprintf(f, "     trace of start %lld: %s, %lld events, %lld dropped: %s\n",
+                    (long long)json_integer_value(json_object_get(t, "start")),
+                    json_is_true(json_object_get(t, "valid")) ? "valid" : "INVALID",
+                    (long long)json_integer_value(json_object_get(t, "recorded")),
+                    (long long)json_integer_value(json_object_get(t, "dropped")), str(t, "file"));
+        }
     }
     const json_t *st = json_object_get(rep, "statistics");
     const char *key;

@@ -36,6 +36,7 @@ typedef enum bench_verdict {
 #define BENCH_EXIT_REGRESSION 11
 #define BENCH_EXIT_INCONCLUSIVE 12
 #define BENCH_EXIT_INVALID 13
+#define BENCH_EXIT_DIAGNOSTIC 14 /* a traced run: valid, measured, but no speed verdict */
 
 typedef struct bench_abba {
     double a, b;        /* means of the A and B slots */

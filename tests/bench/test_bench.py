@@ -10,6 +10,8 @@ part per CTest test (label bench):
           invalid with its reason, and a server without a grammar object in
           /status is refused
   html    the HTML report renders in headless Chromium with its charts
+  trace   --trace: captures validated and attached, verdict diagnostic; a URL
+          arm and a server that cannot trace refused
 
 usage: test_bench.py PART --splash BIN --model M.gguf --dir WORKDIR
 
@@ -243,9 +245,40 @@ def part_html(a):
     print(f"html: chromium rendered {k} of {n} charts")
 
 
+def part_trace(a):
+    """--trace: owned servers record, each capture is validated and attached,
+    the verdict is diagnostic (exit 14); a URL arm and a server that cannot
+    trace are refused."""
+    small = ["--workload", "serial,mixed", "--serial-prompt-tokens", "16", "--serial-repeat", "1", "--max-tokens", "8",
+             "--mixed-long-prompt", "128", "--mixed-decode-tokens", "64", "--mixed-repeat", "1", "--mixed-shorts", "1",
+             "--poll-ms", "2", "--warmup", "1"]
+    p = subprocess.run([a.splash, "bench", "--baseline-url", "http://127.0.0.1:9", "--model", a.model, "--trace"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "URL arm" in p.stderr, (p.returncode, p.stderr)
+    stub = os.path.join(os.path.dirname(__file__), "stub_server.py")
+    # a server that does not take the capture flags fails to start: refused
+    p, _ = bench(a, "trace-refused-flags", small + ["--trace", "--candidate-cmd", f"{sys.executable} {stub} {{port}}"])
+    assert p.returncode == 1 and "cannot trace" in p.stderr, (p.returncode, p.stderr)
+    # one that starts (it ignores them) but whose /status has no trace: refused
+    wrapped = f"sh -c 'exec {sys.executable} {stub} --status \"$0\"' {{port}}"
+    p, _ = bench(a, "trace-refused-status", small + ["--trace", "--candidate-cmd", wrapped])
+    assert p.returncode == 1 and "cannot trace" in p.stderr and "no trace object" in p.stderr, (p.returncode, p.stderr)
+    # two splash servers: measured, captured, checked, no speed verdict
+    p, rep = bench(a, "trace", small + ["--trace"], expect_codes=(14,))
+    assert rep["diagnostic"] is True and rep["verdict"].startswith("diagnostic"), rep["verdict"]
+    assert rep["validity"]["valid"], reasons(rep)
+    for arm in rep["arms"]:
+        assert len(arm["traces"]) == arm["starts"] >= 1, arm["traces"]
+        for t in arm["traces"]:
+            assert t["valid"] and t["dropped"] == 0 and t["recorded"] > 0, t
+            assert os.path.exists(t["file"]) and t["summary"], t
+    print(f"trace: {rep['verdict']}; captures " +
+          ", ".join(f"{arm['arm']}{t['start']} {t['recorded']} events" for arm in rep["arms"] for t in arm["traces"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["faults", "stub", "strict-json", "html"])
+    ap.add_argument("part", choices=["faults", "stub", "strict-json", "html", "trace"])
     ap.add_argument("--splash", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--dir", required=True)
