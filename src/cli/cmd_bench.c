@@ -80,7 +80,7 @@ static const char bench_usage[] =
     "                           must report exactly the reuse /status cache.block_size implies (whole\n"
     "                           blocks, never the last prompt token; without /status, reuse > 0), and\n"
     "                           /status prefill rows tell full from partial; TTFT of each kind is a\n"
-    "                           metric (default 2)\n"
+    "                           metric (default 4)\n"
     "  --cached-prefix-tokens N / --cached-suffix-tokens N  the shared prefix and the partial\n"
     "                           continuation's new tokens (default 1024 / 64; at least 2 each)\n"
     "  --cached-max-tokens N    output budget of each cached request (default 8)\n"

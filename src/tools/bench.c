@@ -66,7 +66,7 @@ void bench_config_default(bench_config_t *c)
     c->strict_json_tokens = 256;
     c->cached_prefix_tokens = 1024;
     c->cached_suffix_tokens = 64;
-    c->cached_pairs = 2;
+    c->cached_pairs = 4;
     c->cached_max_tokens = 8;
     for (int i = 0; i < BM_COUNT; i++)
         if (bench_metrics[i].is_default_decider)

@@ -96,9 +96,9 @@ static bool check_reuse(slot_t *s, int pair, const req_spec_t *q, cached_obs_t *
         (*n_bad)++;
     } else if (expected < 0 && got == 0) {
         bench_slot_invalid(s,
-                           "cached pair %d (%s): the prefix cache reused 0 of the %d-token prefix (the exact count is "
-                           "unverifiable without /status)",
-                           pair, q->kind, q->prompt_len);
+                           "cached pair %d (%s): the prefix cache reused 0 tokens of the %d-token prefix sent before "
+                           "under this salt (the exact count is unverifiable without /status)",
+                           pair, q->kind, s->r->c->cached_prefix_tokens);
         (*n_bad)++;
     }
     /* the reported reuse against the rows the scheduler computed: a server

@@ -212,6 +212,28 @@ def part_stub(a):
         assert "unverifiable" in rep["verdict"], rep["verdict"]
         assert all(s["mixed"]["overlap"] == "unverifiable" for s in rep["slots"])
         print(f"stub: {rep['verdict']}")
+        # cached without /status: the exact reuse is unverifiable, so any
+        # reuse passes (the stub's cache is token-granular), none does not
+        cached = ["--warmup", "0", "--workload", "cached", "--cached-prefix-tokens", "40", "--cached-suffix-tokens",
+                  "8", "--cached-pairs", "2", "--cached-max-tokens", "2", "--quiet", "--restart", "never"]
+        for name, flag, codes in (("stub-cached", "", (0, 10, 11, 12)), ("stub-cached-off", " --no-cache", (13,))):
+            out = os.path.join(a.dir, name)
+            stub_cmd = f"{sys.executable} {STUB}{flag}"
+            p = subprocess.run([a.splash, "bench", "--baseline-cmd", f"{sys.executable} {STUB}", "--candidate-cmd",
+                                stub_cmd, "--work-dir", out] + cached, capture_output=True, text=True, timeout=300)
+            assert p.returncode in codes, (name, p.returncode, p.stdout, p.stderr)
+            with open(os.path.join(out, "report.json")) as f:
+                rep = json.load(f)
+            assert "cached reuse count" in " ".join(rep["validity"]["unverifiable"]), rep["validity"]
+            for s in rep["slots"]:
+                c = s["cached"]
+                assert c["block_size"] is None and c["expected_partial"] is None, c
+                if s["arm"] == "A" or not flag:
+                    assert c["observed"][0] == {"cold": 0, "partial": 40, "full": 39, "partial_served_as": "partial",
+                                                "full_served_as": "full"}, c
+        assert any(re.search(r"cached pair 0 \(cached-partial\): the prefix cache reused 0 tokens of the 40-token "
+                             r"prefix .*unverifiable without /status", r) for r in reasons(rep)), reasons(rep)
+        print("stub cached: reuse > 0 required without /status (exact count unverifiable); none is invalid")
         # a URL arm's server is not bench's to pin
         p = subprocess.run([a.splash, "bench", "--baseline-url", url, "--candidate-url", url, "--server-cpus", "0"],
                            capture_output=True, text=True, timeout=60)
