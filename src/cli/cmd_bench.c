@@ -50,7 +50,7 @@ static const char bench_usage[] =
     "                           differ in speed, the arms otherwise land on different ones by luck\n"
     "  --client-cpus LIST       run bench itself (the client) on these CPUs (default: all it was given)\n"
     "workloads (default serial,mixed,seeded):\n"
-    "  --workload LIST          any of serial, mixed, seeded, strict-json\n"
+    "  --workload LIST          any of serial, mixed, seeded, strict-json, cached\n"
     "  --serial-prompt-tokens L comma-separated exact prompt lengths (default 32,128)\n"
     "  --serial-repeat N        requests per length (default 2)\n"
     "  --max-tokens N           output budget of serial requests (ignore_eos; default 32)\n"
@@ -72,9 +72,22 @@ static const char bench_usage[] =
     "  --strict-json-cycles N   turns per probe, each answer sent back before the next ask (default 3)\n"
     "  --strict-json-tokens N   output budget of each turn; a turn cut off there is counted, not\n"
     "                           judged (default 256)\n"
+    "  --cached-pairs N         cached (opt-in): pairs per slot, each under one fresh cache_salt: a cold\n"
+    "                           request over a shared prefix (the same text in every pair; 0 cached\n"
+    "                           tokens or a salt leaked), then the prefix plus new tokens (a partial\n"
+    "                           continuation) and the prefix's whole KV blocks plus one token (fully\n"
+    "                           cached: only the row of the first token's logits is computed); each\n"
+    "                           must report exactly the reuse /status cache.block_size implies (whole\n"
+    "                           blocks, never the last prompt token; without /status, reuse > 0), and\n"
+    "                           /status prefill rows tell full from partial; TTFT of each kind is a\n"
+    "                           metric (default 4)\n"
+    "  --cached-prefix-tokens N / --cached-suffix-tokens N  the shared prefix and the partial\n"
+    "                           continuation's new tokens (default 1024 / 64; at least 2 each)\n"
+    "  --cached-max-tokens N    output budget of each cached request (default 8)\n"
     "  --expect-output-change   seeded and strict-json outputs may differ between A and B\n"
     "  --decide LIST            metrics that decide the verdict (default throughput,ttft_short,ttft_long,\n"
-    "                           gap_p50; also gap_p90, gap_p99, gap_max, mask_ns_per_token)\n"
+    "                           gap_p50, ttft_cached; also gap_p90, gap_p99, gap_max, mask_ns_per_token,\n"
+    "                           ttft_cold, ttft_cached_full)\n"
     "  --poll-ms N              /status polling interval during mixed (default 5)\n"
     "  --request-timeout S      per request (default 600); --start-timeout S per server start (default 600)\n"
     "output:\n"
@@ -117,7 +130,7 @@ static int parse_int(const char *flag, const char *v, int lo, int hi, int *out, 
 
 static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
 {
-    c->do_serial = c->do_mixed = c->do_seeded = c->do_strict_json = false;
+    c->do_serial = c->do_mixed = c->do_seeded = c->do_strict_json = c->do_cached = false;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", v);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -129,10 +142,12 @@ static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
             c->do_seeded = true;
         else if (!strcmp(t, "strict-json"))
             c->do_strict_json = true;
+        else if (!strcmp(t, "cached"))
+            c->do_cached = true;
         else
-            return err_set(err, "--workload: '%s' is not serial, mixed, seeded or strict-json", t);
+            return err_set(err, "--workload: '%s' is not serial, mixed, seeded, strict-json or cached", t);
     }
-    if (!c->do_serial && !c->do_mixed && !c->do_seeded && !c->do_strict_json)
+    if (!c->do_serial && !c->do_mixed && !c->do_seeded && !c->do_strict_json && !c->do_cached)
         return err_set(err, "--workload: name at least one workload");
     return 0;
 }
@@ -281,6 +296,10 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         INT_OPT("--strict-json-probes", strict_json_probes, 1, 10000)
         INT_OPT("--strict-json-cycles", strict_json_cycles, 1, BENCH_MAX_JSON_CYCLES)
         INT_OPT("--strict-json-tokens", strict_json_tokens, 1, 1000000)
+        INT_OPT("--cached-prefix-tokens", cached_prefix_tokens, 2, BENCH_MAX_PROMPT)
+        INT_OPT("--cached-suffix-tokens", cached_suffix_tokens, 2, BENCH_MAX_PROMPT)
+        INT_OPT("--cached-pairs", cached_pairs, 1, BENCH_MAX_PAIRS)
+        INT_OPT("--cached-max-tokens", cached_max_tokens, 1, 1000000)
         INT_OPT("--poll-ms", poll_ms, 1, 10000)
         INT_OPT("--trace-capacity", trace_capacity, 1024, 1 << 28)
         INT_OPT("--request-timeout", request_timeout_s, 1, 7 * 86400)
@@ -349,6 +368,9 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
                            "requests are told apart by their prompt length",
                            p[0], p[1], p[2]);
     }
+    if (c->do_cached && c->cached_prefix_tokens + c->cached_suffix_tokens > BENCH_MAX_PROMPT)
+        return err_set(err, "--cached-prefix-tokens %d plus --cached-suffix-tokens %d exceed the longest prompt (%d)",
+                       c->cached_prefix_tokens, c->cached_suffix_tokens, BENCH_MAX_PROMPT);
     if (c->do_serial && c->n_serial_lens == 0)
         return err_set(err, "--serial-prompt-tokens: give at least one length");
     return 0;

@@ -57,6 +57,7 @@ static const char serve_usage[] =
     "TEST ONLY (fault knobs that break one property, so benchmark validity checks can be tested):\n"
     "  --test-step-delay-us N     busy-wait N microseconds after every forward pass\n"
     "  --test-ignore-cache-salt   share cached prefixes across cache_salt values\n"
+    "  --test-no-prefix-cache     reuse no cached prefix (every request prefills its whole prompt)\n"
     "  --test-serialize-prefill   hold decode rows back while any request prefills\n"
     "  --test-truncate-output     end every request at half its max_tokens\n";
 
@@ -166,6 +167,8 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
             o->eng.max_context = (int)x;
         } else if (!strcmp(argv[i], "--test-ignore-cache-salt")) {
             o->eng.test_ignore_cache_salt = true;
+        } else if (!strcmp(argv[i], "--test-no-prefix-cache")) {
+            o->eng.test_no_prefix_cache = true;
         } else if (!strcmp(argv[i], "--test-serialize-prefill")) {
             o->eng.test_serialize_prefill = true;
         } else if (!strcmp(argv[i], "--test-truncate-output")) {

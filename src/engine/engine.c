@@ -472,8 +472,9 @@ static bool admit(engine_t *e, engine_req_t *r)
     blk_hash_root(e->cfg.test_ignore_cache_salt ? "" : r->salt, &chain);
     /* a prompt-logits request computes every position itself */
     if (!r->p.prompt_logits) {
-        /* the last prompt token is always computed: its logits start decoding */
-        int max_hits = (r->n_prompt - 1) / bs;
+        /* the last prompt token is always computed: its logits start decoding
+         * (bench_cached.h expects exactly this; the test knob reuses nothing) */
+        int max_hits = e->cfg.test_no_prefix_cache ? 0 : (r->n_prompt - 1) / bs;
         while (hits < max_hits) {
             blk_hash_t h;
             blk_hash_next(&chain, r->tokens + (size_t)hits * bs, bs, &h);

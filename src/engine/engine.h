@@ -57,6 +57,7 @@ typedef struct engine_config {
      * --test-*): each breaks one property a benchmark must detect. */
     int test_step_delay_us;      /* busy-wait this long after every forward pass */
     bool test_ignore_cache_salt; /* every request shares one prefix namespace */
+    bool test_no_prefix_cache;   /* every prefix lookup misses: nothing is reused */
     bool test_serialize_prefill; /* no decode rows while any sequence prefills */
     bool test_truncate_output;   /* end at half of max_tokens (reported as "length") */
     int test_garble_drafts;      /* 1: a constrained request's middle draft becomes a token the grammar is unlikely

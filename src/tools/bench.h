@@ -19,6 +19,7 @@
 #define BENCH_MAX_LENS 16        /* serial prompt lengths */
 #define BENCH_MAX_PROMPT 1000000 /* longest context bench builds */
 #define BENCH_MAX_JSON_CYCLES 16 /* turns of one strict-json probe */
+#define BENCH_MAX_PAIRS 1000     /* cached pairs per slot */
 
 typedef struct bench_arm_config {
     const char *cmd;         /* server command bench starts, or NULL */
@@ -37,7 +38,7 @@ typedef struct bench_config {
     int rounds;
     int warmup;        /* unmeasured requests after each server start */
     int warmup_tokens; /* output budget of each (the CLI's default: min(8, max_tokens)) */
-    bool do_serial, do_mixed, do_seeded, do_strict_json;
+    bool do_serial, do_mixed, do_seeded, do_strict_json, do_cached;
     /* serial */
     int32_t serial_lens[BENCH_MAX_LENS];
     int n_serial_lens;
@@ -55,6 +56,12 @@ typedef struct bench_config {
     /* strict-json: probes of strict_json_cycles chat turns each, every turn
      * constrained by a built-in schema (bench_json.h) within strict_json_tokens */
     int strict_json_probes, strict_json_cycles, strict_json_tokens;
+    /* cached: cached_pairs pairs per slot, each under one fresh salt: a cold
+     * request over a cached_prefix_tokens prefix (the same text in every
+     * pair), then the prefix plus cached_suffix_tokens new ones (a partial
+     * continuation) and the prefix's cached blocks plus one token (a fully
+     * cached one), each generating cached_max_tokens */
+    int cached_prefix_tokens, cached_suffix_tokens, cached_pairs, cached_max_tokens;
     /* which metrics decide the verdict (bit i = bench_metric i) */
     unsigned decide_mask;
     int poll_ms;
@@ -88,7 +95,10 @@ typedef enum bench_metric {
     BM_GAP_P90,
     BM_GAP_P99,
     BM_GAP_MAX,
-    BM_MASK_NS, /* grammar mask time per masked token (strict-json, /status deltas), ns */
+    BM_MASK_NS,          /* grammar mask time per masked token (strict-json, /status deltas), ns */
+    BM_TTFT_COLD,        /* client TTFT of the cold request of each cached pair, ms */
+    BM_TTFT_CACHED,      /* ... of its partial continuation (cached prefix, new suffix), ms */
+    BM_TTFT_CACHED_FULL, /* ... of its fully cached continuation, ms */
     BM_COUNT
 } bench_metric_t;
 

@@ -71,6 +71,9 @@ typedef struct req_spec {
     /* strict-json: the output ends where the grammar does (finish_reason
      * stop) or at the budget (length, a cut-off); the prompt is a chat */
     bool is_open_ended;
+    /* cached: the workload checks cached_tokens itself (a count it expects,
+     * or zero on a pair's cold request), so bench_record does not require 0 */
+    bool is_cache_checked_by_caller;
 } req_spec_t;
 
 /* ---- shared helpers (bench.c) ---- */
@@ -107,5 +110,7 @@ void bench_workload_serial(slot_t *s);
 void bench_workload_mixed(slot_t *s);
 void bench_workload_seeded(slot_t *s);
 void bench_workload_strict_json(slot_t *s);
+/* bench_cached.c: prefix reuse under one salt per pair, cached TTFT */
+void bench_workload_cached(slot_t *s);
 
 #endif

@@ -23,6 +23,63 @@ static const char *str(const json_t *o, const char *k)
     return s ? s : "";
 }
 
+static long long jint(const json_t *o, const char *k)
+{
+    return (long long)json_integer_value(json_object_get(o, k));
+}
+
+/* The cached scenario per slot: reuse expected and seen on each kind of
+ * request (summed over the slot's pairs) and how the continuations were
+ * served. */
+static void print_cached(const json_t *rep, FILE *f)
+{
+    const json_t *cfg = json_object_get(json_object_get(rep, "config"), "cached");
+    if (!cfg)
+        return;
+    fprintf(f, "\n  cached: %lld pair(s) a slot under one fresh salt each; prefix %lld tokens, +%lld new\n",
+            jint(cfg, "pairs"), jint(cfg, "prefix_tokens"), jint(cfg, "suffix_tokens"));
+    fprintf(f, "  %-5s %6s %12s %16s %16s %7s %7s %6s\n", "slot", "block", "cold cached", "partial cached",
+            "full cached", "served", "full", "leaks");
+    size_t i;
+    const json_t *sl;
+    json_array_foreach(json_object_get(rep, "slots"), i, sl)
+    {
+        const json_t *c = json_object_get(sl, "cached");
+        if (!c)
+            continue;
+        long long got[3] = {0, 0, 0};
+        size_t k;
+        const json_t *ob;
+        json_array_foreach(json_object_get(c, "observed"), k, ob)
+        {
+            got[0] += jint(ob, "cold");
+            got[1] += jint(ob, "partial");
+            got[2] += jint(ob, "full");
+        }
+        long long n = jint(c, "pairs");
+        char want[2][24], blk[16];
+        for (int w = 0; w < 2; w++) {
+            const json_t *e = json_object_get(c, w ? "expected_full" : "expected_partial");
+            if (json_is_integer(e))
+                snprintf(want[w], sizeof want[w], "%lld", n * (long long)json_integer_value(e));
+            else
+                snprintf(want[w], sizeof want[w], ">0");
+        }
+        if (json_is_integer(json_object_get(c, "block_size")))
+            snprintf(blk, sizeof blk, "%lld", jint(c, "block_size"));
+        else
+            snprintf(blk, sizeof blk, "?");
+        char cells[3][40];
+        snprintf(cells[0], sizeof cells[0], "%lld/0", got[0]);
+        snprintf(cells[1], sizeof cells[1], "%lld/%s", got[1], want[0]);
+        snprintf(cells[2], sizeof cells[2], "%lld/%s", got[2], want[1]);
+        fprintf(f, "  %-5s %6s %12s %16s %16s %7lld %7lld %6lld\n", str(sl, "slot"), blk, cells[0], cells[1], cells[2],
+                jint(c, "fully_cached") + jint(c, "partially_cached"), jint(c, "fully_cached"), jint(c, "salt_leaks"));
+    }
+    fprintf(f, "  (cached tokens seen/expected, summed over the pairs; served: continuations answered, full: of\n"
+               "  them served fully cached, at most the first token's row computed)\n");
+}
+
 void bench_print_summary(const json_t *rep, FILE *f)
 {
     const json_t *arms = json_object_get(rep, "arms");
@@ -116,6 +173,7 @@ void bench_print_summary(const json_t *rep, FILE *f)
                     ? "differ (expected: --expect-output-change)"
                     : "DIFFER");
     }
+    print_cached(rep, f);
     const json_t *val = json_object_get(rep, "validity");
     const json_t *reasons = json_object_get(val, "reasons");
     fprintf(f, "\n  validity: %s\n", json_is_true(json_object_get(val, "valid")) ? "valid" : "INVALID");

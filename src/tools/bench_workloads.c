@@ -29,6 +29,7 @@ void bench_workload_serial(slot_t *s)
                             c->serial_temperature,
                             c->serial_temperature > 0 ? ++seed : -1,
                             "",
+                            false,
                             false};
             bench_stream_t st;
             bool ok = bench_run_one(s, &q, &st);
@@ -169,8 +170,8 @@ void bench_workload_mixed(slot_t *s)
             has_poller = false;
         stream_job_t *d = calloc(1, sizeof *d), *l = calloc(1, sizeof *l);
         d->arm = l->arm = s->arm;
-        d->q = (req_spec_t){"decode", c->mixed_decode_prompt, 0, c->mixed_decode_tokens, 0.0, -1, "", false};
-        l->q = (req_spec_t){"long", c->mixed_long_prompt, 0, c->mixed_long_tokens, 0.0, -1, "", false};
+        d->q = (req_spec_t){"decode", c->mixed_decode_prompt, 0, c->mixed_decode_tokens, 0.0, -1, "", false, false};
+        l->q = (req_spec_t){"long", c->mixed_long_prompt, 0, c->mixed_long_tokens, 0.0, -1, "", false, false};
         bench_new_salt(r, d->q.salt, sizeof d->q.salt);
         bench_new_salt(r, l->q.salt, sizeof l->q.salt);
         bench_http_init(&d->h, s->arm->url, c->api_key, c->request_timeout_s, NULL);
@@ -179,7 +180,7 @@ void bench_workload_mixed(slot_t *s)
         wait_first(d); /* the decode request is generating */
         pthread_create(&tl, NULL, stream_main, l);
         for (int k = 0; k < c->mixed_shorts; k++) {
-            req_spec_t q = {"short", c->mixed_short_prompt, 0, c->mixed_short_tokens, 0.0, -1, "", false};
+            req_spec_t q = {"short", c->mixed_short_prompt, 0, c->mixed_short_tokens, 0.0, -1, "", false, false};
             bench_stream_t st;
             if (bench_run_one(s, &q, &st) || st.t_first_ns) {
                 if (st.t_first_ns) {
@@ -273,7 +274,7 @@ void bench_workload_seeded(slot_t *s)
     const bench_config_t *c = s->r->c;
     json_t *hashes = json_array();
     for (int i = 0; i < c->seeded_probes; i++) {
-        req_spec_t q = {"seeded", c->seeded_prompt, 7 * i, c->seeded_tokens, 0.8, 1000 + i, "", false};
+        req_spec_t q = {"seeded", c->seeded_prompt, 7 * i, c->seeded_tokens, 0.8, 1000 + i, "", false, false};
         bench_stream_t st;
         bench_run_one(s, &q, &st);
         json_t *last = json_array_get(s->requests, json_array_size(s->requests) - 1);

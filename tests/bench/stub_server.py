@@ -2,8 +2,9 @@
 """A minimal OpenAI-compatible server for the splash bench tests.
 
 Serves /health, /v1/models, /tokenize (one token per byte) and streaming
-/v1/completions (one chunk per token, `max_tokens` of them, usage with zero
-cached tokens). Prints `stub: ready at http://127.0.0.1:PORT` once listening.
+/v1/completions (one chunk per token, `max_tokens` of them; usage reports as
+cached the longest prefix an earlier prompt under the same cache_salt shared,
+short of the last token). Prints `stub: ready at http://127.0.0.1:PORT` once listening.
 
 By default it has no /status, for the test that status-based checks are
 reported unverifiable. For the strict-json tests:
@@ -16,7 +17,9 @@ reported unverifiable. For the strict-json tests:
                    valid, variant (valid, other values), not-json (cut short
                    but finish_reason stop), violate (an extra property)
 
-usage: stub_server.py [PORT] [--status] [--no-grammar] [--json MODE]
+For the cached test: --no-cache reports zero cached tokens always.
+
+usage: stub_server.py [PORT] [--status] [--no-grammar] [--json MODE] [--no-cache]
 """
 import argparse
 import json
@@ -31,6 +34,24 @@ LOCK = threading.Lock()
 GRAMMAR = {"requests": 0, "masks": 0, "mask_ns_total": 0, "mask_ns_p99": 0, "mask_wait_ns_total": 0,
            "mask_ns_per_token": 0.0, "forced_tokens": 0, "drafts_cut": 0}
 SEQ = [0]
+PROMPTS = {}  # cache_salt -> the token-id prompts seen under it
+
+
+def cached_tokens(salt, prompt):
+    """A prefix cache by salt, token-granular: the longest prefix an earlier
+    prompt under this salt shared, never the last token."""
+    if OPTS.no_cache or not isinstance(prompt, list) or not salt:
+        return 0
+    with LOCK:
+        seen = PROMPTS.setdefault(salt, [])
+        best = 0
+        for old in seen:
+            n = 0
+            while n < min(len(old), len(prompt)) and old[n] == prompt[n]:
+                n += 1
+            best = max(best, n)
+        seen.append(list(prompt))
+    return min(best, len(prompt) - 1)
 
 # one valid instance of each of bench's built-in schemas (src/tools/bench_json.c)
 VALID = {
@@ -108,6 +129,7 @@ class Handler(BaseHTTPRequestHandler):
         prompt = req.get("prompt", [])
         n_prompt = len(prompt) if isinstance(prompt, list) else len(str(prompt).encode())
         max_tokens = int(req.get("max_tokens", 16))
+        n_cached = cached_tokens(req.get("cache_salt"), prompt)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -125,7 +147,8 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(0.001)
         event({"id": "cmpl-stub", "object": "text_completion", "model": "stub", "choices": [],
                "usage": {"prompt_tokens": n_prompt, "completion_tokens": max_tokens,
-                         "total_tokens": n_prompt + max_tokens, "prompt_tokens_details": {"cached_tokens": 0}}})
+                         "total_tokens": n_prompt + max_tokens,
+                         "prompt_tokens_details": {"cached_tokens": n_cached}}})
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
@@ -175,6 +198,7 @@ def main():
     ap.add_argument("--status", action="store_true")
     ap.add_argument("--no-grammar", action="store_true")
     ap.add_argument("--json", choices=["valid", "variant", "not-json", "violate"], default="valid")
+    ap.add_argument("--no-cache", action="store_true")
     OPTS = ap.parse_args()
     port = OPTS.port
     srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)

@@ -9,6 +9,10 @@ part per CTest test (label bench):
           output, a schema violation and differing outputs each make the run
           invalid with its reason, and a server without a grammar object in
           /status is refused
+  cached  the cached scenario against the real server: exact reuse per
+          pair, full and partial continuations told apart, cached TTFT
+          metrics; a cache shared across salts and a disabled cache each
+          make the run invalid with their reason
   html    the HTML report renders in headless Chromium with its charts
   trace   --trace: captures validated and attached, verdict diagnostic; a URL
           arm and a server that cannot trace refused
@@ -127,6 +131,28 @@ def part_stub(a):
         assert "unverifiable" in rep["verdict"], rep["verdict"]
         assert all(s["mixed"]["overlap"] == "unverifiable" for s in rep["slots"])
         print(f"stub: {rep['verdict']}")
+        # cached without /status: the exact reuse is unverifiable, so any
+        # reuse passes (the stub's cache is token-granular), none does not
+        cached = ["--warmup", "0", "--workload", "cached", "--cached-prefix-tokens", "40", "--cached-suffix-tokens",
+                  "8", "--cached-pairs", "2", "--cached-max-tokens", "2", "--quiet", "--restart", "never"]
+        for name, flag, codes in (("stub-cached", "", (0, 10, 11, 12)), ("stub-cached-off", " --no-cache", (13,))):
+            out = os.path.join(a.dir, name)
+            stub_cmd = f"{sys.executable} {STUB}{flag}"
+            p = subprocess.run([a.splash, "bench", "--baseline-cmd", f"{sys.executable} {STUB}", "--candidate-cmd",
+                                stub_cmd, "--work-dir", out] + cached, capture_output=True, text=True, timeout=300)
+            assert p.returncode in codes, (name, p.returncode, p.stdout, p.stderr)
+            with open(os.path.join(out, "report.json")) as f:
+                rep = json.load(f)
+            assert "cached reuse count" in " ".join(rep["validity"]["unverifiable"]), rep["validity"]
+            for s in rep["slots"]:
+                c = s["cached"]
+                assert c["block_size"] is None and c["expected_partial"] is None, c
+                if s["arm"] == "A" or not flag:
+                    assert c["observed"][0] == {"cold": 0, "partial": 40, "full": 39, "partial_served_as": "partial",
+                                                "full_served_as": "full"}, c
+        assert any(re.search(r"cached pair 0 \(cached-partial\): the prefix cache reused 0 tokens of the 40-token "
+                             r"prefix .*unverifiable without /status", r) for r in reasons(rep)), reasons(rep)
+        print("stub cached: reuse > 0 required without /status (exact count unverifiable); none is invalid")
         # a URL arm's server is not bench's to pin
         p = subprocess.run([a.splash, "bench", "--baseline-url", url, "--candidate-url", url, "--server-cpus", "0"],
                            capture_output=True, text=True, timeout=60)
@@ -207,13 +233,75 @@ def part_strict_json(a):
     p, rep = stub_bench(a, "sj-stub-old", "--json valid", "--no-grammar", expect_codes=(1,))
     assert "arm B: the strict-json workload is refused" in p.stderr, p.stderr
     # the workload name and its flags are checked where they enter
-    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded or strict-json"),
+    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded, strict-json or cached"),
                      (["--strict-json-cycles", "0"], "out of range"), (["--strict-json-tokens", "0"], "out of range")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
     p = subprocess.run([a.splash, "bench", "--help"], capture_output=True, text=True, timeout=60)
     assert "strict-json" in p.stdout and "--strict-json-cycles" in p.stdout
     print("strict-json: real outputs valid and identical; stub failures invalid with their reasons; old server refused")
+
+
+# cached: a 100-token prefix ends mid-block (16-token blocks), so the
+# partial continuation reuses 96 tokens and the fully cached one is 97 tokens
+# long with only its last computed; two pairs, so a shared namespace shows on
+# the second pair's cold request even when the warm-up left nothing behind
+CACHED = ["--workload", "cached", "--cached-prefix-tokens", "100", "--cached-suffix-tokens", "16",
+          "--cached-pairs", "2", "--cached-max-tokens", "4", "--warmup", "1"]
+
+
+def part_cached(a):
+    p, rep = bench(a, "cached-plain", CACHED, expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    assert rep["config"]["cached"] == {"pairs": 2, "prefix_tokens": 100, "suffix_tokens": 16, "max_tokens": 4}
+    assert "cached" in rep["config"]["workloads"]
+    for s in rep["slots"]:
+        c = s["cached"]
+        bs = c["block_size"]
+        assert bs > 0, c
+        whole = 100 // bs * bs
+        # whole blocks of the prefix, never the last prompt token
+        assert c["expected_partial"] == whole and c["expected_full"] == whole, c
+        assert c["full_prompt_tokens"] == whole + 1 and c["partial_prompt_tokens"] == 116, c
+        assert c["observed"] == [{"cold": 0, "partial": whole, "full": whole, "partial_served_as": "partial",
+                                  "full_served_as": "full"}] * 2, c
+        assert c["fully_cached"] == 2 and c["partially_cached"] == 2, c
+        assert c["salt_leaks"] == 0 and c["reuse_failures"] == 0, c
+        kinds = [q["kind"] for q in s["requests"]]
+        assert kinds == ["cached-cold", "cached-partial", "cached-full"] * 2, kinds
+        for i in range(0, 6, 3):
+            cold, part, full = s["requests"][i:i + 3]
+            assert cold["cache_salt"] == part["cache_salt"] == full["cache_salt"]
+            assert part["prefill_rows"] == 116 - whole and full["prefill_rows"] == 1, (part, full)
+            assert part["continuation"] == "partial" and full["continuation"] == "full"
+        assert s["requests"][0]["cache_salt"] != s["requests"][3]["cache_salt"]  # a salt per pair
+        for k in ("ttft_cold", "ttft_cached", "ttft_cached_full"):
+            assert s["metrics"][k] > 0, (k, s["metrics"])
+    for k in ("ttft_cold", "ttft_cached", "ttft_cached_full"):
+        assert k in rep["statistics"], k
+    assert rep["statistics"]["ttft_cached"]["decides"] and not rep["statistics"]["ttft_cold"]["decides"]
+    assert "cached: 2 pair(s)" in p.stdout and "TTFT cached prefix" in p.stdout, p.stdout
+    print(f"cached plain: valid, {whole} of 116 and {whole} of {whole + 1} tokens reused as expected; TTFT cold "
+          f"{rep['statistics']['ttft_cold']['combined']['a']:.1f} ms, cached "
+          f"{rep['statistics']['ttft_cached']['combined']['a']:.1f} ms, fully cached "
+          f"{rep['statistics']['ttft_cached_full']['combined']['a']:.1f} ms (A)")
+    # one namespace for every salt: the prefix of an earlier pair is reused cold
+    expect_invalid(a, "cached-salt", CACHED + ["--candidate-args", "--test-ignore-cache-salt"],
+                   r"cached pair 1 \(cached-cold\): \d+ cached tokens under a fresh cache_salt: a salt leak")
+    # no reuse at all: the scenario says so
+    expect_invalid(a, "cached-off", CACHED + ["--candidate-args", "--test-no-prefix-cache"],
+                   r"cached pair 0 \(cached-partial\): the prefix cache reused 0 of \d+ expected tokens")
+    # a prefix shorter than a block can reuse nothing: said, not measured
+    expect_invalid(a, "cached-short", CACHED[:2] + ["--cached-prefix-tokens", "8", "--warmup", "0"],
+                   r"the 8-token prefix does not fill one \d+-token KV block")
+    # the options are checked where they enter
+    for bad, why in ((["--cached-pairs", "0"], "out of range"), (["--cached-prefix-tokens", "1"], "out of range"),
+                     (["--cached-suffix-tokens", "1"], "out of range"), (["--cached-max-tokens", "0"], "out of range"),
+                     (["--workload", "cached", "--cached-prefix-tokens", "999999", "--cached-suffix-tokens", "999"],
+                      "exceed the longest prompt")):
+        p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
+    print("cached: a shared namespace and a disabled cache each invalid with their reason; bad options refused")
 
 
 def part_html(a):
@@ -278,7 +366,7 @@ def part_trace(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["faults", "stub", "strict-json", "html", "trace"])
+    ap.add_argument("part", choices=["faults", "stub", "strict-json", "cached", "html", "trace"])
     ap.add_argument("--splash", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--dir", required=True)
