@@ -409,8 +409,8 @@ def _compare(a, splash, wd, tag_of_seed):
     # a file of several types (q4_k_m, an f32 output) gets the loosest of theirs
     tol = max(tolerance(t, ref.n_layer, a.tol, a.act_quant) for t in types)
     int8_path = a.act_quant == "q8" and any(t in INT8_TYPES for t in types)
-    report = {"model": model, "types": types, "act_quant": a.act_quant, "n_layer": ref.n_layer,
-              "tol_rel": tol, "prompts": []}
+    report = {"model": model, "types": types, "act_quant": a.act_quant, "int8_path": int8_path,
+              "n_layer": ref.n_layer, "tol_rel": tol, "prompts": []}
     ok_all = True
     first = None
     for k in range(a.prompts):
