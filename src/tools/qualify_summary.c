@@ -19,9 +19,12 @@ static const json_t *find_job(const json_t *ledger, const char *model, const cha
     json_array_foreach(json_object_get(ledger, "jobs"), i, j)
     {
         const char *v = json_string_value(json_object_get(j, "verify_rows"));
-        if (!strcmp(json_string_value(json_object_get(j, "model")), model) &&
-            !strcmp(json_string_value(json_object_get(j, "scenario")), scenario) &&
-            (setting ? v && !strcmp(v, setting) : !v))
+        if (strcmp(json_string_value(json_object_get(j, "model")), model) ||
+            strcmp(json_string_value(json_object_get(j, "scenario")), scenario))
+            continue;
+        if (!setting && !v)
+            return j;
+        if (setting && v && !strcmp(v, setting))
             return j;
     }
     return NULL;
