@@ -16,7 +16,8 @@ static const char qualify_usage[] =
     "       splash qualify execute DIR [--only PATTERN] [--retry-failed] [--quiet]\n"
     "       splash qualify summary DIR\n"
     "\n"
-    "The qualification matrix: models x scenarios x verify-rows settings, one job each.\n"
+    "The qualification matrix: models x scenarios x verify-rows settings, one job each (one job per\n"
+    "model for the scenarios that run no drafts: perplexity, logits).\n"
     "prepare  expands the models file into DIR/ledger.json, every job 'unexecuted', with the SHA-256\n"
     "         fingerprints of both binaries and every model; a prepared ledger is neither coverage nor a pass\n"
     "execute  runs the jobs one at a time, writing the ledger atomically before and after each; run it\n"
@@ -27,9 +28,12 @@ static const char qualify_usage[] =
     "scenarios: serial, mixed, seeded, strict-json (one splash bench run each, the candidate binary's\n"
     "bench with both binaries' servers as owned arms: exit 0 passed, 10 gain, 11 regression,\n"
     "12 inconclusive, 13 invalid, other error), greedy (token ids of 'run --temperature 0' identical\n"
-    "between baseline and candidate) and perplexity (the candidate's at most the baseline's x (1 +\n"
-    "tolerance)); settings: verify-rows all / auto (servers and runs get --draft D --verify-rows V).\n"
-    "Job statuses: unexecuted, running, passed, failed, invalid, inconclusive, gain, regression, error.\n"
+    "between baseline and candidate), perplexity (the candidate's at most the baseline's x (1 +\n"
+    "tolerance)) and logits (the candidate's logits against the float64 reference, tests/reference,\n"
+    "within the tolerance of the weight types; skipped above logits.max_params parameters);\n"
+    "settings: verify-rows all / auto (servers and runs get --draft D --verify-rows V).\n"
+    "Job statuses: unexecuted, running, passed, failed, invalid, inconclusive, gain, regression, error,\n"
+    "skipped.\n"
     "The models file format: bench/qualification-models.example.json and docs/architecture.md.\n";
 
 static const char prepare_usage[] =
@@ -42,7 +46,8 @@ static const char prepare_usage[] =
 
 static const char execute_usage[] =
     "usage: splash qualify execute DIR [--only PATTERN] [--retry-failed] [--quiet]\n"
-    "  --only PATTERN    only jobs whose id (model/scenario/verify-rows) matches this shell pattern\n"
+    "  --only PATTERN    only jobs whose id (model/scenario/verify-rows, or model/scenario for perplexity\n"
+    "                    and logits) matches this shell pattern\n"
     "  --retry-failed    also re-run jobs that ended failed, invalid, inconclusive or error\n"
     "  --quiet           no progress lines on stderr\n"
     "exit status: 0 every selected job ran (whatever its verdict: see summary), 1 could not run, 2 usage\n";
@@ -114,11 +119,23 @@ static int cmd_prepare(int argc, char **argv)
     else if (qualify_ledger_save(output, ledger, &err))
         fprintf(stderr, "splash qualify prepare: %s\n", err.msg);
     else {
+        /* the arithmetic as it is: scenarios without drafts run once per model */
+        const json_t *scenarios = json_object_get(ledger, "scenarios");
         size_t n_models = json_array_size(json_object_get(ledger, "models"));
-        size_t n_scenarios = json_array_size(json_object_get(ledger, "scenarios"));
         size_t n_settings = json_array_size(json_object_get(ledger, "verify_rows"));
-        printf("prepared %d jobs (%zu models x %zu scenarios x %zu verify-rows settings) in %s\n",
-               qualify_count(ledger, NULL), n_models, n_scenarios, n_settings, path);
+        size_t n_per_setting = 0, n_once = 0;
+        for (size_t k = 0; k < json_array_size(scenarios); k++) {
+            int kind = qualify_scenario_kind(json_string_value(json_array_get(scenarios, k)));
+            n_per_setting += qualify_kind_uses_settings(kind);
+            n_once += !qualify_kind_uses_settings(kind);
+        }
+        if (n_once == 0)
+            printf("prepared %d jobs (%zu models x %zu scenarios x %zu verify-rows settings) in %s\n",
+                   qualify_count(ledger, NULL), n_models, n_per_setting, n_settings, path);
+        else
+            printf("prepared %d jobs (%zu models x (%zu scenarios x %zu verify-rows settings + %zu scenarios "
+                   "without drafts, once each)) in %s\n",
+                   qualify_count(ledger, NULL), n_models, n_per_setting, n_settings, n_once, path);
         printf("all %d jobs are unexecuted: preparation is neither coverage nor a pass; run "
                "'splash qualify execute %s'\n",
                qualify_count(ledger, "unexecuted"), output);

@@ -3,7 +3,10 @@
  * A models file (JSON) names models, scenarios and verify-rows settings;
  * prepare expands models x scenarios x settings into a job ledger
  * (DIR/ledger.json) where every job is "unexecuted", with SHA-256
- * fingerprints of both binaries and every model. execute runs the jobs one
+ * fingerprints of both binaries, every model and, when there are logits
+ * jobs, the float64 reference (its scripts and its Python). Scenarios that
+ * run no drafts (perplexity, logits) have one job per model, since a
+ * verify-rows setting would not change what they run. execute runs the jobs one
  * at a time, rewriting the ledger atomically (temp file + rename) before and
  * after each, so a run killed outright resumes where it stopped. summary
  * prints the models x scenarios matrix and writes DIR/matrix.html.
@@ -27,21 +30,42 @@
 #define QUALIFY_MAX_SETTINGS 8
 #define QUALIFY_NAME_MAX 64 /* model names: [A-Za-z0-9._-], used in job ids and paths */
 
+/* Logits jobs compare the candidate with the independent float64 reference
+ * (tests/reference), which holds every weight as float64: 8 bytes per
+ * parameter, so a model above the bound is skipped, not run. 1e9 parameters
+ * is 8 GB of float64 weights; a Qwen3-0.6B-shape model (0.6e9) fits and took
+ * 85 s for one prompt on the 2-CPU dev machine (tests/reference/README.md). */
+#define QUALIFY_LOGITS_MAX_PARAMS 1000000000LL /* default of logits.max_params */
+#define QUALIFY_LOGITS_MAX_PROMPTS 16          /* logits.prompts: seeded prompts per job */
+#define QUALIFY_LOGITS_MAX_GEN 1024            /* logits.n_gen: greedy tokens compared per prompt */
+/* Where the reference is when the models file does not say: the source tree
+ * and the Python (with numpy) this binary was configured with. */
+#ifndef SPLASH_REFERENCE_DIR
+#define SPLASH_REFERENCE_DIR "tests/reference"
+#endif
+#ifndef SPLASH_PYTHON
+#define SPLASH_PYTHON "/usr/bin/python3"
+#endif
+
 /* The scenarios a job can run: serving ones through splash bench, and
  * correctness ones. */
-typedef enum qualify_kind { QUALIFY_SERVING, QUALIFY_GREEDY, QUALIFY_PERPLEXITY } qualify_kind_t;
+typedef enum qualify_kind { QUALIFY_SERVING, QUALIFY_GREEDY, QUALIFY_PERPLEXITY, QUALIFY_LOGITS } qualify_kind_t;
 
 /* Kind of a scenario name; -1 when the name is not one of
- * serial, mixed, seeded, strict-json, greedy, perplexity. */
+ * serial, mixed, seeded, strict-json, greedy, perplexity, logits. */
 int qualify_scenario_kind(const char *scenario);
+
+/* Whether jobs of this kind run once per verify-rows setting (they run
+ * drafts) or once per model (perplexity and logits run none). */
+bool qualify_kind_uses_settings(int kind);
 
 /* Reads a models file and expands it into a ledger object (jobs all
  * "unexecuted", no fingerprints yet). Relative model and text paths are
  * taken against the models file's folder and stored absolute. */
 json_t *qualify_expand(const char *models_path, err_t *err);
 
-/* Fingerprints (SHA-256) the two binaries and every model into the ledger;
- * each must exist. */
+/* Fingerprints (SHA-256) the two binaries, every model and, when the ledger
+ * has logits jobs, the reference's scripts and Python; each must exist. */
 int qualify_fingerprint(json_t *ledger, const char *baseline, const char *candidate, err_t *err);
 
 /* Checks every fingerprint recorded in the ledger against the files now;

@@ -16,8 +16,15 @@
  *               both binaries; the token ids must be identical.
  *   perplexity  <bin> perplexity on a text, both binaries; the candidate
  *               may exceed the baseline by at most the ledger's tolerance.
- *               perplexity has no drafts: its verify-rows setting does not
- *               apply, and its detail says so. */
+ *               No drafts: one job per model.
+ *   logits      the candidate against the independent float64 reference:
+ *               <python> <reference>/compare.py --model M on seeded prompts
+ *               (prompt logits within the tolerance of the weight types,
+ *               greedy ids identical); exit 0 passed, 1 failed, else error.
+ *               A model of more than logits.max_params parameters is
+ *               "skipped" (the reference holds every weight as float64).
+ *               No drafts: one job per model. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -32,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/gguf.h"
 #include "tools/qualify.h"
 
 #define QUALIFY_ARGV_MAX 96  /* arguments of one child command */
@@ -351,9 +359,140 @@ static const char *perplexity_job(job_ctx_t *c)
     double bound = ppl[0] * (1.0 + tolerance);
     bool is_within = ppl[1] <= bound;
     snprintf(c->detail, sizeof c->detail,
-             "perplexity baseline %.4f candidate %.4f, bound %.4f (+%.1f %%): %s; verify-rows does not apply", ppl[0],
-             ppl[1], bound, tolerance * 100, is_within ? "within" : "above");
+             "perplexity baseline %.4f candidate %.4f, bound %.4f (+%.1f %%): %s; no drafts", ppl[0], ppl[1], bound,
+             tolerance * 100, is_within ? "within" : "above");
     return is_within ? "passed" : "failed";
+}
+
+/* Parameters of a GGUF file: the elements of all its tensors; -1 with a message. */
+static long long count_params(const char *path, char *msg, size_t n)
+{
+    err_t e;
+    gguf_t *g = gguf_open(path, &e);
+    if (!g) {
+        snprintf(msg, n, "%s", e.msg);
+        return -1;
+    }
+    long long n_params = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        n_params += g->tensors[i].n_elements;
+    gguf_close(g);
+    return n_params;
+}
+
+static const char *logits_job(job_ctx_t *c)
+{
+    const json_t *lg = json_object_get(c->ledger, "logits"), *ref = json_object_get(c->ledger, "reference");
+    const char *ref_dir = json_string_value(json_object_get(ref, "dir"));
+    const char *python = json_string_value(json_object_get(json_object_get(ref, "python"), "path"));
+    if (!lg || !ref_dir || !python) {
+        snprintf(c->detail, sizeof c->detail, "the ledger names no float64 reference (prepare it again)");
+        return "error";
+    }
+    char msg[sizeof(err_t)];
+    long long n_params = count_params(c->model_path, msg, sizeof msg);
+    long long max_params = (long long)json_integer_value(json_object_get(lg, "max_params"));
+    if (n_params < 0) {
+        snprintf(c->detail, sizeof c->detail, "cannot count the model's parameters: %.400s", msg);
+        return "error";
+    }
+    if (n_params > max_params) {
+        snprintf(c->detail, sizeof c->detail,
+                 "skipped: too large for the float64 reference (%lld parameters, bound %lld: logits.max_params)",
+                 n_params, max_params);
+        return "skipped";
+    }
+
+    char script[PATH_MAX + 32], work[PATH_MAX], report_path[PATH_MAX], log[PATH_MAX];
+    snprintf(script, sizeof script, "%s/compare.py", ref_dir);
+    run_path(c, "compare", work, sizeof work);
+    run_path(c, "logits.json", report_path, sizeof report_path);
+    run_path(c, "compare.log", log, sizeof log);
+    char seed[32], n_prompts[32], n_gen[32], tol[64];
+    snprintf(seed, sizeof seed, "%lld", (long long)json_integer_value(json_object_get(lg, "seed")));
+    snprintf(n_prompts, sizeof n_prompts, "%lld", (long long)json_integer_value(json_object_get(lg, "prompts")));
+    snprintf(n_gen, sizeof n_gen, "%lld", (long long)json_integer_value(json_object_get(lg, "n_gen")));
+    char *argv[24];
+    int n = 0;
+    argv[n++] = (char *)python;
+    argv[n++] = script;
+    argv[n++] = "--splash";
+    argv[n++] = (char *)c->candidate;
+    argv[n++] = "--model";
+    argv[n++] = (char *)c->model_path;
+    argv[n++] = "--seed";
+    argv[n++] = seed;
+    argv[n++] = "--prompts";
+    argv[n++] = n_prompts;
+    argv[n++] = "--n-gen";
+    argv[n++] = n_gen;
+    argv[n++] = "--workdir";
+    argv[n++] = work;
+    argv[n++] = "--report";
+    argv[n++] = report_path;
+    const json_t *tol_override = json_object_get(lg, "tolerance");
+    if (tol_override) { /* the models file's bound replaces compare.py's per-type table */
+        snprintf(tol, sizeof tol, "%.17g", json_number_value(tol_override));
+        argv[n++] = "--tol";
+        argv[n++] = tol;
+    }
+    argv[n] = NULL;
+    c->exit_code = run_child(argv, NULL, log);
+    add_artefact(c, "compare.log");
+    json_t *report = json_load_file(report_path, 0, NULL);
+    if (report)
+        add_artefact(c, "logits.json");
+    /* the candidate's logits and ids, and its run logs, kept as compare.py left them */
+    DIR *d = opendir(work);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char rel[QUALIFY_NAME_MAX + 16];
+        int w = snprintf(rel, sizeof rel, "compare/%s", e->d_name);
+        if (e->d_name[0] != '.' && w > 0 && (size_t)w < sizeof rel)
+            add_artefact(c, rel);
+    }
+    if (d)
+        closedir(d);
+
+    const char *verdict = json_string_value(json_object_get(report, "verdict"));
+    const char *status = "error";
+    if (c->exit_code == 0 && verdict && !strcmp(verdict, "pass"))
+        status = "passed";
+    else if (c->exit_code == 1 && verdict && !strcmp(verdict, "fail"))
+        status = "failed";
+    const json_t *prompts = json_object_get(report, "prompts");
+    if (!strcmp(status, "error") || !json_is_number(json_object_get(report, "max_rel"))) {
+        const char *why = json_string_value(json_object_get(report, "message"));
+        snprintf(c->detail, sizeof c->detail, "compare.py exited %d%s%s (see compare.log)", c->exit_code,
+                 why ? ": " : "", why ? why : "");
+        json_decref(report);
+        return status;
+    }
+    /* the weight types the tolerance came from, and whether greedy ids agreed */
+    char types[96] = "";
+    size_t used = 0, k;
+    const json_t *v;
+    json_array_foreach(json_object_get(report, "types"), k, v)
+    {
+        int w = snprintf(types + used, sizeof types - used, "%s%s", k ? "+" : "", json_string_value(v));
+        if (w < 0 || (size_t)w >= sizeof types - used)
+            break;
+        used += (size_t)w;
+    }
+    int n_ids_ok = 0;
+    json_array_foreach(prompts, k, v)
+    {
+        n_ids_ok += json_is_true(json_object_get(v, "ids_ok"));
+    }
+    snprintf(c->detail, sizeof c->detail,
+             "logits against the float64 reference: max_rel %.3g (max_abs %.3g), tolerance %.3g (%s%s%s); greedy "
+             "ids identical on %d of %zu prompts; %lld parameters",
+             json_number_value(json_object_get(report, "max_rel")),
+             json_number_value(json_object_get(report, "max_abs")),
+             json_number_value(json_object_get(report, "tol_rel")), tol_override ? "logits.tolerance, " : "", types,
+             json_is_true(json_object_get(report, "int8_path")) ? ", int8 activations" : "", n_ids_ok,
+             json_array_size(prompts), n_params);
+    json_decref(report);
+    return status;
 }
 
 static const json_t *find_model(const json_t *ledger, const char *name)
@@ -462,6 +601,7 @@ int qualify_execute(const char *dir, const qualify_exec_opts_t *opts, err_t *err
         const char *status = !m                                 ? "error"
                              : !strcmp(kind, "serving")         ? serving_job(&c)
                              : !strcmp(kind, "greedy-identity") ? greedy_job(&c)
+                             : !strcmp(kind, "logits")          ? logits_job(&c)
                                                                 : perplexity_job(&c);
         double elapsed_s = now_s() - t0;
         now_iso(when, sizeof when);

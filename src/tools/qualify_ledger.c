@@ -5,16 +5,22 @@
  *   format, version, prepared_at, models_file
  *   binaries: {baseline, candidate}: {path, sha256}
  *   models: [{name, path, sha256, create?}]
+ *   reference (only with logits jobs): {dir, python: {path, sha256}, scripts: [{path, sha256}]}
  *   scenarios, verify_rows: the names expanded
- *   draft, bench_args, greedy {prompts, max_tokens}, perplexity {text, max_tokens, tolerance}
- *   jobs: [{id, model, scenario, kind, verify_rows, status, runs, started_at, finished_at,
+ *   draft, bench_args, greedy {prompts, max_tokens}, perplexity {text, max_tokens, tolerance},
+ *   logits {seed, prompts, n_gen, max_params, tolerance?}
+ *   jobs: [{id, model, scenario, kind, verify_rows?, status, runs, started_at, finished_at,
  *           elapsed_s, exit_code, detail, rerun_after_interruption, artefacts: [paths]}]
- * A job's status is unexecuted, running, or one of the verdicts (passed,
- * failed, invalid, inconclusive, gain, regression, error). */
+ * A job's id is model/scenario/verify-rows, or model/scenario (no
+ * verify_rows field) for the scenarios that run no drafts. Its status is
+ * unexecuted, running, or one of the verdicts (passed, failed, invalid,
+ * inconclusive, gain, regression, error, skipped: a logits job on a model
+ * above logits.max_params). */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +30,11 @@
 #include "base/sha256.h"
 #include "tools/qualify.h"
 
-static const char *const default_scenarios[] = {"serial", "mixed", "seeded", "strict-json", "greedy", "perplexity"};
+static const char *const default_scenarios[] = {"serial", "mixed",      "seeded", "strict-json",
+                                                "greedy", "perplexity", "logits"};
 static const char *const default_settings[] = {"all", "auto"};
+/* The reference's files a logits job runs (compare.py imports the other two). */
+static const char *const reference_scripts[] = {"compare.py", "qwen3_ref.py", "gguf_ref.py"};
 
 int qualify_scenario_kind(const char *s)
 {
@@ -35,12 +44,24 @@ int qualify_scenario_kind(const char *s)
         return QUALIFY_GREEDY;
     if (!strcmp(s, "perplexity"))
         return QUALIFY_PERPLEXITY;
+    if (!strcmp(s, "logits"))
+        return QUALIFY_LOGITS;
     return -1;
+}
+
+bool qualify_kind_uses_settings(int kind)
+{
+    return kind == QUALIFY_SERVING || kind == QUALIFY_GREEDY;
 }
 
 static const char *kind_name(int kind)
 {
-    return kind == QUALIFY_SERVING ? "serving" : kind == QUALIFY_GREEDY ? "greedy-identity" : "perplexity";
+    switch (kind) {
+    case QUALIFY_SERVING: return "serving";
+    case QUALIFY_GREEDY: return "greedy-identity";
+    case QUALIFY_PERPLEXITY: return "perplexity";
+    default: return "logits";
+    }
 }
 
 static bool is_safe_name(const char *s)
@@ -117,6 +138,61 @@ static int check_setting(const char *s)
     return (!strcmp(s, "all") || !strcmp(s, "auto")) ? 0 : -1;
 }
 
+/* An optional integer field of obj within [lo, hi]: the default when absent. */
+static int int_field(const json_t *obj, const char *key, long long lo, long long hi, long long dflt, long long *out,
+                     err_t *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = dflt;
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return err_set(err, "logits.%s must be an integer from %lld to %lld", key, lo, hi);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* The logits settings ("logits" in the models file, every field optional):
+ *   reference   the reference's folder (default: this source tree's tests/reference)
+ *   python      the interpreter with numpy (default: the one configured, SPLASH_PYTHON)
+ *   seed, prompts, n_gen   the seeded prompts compared (compare.py's --seed, --prompts, --n-gen)
+ *   max_params  the size bound (QUALIFY_LOGITS_MAX_PARAMS)
+ *   tolerance   a relative logit tolerance that replaces compare.py's per-type table
+ * Into the ledger: "logits", and "reference" when there are logits jobs. */
+static int expand_logits(const json_t *root, const char *base_dir, bool has_logits, json_t *ledger, err_t *err)
+{
+    const json_t *lg = json_object_get(root, "logits");
+    if (lg && !json_is_object(lg))
+        return err_set(err, "'logits' must be an object");
+    long long seed, n_prompts, n_gen, max_params;
+    if (int_field(lg, "seed", 0, INT32_MAX, 7, &seed, err) ||
+        int_field(lg, "prompts", 1, QUALIFY_LOGITS_MAX_PROMPTS, 2, &n_prompts, err) ||
+        int_field(lg, "n_gen", 1, QUALIFY_LOGITS_MAX_GEN, 32, &n_gen, err) ||
+        int_field(lg, "max_params", 1, INT64_MAX, QUALIFY_LOGITS_MAX_PARAMS, &max_params, err))
+        return -1;
+    json_t *out = json_pack("{s:I, s:I, s:I, s:I}", "seed", (json_int_t)seed, "prompts", (json_int_t)n_prompts, "n_gen",
+                            (json_int_t)n_gen, "max_params", (json_int_t)max_params);
+    const json_t *tol = json_object_get(lg, "tolerance");
+    if (tol && (!json_is_number(tol) || !(json_number_value(tol) >= 0))) {
+        json_decref(out);
+        return err_set(err, "logits.tolerance must be a number >= 0");
+    }
+    if (tol)
+        json_object_set_new(out, "tolerance", json_real(json_number_value(tol)));
+    json_object_set_new(ledger, "logits", out);
+
+    const json_t *dir = json_object_get(lg, "reference"), *python = json_object_get(lg, "python");
+    if ((dir && !json_is_string(dir)) || (python && !json_is_string(python)))
+        return err_set(err, "logits.reference and logits.python must be paths");
+    if (!has_logits)
+        return 0;
+    char abs_dir[PATH_MAX * 2], abs_python[PATH_MAX * 2];
+    resolve_path(base_dir, dir ? json_string_value(dir) : SPLASH_REFERENCE_DIR, abs_dir, sizeof abs_dir);
+    resolve_path(base_dir, python ? json_string_value(python) : SPLASH_PYTHON, abs_python, sizeof abs_python);
+    json_object_set_new(ledger, "reference", json_pack("{s:s, s:{s:s}}", "dir", abs_dir, "python", "path", abs_python));
+    return 0;
+}
+
 json_t *qualify_expand(const char *models_path, err_t *err)
 {
     json_error_t jerr;
@@ -141,7 +217,8 @@ json_t *qualify_expand(const char *models_path, err_t *err)
         err_set(err, "%s: 'models' must be a non-empty array of at most %d models", models_path, QUALIFY_MAX_MODELS);
         goto fail;
     }
-    scenarios = name_list(root, "scenarios", default_scenarios, 6, QUALIFY_MAX_SCENARIOS, qualify_scenario_kind, err);
+    scenarios = name_list(root, "scenarios", default_scenarios, sizeof default_scenarios / sizeof default_scenarios[0],
+                          QUALIFY_MAX_SCENARIOS, qualify_scenario_kind, err);
     if (!scenarios)
         goto fail_prefix;
     settings = name_list(root, "verify_rows", default_settings, 2, QUALIFY_MAX_SETTINGS, check_setting, err);
@@ -177,15 +254,24 @@ json_t *qualify_expand(const char *models_path, err_t *err)
         json_array_foreach(scenarios, si, sc)
         {
             const char *scenario = json_string_value(sc);
+            int kind = qualify_scenario_kind(scenario);
+            if (!qualify_kind_uses_settings(kind)) { /* one job per model */
+                char id[QUALIFY_NAME_MAX * 3];
+                snprintf(id, sizeof id, "%s/%s", name, scenario);
+                json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model", name,
+                                                      "scenario", scenario, "kind", kind_name(kind), "status",
+                                                      "unexecuted", "runs", 0, "artefacts"));
+                continue;
+            }
             json_array_foreach(settings, ti, st)
             {
                 const char *setting = json_string_value(st);
                 char id[QUALIFY_NAME_MAX * 3];
                 snprintf(id, sizeof id, "%s/%s/%s", name, scenario, setting);
-                json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model",
-                                                      name, "scenario", scenario, "kind",
-                                                      kind_name(qualify_scenario_kind(scenario)), "verify_rows",
-                                                      setting, "status", "unexecuted", "runs", 0, "artefacts"));
+                json_array_append_new(jobs,
+                                      json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model", name,
+                                                "scenario", scenario, "kind", kind_name(kind), "verify_rows", setting,
+                                                "status", "unexecuted", "runs", 0, "artefacts"));
             }
         }
     }
@@ -195,7 +281,7 @@ json_t *qualify_expand(const char *models_path, err_t *err)
     if (!realpath(models_path, abs_models))
         snprintf(abs_models, sizeof abs_models, "%s", models_path);
     json_object_set_new(ledger, "format", json_string(QUALIFY_FORMAT));
-    json_object_set_new(ledger, "version", json_integer(1));
+    json_object_set_new(ledger, "version", json_integer(2)); /* 2: logits jobs, one job per model without drafts */
     json_object_set_new(ledger, "prepared_at", json_string(when));
     json_object_set_new(ledger, "models_file", json_string(abs_models));
     json_object_set_new(ledger, "models", models);
@@ -234,11 +320,19 @@ json_t *qualify_expand(const char *models_path, err_t *err)
                         json_pack("{s:s, s:I, s:f}", "text", abs_text, "max_tokens",
                                   (json_int_t)(json_is_integer(pmax) ? json_integer_value(pmax) : 512), "tolerance",
                                   json_is_number(tol) ? json_number_value(tol) : 0.01));
-    for (size_t k = 0; k < json_array_size(scenarios); k++)
-        if (!strcmp(json_string_value(json_array_get(scenarios, k)), "perplexity") && !text) {
+    bool has_logits = false;
+    for (size_t k = 0; k < json_array_size(scenarios); k++) {
+        const char *scenario = json_string_value(json_array_get(scenarios, k));
+        has_logits |= !strcmp(scenario, "logits");
+        if (!strcmp(scenario, "perplexity") && !text) {
             err_set(err, "%s: the perplexity scenario needs perplexity.text", models_path);
             goto fail_nolist;
         }
+    }
+    if (expand_logits(root, base_dir, has_logits, ledger, err)) {
+        err_prefix(err, "%s: ", models_path);
+        goto fail_nolist;
+    }
     json_object_set_new(ledger, "jobs", jobs);
     json_decref(root);
     return ledger;
@@ -294,6 +388,31 @@ int qualify_fingerprint(json_t *ledger, const char *baseline, const char *candid
         if (fingerprint_one(path, m, err))
             return -1;
     }
+    /* the float64 reference, when there are logits jobs: its Python and scripts */
+    json_t *ref = json_object_get(ledger, "reference");
+    if (!ref)
+        return 0;
+    const char *dir = json_string_value(json_object_get(ref, "dir"));
+    json_t *python = json_object_get(ref, "python");
+    const char *python_path = json_string_value(json_object_get(python, "path"));
+    if (access(python_path, X_OK))
+        return err_set(err, "the reference's python %s: %s (logits.python in the models file)", python_path,
+                       strerror(errno));
+    if (fingerprint_one(python_path, python, err))
+        return -1;
+    json_t *scripts = json_array();
+    json_object_set_new(ref, "scripts", scripts);
+    for (size_t k = 0; k < sizeof reference_scripts / sizeof reference_scripts[0]; k++) {
+        char path[PATH_MAX * 2 + 32];
+        snprintf(path, sizeof path, "%s/%s", dir, reference_scripts[k]);
+        if (access(path, R_OK))
+            return err_set(err, "the float64 reference %s: %s (logits.reference in the models file)", path,
+                           strerror(errno));
+        json_t *s = json_pack("{s:s}", "path", path);
+        json_array_append_new(scripts, s);
+        if (fingerprint_one(path, s, err))
+            return -1;
+    }
     return 0;
 }
 
@@ -326,6 +445,19 @@ int qualify_check_fingerprints(const json_t *ledger, err_t *err)
         char what[QUALIFY_NAME_MAX + 16];
         snprintf(what, sizeof what, "model %s", json_string_value(json_object_get(m, "name")));
         if (check_one(what, m, err))
+            return -1;
+    }
+    const json_t *ref = json_object_get(ledger, "reference");
+    if (!ref)
+        return 0;
+    if (check_one("the reference's python", json_object_get(ref, "python"), err))
+        return -1;
+    const json_t *scripts = json_object_get(ref, "scripts");
+    if (json_array_size(scripts) == 0)
+        return err_set(err, "ledger: the reference has no fingerprint (prepare did not finish)");
+    json_array_foreach(scripts, i, m)
+    {
+        if (check_one("the float64 reference's script", m, err))
             return -1;
     }
     return 0;

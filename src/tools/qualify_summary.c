@@ -1,26 +1,41 @@
 /* splash qualify summary: the models x scenarios matrix, on stdout and as
  * a self-contained page (DIR/matrix.html: inline style, no script, no
- * external origin). A cell holds one verdict per verify-rows setting; a
- * cell is only "passed" when each of its jobs passed or showed no change,
- * and an unexecuted job is shown as such, never as coverage. */
+ * external origin). A cell holds one verdict per verify-rows setting, or
+ * one verdict for the scenarios run once per model (perplexity, logits);
+ * an unexecuted job is shown as such, never as coverage, and a skipped one
+ * as skipped, never as a pass. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tools/qualify.h"
 
+/* The job of model x scenario x setting; setting NULL for a scenario run
+ * once per model (its job has no verify_rows). */
 static const json_t *find_job(const json_t *ledger, const char *model, const char *scenario, const char *setting)
 {
     size_t i;
     const json_t *j;
     json_array_foreach(json_object_get(ledger, "jobs"), i, j)
     {
-        if (!strcmp(json_string_value(json_object_get(j, "model")), model) &&
-            !strcmp(json_string_value(json_object_get(j, "scenario")), scenario) &&
-            !strcmp(json_string_value(json_object_get(j, "verify_rows")), setting))
+        const char *v = json_string_value(json_object_get(j, "verify_rows"));
+        if (strcmp(json_string_value(json_object_get(j, "model")), model) ||
+            strcmp(json_string_value(json_object_get(j, "scenario")), scenario))
+            continue;
+        if (!setting && !v)
+            return j;
+        if (setting && v && !strcmp(v, setting))
             return j;
     }
     return NULL;
+}
+
+/* The settings a cell shows: none when its scenario has one job per model
+ * (no verify_rows), else the ledger's verify-rows settings. From the jobs,
+ * so a version 1 ledger (a perplexity job per setting) reads as it was. */
+static size_t cell_settings(const json_t *ledger, const json_t *settings, const char *model, const char *scenario)
+{
+    return find_job(ledger, model, scenario, NULL) ? 0 : json_array_size(settings);
 }
 
 static const char *job_status(const json_t *j)
@@ -49,6 +64,8 @@ static const char *status_colour(const char *s)
         return "#e4e4e4";
     if (!strcmp(s, "inconclusive"))
         return "#f5e6a8";
+    if (!strcmp(s, "skipped"))
+        return "#c8d8ef";
     return "#f4b8b8";
 }
 
@@ -77,9 +94,11 @@ int qualify_summary(const char *dir, err_t *err)
         json_array_foreach(scenarios, si, sc)
         {
             char cell[128] = "";
-            size_t used = 0;
-            json_array_foreach(settings, ti, st)
-            {
+            size_t used = 0, n_cell = cell_settings(ledger, settings, model, json_string_value(sc));
+            if (n_cell == 0)
+                snprintf(cell, sizeof cell, "%s", job_status(find_job(ledger, model, json_string_value(sc), NULL)));
+            for (ti = 0; ti < n_cell; ti++) {
+                st = json_array_get(settings, ti);
                 const char *s = job_status(find_job(ledger, model, json_string_value(sc), json_string_value(st)));
                 used += (size_t)snprintf(cell + used, sizeof cell - used, "%s%s=%s", ti ? " " : "",
                                          json_string_value(st), s);
@@ -90,8 +109,8 @@ int qualify_summary(const char *dir, err_t *err)
         }
         printf("\n");
     }
-    static const char *const statuses[] = {"passed", "gain",  "regression", "inconclusive", "invalid",
-                                           "failed", "error", "running",    "unexecuted"};
+    static const char *const statuses[] = {"passed", "gain",    "regression", "inconclusive", "invalid",
+                                           "failed", "skipped", "error",      "running",      "unexecuted"};
     printf("totals:");
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
         printf(" %s %d", statuses[i], qualify_count(ledger, statuses[i]));
@@ -144,8 +163,9 @@ int qualify_summary(const char *dir, err_t *err)
         json_array_foreach(scenarios, si, sc)
         {
             fputs("<td>", f);
-            json_array_foreach(settings, ti, st)
-            {
+            size_t n_cell = cell_settings(ledger, settings, model, json_string_value(sc));
+            for (ti = 0; ti < (n_cell ? n_cell : 1); ti++) {
+                st = n_cell ? json_array_get(settings, ti) : NULL;
                 const json_t *j = find_job(ledger, model, json_string_value(sc), json_string_value(st));
                 const char *s = job_status(j);
                 fprintf(f, "<span style=\"background:%s\" data-job=\"", status_colour(s));
@@ -155,8 +175,10 @@ int qualify_summary(const char *dir, err_t *err)
                 fputs("\" title=\"", f);
                 html_escape(f, json_string_value(json_object_get(j, "detail")));
                 fputs("\">", f);
-                html_escape(f, json_string_value(st));
-                fputs(": ", f);
+                if (st) {
+                    html_escape(f, json_string_value(st));
+                    fputs(": ", f);
+                }
                 html_escape(f, s);
                 fputs("</span>", f);
             }

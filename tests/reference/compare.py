@@ -4,14 +4,17 @@ numpy reference (qwen3_ref.py).
 
   /usr/bin/python3 tests/reference/compare.py --splash build/splash \
       --preset tiny --type q8_0 [--layers 2] [--seed 7] [--workdir DIR]
+  /usr/bin/python3 tests/reference/compare.py --splash build/splash \
+      --model M.gguf [--prompts 2] [--report R.json]
 
-Steps: `splash model synth` writes a random Qwen3 GGUF; a seeded prompt of
->= 16 ids below 256 is fed to `splash run` (greedy, EOS ignored) and to the
-reference; then
+Steps: `splash model synth` writes a random Qwen3 GGUF (or --model names an
+existing one: `splash qualify`'s logits jobs); a seeded prompt of >= 16 ids
+below 256 (--prompts K: K of them, seeds S, S+1, ...) is fed to `splash run`
+(greedy, EOS ignored) and to the reference; then
   (1) prompt logits at every position must agree within the tolerance, and
   (2) the greedy continuation (32 tokens) must be identical.
-One verdict line starting with PASS or FAIL.  Exit 0 pass, 1 fail, 2 usage
-or setup error.
+One verdict line per prompt starting with PASS or FAIL.  Exit 0 pass, 1 fail,
+2 usage or setup error.  --report FILE also writes the verdict as JSON.
 
 --self-check additionally re-runs the reference with each deliberate bug of
 qwen3_ref.PERTURBATIONS against the same C output and requires every one to
@@ -203,15 +206,19 @@ def judge(c_logits, c_ids, ref, prompt, n_gen, tol, accept_near_tie=False):
 def main(argv=None):
     ap = argparse.ArgumentParser(description="splash vs float64 reference conformance test")
     ap.add_argument("--splash", required=True, help="path to the splash binary")
+    ap.add_argument("--model", help="compare on this existing GGUF instead of synthesising one (--preset, --type, "
+                                     "--layers, --vocab and --synth-arg then do not apply)")
     ap.add_argument("--preset", default="tiny", help="synth preset (tiny, qwen3-0.6b)")
     ap.add_argument("--type", default="q8_0", choices=TYPES)
     ap.add_argument("--layers", type=int, help="override the preset's layer count")
     ap.add_argument("--vocab", type=int, help="override the preset's vocab size")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--prompts", type=int, default=1, help="seeded prompts to compare (seeds S, S+1, ...)")
     ap.add_argument("--n-prompt", type=int, default=16)
     ap.add_argument("--n-gen", type=int, default=32)
     ap.add_argument("--tol", type=float, help="override the relative logit tolerance")
     ap.add_argument("--workdir", help="keep model and outputs here (default: temp dir, removed on pass)")
+    ap.add_argument("--report", help="also write the verdict here as JSON")
     ap.add_argument("--self-check", action="store_true",
                     help="also prove every deliberate reference bug is rejected")
     ap.add_argument("--run-arg", action="append", default=[], metavar="ARG",
@@ -229,12 +236,50 @@ def main(argv=None):
         a = ap.parse_args(argv)
     except SystemExit as e:
         return 2 if e.code else 0
+    rc = _main(a)
+    if rc == 2 and a.report and not os.path.exists(a.report):
+        _write_report(a.report, {"verdict": "error"})
+    return rc
+
+
+def _write_report(path, report):
+    """The verdict for a program to read (splash qualify's logits jobs)."""
+    import json
+
+    def finite(v):  # JSON has no NaN: a non-finite C logit gives null
+        if isinstance(v, float) and v != v:
+            return None
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [finite(x) for x in v]
+        return v
+    with open(path, "w") as f:
+        json.dump(finite(report), f, indent=1, allow_nan=False)
+        f.write("\n")
+
+
+def _main(a):
     if a.n_prompt < 16:
         print("ERROR: --n-prompt must be >= 16", file=sys.stderr)
         return 2
     if a.n_gen < 1:
         print("ERROR: --n-gen must be >= 1", file=sys.stderr)
         return 2
+    if a.prompts < 1:
+        print("ERROR: --prompts must be >= 1", file=sys.stderr)
+        return 2
+    if a.model and (a.layers or a.vocab or a.synth_arg):
+        print("ERROR: --model compares an existing file: --layers, --vocab and --synth-arg do not apply",
+              file=sys.stderr)
+        return 2
+    if a.model and not os.path.isfile(a.model):
+        print("ERROR: model %s missing" % a.model, file=sys.stderr)
+        return 2
+    if a.report:
+        a.report = os.path.abspath(a.report)
+        if os.path.exists(a.report):
+            os.unlink(a.report)
     splash = os.path.abspath(a.splash)
     if not (os.path.isfile(splash) and os.access(splash, os.X_OK)):
         print("ERROR: splash binary %s missing or not executable" % splash, file=sys.stderr)
@@ -250,7 +295,11 @@ def main(argv=None):
             return 2
         a.act_quant = "q8" if "multiply int8 activations" in version else "none"
 
-    tag = "%s/%s%s seed=%d" % (a.preset, a.type, (" L=%d" % a.layers) if a.layers else "", a.seed)
+    # "{seed}" becomes each prompt's seed in its verdict line
+    if a.model:
+        tag = "%s seed={seed}" % os.path.basename(a.model)
+    else:
+        tag = "%s/%s%s seed={seed}" % (a.preset, a.type, (" L=%d" % a.layers) if a.layers else "")
     if a.cpu:
         tag += " cpu=%s" % a.cpu
     if a.act_quant == "q8":
@@ -276,8 +325,8 @@ def main(argv=None):
     return rc
 
 
-def _compare(a, splash, wd, tag):
-    t_start = time.time()
+def _synth(a, splash, wd, tag):
+    """`splash model synth` as asked, checked with our own reader: (path, None) or (None, exit code)."""
     model = os.path.join(wd, "model-%s-%s.gguf" % (a.preset, a.type))
     cmd = [splash, "model", "synth", "--preset", a.preset, "--type", a.type, "--seed", str(a.seed), "--out", model]
     if a.layers:
@@ -285,17 +334,17 @@ def _compare(a, splash, wd, tag):
     if a.vocab:
         cmd += ["--vocab", str(a.vocab)]
     cmd += a.synth_arg
-    rc, t_synth = _run(cmd, os.path.join(wd, "synth.log"), a.timeout)
+    rc, _ = _run(cmd, os.path.join(wd, "synth.log"), a.timeout)
     if rc != 0 or not os.path.isfile(model):
         print("ERROR %s: `splash model synth` failed (rc=%s)\n%s" % (tag, rc, _tail(os.path.join(wd, "synth.log"))))
-        return 2
+        return None, 2
 
     # our own look at the file the C side wrote
     try:
         g = gguf_ref.GGUFFile(model)
     except Exception as e:  # malformed GGUF from the C writer is a failure
         print("FAIL %s: reference GGUF reader rejects the synthesised model: %s" % (tag, e))
-        return 1
+        return None, 1
     n_layer = int(g.kv.get("qwen3.block_count", 0))
     has_output = "output.weight" in g.tensors
     big = [n for n, ti in g.tensors.items() if len(ti.ne) == 2]
@@ -305,45 +354,145 @@ def _compare(a, splash, wd, tag):
         print("FAIL %s: --type %s but %d 2-D tensor(s) have the wrong type, e.g. %s stored as %s, expected %s" % (
             tag, a.type, len(wrong), wrong[0], tn.get(g.tensors[wrong[0]].type, g.tensors[wrong[0]].type),
             tn[expected_type(a.type, wrong[0], n_layer, has_output)]))
-        return 1
+        return None, 1
     g.close()
+    return model, None
+
+
+def model_types(path):
+    """The storage types (names of TYPES) of an existing file's 2-D tensors, for the tolerance table;
+    SetupError for a type the reference cannot dequantise."""
+    g = gguf_ref.GGUFFile(path)
+    try:
+        names = {v: k for k, v in TYPE_IDS.items()}
+        found = set()
+        for ti in g.tensors.values():
+            if len(ti.ne) != 2:
+                continue
+            if ti.type not in names:
+                raise SetupError("tensor %s is stored as %s, which the float64 reference cannot dequantise" % (
+                    ti.name, gguf_ref.TYPE_NAMES.get(ti.type, ti.type)))
+            found.add(names[ti.type])
+        return sorted(found)
+    finally:
+        g.close()
+
+
+def _compare(a, splash, wd, tag_of_seed):
+    t_start = time.time()
+    tag = tag_of_seed.format(seed=a.seed)
+    t_synth = 0.0
+    if a.model:
+        model = os.path.abspath(a.model)
+        try:
+            types = model_types(model)
+        except (SetupError, gguf_ref.GGUFError, OSError, ValueError) as e:
+            print("ERROR %s: %s" % (tag, e))
+            return 2
+    else:
+        model, rc = _synth(a, splash, wd, tag)
+        if model is None:
+            return rc
+        types = [a.type]
+        t_synth = time.time() - t_start
 
     t0 = time.time()
-    ref = qwen3_ref.Qwen3Ref(model, verbose=a.verbose, act_quant=a.act_quant == "q8")
+    try:
+        ref = qwen3_ref.Qwen3Ref(model, verbose=a.verbose, act_quant=a.act_quant == "q8")
+    except (gguf_ref.GGUFError, KeyError, ValueError) as e:
+        print("ERROR %s: the float64 reference cannot load the model: %s" % (tag, e))
+        return 2
     t_load = time.time() - t0
     if a.layers and ref.n_layer != a.layers:
         print("FAIL %s: asked for %d layers, file has %d" % (tag, a.layers, ref.n_layer))
         return 1
-    tol = tolerance(a.type, ref.n_layer, a.tol, a.act_quant)
-    int8_path = a.act_quant == "q8" and a.type in INT8_TYPES
-    prompt = make_prompt(a.seed, a.n_prompt, ref.vocab)
+    # a file of several types (q4_k_m, an f32 output) gets the loosest of theirs
+    tol = max(tolerance(t, ref.n_layer, a.tol, a.act_quant) for t in types)
+    int8_path = a.act_quant == "q8" and any(t in INT8_TYPES for t in types)
+    report = {"model": model, "types": types, "act_quant": a.act_quant, "int8_path": int8_path,
+              "n_layer": ref.n_layer, "tol_rel": tol, "prompts": []}
+    ok_all = True
+    first = None
+    for k in range(a.prompts):
+        seed = a.seed + k
+        ok, res, c_logits, c_ids, prompt = _compare_prompt(a, splash, model, wd, tag_of_seed.format(seed=seed), ref,
+                                                            seed, tol, int8_path, k if a.prompts > 1 else None,
+                                                            t_synth, t_load if k == 0 else 0.0, t_start)
+        if res is None:
+            if a.report:
+                report.update(verdict="fail", seed=seed, message="`splash run` gave no usable output")
+                _write_report(a.report, report)
+            return 1
+        report["prompts"].append({"seed": seed, "max_rel": res["max_rel"], "max_abs": res["max_abs"],
+                                  "worst_pos": res["worst_pos"], "logits_ok": bool(res["logits_ok"]),
+                                  "ids_ok": bool(res["ids_ok"]), "ids_note": res["ids_note"]})
+        ok_all = ok_all and ok
+        if first is None:
+            first = (c_logits, c_ids, prompt)
+    rels = [p["max_rel"] for p in report["prompts"]]
+    report.update(verdict="pass" if ok_all else "fail",
+                  max_rel=max(rels) if all(r == r for r in rels) else float("nan"),
+                  max_abs=max(p["max_abs"] for p in report["prompts"]))
+    if a.report:
+        _write_report(a.report, report)
 
-    lpath = os.path.join(wd, "logits.f32")
-    ipath = os.path.join(wd, "ids.txt")
+    if a.self_check:
+        c_logits, c_ids, prompt = first
+        print("self-check: re-running the reference with deliberate bugs against the same C output")
+        missed = []
+        for name in sorted(qwen3_ref.PERTURBATIONS):
+            if name == "q8scale" and "q8_0" not in types:
+                continue
+            if name == "normw" and ref.all_norm_weights_one:
+                print("  %-11s SKIPPED (blind spot): every RMSNorm weight in this model is exactly 1.0, so a "
+                      "missing or misrouted norm weight cannot be seen" % name)
+                continue
+            pref = qwen3_ref.Qwen3Ref(model, perturb=name, act_quant=a.act_quant == "q8")
+            pok, pres = judge(c_logits, c_ids, pref, prompt, a.n_gen, tol, int8_path)
+            print("  %-11s %s  max_rel=%.3g  ids: %s" % (
+                name, "missed!" if pok else "rejected", pres["max_rel"], pres["ids_note"]))
+            if pok:
+                missed.append(name)
+        if missed:
+            print("SELF-CHECK FAIL: perturbation(s) not detected: %s" % ", ".join(missed))
+            return 1
+        print("SELF-CHECK OK: every deliberate bug was rejected")
+    return 0 if ok_all else 1
+
+
+def _compare_prompt(a, splash, model, wd, tag, ref, seed, tol, int8_path, index, t_synth, t_load, t_start):
+    """One seeded prompt through `splash run` and the reference; prints its verdict line.
+    Returns (ok, res, c_logits, c_ids, prompt); res is None when splash gave no usable output."""
+    prompt = make_prompt(seed, a.n_prompt, ref.vocab)
+    suffix = "" if index is None else "-%d" % index
+    lpath = os.path.join(wd, "logits%s.f32" % suffix)
+    ipath = os.path.join(wd, "ids%s.txt" % suffix)
+    log = os.path.join(wd, "run%s.log" % suffix)
     for p in (lpath, ipath):
         if os.path.exists(p):
             os.unlink(p)
     cmd = [splash, "run", "--model", model, "--prompt-ids", ",".join(map(str, prompt)),
            "--max-tokens", str(a.n_gen), "--temperature", "0", "--ignore-eos",
            "--logits-out", lpath, "--ids-out", ipath] + list(a.run_arg)
-    rc, t_c = _run(cmd, os.path.join(wd, "run.log"), a.timeout)
+    rc, t_c = _run(cmd, log, a.timeout)
+    none = (False, None, None, None, prompt)
     if rc != 0:
         print("FAIL %s: `splash run` %s\n%s" % (
-            tag, "timed out" if rc is None else "exited with rc=%s" % rc, _tail(os.path.join(wd, "run.log"))))
-        return 1
+            tag, "timed out" if rc is None else "exited with rc=%s" % rc, _tail(log)))
+        return none
     want_bytes = len(prompt) * ref.vocab * 4
     have = os.path.getsize(lpath) if os.path.exists(lpath) else -1
     if have != want_bytes:
         print("FAIL %s: logits file has %d bytes, expected %d (%d positions x %d vocab x 4)" % (
             tag, have, want_bytes, len(prompt), ref.vocab))
-        return 1
+        return none
     c_logits = np.fromfile(lpath, dtype="<f4").astype(np.float64).reshape(len(prompt), ref.vocab)
     try:
         with open(ipath) as f:
             c_ids = [int(t) for t in f.read().split()]
     except (OSError, ValueError) as e:
         print("FAIL %s: cannot read ids file: %s" % (tag, e))
-        return 1
+        return none
 
     t0 = time.time()
     ok, res = judge(c_logits, c_ids, ref, prompt, a.n_gen, tol, int8_path)
@@ -363,29 +512,7 @@ def _compare(a, splash, wd, tag):
               verdict, tag, perturb, res["max_abs"], res["max_rel"], res["worst_pos"], res.get("scale", float("nan")),
               tol, "ok" if res["logits_ok"] else "OUT OF TOLERANCE" + (" (%s)" % res["note"] if res["note"] else ""),
               res["ids_note"], t_synth, t_c, t_ref, time.time() - t_start))
-
-    if a.self_check:
-        print("self-check: re-running the reference with deliberate bugs against the same C output")
-        missed = []
-        for name in sorted(qwen3_ref.PERTURBATIONS):
-            if name == "q8scale" and a.type != "q8_0":
-                continue
-            if name == "normw" and ref.all_norm_weights_one:
-                print("  %-11s SKIPPED (blind spot): every RMSNorm weight in this model is exactly 1.0, so a "
-                      "missing or misrouted norm weight cannot be seen" % name)
-                continue
-            pref = qwen3_ref.Qwen3Ref(model, perturb=name, act_quant=a.act_quant == "q8")
-            pok, pres = judge(c_logits, c_ids, pref, prompt, a.n_gen, tol, int8_path)
-            print("  %-11s %s  max_rel=%.3g  ids: %s" % (
-                name, "missed!" if pok else "rejected", pres["max_rel"], pres["ids_note"]))
-            if pok:
-                missed.append(name)
-        if missed:
-            print("SELF-CHECK FAIL: perturbation(s) not detected: %s" % ", ".join(missed))
-            return 1
-        print("SELF-CHECK OK: every deliberate bug was rejected")
-    return 0 if ok else 1
-
+    return ok, res, c_logits, c_ids, prompt
 
 if __name__ == "__main__":
     sys.exit(main())
