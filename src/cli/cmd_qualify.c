@@ -25,7 +25,7 @@ static const char qualify_usage[] =
     "         is run again. Refuses to run if a binary or model changed since preparation\n"
     "summary  prints the models x scenarios matrix and writes DIR/matrix.html\n"
     "\n"
-    "scenarios: serial, mixed, seeded, strict-json (one splash bench run each, the candidate binary's\n"
+    "scenarios: serial, mixed, seeded, strict-json, cached (one splash bench run each, the candidate binary's\n"
     "bench with both binaries' servers as owned arms: exit 0 passed, 10 gain, 11 regression,\n"
     "12 inconclusive, 13 invalid, other error), greedy (token ids of 'run --temperature 0' identical\n"
     "between baseline and candidate), perplexity (the candidate's at most the baseline's x (1 +\n"

@@ -38,7 +38,8 @@ static const char *const reference_scripts[] = {"compare.py", "qwen3_ref.py", "g
 
 int qualify_scenario_kind(const char *s)
 {
-    if (!strcmp(s, "serial") || !strcmp(s, "mixed") || !strcmp(s, "seeded") || !strcmp(s, "strict-json"))
+    if (!strcmp(s, "serial") || !strcmp(s, "mixed") || !strcmp(s, "seeded") || !strcmp(s, "strict-json") ||
+        !strcmp(s, "cached"))
         return QUALIFY_SERVING;
     if (!strcmp(s, "greedy"))
         return QUALIFY_GREEDY;

@@ -229,6 +229,8 @@ static void test_logits_settings(void **state)
 {
     (void)state;
     assert_int_equal(qualify_scenario_kind("logits"), QUALIFY_LOGITS);
+    assert_int_equal(qualify_scenario_kind("cached"), QUALIFY_SERVING);
+    assert_int_equal(qualify_scenario_kind("bogus"), -1);
     assert_false(qualify_kind_uses_settings(QUALIFY_LOGITS));
     assert_false(qualify_kind_uses_settings(QUALIFY_PERPLEXITY));
     assert_true(qualify_kind_uses_settings(QUALIFY_SERVING));
