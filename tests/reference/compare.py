@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Conformance test: the splash C engine against the independent float64
-numpy reference (qwen3_ref.py).
+numpy reference (qwen3_ref.py, or qwen35_ref.py for a qwen35 file).
 
   /usr/bin/python3 tests/reference/compare.py --splash build/splash \
       --preset tiny --type q8_0 [--layers 2] [--seed 7] [--workdir DIR]
@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gguf_ref  # noqa: E402
 import qwen3_ref  # noqa: E402
+import qwen35_ref  # noqa: E402
 
 TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m")
 TYPE_IDS = {"f32": gguf_ref.GGML_F32, "f16": gguf_ref.GGML_F16, "bf16": gguf_ref.GGML_BF16,
@@ -398,7 +399,7 @@ def _compare(a, splash, wd, tag_of_seed):
 
     t0 = time.time()
     try:
-        ref = qwen3_ref.Qwen3Ref(model, verbose=a.verbose, act_quant=a.act_quant == "q8")
+        ref = qwen35_ref.load(model, verbose=a.verbose, act_quant=a.act_quant == "q8")  # by general.architecture
     except (gguf_ref.GGUFError, KeyError, ValueError) as e:
         print("ERROR %s: the float64 reference cannot load the model: %s" % (tag, e))
         return 2
@@ -440,14 +441,15 @@ def _compare(a, splash, wd, tag_of_seed):
         c_logits, c_ids, prompt = first
         print("self-check: re-running the reference with deliberate bugs against the same C output")
         missed = []
-        for name in sorted(qwen3_ref.PERTURBATIONS):
+        bugs = qwen35_ref.PERTURBATIONS if isinstance(ref, qwen35_ref.Qwen35Ref) else qwen3_ref.PERTURBATIONS
+        for name in sorted(bugs):
             if name == "q8scale" and "q8_0" not in types:
                 continue
             if name == "normw" and ref.all_norm_weights_one:
                 print("  %-11s SKIPPED (blind spot): every RMSNorm weight in this model is exactly 1.0, so a "
                       "missing or misrouted norm weight cannot be seen" % name)
                 continue
-            pref = qwen3_ref.Qwen3Ref(model, perturb=name, act_quant=a.act_quant == "q8")
+            pref = qwen35_ref.load(model, perturb=name, act_quant=a.act_quant == "q8")
             pok, pres = judge(c_logits, c_ids, pref, prompt, a.n_gen, tol, int8_path)
             print("  %-11s %s  max_rel=%.3g  ids: %s" % (
                 name, "missed!" if pok else "rejected", pres["max_rel"], pres["ids_note"]))

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """TEST-ONLY stand-in for the splash binary (same CLI subset that compare.py
-uses), built from gguf_testwriter.py + qwen3_ref.py running in float32.
+uses), built from gguf_testwriter.py + qwen3_ref.py (qwen35_ref.py for a
+qwen35 file) running in float32.
 
 It lets compare.py be exercised end to end without the C engine:
   /usr/bin/python3 tests/reference/compare.py --splash tests/reference/fake_splash.py ...
@@ -17,6 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_testwriter  # noqa: E402
 import qwen3_ref  # noqa: E402
+import qwen35_ref  # noqa: E402
 
 
 def main(argv):
@@ -41,7 +43,7 @@ def main(argv):
         ap.add_argument("--logits-out")
         ap.add_argument("--ids-out")
         a = ap.parse_args(argv[1:])
-        m = qwen3_ref.Qwen3Ref(a.model, dtype=np.float32, perturb=os.environ.get("FAKE_PERTURB", ""))
+        m = qwen35_ref.load(a.model, dtype=np.float32, perturb=os.environ.get("FAKE_PERTURB", ""))
         logits, ids = m.run(qwen3_ref.parse_ids(a.prompt_ids), a.max_tokens)
         if a.logits_out:
             logits.astype("<f4").tofile(a.logits_out)

@@ -134,6 +134,7 @@ PERTURBATIONS = {
     "gdn-head-map": "value head j uses key head j // (nv/nk) (HF's grouped order) instead of j % nk",
     "gdn-no-l2": "q and k are not L2-normalised",
     "gdn-qscale": "q is not scaled by 1/sqrt(dk)",
+    "gdn-chunk": "the chunked form carries the state into the next chunk without its decay e^{G_C}",
     "gdn-beta": "beta is taken as 1 (no sigmoid(ssm_beta x) write strength)",
     "gdn-conv-flip": "the conv taps are applied in reverse time order",
     "gdn-conv-state": "the conv state is not carried from one forward call to the next",
@@ -173,10 +174,12 @@ def l2norm(x, eps):
 
 
 # ---- the gated delta rule, two ways -----------------------------------------------------
-def delta_rule_recurrent(q, k, v, g, beta, S):
+def delta_rule_recurrent(q, k, v, g, beta, S, perturb=None):
     """Token by token.  q, k: (n, H, dk) (already normalised and scaled);
     v: (n, H, dv); g, beta: (n, H); S: (H, dk, dv), updated copy returned.
-    Returns (o (n, H, dv), S)."""
+    Returns (o (n, H, dv), S).  perturb: a PERTURBATIONS name or None."""
+    if perturb == "gdn-no-decay":
+        g = np.zeros_like(g)
     S = S.copy()
     o = np.empty_like(v)
     for t in range(q.shape[0]):
@@ -188,9 +191,11 @@ def delta_rule_recurrent(q, k, v, g, beta, S):
     return o, S
 
 
-def delta_rule_chunked(q, k, v, g, beta, S, chunk):
+def delta_rule_chunked(q, k, v, g, beta, S, chunk, perturb=None):
     """The chunk-parallel (UT transform) form, derivation in the module
     docstring.  Same arguments and result as delta_rule_recurrent."""
+    if perturb == "gdn-no-decay":
+        g = np.zeros_like(g)
     n = q.shape[0]
     S = S.copy()
     o = np.empty_like(v)
@@ -219,7 +224,8 @@ def delta_rule_chunked(q, k, v, g, beta, S, chunk):
         o[c0:c1] = O.transpose(1, 0, 2)
         GC = G[:, -1]
         Kd = np.exp(GC[:, None] - G)[:, :, None] * K
-        S = np.exp(GC)[:, None, None] * S + np.einsum("htk,htv->hkv", Kd, U)
+        carry = S if perturb == "gdn-chunk" else np.exp(GC)[:, None, None] * S
+        S = carry + np.einsum("htk,htv->hkv", Kd, U)
     return o, S
 
 
@@ -354,6 +360,9 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
             hh = p + "nextn.shared_head_head.weight"
             M["head"] = self._mat(hh, H, self.vocab) if hh in g.tensors else self.w_out
             self.mtp = M
+        norms = [self.output_norm] + [w for L in self.layers + ([self.mtp] if self.has_mtp else [])
+                                      for key, w in L.items() if key.endswith("norm")]
+        self.all_norm_weights_one = all(bool(np.all(w == 1)) for w in norms)  # compare.py's normw blind spot
         if self.verbose:
             print("[ref35] loaded %s: layers=%d (+%d nextn) interval=%d H=%d F=%d heads=%d/%d hd=%d rot=%d "
                   "sections=%s gdn: k=%d dk=%d nk=%d nv=%d dv=%d vocab=%d tied=%s perturb=%s (%.1fs)" % (
@@ -372,10 +381,6 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
 
     def is_recurrent(self, il):
         return il < self.n_layer and (il + 1) % self.interval != 0
-
-    @property
-    def all_norm_weights_one(self):
-        return False  # the qwen35 writer spreads every norm weight; compare.py asks
 
     def rmsnorm(self, x, w):
         ms = np.mean(x * x, axis=-1, keepdims=True)
@@ -472,17 +477,15 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
         if self.perturb == "gdn-beta":
             beta = np.ones_like(beta)
         g = L["a"][None, :] * softplus(self.mm(h, L["walpha"]) + L["dt_bias"][None, :])
-        if self.perturb == "gdn-no-decay":
-            g = np.zeros_like(g)
         if self.perturb == "gdn-head-map":
             kh = np.arange(nv) // (nv // nk)
         else:
             kh = np.arange(nv) % nk                                       # tiled value heads
         q, k = q[:, kh], k[:, kh]                                         # (n, nv, dk)
         if self.gdn_chunk:
-            o, state.ssm[il] = delta_rule_chunked(q, k, v, g, beta, state.ssm[il], self.gdn_chunk)
+            o, state.ssm[il] = delta_rule_chunked(q, k, v, g, beta, state.ssm[il], self.gdn_chunk, self.perturb)
         else:
-            o, state.ssm[il] = delta_rule_recurrent(q, k, v, g, beta, state.ssm[il])
+            o, state.ssm[il] = delta_rule_recurrent(q, k, v, g, beta, state.ssm[il], self.perturb)
         z = self.mm(h, L["wz"]).reshape(n, nv, dv)
         nw = L["ssm_norm"] + 1.0 if self.perturb == "gdn-norm-plus1" else L["ssm_norm"]
         o = self.rmsnorm(o, nw) * silu(z)
