@@ -301,7 +301,8 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
         d_inner = int(_kv(g, A + "ssm.inner_size"))
         self.interval = int(_kv(g, A + "full_attention_interval", 4))
         if d_inner % self.nv or self.nv % self.nk:
-            raise gguf_ref.GGUFError("inner %d / value heads %d / key heads %d do not divide" % (d_inner, self.nv, self.nk))
+            raise gguf_ref.GGUFError("inner %d / value heads %d / key heads %d do not divide" % (
+                d_inner, self.nv, self.nk))
         self.dv = d_inner // self.nv
         self.Dk, self.Dv = self.nk * self.dk, d_inner
         self.conv_dim = 2 * self.Dk + self.Dv

@@ -216,7 +216,7 @@ def test_qwen35(tmp):
     paths = {}
     for t in QWEN35_TYPES:
         p = paths[t] = os.path.join(tmp, "q35_%s.gguf" % t)
-        src = W.synth35(p, "tiny35", t, seed=11)
+        src = W.synth35(p, "tiny35", t, seed=11, tied=(t == "bf16"))  # bf16: LM head tied to token_embd
         g = G.GGUFFile(p)
         ok = g.kv["general.architecture"] == "qwen35" and g.kv["qwen35.block_count"] == 5 \
             and g.kv["qwen35.rope.dimension_sections"] == [2, 1, 1, 0] and len(g.tensors) == len(src)
@@ -231,7 +231,8 @@ def test_qwen35(tmp):
         check(ok, "%s qwen35 file reads back: metadata, %d tensors, shapes, types, values" % (t, len(src)))
     m = Q35.Qwen35Ref(paths["f32"])
     check([m.is_recurrent(i) for i in range(4)] == [True, True, True, False] and m.has_mtp
-          and (m.nk, m.nv, m.dk, m.dv, m.n_rot) == (4, 8, 16, 16, 8), "layer kinds, GDN and rotary shapes")
+          and (m.nk, m.nv, m.dk, m.dv, m.n_rot) == (4, 8, 16, 16, 8) and not m.tied
+          and Q35.Qwen35Ref(paths["bf16"]).tied, "layer kinds, GDN and rotary shapes, tied head without output.weight")
 
     # the IMROPE sector rule: with the real [11, 11, 10, 0] over 64 rotary dims every pair turns with
     # the text position; [1, 1, 2, 0] over 8 dims sends pair 3 (sector 3 % 3 == 0, not < 3) to the
