@@ -134,7 +134,8 @@ PERTURBATIONS = {
     "gdn-head-map": "value head j uses key head j // (nv/nk) (HF's grouped order) instead of j % nk",
     "gdn-no-l2": "q and k are not L2-normalised",
     "gdn-qscale": "q is not scaled by 1/sqrt(dk)",
-    "gdn-chunk": "the chunked form carries the state into the next chunk without its decay e^{G_C}",
+    "gdn-chunk": "the chunked form carries the start state to the chunk's end without its decay e^{G_C} "
+                 "(seen from the third chunk of a call, and at every decode step)",
     "gdn-beta": "beta is taken as 1 (no sigmoid(ssm_beta x) write strength)",
     "gdn-conv-flip": "the conv taps are applied in reverse time order",
     "gdn-conv-state": "the conv state is not carried from one forward call to the next",
@@ -145,6 +146,13 @@ PERTURBATIONS = {
     "rope-gptj": "RoPE pairs (2i, 2i+1) instead of NeoX (i, i + n_rot/2)",
     "mtp-concat": "MTP concatenates [hidden ; embedding] instead of [embedding ; hidden]",
 }
+
+
+def not_seen_by_compare(name, n_prompt=None):
+    """Why compare.py (prompt logits, greedy ids) cannot see perturbation `name`, or None."""
+    if name == "mtp-concat":
+        return "compare.py does not compare the MTP drafts (the selftest checks this one)"
+    return None
 
 
 def _kv(g, key, default=None):
