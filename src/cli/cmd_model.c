@@ -294,11 +294,14 @@ static int model_synth(int argc, char **argv)
         int64_t min;
         int64_t v;
         bool is_set;
-    } ints[] = {{"--layers", 1, 0, 0},      {"--hidden", 1, 0, 0},      {"--ffn", 1, 0, 0},
-                {"--heads", 1, 0, 0},       {"--kv-heads", 1, 0, 0},    {"--head-dim", 1, 0, 0},
-                {"--vocab", 1, 0, 0},       {"--context", 1, 0, 0},     {"--nextn", 0, 0, 0},
-                {"--full-attn-interval", 1, 0, 0}, {"--rope-dim", 2, 0, 0}, {"--conv-kernel", 1, 0, 0},
-                {"--ssm-state", 1, 0, 0},   {"--ssm-groups", 1, 0, 0},  {"--ssm-v-heads", 1, 0, 0}};
+    } ints[] = {{"--layers", 1, 0, 0},     {"--hidden", 1, 0, 0},
+                {"--ffn", 1, 0, 0},        {"--heads", 1, 0, 0},
+                {"--kv-heads", 1, 0, 0},   {"--head-dim", 1, 0, 0},
+                {"--vocab", 1, 0, 0},      {"--context", 1, 0, 0},
+                {"--nextn", 0, 0, 0},      {"--full-attn-interval", 1, 0, 0},
+                {"--rope-dim", 2, 0, 0},   {"--conv-kernel", 1, 0, 0},
+                {"--ssm-state", 1, 0, 0},  {"--ssm-groups", 1, 0, 0},
+                {"--ssm-v-heads", 1, 0, 0}};
     enum { N_INTS = sizeof ints / sizeof ints[0], N_QWEN35_INTS = 7 };
     double theta = 0, eps = 0, norm_std = 0;
     tok_spec_t spec = {0};
@@ -372,10 +375,14 @@ static int model_synth(int argc, char **argv)
     model_config_t cfg;
     if (synth_preset(preset, &cfg, &err))
         goto bad;
-    int *fields[N_INTS] = {&cfg.n_layers,        &cfg.hidden,          &cfg.ffn,         &cfg.n_heads,
-                           &cfg.n_kv_heads,      &cfg.head_dim,        &cfg.vocab,       &cfg.context_length,
-                           &cfg.n_nextn,         &cfg.full_attn_interval, &cfg.rope_dim, &cfg.ssm_conv_kernel,
-                           &cfg.ssm_state,       &cfg.ssm_k_heads,     &cfg.ssm_v_heads};
+    int *fields[N_INTS] = {&cfg.n_layers,   &cfg.hidden,
+                           &cfg.ffn,        &cfg.n_heads,
+                           &cfg.n_kv_heads, &cfg.head_dim,
+                           &cfg.vocab,      &cfg.context_length,
+                           &cfg.n_nextn,    &cfg.full_attn_interval,
+                           &cfg.rope_dim,   &cfg.ssm_conv_kernel,
+                           &cfg.ssm_state,  &cfg.ssm_k_heads,
+                           &cfg.ssm_v_heads};
     for (int k = 0; k < N_INTS; k++) {
         if (!ints[k].is_set)
             continue;

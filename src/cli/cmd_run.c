@@ -345,7 +345,7 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     ec.draft_max = o->spec.draft_max;
     ec.verify_rows = o->spec.verify_rows;
     if (o->draft_path) {
-        if (!(s->draft = model_load_runnable(o->draft_path, err)))
+        if (!(s->draft = model_load(o->draft_path, err)))
             return err_prefix(err, "--draft %s: ", o->draft_path);
         ec.draft_model = s->draft;
     }

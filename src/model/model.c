@@ -181,8 +181,10 @@ static int load_qwen3(model_t *m, err_t *err)
             model_bind_matrix(m, n[1], c->hidden, q_dim, &l->wq, err) ||
             model_bind_matrix(m, n[2], c->hidden, kv_dim, &l->wk, err) ||
             model_bind_matrix(m, n[3], c->hidden, kv_dim, &l->wv, err) ||
-            model_bind_vector(m, n[4], c->head_dim, &l->q_norm, err) || model_bind_vector(m, n[5], c->head_dim, &l->k_norm, err) ||
-            model_bind_matrix(m, n[6], q_dim, c->hidden, &l->wo, err) || model_bind_vector(m, n[7], c->hidden, &l->ffn_norm, err) ||
+            model_bind_vector(m, n[4], c->head_dim, &l->q_norm, err) ||
+            model_bind_vector(m, n[5], c->head_dim, &l->k_norm, err) ||
+            model_bind_matrix(m, n[6], q_dim, c->hidden, &l->wo, err) ||
+            model_bind_vector(m, n[7], c->hidden, &l->ffn_norm, err) ||
             model_bind_matrix(m, n[8], c->hidden, c->ffn, &l->w_gate, err) ||
             model_bind_matrix(m, n[9], c->hidden, c->ffn, &l->w_up, err) ||
             model_bind_matrix(m, n[10], c->ffn, c->hidden, &l->w_down, err))

@@ -37,15 +37,15 @@ typedef struct model_config {
 
     /* qwen35 only (qwen3: rope_dim = head_dim, full_attn_interval 1, the rest 0).
      * n_layers counts the main layers; block_count = n_layers + n_nextn. */
-    int rope_dim;                              /* rotated dimensions of each head (partial rotary) */
-    int rope_sections[MODEL_ROPE_SECTIONS];    /* pairs per M-RoPE section; they sum to rope_dim / 2 */
-    int full_attn_interval;                    /* layer il is full attention iff (il + 1) % interval == 0 */
-    int n_nextn;                               /* NextN/MTP blocks after the main layers */
-    int ssm_conv_kernel;                       /* causal depthwise conv width */
-    int ssm_state;                             /* key head dim (ssm.state_size) */
-    int ssm_k_heads;                           /* key heads (ssm.group_count) */
-    int ssm_v_heads;                           /* value heads (ssm.time_step_rank); value head j reads key head j % k_heads */
-    int ssm_inner;                             /* value dim Dv = v_heads * v_head_dim (ssm.inner_size) */
+    int rope_dim;                           /* rotated dimensions of each head (partial rotary) */
+    int rope_sections[MODEL_ROPE_SECTIONS]; /* pairs per M-RoPE section; they sum to rope_dim / 2 */
+    int full_attn_interval;                 /* layer il is full attention iff (il + 1) % interval == 0 */
+    int n_nextn;                            /* NextN/MTP blocks after the main layers */
+    int ssm_conv_kernel;                    /* causal depthwise conv width */
+    int ssm_state;                          /* key head dim (ssm.state_size) */
+    int ssm_k_heads;                        /* key heads (ssm.group_count) */
+    int ssm_v_heads; /* value heads (ssm.time_step_rank); value head j reads key head j % k_heads */
+    int ssm_inner;   /* value dim Dv = v_heads * v_head_dim (ssm.inner_size) */
 } model_config_t;
 
 /* Whether layer il (a main layer, or a NextN block: always) is full attention. */

@@ -13,8 +13,7 @@
 /* Reads "<arch>.<suffix>" as an int in [lo, hi]. */
 int model_get_dim(const gguf_t *g, const char *arch, const char *suffix, int lo, int hi, int *out, err_t *err);
 /* Reads "<arch>.<suffix>" as a float in [lo, hi]. */
-int model_get_float(const gguf_t *g, const char *arch, const char *suffix, float lo, float hi, float *out,
-                    err_t *err);
+int model_get_float(const gguf_t *g, const char *arch, const char *suffix, float lo, float hi, float *out, err_t *err);
 /* Finds a tensor and checks its shape (ne order: ne0 innermost) exactly. */
 const gguf_tensor_t *model_want_tensor(const gguf_t *g, const char *name, int n_dims, int64_t ne0, int64_t ne1,
                                        err_t *err);

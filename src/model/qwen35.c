@@ -115,8 +115,8 @@ static int load_hparams(const gguf_t *g, model_config_t *c, err_t *err)
                        "(key heads)",
                        c->ssm_v_heads, c->ssm_k_heads);
     if (c->ssm_inner % c->ssm_v_heads)
-        return err_set(err, "key 'qwen35.ssm.inner_size' = %d is not a multiple of ssm.time_step_rank %d",
-                       c->ssm_inner, c->ssm_v_heads);
+        return err_set(err, "key 'qwen35.ssm.inner_size' = %d is not a multiple of ssm.time_step_rank %d", c->ssm_inner,
+                       c->ssm_v_heads);
     if ((int64_t)c->ssm_state * c->ssm_k_heads > MODEL_MAX_DIM)
         return err_set(err, "key 'qwen35.ssm.state_size' x ssm.group_count = %" PRId64 " is too wide",
                        (int64_t)c->ssm_state * c->ssm_k_heads);
@@ -176,9 +176,8 @@ static int bind_gdn(model_t *m, int il, model_layer_t *l, err_t *err)
     const model_config_t *c = &m->cfg;
     int64_t dk = (int64_t)c->ssm_state * c->ssm_k_heads, dv = c->ssm_inner, conv_dim = 2 * dk + dv;
     char n[9][96];
-    const char *suffix[9] = {"attn_qkv.weight",   "attn_gate.weight", "ssm_conv1d.weight",
-                             "ssm_dt.bias",       "ssm_a",            "ssm_beta.weight",
-                             "ssm_alpha.weight",  "ssm_norm.weight",  "ssm_out.weight"};
+    const char *suffix[9] = {"attn_qkv.weight", "attn_gate.weight", "ssm_conv1d.weight", "ssm_dt.bias",   "ssm_a",
+                             "ssm_beta.weight", "ssm_alpha.weight", "ssm_norm.weight",   "ssm_out.weight"};
     for (int j = 0; j < 9; j++)
         block_name(n[j], sizeof n[j], il, suffix[j]);
     return model_bind_matrix(m, n[0], c->hidden, conv_dim, &l->w_qkv, err) ||
@@ -202,9 +201,9 @@ static int bind_nextn(model_t *m, int il, model_nextn_t *x, err_t *err)
 {
     const model_config_t *c = &m->cfg;
     char n[6][96];
-    const char *suffix[6] = {"nextn.eh_proj.weight",          "nextn.enorm.weight",
-                             "nextn.hnorm.weight",            "nextn.shared_head_norm.weight",
-                             "nextn.embed_tokens.weight",     "nextn.shared_head_head.weight"};
+    const char *suffix[6] = {"nextn.eh_proj.weight",      "nextn.enorm.weight",
+                             "nextn.hnorm.weight",        "nextn.shared_head_norm.weight",
+                             "nextn.embed_tokens.weight", "nextn.shared_head_head.weight"};
     for (int j = 0; j < 6; j++)
         block_name(n[j], sizeof n[j], il, suffix[j]);
     if (model_bind_matrix(m, n[0], 2 * (int64_t)c->hidden, c->hidden, &x->eh_proj, err) ||

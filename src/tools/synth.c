@@ -1,8 +1,8 @@
 #include "tools/synth.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
