@@ -20,10 +20,12 @@
 
 static const char model_usage[] =
     "usage: splash model info FILE [--no-hash]\n"
-    "       splash model synth --out FILE [--preset tiny|qwen3-0.6b] [--seed N]\n"
+    "       splash model synth --out FILE [--preset tiny|qwen3-0.6b|qwen35-tiny|qwen35-0.8b] [--seed N]\n"
     "                          [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m]\n"
     "                          [--layers N] [--hidden N] [--ffn N] [--heads N] [--kv-heads N] [--head-dim N]\n"
     "                          [--vocab N] [--context N] [--rope-theta X] [--rms-eps X] [--tied|--untied]\n"
+    "                          qwen35 only: [--nextn N] [--full-attn-interval N] [--rope-dim N]\n"
+    "                          [--conv-kernel N] [--ssm-state N] [--ssm-groups N] [--ssm-v-heads N]\n"
     "                          [--norm-std X] [--name S] [--threads N]\n"
     "                          [--tokenizer tokenizer.json [--tokenizer-config tokenizer_config.json]]\n"
     "       splash model convert --in FILE --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k --out FILE [--threads N]\n"
@@ -39,9 +41,16 @@ static const char model_usage[] =
     "       (f16 by default); q4_k_m is llama.cpp's Q4_K_M mix (Q6_K for the output and for\n"
     "       some layers' attn_v and ffn_down, Q4_K elsewhere). The K-quants (q4_k, q5_k, q6_k,\n"
     "       q4_k_m) need row widths that are multiples of 256: not the tiny preset.\n"
+    "       qwen35-tiny and qwen35-0.8b write llama.cpp's qwen35 (Qwen3.5) layout: Gated\n"
+    "       DeltaNet layers with a full-attention layer every --full-attn-interval (4), plus\n"
+    "       --nextn (1) NextN/MTP blocks; --layers counts the main layers. qwen35-0.8b is the\n"
+    "       Qwen3.5-0.8B shape; qwen35-tiny keeps its ratios at hidden 128 (4 layers + 1).\n"
+    "       ssm_conv1d, ssm_a, ssm_dt.bias and the norms stay f32 whatever --type says.\n"
+    "       splash can load and describe qwen35 files; it cannot run them yet.\n"
     "convert rewrites every weight matrix of a model in another storage type (dequantised to\n"
-    "       f32, then quantised with the type's own quantiser); norms and all metadata, the\n"
-    "       tokenizer included, are copied unchanged. Converting an already quantised file\n"
+    "       f32, then quantised with the type's own quantiser); norms, what llama.cpp keeps in\n"
+    "       f32 (ssm_conv1d, tensors not named *.weight) and all metadata, the tokenizer\n"
+    "       included, are copied unchanged. Converting an already quantised file\n"
     "       compounds the errors: start from the F16 or F32 file.\n";
 
 /* ---- info --------------------------------------------------------------- */
@@ -119,6 +128,39 @@ static void print_tokenizer(const gguf_t *g, int n_rows)
     vocab_free(&v);
 }
 
+/* qwen35's layer pattern and widths. */
+static void print_qwen35(const model_t *m)
+{
+    const model_config_t *c = &m->cfg;
+    int n_full = 0;
+    for (int il = 0; il < c->n_layers; il++)
+        n_full += model_is_full_attention(c, il);
+    printf("  layers: %d (%d Gated DeltaNet, %d full attention", c->n_layers, c->n_layers - n_full, n_full);
+    const char *sep = ": ";
+    for (int il = 0; il < c->n_layers; il++) {
+        if (model_is_full_attention(c, il)) {
+            printf("%s%d", sep, il);
+            sep = ", ";
+        }
+    }
+    printf("), NextN/MTP layers: %d", c->n_nextn);
+    if (c->n_nextn)
+        printf(" (block %d%s)", c->n_layers, c->n_nextn > 1 ? " on" : "");
+    printf("\n");
+    printf("  full attention: gated queries (%d x %d query + gate rows), rope on %d of %d dims, "
+           "sections [%d, %d, %d, %d], interval %d\n",
+           c->n_heads, c->head_dim, c->rope_dim, c->head_dim, c->rope_sections[0], c->rope_sections[1],
+           c->rope_sections[2], c->rope_sections[3], c->full_attn_interval);
+    int dk = c->ssm_state * c->ssm_k_heads;
+    printf("  Gated DeltaNet: %d key heads x %d, %d value heads x %d (inner %d), conv kernel %d, "
+           "qkv width %d\n",
+           c->ssm_k_heads, c->ssm_state, c->ssm_v_heads, c->ssm_inner / c->ssm_v_heads, c->ssm_inner,
+           c->ssm_conv_kernel, 2 * dk + c->ssm_inner);
+    err_t err;
+    if (model_check_runnable(m, &err))
+        printf("  forward: not available (%s)\n", err.msg);
+}
+
 static void fmt_shape(const gguf_tensor_t *t, char *buf, size_t cap)
 {
     size_t n = 0;
@@ -177,6 +219,8 @@ static int model_info(int argc, char **argv)
                c->rope_theta, c->rms_eps, c->is_tied ? "tied to token_embd" : "separate");
         printf("  parameters %" PRIu64 " (%.3g M), weight bytes %" PRIu64 " (%.1f MiB)\n", m->n_params,
                m->n_params / 1e6, m->weight_bytes, m->weight_bytes / 1048576.0);
+        if (c->arch_id == MODEL_ARCH_QWEN35)
+            print_qwen35(m);
     } else {
         printf("architecture:  not loadable: %s\n", err.msg);
     }
@@ -244,13 +288,21 @@ static int model_synth(int argc, char **argv)
     const char *out = NULL, *preset = "tiny", *type = "f16", *name = NULL, *tok_json = NULL, *tok_config = NULL;
     uint64_t seed = 1;
     int64_t threads = pool_default_threads();
+    /* the shape overrides; the last N_QWEN35_INTS apply to the qwen35 presets only */
     struct {
         const char *flag;
+        int64_t min;
         int64_t v;
         bool is_set;
-    } ints[] = {{"--layers", 0, 0},   {"--hidden", 0, 0},   {"--ffn", 0, 0},   {"--heads", 0, 0},
-                {"--kv-heads", 0, 0}, {"--head-dim", 0, 0}, {"--vocab", 0, 0}, {"--context", 0, 0}};
-    enum { N_INTS = sizeof ints / sizeof ints[0] };
+    } ints[] = {{"--layers", 1, 0, 0},     {"--hidden", 1, 0, 0},
+                {"--ffn", 1, 0, 0},        {"--heads", 1, 0, 0},
+                {"--kv-heads", 1, 0, 0},   {"--head-dim", 1, 0, 0},
+                {"--vocab", 1, 0, 0},      {"--context", 1, 0, 0},
+                {"--nextn", 0, 0, 0},      {"--full-attn-interval", 1, 0, 0},
+                {"--rope-dim", 2, 0, 0},   {"--conv-kernel", 1, 0, 0},
+                {"--ssm-state", 1, 0, 0},  {"--ssm-groups", 1, 0, 0},
+                {"--ssm-v-heads", 1, 0, 0}};
+    enum { N_INTS = sizeof ints / sizeof ints[0], N_QWEN35_INTS = 7 };
     double theta = 0, eps = 0, norm_std = 0;
     tok_spec_t spec = {0};
     bool has_spec = false;
@@ -298,7 +350,7 @@ static int model_synth(int argc, char **argv)
             int k = 0;
             for (; k < N_INTS; k++) {
                 if ((v = cli_opt(argc, argv, &i, ints[k].flag, &missing))) {
-                    if (cli_parse_i64(ints[k].flag, v, 1, 1 << 24, &ints[k].v, &err))
+                    if (cli_parse_i64(ints[k].flag, v, ints[k].min, 1 << 24, &ints[k].v, &err))
                         goto bad;
                     ints[k].is_set = true;
                     break;
@@ -323,11 +375,32 @@ static int model_synth(int argc, char **argv)
     model_config_t cfg;
     if (synth_preset(preset, &cfg, &err))
         goto bad;
-    int *fields[N_INTS] = {&cfg.n_layers,   &cfg.hidden,   &cfg.ffn,   &cfg.n_heads,
-                           &cfg.n_kv_heads, &cfg.head_dim, &cfg.vocab, &cfg.context_length};
-    for (int k = 0; k < N_INTS; k++)
-        if (ints[k].is_set)
-            *fields[k] = (int)ints[k].v;
+    int *fields[N_INTS] = {&cfg.n_layers,   &cfg.hidden,
+                           &cfg.ffn,        &cfg.n_heads,
+                           &cfg.n_kv_heads, &cfg.head_dim,
+                           &cfg.vocab,      &cfg.context_length,
+                           &cfg.n_nextn,    &cfg.full_attn_interval,
+                           &cfg.rope_dim,   &cfg.ssm_conv_kernel,
+                           &cfg.ssm_state,  &cfg.ssm_k_heads,
+                           &cfg.ssm_v_heads};
+    for (int k = 0; k < N_INTS; k++) {
+        if (!ints[k].is_set)
+            continue;
+        if (k >= N_INTS - N_QWEN35_INTS && cfg.arch_id != MODEL_ARCH_QWEN35) {
+            fprintf(stderr, "splash model synth: %s applies to the qwen35 presets only\n", ints[k].flag);
+            return EXIT_USAGE;
+        }
+        *fields[k] = (int)ints[k].v;
+    }
+    if (cfg.arch_id == MODEL_ARCH_QWEN35) {
+        /* value heads as wide as key heads (state), as in Qwen3.5 */
+        if ((int64_t)cfg.ssm_state * cfg.ssm_v_heads > (1 << 20)) {
+            fprintf(stderr, "splash model synth: --ssm-state x --ssm-v-heads must be at most %d\n", 1 << 20);
+            return EXIT_USAGE;
+        }
+        cfg.ssm_inner = cfg.ssm_state * cfg.ssm_v_heads;
+        synth_rope_sections(cfg.rope_dim, cfg.rope_sections);
+    }
     if (theta > 0)
         cfg.rope_theta = (float)theta;
     if (eps > 0)

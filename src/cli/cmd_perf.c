@@ -401,7 +401,7 @@ int cmd_perf(int argc, char **argv)
             return 1;
         threads[0] = pool_default_threads();
     }
-    model_t *m = model_load(model_path, &err);
+    model_t *m = model_load_runnable(model_path, &err);
     if (!m) {
         fprintf(stderr, "splash perf: %s\n", err.msg);
         free(threads);

@@ -151,7 +151,7 @@ static int perplexity(const ppl_opts_t *o, err_t *err)
     pool_t *pool = NULL;
     ppl_state_t s = {0};
     bool has_fwd = false;
-    if (!(text = read_file(o->file, &n_text, err)) || !(m = model_load(o->model, err)))
+    if (!(text = read_file(o->file, &n_text, err)) || !(m = model_load_runnable(o->model, err)))
         goto done;
     if (vocab_load(&vocab, m->gguf, m->cfg.vocab, err) || !(tok = tok_load(&vocab, m->gguf, err)))
         goto done;

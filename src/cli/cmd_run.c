@@ -452,7 +452,7 @@ int cmd_run(int argc, char **argv)
     }
     run_state_t s = {0};
     int rc = 0;
-    s.model = model_load(o.model, &err);
+    s.model = model_load_runnable(o.model, &err);
     if (!s.model) {
         if (!strcmp(o.model, cli_default_model()) && access(o.model, F_OK) != 0)
             fprintf(stderr, "splash run: the built-in model %s is missing (the build writes it; or pass --model)\n",

@@ -268,7 +268,7 @@ int cmd_serve(int argc, char **argv)
     }
     fprintf(stderr, "splash serve: listening on %s:%d, loading %s\n", o.srv.host, server_port(srv), o.model);
     int rc = 0;
-    model_t *m = model_load(o.model, &err), *draft = NULL;
+    model_t *m = model_load_runnable(o.model, &err), *draft = NULL;
     vocab_t vocab = {0};
     tokenizer_t *tok = NULL;
     engine_t *engine = NULL;

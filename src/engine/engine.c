@@ -97,6 +97,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
 {
     const model_config_t *mc = &m->cfg;
     memset(plan, 0, sizeof *plan);
+    if (model_check_runnable(m, err))
+        return -1;
     if (c->n_threads < 1 || c->n_threads > POOL_MAX_THREADS)
         return err_set(err, "threads must be in [1, %d]", POOL_MAX_THREADS);
     if (c->max_seqs < 1 || c->max_seqs > 4096)
@@ -112,6 +114,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         c->draft_mode != ENGINE_DRAFT_MODEL)
         return err_set(err, "draft: unknown drafter");
     const model_t *dm = c->draft_mode == ENGINE_DRAFT_MODEL ? c->draft_model : NULL;
+    if (dm && model_check_runnable(dm, err))
+        return err_prefix(err, "draft model: ");
     if (c->draft_mode == ENGINE_DRAFT_MODEL && (!dm || dm->cfg.vocab != mc->vocab))
         return err_set(err, "draft model: its vocabulary (%d) must be the target's (%d), with the same tokenizer",
                        dm ? dm->cfg.vocab : 0, mc->vocab);

@@ -7,12 +7,9 @@
 
 #include "base/fp16.h"
 #include "kernels/types.h"
+#include "model/model_bind.h"
 
-#define MODEL_MAX_DIM (1 << 20) /* bound on any width read from metadata */
-#define MODEL_MAX_HEAD_DIM 4096
-
-/* Reads "<arch>.<suffix>" as an int in [lo, hi]. */
-static int get_dim(const gguf_t *g, const char *arch, const char *suffix, int lo, int hi, int *out, err_t *err)
+int model_get_dim(const gguf_t *g, const char *arch, const char *suffix, int lo, int hi, int *out, err_t *err)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -25,7 +22,7 @@ static int get_dim(const gguf_t *g, const char *arch, const char *suffix, int lo
     return 0;
 }
 
-static int get_float(const gguf_t *g, const char *arch, const char *suffix, float lo, float hi, float *out, err_t *err)
+int model_get_float(const gguf_t *g, const char *arch, const char *suffix, float lo, float hi, float *out, err_t *err)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -36,9 +33,8 @@ static int get_float(const gguf_t *g, const char *arch, const char *suffix, floa
     return 0;
 }
 
-/* Finds a tensor and checks its shape (ne order) exactly. */
-static const gguf_tensor_t *want_tensor(const gguf_t *g, const char *name, int n_dims, int64_t ne0, int64_t ne1,
-                                        err_t *err)
+const gguf_tensor_t *model_want_tensor(const gguf_t *g, const char *name, int n_dims, int64_t ne0, int64_t ne1,
+                                       err_t *err)
 {
     const gguf_tensor_t *t = gguf_find_tensor(g, name);
     if (!t) {
@@ -59,22 +55,34 @@ static const gguf_tensor_t *want_tensor(const gguf_t *g, const char *name, int n
     return t;
 }
 
-static int bind_vector(model_t *m, const char *name, int64_t n, const float **out, err_t *err)
+static int bind_f32(model_t *m, const char *name, int n_dims, int64_t n_in, int64_t n_out, const float **out,
+                    err_t *err)
 {
-    const gguf_tensor_t *t = want_tensor(m->gguf, name, 1, n, 1, err);
+    const gguf_tensor_t *t = model_want_tensor(m->gguf, name, n_dims, n_in, n_out, err);
     if (!t)
         return -1;
     if (t->type != TYPE_F32)
-        return err_set(err, "tensor '%s' has type %s; norm weights must be f32", name, type_name(t->type));
+        return err_set(err, "tensor '%s' has type %s; %s must be f32", name, type_name(t->type),
+                       n_dims == 1 ? "norm weights and other vectors" : "this tensor");
     *out = t->data;
     m->weight_bytes += t->n_bytes;
     m->n_params += (uint64_t)t->n_elements;
     return 0;
 }
 
-static int bind_matrix(model_t *m, const char *name, int64_t n_in, int64_t n_out, matrix_t *out, err_t *err)
+int model_bind_vector(model_t *m, const char *name, int64_t n, const float **out, err_t *err)
 {
-    const gguf_tensor_t *t = want_tensor(m->gguf, name, 2, n_in, n_out, err);
+    return bind_f32(m, name, 1, n, 1, out, err);
+}
+
+int model_bind_f32_rows(model_t *m, const char *name, int64_t n_in, int64_t n_out, const float **out, err_t *err)
+{
+    return bind_f32(m, name, 2, n_in, n_out, out, err);
+}
+
+int model_bind_matrix(model_t *m, const char *name, int64_t n_in, int64_t n_out, matrix_t *out, err_t *err)
+{
+    const gguf_tensor_t *t = model_want_tensor(m->gguf, name, 2, n_in, n_out, err);
     if (!t)
         return -1;
     if (!type_is_computable(t->type))
@@ -92,33 +100,55 @@ static int bind_matrix(model_t *m, const char *name, int64_t n_in, int64_t n_out
     return 0;
 }
 
+int model_bind_globals(model_t *m, err_t *err)
+{
+    const gguf_t *g = m->gguf;
+    model_config_t *c = &m->cfg;
+    const gguf_tensor_t *embd = gguf_find_tensor(g, "token_embd.weight");
+    if (!embd)
+        return err_set(err, "tensor 'token_embd.weight' is missing");
+    if (embd->ne[1] < 1 || embd->ne[1] > (1 << 24))
+        return err_set(err, "tensor 'token_embd.weight' has %" PRId64 " rows (vocabulary size out of range)",
+                       embd->ne[1]);
+    c->vocab = (int)embd->ne[1];
+    if (model_bind_matrix(m, "token_embd.weight", c->hidden, c->vocab, &m->tok_embd, err) ||
+        model_bind_vector(m, "output_norm.weight", c->hidden, &m->out_norm, err))
+        return -1;
+    c->is_tied = gguf_find_tensor(g, "output.weight") == NULL;
+    if (c->is_tied) {
+        m->output = m->tok_embd;
+        return 0;
+    }
+    return model_bind_matrix(m, "output.weight", c->hidden, c->vocab, &m->output, err);
+}
+
 static int load_qwen3(model_t *m, err_t *err)
 {
     const gguf_t *g = m->gguf;
     model_config_t *c = &m->cfg;
     const char *a = m->arch;
     int value_length = 0;
-    if (get_dim(g, a, "block_count", 1, 4096, &c->n_layers, err) ||
-        get_dim(g, a, "embedding_length", 1, MODEL_MAX_DIM, &c->hidden, err) ||
-        get_dim(g, a, "feed_forward_length", 1, MODEL_MAX_DIM, &c->ffn, err) ||
-        get_dim(g, a, "attention.head_count", 1, 4096, &c->n_heads, err) ||
-        get_dim(g, a, "attention.head_count_kv", 1, 4096, &c->n_kv_heads, err) ||
-        get_dim(g, a, "context_length", 1, 1 << 24, &c->context_length, err) ||
-        get_float(g, a, "rope.freq_base", 1.0f, 1e12f, &c->rope_theta, err) ||
-        get_float(g, a, "attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &c->rms_eps, err))
+    if (model_get_dim(g, a, "block_count", 1, MODEL_MAX_LAYERS, &c->n_layers, err) ||
+        model_get_dim(g, a, "embedding_length", 1, MODEL_MAX_DIM, &c->hidden, err) ||
+        model_get_dim(g, a, "feed_forward_length", 1, MODEL_MAX_DIM, &c->ffn, err) ||
+        model_get_dim(g, a, "attention.head_count", 1, 4096, &c->n_heads, err) ||
+        model_get_dim(g, a, "attention.head_count_kv", 1, 4096, &c->n_kv_heads, err) ||
+        model_get_dim(g, a, "context_length", 1, 1 << 24, &c->context_length, err) ||
+        model_get_float(g, a, "rope.freq_base", 1.0f, 1e12f, &c->rope_theta, err) ||
+        model_get_float(g, a, "attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &c->rms_eps, err))
         return -1;
     /* key_length defaults to hidden / heads as in other engines */
     char key[128];
     snprintf(key, sizeof key, "%s.attention.key_length", a);
     if (gguf_find(g, key)) {
-        if (get_dim(g, a, "attention.key_length", 2, 4096, &c->head_dim, err))
+        if (model_get_dim(g, a, "attention.key_length", 2, 4096, &c->head_dim, err))
             return -1;
     } else {
         c->head_dim = c->hidden / c->n_heads;
     }
     snprintf(key, sizeof key, "%s.attention.value_length", a);
     if (gguf_find(g, key)) {
-        if (get_dim(g, a, "attention.value_length", 2, 4096, &value_length, err))
+        if (model_get_dim(g, a, "attention.value_length", 2, 4096, &value_length, err))
             return -1;
         if (value_length != c->head_dim)
             return err_set(err, "key '%s' = %d differs from key_length %d (unsupported)", key, value_length,
@@ -131,24 +161,11 @@ static int load_qwen3(model_t *m, err_t *err)
     if (c->n_heads % c->n_kv_heads)
         return err_set(err, "head_count %d is not a multiple of head_count_kv %d", c->n_heads, c->n_kv_heads);
 
-    const gguf_tensor_t *embd = gguf_find_tensor(g, "token_embd.weight");
-    if (!embd)
-        return err_set(err, "tensor 'token_embd.weight' is missing");
-    if (embd->ne[1] < 1 || embd->ne[1] > (1 << 24))
-        return err_set(err, "tensor 'token_embd.weight' has %" PRId64 " rows (vocabulary size out of range)",
-                       embd->ne[1]);
-    c->vocab = (int)embd->ne[1];
     int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-
-    if (bind_matrix(m, "token_embd.weight", c->hidden, c->vocab, &m->tok_embd, err) ||
-        bind_vector(m, "output_norm.weight", c->hidden, &m->out_norm, err))
+    c->rope_dim = c->head_dim;
+    c->full_attn_interval = 1;
+    if (model_bind_globals(m, err))
         return -1;
-    c->is_tied = gguf_find_tensor(g, "output.weight") == NULL;
-    if (c->is_tied) {
-        m->output = m->tok_embd;
-    } else if (bind_matrix(m, "output.weight", c->hidden, c->vocab, &m->output, err)) {
-        return -1;
-    }
 
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers)
@@ -160,17 +177,33 @@ static int load_qwen3(model_t *m, err_t *err)
                                   "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
         for (int j = 0; j < 11; j++)
             snprintf(n[j], sizeof n[j], "blk.%d.%s.weight", i, suffix[j]);
-        if (bind_vector(m, n[0], c->hidden, &l->attn_norm, err) ||
-            bind_matrix(m, n[1], c->hidden, q_dim, &l->wq, err) ||
-            bind_matrix(m, n[2], c->hidden, kv_dim, &l->wk, err) ||
-            bind_matrix(m, n[3], c->hidden, kv_dim, &l->wv, err) ||
-            bind_vector(m, n[4], c->head_dim, &l->q_norm, err) || bind_vector(m, n[5], c->head_dim, &l->k_norm, err) ||
-            bind_matrix(m, n[6], q_dim, c->hidden, &l->wo, err) || bind_vector(m, n[7], c->hidden, &l->ffn_norm, err) ||
-            bind_matrix(m, n[8], c->hidden, c->ffn, &l->w_gate, err) ||
-            bind_matrix(m, n[9], c->hidden, c->ffn, &l->w_up, err) ||
-            bind_matrix(m, n[10], c->ffn, c->hidden, &l->w_down, err))
+        if (model_bind_vector(m, n[0], c->hidden, &l->attn_norm, err) ||
+            model_bind_matrix(m, n[1], c->hidden, q_dim, &l->wq, err) ||
+            model_bind_matrix(m, n[2], c->hidden, kv_dim, &l->wk, err) ||
+            model_bind_matrix(m, n[3], c->hidden, kv_dim, &l->wv, err) ||
+            model_bind_vector(m, n[4], c->head_dim, &l->q_norm, err) ||
+            model_bind_vector(m, n[5], c->head_dim, &l->k_norm, err) ||
+            model_bind_matrix(m, n[6], q_dim, c->hidden, &l->wo, err) ||
+            model_bind_vector(m, n[7], c->hidden, &l->ffn_norm, err) ||
+            model_bind_matrix(m, n[8], c->hidden, c->ffn, &l->w_gate, err) ||
+            model_bind_matrix(m, n[9], c->hidden, c->ffn, &l->w_up, err) ||
+            model_bind_matrix(m, n[10], c->ffn, c->hidden, &l->w_down, err))
             return -1;
     }
+    return 0;
+}
+
+/* The architectures, by general.architecture. */
+static const model_arch_t model_archs[] = {
+    {"qwen3", MODEL_ARCH_QWEN3, load_qwen3, NULL},
+    {"qwen35", MODEL_ARCH_QWEN35, qwen35_load,
+     "loading and inspection work; the forward pass lands in a later step (issue 20)"},
+};
+
+int model_check_runnable(const model_t *m, err_t *err)
+{
+    if (m->ops && m->ops->forward_missing)
+        return err_set(err, "architecture %s: %s", m->arch, m->ops->forward_missing);
     return 0;
 }
 
@@ -190,10 +223,15 @@ model_t *model_from_gguf(gguf_t *g, err_t *err)
     if (!rc) {
         memcpy(m->arch, arch.ptr, (size_t)arch.len);
         m->arch[arch.len] = '\0';
-        if (strcmp(m->arch, "qwen3") == 0)
-            rc = load_qwen3(m, err);
-        else
-            rc = err_set(err, "architecture '%s' is not supported (supported: qwen3)", m->arch);
+        for (size_t i = 0; i < sizeof model_archs / sizeof model_archs[0]; i++)
+            if (strcmp(m->arch, model_archs[i].name) == 0)
+                m->ops = &model_archs[i];
+        if (m->ops) {
+            m->cfg.arch_id = m->ops->id;
+            rc = m->ops->load(m, err);
+        } else {
+            rc = err_set(err, "architecture '%s' is not supported (supported: qwen3, qwen35)", m->arch);
+        }
     }
     if (rc) {
         m->gguf = NULL; /* the caller keeps the file on failure */
@@ -216,11 +254,23 @@ model_t *model_load(const char *path, err_t *err)
     return m;
 }
 
+model_t *model_load_runnable(const char *path, err_t *err)
+{
+    model_t *m = model_load(path, err);
+    if (m && model_check_runnable(m, err)) {
+        err_prefix(err, "%s: ", path);
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 void model_free(model_t *m)
 {
     if (!m)
         return;
     gguf_close(m->gguf);
     free(m->layers);
+    free(m->nextn);
     free(m);
 }

@@ -48,6 +48,8 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
     memset(ctx, 0, sizeof *ctx);
     if (max_rows < 1 || max_ctx < 1)
         return err_set(err, "forward: max_rows and max_ctx must be positive");
+    if (model_check_runnable(m, err))
+        return -1;
     const model_config_t *c = &m->cfg;
     size_t rows = (size_t)max_rows;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;

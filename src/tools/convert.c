@@ -22,9 +22,19 @@ typedef struct convert_job {
     uint8_t *dst;
 } convert_job_t;
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The tensors that take the new type: 2-D weights, except what llama.cpp's
+ * converter keeps in f32 whatever the file type (convert_hf_to_gguf.py:
+ * norms, tensors not named *.weight, and the recurrent conv ssm_conv1d). */
 static bool is_matrix(const gguf_tensor_t *t)
 {
-    return t->n_dims == 2;
+    return t->n_dims == 2 && ends_with(t->name, ".weight") && !ends_with(t->name, "_norm.weight") &&
+           !ends_with(t->name, ".ssm_conv1d.weight");
 }
 
 /* Rows are independent, so threads split them. */

@@ -1,7 +1,8 @@
-/* Synthetic Qwen3 models: the real architecture, tensor names and metadata
- * keys, with seeded random weights (normal, std SYNTH_WEIGHT_STD; norms at 1)
- * and a byte-level vocabulary. Used by tests, benchmarks and as the built-in
- * default model. */
+/* Synthetic Qwen3 and Qwen3.5 (qwen35) models: the real architecture, tensor
+ * names and metadata keys, with seeded random weights (normal, std
+ * SYNTH_WEIGHT_STD; norms at 1; qwen35's ssm_a negative, dt bias small, conv
+ * scaled to its width) and a byte-level vocabulary. Used by tests,
+ * benchmarks and as the built-in default model. */
 #ifndef SPLASH_SYNTH_H
 #define SPLASH_SYNTH_H
 
@@ -30,8 +31,16 @@
 int synth_type_from_name(const char *name);
 const char *synth_type_name(uint32_t wtype);
 
-/* Fills cfg from a preset name ("tiny", "qwen3-0.6b"). */
+#define SYNTH_PRESETS "tiny, qwen3-0.6b, qwen35-tiny, qwen35-0.8b"
+
+/* Fills cfg from a preset name (SYNTH_PRESETS; cfg->arch_id says which
+ * architecture). */
 int synth_preset(const char *name, model_config_t *cfg, err_t *err);
+
+/* qwen35's rope.dimension_sections for rope_dim rotated dims: rope_dim / 2
+ * pairs split 11:11:10:0 as Qwen3.5's [11, 11, 10, 0] of 32 (text positions
+ * give every section the same position, so only the sum matters there). */
+void synth_rope_sections(int rope_dim, int sections[MODEL_ROPE_SECTIONS]);
 
 /* Checks a configuration (after overrides) is writable with weight type
  * wtype: every matrix's row width must be a multiple of its type's block. */

@@ -1,0 +1,393 @@
+/* The qwen35 (Qwen3.5 hybrid) format: a synthetic qwen35-tiny file loads with
+ * every hyperparameter, the layer pattern and every tensor's shape as
+ * llama.cpp defines them, the commands that compute refuse it in one line,
+ * and malformed variants (a key missing or out of range, a tensor missing or
+ * of the wrong shape or type) are each refused with the key or tensor named.
+ * The names themselves are checked by a third party in
+ * tests/conformance/qwen35_names.mjs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/types.h"
+#include "model/forward.h"
+#include "model/gguf_write.h"
+#include "tools/synth.h"
+
+typedef struct fixture {
+    char path[64];
+    pool_t *pool;
+    gguf_t *g; /* the good file */
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    err_t err;
+    snprintf(f->path, sizeof f->path, "/tmp/splash-test-q35-XXXXXX");
+    int fd = mkstemp(f->path);
+    assert_true(fd >= 0);
+    close(fd);
+    model_config_t c;
+    assert_int_equal(synth_preset("qwen35-tiny", &c, &err), 0);
+    f->pool = pool_create(2, &err);
+    assert_non_null(f->pool);
+    if (synth_write(f->path, "test", &c, TYPE_F16, 7, 0.1f, NULL, f->pool, NULL, NULL, &err))
+        fail_msg("synth: %s", err.msg);
+    f->g = gguf_open(f->path, &err);
+    if (!f->g)
+        fail_msg("open: %s", err.msg);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    gguf_close(f->g);
+    pool_destroy(f->pool);
+    unlink(f->path);
+    free(f);
+    return 0;
+}
+
+static void expect_shape(const gguf_t *g, const char *name, uint32_t type, int64_t ne0, int64_t ne1)
+{
+    const gguf_tensor_t *t = gguf_find_tensor(g, name);
+    if (!t)
+        fail_msg("tensor %s missing", name);
+    if (t->type != type || t->ne[0] != ne0 || t->ne[1] != ne1)
+        fail_msg("tensor %s: %s [%lld, %lld], want %s [%lld, %lld]", name, type_name(t->type), (long long)t->ne[0],
+                 (long long)t->ne[1], type_name(type), (long long)ne0, (long long)ne1);
+}
+
+static void test_loads_tiny(void **state)
+{
+    fixture_t *f = *state;
+    err_t err;
+    model_t *m = model_load(f->path, &err);
+    if (!m)
+        fail_msg("load: %s", err.msg);
+    const model_config_t *c = &m->cfg;
+    assert_string_equal(m->arch, "qwen35");
+    assert_int_equal(c->arch_id, MODEL_ARCH_QWEN35);
+    assert_int_equal(c->n_layers, 4);
+    assert_int_equal(c->n_nextn, 1);
+    assert_int_equal(c->hidden, 128);
+    assert_int_equal(c->ffn, 448);
+    assert_int_equal(c->n_heads, 4);
+    assert_int_equal(c->n_kv_heads, 1);
+    assert_int_equal(c->head_dim, 64);
+    assert_int_equal(c->rope_dim, 16);
+    assert_int_equal(c->rope_sections[0], 3);
+    assert_int_equal(c->rope_sections[1], 3);
+    assert_int_equal(c->rope_sections[2], 2);
+    assert_int_equal(c->rope_sections[3], 0);
+    assert_int_equal(c->full_attn_interval, 4);
+    assert_int_equal(c->ssm_conv_kernel, 4);
+    assert_int_equal(c->ssm_state, 32);
+    assert_int_equal(c->ssm_k_heads, 8);
+    assert_int_equal(c->ssm_v_heads, 8);
+    assert_int_equal(c->ssm_inner, 256);
+    assert_int_equal(c->vocab, 512);
+    assert_true(c->is_tied);
+    assert_true(fabsf(c->rope_theta - 1e7f) < 1.0f);
+
+    /* 3 Gated DeltaNet layers, then full attention at 3, then the NextN block */
+    for (int il = 0; il < 5; il++) {
+        const model_layer_t *l = &m->layers[il];
+        bool is_full = il >= 3;
+        assert_int_equal(model_is_full_attention(c, il), is_full);
+        assert_non_null(l->attn_norm);
+        assert_non_null(l->ffn_norm);
+        assert_int_equal(l->w_down.n_in, 448);
+        if (is_full) {
+            assert_int_equal(l->wq.n_in, 128);
+            assert_int_equal(l->wq.n_out, 2 * 4 * 64);
+            assert_int_equal(l->wk.n_out, 64);
+            assert_int_equal(l->wo.n_in, 256);
+            assert_non_null(l->q_norm);
+            assert_null(l->w_qkv.data);
+            assert_null(l->conv1d);
+        } else {
+            assert_null(l->wq.data);
+            assert_int_equal(l->w_qkv.n_out, 2 * 32 * 8 + 256);
+            assert_int_equal(l->w_z.n_out, 256);
+            assert_int_equal(l->w_beta.n_out, 8);
+            assert_int_equal(l->w_alpha.n_out, 8);
+            assert_int_equal(l->w_ssm_out.n_in, 256);
+            assert_non_null(l->conv1d);
+            assert_non_null(l->ssm_norm);
+            /* the init a later forward relies on: a negative decay rate, a small dt bias */
+            for (int h = 0; h < 8; h++) {
+                assert_true(l->ssm_a[h] <= -1.0f && l->ssm_a[h] > -16.0f);
+                assert_true(fabsf(l->dt_bias[h]) < 1.0f);
+            }
+        }
+    }
+    assert_int_equal(m->nextn[0].eh_proj.n_in, 256);
+    assert_int_equal(m->nextn[0].eh_proj.n_out, 128);
+    assert_non_null(m->nextn[0].enorm);
+    assert_non_null(m->nextn[0].hnorm);
+    assert_non_null(m->nextn[0].shared_head_norm);
+
+    /* the exact on-disk shapes (ne order) and the f32-kept tensors */
+    const gguf_t *g = m->gguf;
+    expect_shape(g, "token_embd.weight", TYPE_F16, 128, 512);
+    expect_shape(g, "blk.0.attn_qkv.weight", TYPE_F16, 128, 768);
+    expect_shape(g, "blk.0.attn_gate.weight", TYPE_F16, 128, 256);
+    expect_shape(g, "blk.0.ssm_conv1d.weight", TYPE_F32, 4, 768);
+    expect_shape(g, "blk.0.ssm_dt.bias", TYPE_F32, 8, 1);
+    expect_shape(g, "blk.0.ssm_a", TYPE_F32, 8, 1);
+    expect_shape(g, "blk.0.ssm_beta.weight", TYPE_F16, 128, 8);
+    expect_shape(g, "blk.0.ssm_alpha.weight", TYPE_F16, 128, 8);
+    expect_shape(g, "blk.0.ssm_norm.weight", TYPE_F32, 32, 1);
+    expect_shape(g, "blk.0.ssm_out.weight", TYPE_F16, 256, 128);
+    expect_shape(g, "blk.3.attn_q.weight", TYPE_F16, 128, 512);
+    expect_shape(g, "blk.3.attn_k.weight", TYPE_F16, 128, 64);
+    expect_shape(g, "blk.3.attn_output.weight", TYPE_F16, 256, 128);
+    expect_shape(g, "blk.3.attn_q_norm.weight", TYPE_F32, 64, 1);
+    expect_shape(g, "blk.4.nextn.eh_proj.weight", TYPE_F16, 256, 128);
+    expect_shape(g, "blk.4.post_attention_norm.weight", TYPE_F32, 128, 1);
+    assert_null(gguf_find_tensor(g, "output.weight"));
+    assert_null(gguf_find_tensor(g, "blk.3.ssm_a"));
+    assert_null(gguf_find_tensor(g, "blk.0.attn_q.weight"));
+
+    /* no forward pass yet: everything that would compute refuses in one line */
+    assert_int_equal(model_check_runnable(m, &err), -1);
+    assert_non_null(strstr(err.msg, "architecture qwen35: loading and inspection work"));
+    assert_non_null(strstr(err.msg, "issue 20"));
+    fwd_ctx_t ctx;
+    assert_int_equal(fwd_ctx_init(&ctx, m, f->pool, 4, 64, &err), -1);
+    assert_non_null(strstr(err.msg, "qwen35"));
+    model_free(m);
+    assert_null(model_load_runnable(f->path, &err));
+    assert_non_null(strstr(err.msg, "the forward pass lands in a later step"));
+}
+
+/* The 0.8B layout's pattern: full attention at 3, 7, ..., 23; the NextN block
+ * (index 24) is a full-attention block too. */
+static void test_pattern_0_8b(void **state)
+{
+    (void)state;
+    model_config_t c;
+    err_t err;
+    assert_int_equal(synth_preset("qwen35-0.8b", &c, &err), 0);
+    int n_full = 0;
+    for (int il = 0; il < c.n_layers; il++) {
+        bool is_full = model_is_full_attention(&c, il);
+        assert_int_equal(is_full, il % 4 == 3);
+        n_full += is_full;
+    }
+    assert_int_equal(n_full, 6);
+    assert_true(model_is_full_attention(&c, 24));
+    assert_int_equal(c.rope_sections[0], 11);
+    assert_int_equal(c.rope_sections[1], 11);
+    assert_int_equal(c.rope_sections[2], 10);
+    assert_int_equal(c.rope_sections[3], 0);
+    assert_int_equal(c.ssm_inner, 2048);
+    assert_int_equal(synth_check(&c, TYPE_Q8_0, &err), 0);
+}
+
+/* ---- malformed variants ------------------------------------------------ */
+
+/* One change to the good file. */
+typedef struct edit {
+    const char *key; /* metadata: drop it (no value) or replace it */
+    int has_u32;     /* ... with this u32 */
+    uint32_t u32;
+    int n_arr; /* ... with this i32 array (n_arr > 0) */
+    int32_t arr[4];
+    const char *tensor; /* tensor: drop it (no new shape / type) or change it */
+    int64_t ne0, ne1;   /* new shape (ne0 > 0) */
+    int type;           /* new type (>= 0); -1 keeps it */
+    const char *want;   /* the error must contain this */
+} edit_t;
+
+/* The bytes of one metadata pair as stored, for copying (as tools/convert.c). */
+static void kv_span(const gguf_kv_t *kv, const uint8_t **start, size_t *n)
+{
+    const uint8_t *p = (const uint8_t *)kv->key.ptr - sizeof(uint64_t);
+    const uint8_t *end;
+    if (kv->type == GGUF_TYPE_STRING)
+        end = (const uint8_t *)kv->str.ptr + kv->str.len;
+    else if (kv->type == GGUF_TYPE_ARRAY)
+        end = kv->arr_data + kv->arr_bytes;
+    else
+        end = (const uint8_t *)kv->key.ptr + kv->key.len + sizeof(uint32_t) + gguf_vtype_size(kv->type);
+    *start = p;
+    *n = (size_t)(end - p);
+}
+
+typedef struct copy_ctx {
+    const gguf_t *g;
+    int *src; /* (tensors written) the good file's index, or -1 to zero-fill */
+} copy_ctx_t;
+
+static int copy_fill(void *ctx, int index, void *dst, size_t n_bytes, err_t *err)
+{
+    (void)err;
+    copy_ctx_t *c = ctx;
+    const gguf_tensor_t *t = c->src[index] >= 0 ? &c->g->tensors[c->src[index]] : NULL;
+    if (t && t->n_bytes == n_bytes)
+        memcpy(dst, t->data, n_bytes);
+    else
+        memset(dst, 0, n_bytes);
+    return 0;
+}
+
+static void expect_refused(const gguf_t *g, const edit_t *e)
+{
+    gguf_writer_t *w = gguf_writer_new();
+    err_t err;
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const gguf_kv_t *kv = &g->kv[i];
+        if (e->key && gguf_str_eq(kv->key, e->key)) {
+            if (e->has_u32)
+                gguf_w_u32(w, e->key, e->u32);
+            else if (e->n_arr)
+                gguf_w_arr_i32(w, e->key, e->arr, (uint64_t)e->n_arr);
+            continue;
+        }
+        const uint8_t *p;
+        size_t n;
+        kv_span(kv, &p, &n);
+        gguf_w_raw_kv(w, p, n);
+    }
+    copy_ctx_t cc = {g, calloc(g->n_tensors, sizeof(int))};
+    int n_out = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor_t *t = &g->tensors[i];
+        int64_t ne[GGUF_MAX_DIMS] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        uint32_t type = t->type;
+        int n_dims = (int)t->n_dims;
+        cc.src[n_out] = (int)i;
+        if (e->tensor && strcmp(t->name, e->tensor) == 0) {
+            if (e->ne0 <= 0 && e->type < 0)
+                continue; /* dropped */
+            if (e->ne0 > 0) {
+                ne[0] = e->ne0;
+                ne[1] = e->ne1;
+                n_dims = e->ne1 > 1 ? 2 : 1;
+                cc.src[n_out] = -1;
+            }
+            if (e->type >= 0)
+                type = (uint32_t)e->type;
+        }
+        assert_int_equal(gguf_w_tensor(w, t->name, type, n_dims, ne, &err), 0);
+        n_out++;
+    }
+    void *buf = NULL;
+    size_t size = 0;
+    if (gguf_writer_write_mem(w, &buf, &size, copy_fill, &cc, &err))
+        fail_msg("write: %s", err.msg);
+    gguf_writer_free(w);
+    free(cc.src);
+    gguf_t *bad = gguf_open_memory(buf, size, &err);
+    if (!bad)
+        fail_msg("reopen: %s", err.msg);
+    model_t *m = model_from_gguf(bad, &err);
+    if (m)
+        fail_msg("a file with %s %s loaded", e->key ? "key" : "tensor", e->key ? e->key : e->tensor);
+    if (!strstr(err.msg, e->want))
+        fail_msg("error '%s' does not name '%s'", err.msg, e->want);
+    gguf_close(bad);
+    free(buf);
+}
+
+#define KEY_DROP(k)                                                                                                    \
+    {                                                                                                                  \
+        .key = k, .type = -1, .want = k                                                                                \
+    }
+#define KEY_U32(k, v)                                                                                                  \
+    {                                                                                                                  \
+        .key = k, .has_u32 = 1, .u32 = v, .type = -1, .want = k                                                        \
+    }
+#define TENSOR_DROP(t)                                                                                                 \
+    {                                                                                                                  \
+        .tensor = t, .type = -1, .want = t                                                                             \
+    }
+#define TENSOR_SHAPE(t, a, b)                                                                                          \
+    {                                                                                                                  \
+        .tensor = t, .ne0 = a, .ne1 = b, .type = -1, .want = t                                                         \
+    }
+#define TENSOR_TYPE(t, ty)                                                                                             \
+    {                                                                                                                  \
+        .tensor = t, .type = ty, .want = t                                                                             \
+    }
+
+static void test_malformed_refused(void **state)
+{
+    fixture_t *f = *state;
+    const edit_t edits[] = {
+        KEY_DROP("qwen35.ssm.conv_kernel"),
+        KEY_DROP("qwen35.ssm.state_size"),
+        KEY_DROP("qwen35.ssm.inner_size"),
+        KEY_DROP("qwen35.rope.dimension_sections"),
+        KEY_DROP("qwen35.rope.dimension_count"),
+        KEY_DROP("qwen35.attention.key_length"),
+        {.key = "qwen35.rope.dimension_sections",
+         .n_arr = 3,
+         .arr = {3, 3, 2},
+         .type = -1,
+         .want = "qwen35.rope.dimension_sections"},
+        {.key = "qwen35.rope.dimension_sections",
+         .n_arr = 4,
+         .arr = {3, 3, 3, 0},
+         .type = -1,
+         .want = "qwen35.rope.dimension_sections"},
+        KEY_U32("qwen35.ssm.time_step_rank", 12), /* not a multiple of the 8 key heads */
+        KEY_U32("qwen35.ssm.inner_size", 250),
+        KEY_U32("qwen35.ssm.conv_kernel", 0),
+        KEY_U32("qwen35.rope.dimension_count", 128), /* wider than a head */
+        KEY_U32("qwen35.attention.value_length", 32),
+        KEY_U32("qwen35.nextn_predict_layers", 5), /* as many as block_count */
+        KEY_U32("qwen35.full_attention_interval", 0),
+        /* interval 2: layer 1 must now be full attention, and it is not */
+        {.key = "qwen35.full_attention_interval",
+         .has_u32 = 1,
+         .u32 = 2,
+         .type = -1,
+         .want = "blk.1.attn_q.weight' is missing"},
+        /* one NextN layer fewer: block 4 becomes a main GDN layer */
+        {.key = "qwen35.nextn_predict_layers", .has_u32 = 1, .u32 = 0, .type = -1, .want = "blk.4.attn_qkv.weight"},
+        TENSOR_DROP("blk.1.ssm_a"),
+        TENSOR_DROP("blk.2.ssm_dt.bias"),
+        TENSOR_DROP("blk.0.post_attention_norm.weight"),
+        TENSOR_DROP("blk.4.nextn.eh_proj.weight"),
+        TENSOR_DROP("blk.4.nextn.hnorm.weight"),
+        TENSOR_DROP("blk.3.attn_k_norm.weight"),
+        TENSOR_DROP("token_embd.weight"),
+        TENSOR_TYPE("blk.0.ssm_conv1d.weight", TYPE_F16),
+        TENSOR_TYPE("blk.1.ssm_dt.bias", TYPE_F16),
+        TENSOR_TYPE("blk.2.ssm_norm.weight", TYPE_BF16),
+        TENSOR_SHAPE("blk.3.attn_q.weight", 128, 256), /* without the gate rows */
+        TENSOR_SHAPE("blk.2.ssm_norm.weight", 64, 1),
+        TENSOR_SHAPE("blk.0.ssm_conv1d.weight", 3, 768),
+        TENSOR_SHAPE("blk.1.attn_qkv.weight", 128, 512),
+        TENSOR_SHAPE("blk.0.ssm_beta.weight", 128, 4),
+        TENSOR_SHAPE("blk.4.nextn.eh_proj.weight", 128, 128),
+        TENSOR_SHAPE("blk.4.nextn.shared_head_norm.weight", 64, 1),
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++)
+        expect_refused(f->g, &edits[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loads_tiny),
+        cmocka_unit_test(test_pattern_0_8b),
+        cmocka_unit_test(test_malformed_refused),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
