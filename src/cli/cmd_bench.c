@@ -68,7 +68,8 @@ static const char bench_usage[] =
     "                           off; every finished output is parsed and checked by bench's own schema\n"
     "                           validator (a failure makes the run invalid), outputs compared between\n"
     "                           the arms like seeded probes, mask time per token from /status deltas;\n"
-    "                           a server whose /status has no grammar object is refused (default 3)\n"
+    "                           a splash whose /status has no grammar object is refused; a server\n"
+    "                           without /status is judged on its outputs alone (default 3)\n"
     "  --strict-json-cycles N   turns per probe, each answer sent back before the next ask (default 3)\n"
     "  --strict-json-tokens N   output budget of each turn; a turn cut off there is counted, not\n"
     "                           judged (default 256)\n"
@@ -106,7 +107,9 @@ static const char bench_usage[] =
     "exit status: 0 no change, 10 gain, 11 regression, 12 inconclusive, 13 invalid (a validity rule failed),\n"
     "14 diagnostic (--trace: valid, no speed verdict),\n"
     "1 bench could not run, 2 bad command line. Checks that need /status against a server without it are\n"
-    "reported as unverifiable and named in the verdict.\n";
+    "reported as unverifiable and named in the verdict. A third-party arm is recognised by its answers:\n"
+    "llama.cpp's llama-server (GET /props with build_info) gets its own dialect (/tokenize 'content',\n"
+    "cache_prompt false instead of cache_salt, cached tokens from usage or timings.cache_n).\n";
 
 #define BENCH_CMD_MAX 4096
 

@@ -124,16 +124,34 @@ void bench_new_salt(run_t *r, char *out, size_t cap)
     snprintf(out, cap, "splash-bench-%s-%llu", r->run_id, (unsigned long long)++r->n_salts);
 }
 
+const char *bench_arm_kind_name(bench_arm_kind_t k)
+{
+    return k == BENCH_ARM_SPLASH ? "splash" : k == BENCH_ARM_LLAMA_CPP ? "llama.cpp" : "other";
+}
+
 /* ---- requests ---- */
+
+void bench_uncached(const arm_rt_t *a, json_t *body, const char *salt)
+{
+    /* llama-server takes no cache_salt (it ignores unknown fields) and by
+     * default starts a request from the longest prefix its slot still
+     * holds, so bench's prompts, all cut from one context, would come back
+     * mostly cached; cache_prompt false makes it prefill every token. splash
+     * refuses unknown fields, so each server gets only its own word. */
+    if (a->kind == BENCH_ARM_LLAMA_CPP)
+        json_object_set_new(body, "cache_prompt", json_false());
+    else
+        json_object_set_new(body, "cache_salt", json_string(salt));
+}
 
 static json_t *request_body(const arm_rt_t *a, const req_spec_t *q)
 {
     json_t *ids = json_array();
     for (int i = 0; i < q->prompt_len; i++)
         json_array_append_new(ids, json_integer(a->ctx[(q->offset + i) % a->n_ctx]));
-    json_t *b = json_pack("{s:o,s:i,s:b,s:f,s:b,s:{s:b},s:s}", "prompt", ids, "max_tokens", q->max_tokens, "ignore_eos",
-                          1, "temperature", q->temperature, "stream", 1, "stream_options", "include_usage", 1,
-                          "cache_salt", q->salt);
+    json_t *b = json_pack("{s:o,s:i,s:b,s:f,s:b,s:{s:b}}", "prompt", ids, "max_tokens", q->max_tokens, "ignore_eos", 1,
+                          "temperature", q->temperature, "stream", 1, "stream_options", "include_usage", 1);
+    bench_uncached(a, b, q->salt);
     if (q->seed >= 0) {
         json_object_set_new(b, "seed", json_integer(q->seed));
         json_object_set_new(b, "top_p", json_real(0.95));
@@ -176,9 +194,11 @@ bool bench_record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, cons
         if (q->is_cache_checked_by_caller) {
             /* the cached workload expects reuse and checks it itself */
         } else if (st->cached_tokens < 0) {
-            bench_unverifiable(s->r, "cached tokens (usage.prompt_tokens_details.cached_tokens not reported)");
+            bench_unverifiable(s->r, "cached tokens (neither usage.prompt_tokens_details.cached_tokens nor "
+                                     "timings.cache_n reported)");
         } else if (st->cached_tokens > 0) {
-            snprintf(buf, sizeof buf, "cached tokens %d > 0 under a unique cache_salt", st->cached_tokens);
+            snprintf(buf, sizeof buf, "cached tokens %d > 0 under %s", st->cached_tokens,
+                     s->arm->kind == BENCH_ARM_LLAMA_CPP ? "cache_prompt false" : "a unique cache_salt");
             json_array_append_new(why, json_string(buf));
         }
         if (q->is_open_ended) {
@@ -212,6 +232,8 @@ bool bench_record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, cons
         st->cached_tokens, "output_sha256", hash, "valid", is_valid, "reasons", why);
     if (q->seed >= 0)
         json_object_set_new(rq, "seed", json_integer(q->seed));
+    if (st->cached_tokens_field)
+        json_object_set_new(rq, "cached_tokens_field", json_string(st->cached_tokens_field));
     json_array_append_new(s->requests, rq);
     return is_valid;
 }
@@ -420,7 +442,10 @@ static json_t *environment(void)
 /* ---- arms ---- */
 
 /* Token ids to cut exact-length prompts from: a fixed text, tokenised by
- * the arm's own server, long enough for the longest prompt. */
+ * the arm's own server, long enough for the longest prompt. llama-server's
+ * /tokenize reads "content" and "add_special" (and answers an empty list
+ * for "prompt"); splash's reads "prompt" and "add_special_tokens" and
+ * refuses other fields. */
 static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
 {
     const bench_config_t *c = r->c;
@@ -452,7 +477,9 @@ static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
             }
             len += (size_t)snprintf(text + len, cap - len, "%s%s", len ? " " : "", w);
         }
-        json_t *body = json_pack("{s:s%,s:b}", "prompt", text, len, "add_special_tokens", 0);
+        bool is_llama = a->kind == BENCH_ARM_LLAMA_CPP;
+        json_t *body = json_pack("{s:s%,s:b}", is_llama ? "content" : "prompt", text, len,
+                                 is_llama ? "add_special" : "add_special_tokens", 0);
         int status = 0;
         json_t *out = NULL;
         int rc = bench_http_post(h, "/tokenize", body, &status, &out, err);
@@ -467,6 +494,12 @@ static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
             free(text);
             return err_set(err, "%s/tokenize answered HTTP %d: bench builds exact-length prompts with /tokenize",
                            a->url, status);
+        }
+        if (json_array_size(toks) == 0) {
+            json_decref(out);
+            free(text);
+            return err_set(err, "%s/tokenize answered no tokens for a %zu-byte text (a %s server)", a->url, len,
+                           bench_arm_kind_name(a->kind));
         }
         if ((int)json_array_size(toks) >= need || words_n > BENCH_MAX_PROMPT) {
             a->n_ctx = (int)json_array_size(toks);
@@ -484,15 +517,37 @@ static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
     }
 }
 
+/* llama-server's GET /props (its build and model), or NULL when the
+ * server has none or it is not llama.cpp's (no build_info). */
+static json_t *llama_props(bench_http_t *h)
+{
+    int status = 0;
+    json_t *p = NULL;
+    err_t e;
+    if (bench_http_get(h, "/props", &status, &p, &e) || status != 200 || !json_is_object(p) ||
+        !json_is_string(json_object_get(p, "build_info"))) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* What the arm is and what it runs: splash tells through /status;
+ * llama-server through /props (build, model path, slots, context). */
 static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
 {
     bool is_absent;
     json_t *st = bench_get_status(h, &is_absent);
+    json_t *props = st ? NULL : llama_props(h);
     a->has_status = st != NULL;
     a->has_grammar = st && json_is_object(json_object_get(st, "grammar"));
+    a->kind = st ? BENCH_ARM_SPLASH : props ? BENCH_ARM_LLAMA_CPP : BENCH_ARM_OTHER;
     char sha[SHA256_HEX_LEN] = "";
     err_t e;
     json_t *fp = json_object();
+    json_object_set_new(fp, "server_kind", json_string(bench_arm_kind_name(a->kind)));
+    json_object_set_new(fp, "uncached_by",
+                        json_string(a->kind == BENCH_ARM_LLAMA_CPP ? "cache_prompt false" : "a unique cache_salt"));
     json_object_set_new(fp, "command_line", a->cfg->cmd ? json_string(a->srv.cmd) : json_null());
     json_object_set_new(fp, "url", json_string(a->url));
     if (a->srv.binary[0]) {
@@ -502,12 +557,25 @@ static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
     }
     const char *bs = st ? jstr(st, "build", "binary_sha256") : NULL;
     const char *ms_ = st ? jstr(st, "model", "sha256") : NULL;
+    /* llama-server names its model file but not its hash: hash the file
+     * when it is on this machine, so "the same GGUF" is checked, not
+     * assumed */
+    const char *ppath = json_string_value(json_object_get(props, "model_path"));
+    char msha[SHA256_HEX_LEN] = "";
+    if (!ms_ && ppath && access(ppath, R_OK) == 0 && sha256_file_hex(ppath, msha, &e) == 0)
+        ms_ = msha;
     json_object_set_new(fp, "status_binary_sha256", bs ? json_string(bs) : json_null());
     json_object_set_new(fp, "model_sha256", ms_ ? json_string(ms_) : json_null());
-    json_object_set_new(fp, "model_path",
-                        st && jstr(st, "model", "path") ? json_string(jstr(st, "model", "path")) : json_null());
-    json_object_set_new(fp, "build_version",
-                        st && jstr(st, "build", "version") ? json_string(jstr(st, "build", "version")) : json_null());
+    const char *mpath = st ? jstr(st, "model", "path") : json_string_value(json_object_get(props, "model_path"));
+    const char *bver = st ? jstr(st, "build", "version") : json_string_value(json_object_get(props, "build_info"));
+    json_object_set_new(fp, "model_path", mpath ? json_string(mpath) : json_null());
+    json_object_set_new(fp, "build_version", bver ? json_string(bver) : json_null());
+    if (props) {
+        json_t *n_ctx = json_object_get(json_object_get(props, "default_generation_settings"), "n_ctx");
+        json_object_set_new(fp, "llama_props",
+                            json_pack("{s:O?,s:O?,s:O?}", "total_slots", json_object_get(props, "total_slots"), "n_ctx",
+                                      n_ctx, "model_alias", json_object_get(props, "model_alias")));
+    }
     json_object_set_new(fp, "git_revision",
                         st && jstr(st, "build", "git_revision") ? json_string(jstr(st, "build", "git_revision"))
                                                                 : json_null());
@@ -516,6 +584,7 @@ static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
     if (!st)
         bench_unverifiable(r, "server memory and /status counters (needs /status)");
     json_decref(st);
+    json_decref(props);
     if (!a->fingerprint) {
         a->fingerprint = fp;
         return 0;
@@ -652,7 +721,10 @@ static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
         bench_http_free(&h);
         return -1;
     }
-    if (c->do_strict_json && !a->has_grammar) {
+    /* a splash without the grammar object cannot show its constraint; a
+     * server without /status at all (llama-server) is judged on its outputs
+     * alone, its grammar counters listed as unverifiable */
+    if (c->do_strict_json && a->has_status && !a->has_grammar) {
         bench_http_free(&h);
         return err_set(err,
                        "arm %c: the strict-json workload is refused: %s has no grammar object in /status (a server "
@@ -677,14 +749,15 @@ long long bench_json_seed(int p, int t)
     return 3000 + 100LL * p + t;
 }
 
-int bench_json_turn(bench_http_t *h, int p, int t, json_t *messages, int max_tokens, const char *salt,
-                    bench_stream_t *st, err_t *err)
+int bench_json_turn(bench_http_t *h, const arm_rt_t *a, int p, int t, json_t *messages, int max_tokens,
+                    const char *salt, bench_stream_t *st, err_t *err)
 {
     memset(st, 0, sizeof *st);
     json_array_append_new(messages, json_pack("{s:s,s:s}", "role", "user", "content", bench_json_prompt(p, t)));
-    json_t *body = bench_json_body(p, messages, max_tokens, bench_json_seed(p, t), salt);
+    json_t *body = bench_json_body(p, messages, max_tokens, bench_json_seed(p, t));
     if (!body)
         return err_set(err, "out of memory");
+    bench_uncached(a, body, salt);
     int rc = bench_http_stream(h, "/v1/chat/completions", body, st, NULL, err);
     json_decref(body);
     return rc;
@@ -731,7 +804,7 @@ static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
             char salt[96];
             bench_new_salt(r, salt, sizeof salt);
             bench_stream_t st;
-            int rc = bench_json_turn(&h, p, t, msgs, c->strict_json_tokens, salt, &st, err);
+            int rc = bench_json_turn(&h, a, p, t, msgs, c->strict_json_tokens, salt, &st, err);
             if (rc || st.status != 200) {
                 if (!rc)
                     err_set(err, "strict-json warm-up request answered HTTP %d%s%s", st.status, st.error[0] ? ": " : "",

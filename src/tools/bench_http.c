@@ -208,11 +208,23 @@ static void on_event(stream_ctx_t *c, const char *data, size_t len, int64_t t)
         if (fr)
             snprintf(s->finish_reason, sizeof s->finish_reason, "%s", fr);
     }
+    static const char *const usage_field = "usage.prompt_tokens_details.cached_tokens";
     const json_t *u = json_object_get(j, "usage");
     if (json_is_object(u)) {
         s->prompt_tokens = json_int_or(u, "prompt_tokens", -1);
         s->completion_tokens = json_int_or(u, "completion_tokens", -1);
-        s->cached_tokens = json_int_or(json_object_get(u, "prompt_tokens_details"), "cached_tokens", -1);
+        int cached = json_int_or(json_object_get(u, "prompt_tokens_details"), "cached_tokens", -1);
+        if (cached >= 0) {
+            s->cached_tokens = cached;
+            s->cached_tokens_field = usage_field;
+        }
+    }
+    /* llama-server also reports the prompt tokens it took from its cache as
+     * timings.cache_n (on the last chunk; the only place in its older builds) */
+    int cache_n = json_int_or(json_object_get(j, "timings"), "cache_n", -1);
+    if (cache_n >= 0 && s->cached_tokens_field != usage_field) {
+        s->cached_tokens = cache_n;
+        s->cached_tokens_field = "timings.cache_n";
     }
     json_decref(j);
 }

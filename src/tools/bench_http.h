@@ -40,8 +40,12 @@ typedef struct bench_stream {
     size_t text_len, text_cap;
     char finish_reason[32];
     int prompt_tokens, completion_tokens, cached_tokens; /* -1: the server did not say */
-    bool is_done;                                        /* data: [DONE] seen */
-    char error[256];                                     /* an error body or event, if any */
+    /* where cached_tokens came from: "usage.prompt_tokens_details.cached_tokens"
+     * (OpenAI, splash, llama-server), "timings.cache_n" (llama-server builds
+     * whose usage has no details), NULL when neither was there */
+    const char *cached_tokens_field;
+    bool is_done;    /* data: [DONE] seen */
+    char error[256]; /* an error body or event, if any */
     /* parser state */
     char *line;
     size_t line_len, line_cap;

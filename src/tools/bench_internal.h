@@ -18,6 +18,15 @@
 
 /* ---- run state ---- */
 
+/* Which server an arm is, found at fingerprint time: the dialect bench
+ * speaks to it follows (how /tokenize is asked, how a measured request is
+ * kept uncached, where cached tokens are read). */
+typedef enum bench_arm_kind {
+    BENCH_ARM_OTHER = 0, /* no /status and no llama.cpp /props: an OpenAI-style server, asked in splash's dialect */
+    BENCH_ARM_SPLASH,    /* answers /status */
+    BENCH_ARM_LLAMA_CPP, /* llama.cpp's llama-server: /props with build_info, no /status */
+} bench_arm_kind_t;
+
 typedef struct arm_rt {
     int idx;
     char label; /* 'A' or 'B' */
@@ -26,6 +35,7 @@ typedef struct arm_rt {
     bool is_running;
     char url[BENCH_URL_MAX];
     int starts;
+    bench_arm_kind_t kind;
     bool has_status;  /* /status answered (splash) */
     bool has_grammar; /* ... with a grammar object (structured output) */
     bool is_probed;
@@ -85,6 +95,11 @@ void bench_unverifiable(run_t *r, const char *check);
 double bench_ms(int64_t ns);
 /* A cache salt unique to this run and request. */
 void bench_new_salt(run_t *r, char *out, size_t cap);
+/* Asks a's server to compute body's prompt afresh: a unique cache_salt
+ * (splash and servers like it), or cache_prompt false for llama-server,
+ * which ignores cache_salt and otherwise reuses its slot's KV. */
+void bench_uncached(const arm_rt_t *a, json_t *body, const char *salt);
+const char *bench_arm_kind_name(bench_arm_kind_t k);
 /* Streams q's /v1/completions request; is_first (optional) is set at the first token. */
 int bench_stream_request(bench_http_t *h, const arm_rt_t *a, const req_spec_t *q, bench_stream_t *out,
                          volatile int *is_first, err_t *err);
@@ -101,8 +116,8 @@ int64_t bench_gcount(const json_t *g, const char *key);
 /* The seed of probe p turn t: both arms and every slot sample alike. */
 long long bench_json_seed(int p, int t);
 /* One strict-json turn of probe p (bench.c: the warm-up sends them too). */
-int bench_json_turn(bench_http_t *h, int p, int t, json_t *messages, int max_tokens, const char *salt,
-                    bench_stream_t *st, err_t *err);
+int bench_json_turn(bench_http_t *h, const arm_rt_t *a, int p, int t, json_t *messages, int max_tokens,
+                    const char *salt, bench_stream_t *st, err_t *err);
 
 /* ---- workloads (bench_workloads.c): each fills its slot's metrics ---- */
 

@@ -72,16 +72,16 @@ const char *bench_json_prompt(int i, int turn)
     return turn ? builtin(i)->again : builtin(i)->first;
 }
 
-json_t *bench_json_body(int i, const json_t *messages, int max_tokens, long long seed, const char *salt)
+json_t *bench_json_body(int i, const json_t *messages, int max_tokens, long long seed)
 {
     json_t *schema = bench_json_schema(i);
     if (!schema)
         return NULL;
-    return json_pack("{s:O,s:i,s:f,s:f,s:I,s:s,s:b,s:{s:b},s:{s:b},s:{s:s,s:{s:s,s:b,s:o}}}", "messages", messages,
-                     "max_tokens", max_tokens, "temperature", 0.8, "top_p", 0.95, "seed", (json_int_t)seed,
-                     "cache_salt", salt, "stream", 1, "stream_options", "include_usage", 1, "chat_template_kwargs",
-                     "enable_thinking", 0, "response_format", "type", "json_schema", "json_schema", "name",
-                     builtin(i)->name, "strict", 1, "schema", schema);
+    return json_pack("{s:O,s:i,s:f,s:f,s:I,s:b,s:{s:b},s:{s:b},s:{s:s,s:{s:s,s:b,s:o}}}", "messages", messages,
+                     "max_tokens", max_tokens, "temperature", 0.8, "top_p", 0.95, "seed", (json_int_t)seed, "stream", 1,
+                     "stream_options", "include_usage", 1, "chat_template_kwargs", "enable_thinking", 0,
+                     "response_format", "type", "json_schema", "json_schema", "name", builtin(i)->name, "strict", 1,
+                     "schema", schema);
 }
 
 bench_json_verdict_t bench_json_judge(int i, const char *text, size_t len, char *why, size_t why_cap)

@@ -31,8 +31,8 @@ const char *bench_json_prompt(int i, int turn);
 
 /* The body of one streamed chat turn: messages (borrowed), schema i as
  * response_format json_schema (strict), thinking off, sampled with seed at
- * temperature 0.8 / top_p 0.95, under cache_salt. */
-json_t *bench_json_body(int i, const json_t *messages, int max_tokens, long long seed, const char *salt);
+ * temperature 0.8 / top_p 0.95 (the caller adds what keeps it uncached). */
+json_t *bench_json_body(int i, const json_t *messages, int max_tokens, long long seed);
 
 /* Judges one complete output against schema i: parse (duplicate keys
  * refused), then schema_check. why receives the reason when not valid. */

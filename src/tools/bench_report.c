@@ -95,7 +95,8 @@ void bench_print_summary(const json_t *rep, FILE *f)
         const json_t *fp = json_object_get(a, "fingerprint");
         fprintf(f, "  %s (%s): %s\n", str(a, "arm"), str(a, "role"),
                 json_is_string(json_object_get(a, "command")) ? str(a, "command") : str(a, "url"));
-        fprintf(f, "     binary %.16s  model %.16s  verify_rows %s\n",
+        fprintf(f, "     %s server, binary %.16s  model %.16s  verify_rows %s\n",
+                json_is_string(json_object_get(fp, "server_kind")) ? str(fp, "server_kind") : "unknown",
                 json_is_string(json_object_get(fp, "binary_sha256")) ? str(fp, "binary_sha256") : "?",
                 json_is_string(json_object_get(fp, "model_sha256")) ? str(fp, "model_sha256") : "?",
                 str(a, "verify_rows_declared"));

@@ -321,7 +321,7 @@ void bench_workload_strict_json(slot_t *s)
             bench_new_salt(r, q.salt, sizeof q.salt);
             bench_stream_t st;
             err_t e;
-            int rc = bench_json_turn(&s->h, p, t, messages, q.max_tokens, q.salt, &st, &e);
+            int rc = bench_json_turn(&s->h, s->arm, p, t, messages, q.max_tokens, q.salt, &st, &e);
             bool is_ok = bench_record(s, &q, &st, rc ? e.msg : NULL);
             json_t *rq = json_array_get(s->requests, json_array_size(s->requests) - 1);
             n_req++;
@@ -373,7 +373,9 @@ void bench_workload_strict_json(slot_t *s)
     json_t *st1 = bench_get_status(&s->h, &is_absent);
     const json_t *g0 = json_object_get(st0, "grammar"), *g1 = json_object_get(st1, "grammar");
     json_t *gj = json_null();
-    if (!json_is_object(g0) || !json_is_object(g1)) {
+    if (!s->arm->has_status) {
+        bench_unverifiable(r, "strict-json grammar counters and mask time (needs /status)");
+    } else if (!json_is_object(g0) || !json_is_object(g1)) {
         bench_slot_invalid(s, "strict-json: /status %s has no grammar object", json_is_object(g0) ? "after" : "before");
     } else {
         int64_t d_req = bench_gcount(g1, "requests") - bench_gcount(g0, "requests");

@@ -17,9 +17,26 @@ reported unverifiable. For the strict-json tests:
                    valid, variant (valid, other values), not-json (cut short
                    but finish_reason stop), violate (an extra property)
 
-For the cached test: --no-cache reports zero cached tokens always.
+For the third-party arm test, llama.cpp's llama-server dialect (as read from
+its tools/server source, Aug 2026): no /status; GET /props with build_info,
+model_path, total_slots and default_generation_settings.n_ctx; /tokenize
+reads "content" and "add_special" (a "prompt" gets an empty list) and answers
+{"tokens": [...]} only; cache_salt is ignored and cache_prompt (default true)
+starts each prompt from the longest prefix its one slot still holds, the
+last token always recomputed; the last completion chunk carries
+finish_reason, usage (prompt_tokens_details.cached_tokens) and timings
+(cache_n) together:
 
-usage: stub_server.py [PORT] [--status] [--no-grammar] [--json MODE] [--no-cache]
+  --llama          speak that dialect
+  --llama-old      ... as older builds did: usage without prompt_tokens_details,
+                   the cached count only in timings.cache_n
+  --token-ms MS    time per generated token (default 1)
+
+For the cached test: --no-cache reports zero cached tokens always (splash
+dialect: a token-granular prefix cache per cache_salt).
+
+usage: stub_server.py [PORT] [--status] [--no-grammar] [--json MODE] [--no-cache] [--llama | --llama-old]
+                      [--token-ms MS]
 """
 import argparse
 import json
@@ -52,6 +69,7 @@ def cached_tokens(salt, prompt):
             best = max(best, n)
         seen.append(list(prompt))
     return min(best, len(prompt) - 1)
+SLOT = [[]]  # llama mode: the token ids the one slot's KV holds
 
 # one valid instance of each of bench's built-in schemas (src/tools/bench_json.c)
 VALID = {
@@ -104,7 +122,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        if self.path == "/health":
+        if self.path == "/props" and llama():
+            self.reply(200, {"default_generation_settings": {"params": {}, "n_ctx": 4096}, "total_slots": 1,
+                             "model_alias": "stub", "model_path": "/nonexistent/stub.gguf",
+                             "build_info": "b0-stub", "is_sleeping": False})
+        elif self.path == "/health":
             self.reply(200, {"status": "ok"})
         elif self.path == "/status" and OPTS.status:
             self.reply(200, status())
@@ -117,8 +139,12 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         req = json.loads(self.rfile.read(n) or b"{}")
         if self.path == "/tokenize":
-            ids = list(req.get("prompt", "").encode())
-            self.reply(200, {"tokens": ids, "count": len(ids)})
+            if llama():
+                ids = list(req.get("content", "").encode()) if "content" in req else []
+                self.reply(200, {"tokens": ids})
+            else:
+                ids = list(req.get("prompt", "").encode())
+                self.reply(200, {"tokens": ids, "count": len(ids)})
             return
         if self.path == "/v1/chat/completions":
             self.chat(req)
@@ -129,7 +155,16 @@ class Handler(BaseHTTPRequestHandler):
         prompt = req.get("prompt", [])
         n_prompt = len(prompt) if isinstance(prompt, list) else len(str(prompt).encode())
         max_tokens = int(req.get("max_tokens", 16))
-        n_cached = cached_tokens(req.get("cache_salt"), prompt)
+        cached = 0
+        if not llama():
+            cached = cached_tokens(req.get("cache_salt"), prompt)
+        else:
+            with LOCK:
+                if req.get("cache_prompt", True) and isinstance(prompt, list):
+                    while cached < min(len(prompt), len(SLOT[0])) and prompt[cached] == SLOT[0][cached]:
+                        cached += 1
+                    cached = min(cached, len(prompt) - 1)  # the last token is always recomputed
+                SLOT[0] = list(prompt) if isinstance(prompt, list) else []
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -139,16 +174,33 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
             self.wfile.flush()
 
-        time.sleep(0.002 + n_prompt * 1e-5)  # "prefill"
+        time.sleep(0.002 + (n_prompt - cached) * 1e-5)  # "prefill"
+        if llama():
+            for i in range(max_tokens):
+                event({"id": "cmpl-stub", "object": "text_completion", "model": "stub",
+                       "choices": [{"index": 0, "text": "ab"[i % 2], "logprobs": None, "finish_reason": None}]})
+                time.sleep(OPTS.token_ms / 1000)
+            usage = {"completion_tokens": max_tokens, "prompt_tokens": n_prompt,
+                     "total_tokens": n_prompt + max_tokens}
+            if not OPTS.llama_old:
+                usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            event({"id": "cmpl-stub", "object": "text_completion", "model": "stub",
+                   "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "length"}],
+                   "usage": usage, "timings": {"cache_n": cached, "prompt_n": n_prompt - cached,
+                                               "predicted_n": max_tokens}})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+            return
         for i in range(max_tokens):
             last = i == max_tokens - 1
             event({"id": "cmpl-stub", "object": "text_completion", "model": "stub",
                    "choices": [{"index": 0, "text": "ab"[i % 2], "finish_reason": "length" if last else None}]})
-            time.sleep(0.001)
+            time.sleep(OPTS.token_ms / 1000)
         event({"id": "cmpl-stub", "object": "text_completion", "model": "stub", "choices": [],
                "usage": {"prompt_tokens": n_prompt, "completion_tokens": max_tokens,
                          "total_tokens": n_prompt + max_tokens,
-                         "prompt_tokens_details": {"cached_tokens": n_cached}}})
+                         "prompt_tokens_details": {"cached_tokens": cached}}})
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
@@ -183,12 +235,21 @@ class Handler(BaseHTTPRequestHandler):
             last = i == len(pieces) - 1
             event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": "stub",
                    "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": "stop" if last else None}]})
-        event({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": "stub", "choices": [],
-               "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(pieces),
-                         "total_tokens": n_prompt + len(pieces), "prompt_tokens_details": {"cached_tokens": 0}}})
+        usage = {"prompt_tokens": n_prompt, "completion_tokens": len(pieces), "total_tokens": n_prompt + len(pieces)}
+        if not OPTS.llama_old:
+            usage["prompt_tokens_details"] = {"cached_tokens": 0}
+        last = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "model": "stub", "choices": [],
+                "usage": usage}
+        if llama():
+            last["timings"] = {"cache_n": 0, "prompt_n": n_prompt, "predicted_n": len(pieces)}
+        event(last)
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
+
+
+def llama():
+    return OPTS.llama or OPTS.llama_old
 
 
 def main():
@@ -199,6 +260,9 @@ def main():
     ap.add_argument("--no-grammar", action="store_true")
     ap.add_argument("--json", choices=["valid", "variant", "not-json", "violate"], default="valid")
     ap.add_argument("--no-cache", action="store_true")
+    ap.add_argument("--llama", action="store_true")
+    ap.add_argument("--llama-old", action="store_true")
+    ap.add_argument("--token-ms", type=float, default=1.0)
     OPTS = ap.parse_args()
     port = OPTS.port
     srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)

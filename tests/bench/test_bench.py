@@ -16,6 +16,12 @@ part per CTest test (label bench):
   html    the HTML report renders in headless Chromium with its charts
   trace   --trace: captures validated and attached, verdict diagnostic; a URL
           arm and a server that cannot trace refused
+  llama   a third-party arm in llama.cpp's llama-server dialect (a stub: CI has
+          no llama.cpp) against the real server: the run completes and is
+          valid, the /status checks are unverifiable (never invalid), cached
+          tokens are read from its usage (or timings.cache_n), its prompts are
+          kept uncached with cache_prompt false, and a candidate faster than
+          an unverifiable baseline is never a gain (rule 4)
 
 usage: test_bench.py PART --splash BIN --model M.gguf --dir WORKDIR
 
@@ -30,6 +36,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.request
 
 EXIT = {0: "no change", 10: "gain", 11: "regression", 12: "inconclusive", 13: "invalid"}
 # every server gets one kernel thread: two resident servers on a small
@@ -302,6 +309,88 @@ def part_cached(a):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
     print("cached: a shared namespace and a disabled cache each invalid with their reason; bad options refused")
+def start_stub(*args):
+    stub = subprocess.Popen([sys.executable, STUB] + list(args), stdout=subprocess.PIPE, text=True)
+    return stub, re.search(r"(http://\S+)", stub.stdout.readline()).group(1)
+
+
+def post(url, path, body):
+    req = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.read().decode()
+
+
+def part_llama(a):
+    stub, url = start_stub("--llama", "--token-ms", "20")
+    try:
+        # the stub is a fair llama-server: without cache_prompt false its slot
+        # hands back the shared prefix as cached tokens (so a bench that kept
+        # only cache_salt would be invalid here), and a "prompt" tokenises to
+        # nothing
+        body = {"prompt": list(range(40)), "max_tokens": 2, "stream": True}
+        post(url, "/v1/completions", body)
+        last = [json.loads(x[6:]) for x in post(url, "/v1/completions", body).splitlines()
+                if x.startswith("data: {")][-1]
+        assert last["usage"]["prompt_tokens_details"]["cached_tokens"] == 39, last
+        assert json.loads(post(url, "/tokenize", {"prompt": "abc"}))["tokens"] == []
+        # A: llama-server (slow: 20 ms a token); B: the real splash serve
+        p, rep = bench(a, "llama", ["--baseline-url", url, "--workload", "serial,mixed", "--warmup", "1",
+                                    "--serial-prompt-tokens", "16", "--serial-repeat", "1", "--max-tokens", "16",
+                                    "--mixed-long-prompt", "128", "--mixed-decode-tokens", "64",
+                                    "--mixed-repeat", "1", "--mixed-shorts", "1", "--poll-ms", "2"],
+                       expect_codes=(0, 10, 11, 12, 13))
+        sys.stdout.write(p.stdout)
+        assert rep["validity"]["valid"], reasons(rep)
+        kinds = [x["fingerprint"]["server_kind"] for x in rep["arms"]]
+        assert kinds == ["llama.cpp", "splash"], kinds
+        assert rep["arms"][0]["fingerprint"]["uncached_by"] == "cache_prompt false"
+        assert rep["arms"][0]["fingerprint"]["build_version"] == "b0-stub"
+        unv = " ".join(rep["validity"]["unverifiable"])
+        for check in ("policy", "overlap", "idle"):
+            assert check in unv, f"'{check}' not reported unverifiable: {unv}"
+        assert "cached tokens" not in unv, unv
+        for s in rep["slots"]:
+            assert s["mixed"]["overlap"] == ("unverifiable" if s["arm"] == "A" else "proven"), s["mixed"]
+            for q in s["requests"]:
+                assert q["cached_tokens"] == 0, q
+                assert q["cached_tokens_field"] == "usage.prompt_tokens_details.cached_tokens", q
+        # B is plainly faster, but A's checks could not be made: never a gain
+        thr = rep["statistics"]["throughput"]["combined"]
+        assert thr["b"] > 1.5 * thr["a"], thr
+        assert p.returncode != 10 and not rep["verdict"].startswith("gain"), \
+            f"a gain over an arm whose checks were unverifiable (rule 4): {rep['verdict']}"
+        print(f"llama: {rep['verdict']}")
+    finally:
+        stub.terminate()
+        stub.wait()
+    # older llama-servers: the cached count only in timings.cache_n; strict-json
+    # judged on the outputs alone, the grammar counters unverifiable; and B
+    # 4x faster than A with only throughput deciding: without rule 4 a sure
+    # gain, with it (an unverifiable run is never a gain) not one
+    stub_a, url_a = start_stub("--llama-old", "--token-ms", "40")
+    stub_b, url_b = start_stub("--llama-old", "--token-ms", "10")
+    try:
+        p, rep = bench(a, "llama-old", ["--baseline-url", url_a, "--candidate-url", url_b, "--workload",
+                                        "serial,strict-json", "--warmup", "1", "--serial-prompt-tokens", "16",
+                                        "--serial-repeat", "1", "--max-tokens", "16", "--strict-json-cycles", "1",
+                                        "--rounds", "3", "--decide", "throughput"],
+                       expect_codes=(0, 10, 11, 12))
+        assert rep["validity"]["valid"], reasons(rep)
+        unv = " ".join(rep["validity"]["unverifiable"])
+        assert "grammar counters" in unv and "cached tokens" not in unv, unv
+        for s in rep["slots"]:
+            for q in s["requests"]:
+                assert q["cached_tokens"] == 0 and q["cached_tokens_field"] == "timings.cache_n", q
+        assert all(rep["strict_json"]["arms"][x]["valid"] > 0 for x in "AB"), rep["strict_json"]
+        thr = rep["statistics"]["throughput"]["combined"]
+        assert thr["b"] > 2 * thr["a"], thr
+        assert p.returncode != 10 and not rep["verdict"].startswith("gain"), \
+            f"a gain over arms whose checks were unverifiable (rule 4): {rep['verdict']}"
+        print(f"llama-old: {rep['verdict']}")
+    finally:
+        for x in (stub_a, stub_b):
+            x.terminate()
+            x.wait()
 
 
 def part_html(a):
@@ -366,7 +455,7 @@ def part_trace(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["faults", "stub", "strict-json", "cached", "html", "trace"])
+    ap.add_argument("part", choices=["faults", "stub", "strict-json", "cached", "html", "trace", "llama"])
     ap.add_argument("--splash", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--dir", required=True)
