@@ -35,8 +35,7 @@ SERVER = "--threads 1 --prefill-chunk 16"
 # round or two, which the median passes over. Bench restarts both servers
 # every round (its default): with one pair of processes for the whole run,
 # A/A results spread 1.06 % between runs against 0.60 % with fresh ones.
-TIMING = ["--workload", "serial", "--serial-prompt-tokens", "16", "--serial-repeat", "1", "--max-tokens", "160",
-          "--warmup", "2", "--rounds", "20"]
+TIMING = ["--workload", "serial", "--serial-prompt-tokens", "16", "--warmup", "2"]
 # Both arms' servers on one CPU, bench on the others: left to the scheduler,
 # the two servers settled on different vCPUs, and these VMs' vCPUs differ in
 # speed by up to 20 % at times, which no alternation of slots can cancel.
@@ -47,7 +46,8 @@ if len(CPUS) > 1:
 
 def bench(a, name, extra):
     out = os.path.join(a.dir, name)
-    cmd = [a.splash, "bench", "--model", a.model, "--server-args", SERVER, "--work-dir", out, "--quiet"] + TIMING + extra
+    cmd = [a.splash, "bench", "--model", a.model, "--server-args", SERVER, "--work-dir", out, "--quiet"] + TIMING + [
+        "--rounds", str(a.rounds), "--serial-repeat", str(a.repeat), "--max-tokens", str(a.tokens)] + extra
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     path = os.path.join(out, "report.json")
     if not os.path.exists(path):
@@ -85,6 +85,9 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--aa", type=int, default=20)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=20, help="A B B A rounds per run")
+    ap.add_argument("--repeat", type=int, default=1, help="requests per slot")
+    ap.add_argument("--tokens", type=int, default=160, help="output tokens per request")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     # the decode step as bench sees it: 1 / the serial throughput of one A/A run
