@@ -666,3 +666,19 @@ int64_t gguf_arr_int(const gguf_kv_t *arr, uint64_t i)
     default: return 0;
     }
 }
+
+/* The bytes of one metadata pair as the file stores it (key length, key,
+ * type, value), for copying unchanged. */
+void gguf_kv_span(const gguf_kv_t *kv, const uint8_t **start, size_t *n)
+{
+    const uint8_t *p = (const uint8_t *)kv->key.ptr - sizeof(uint64_t);
+    const uint8_t *end;
+    if (kv->type == GGUF_TYPE_STRING)
+        end = (const uint8_t *)kv->str.ptr + kv->str.len;
+    else if (kv->type == GGUF_TYPE_ARRAY)
+        end = kv->arr_data + kv->arr_bytes;
+    else
+        end = (const uint8_t *)kv->key.ptr + kv->key.len + sizeof(uint32_t) + gguf_vtype_size(kv->type);
+    *start = p;
+    *n = (size_t)(end - p);
+}

@@ -129,5 +129,9 @@ int64_t gguf_arr_int(const gguf_kv_t *arr, uint64_t i);
 
 /* Bytes of one scalar of this type, 0 for strings and arrays. */
 size_t gguf_vtype_size(uint32_t type);
+/* The bytes of one metadata pair as the file stores it (key length, key,
+ * type, value): *start into the mapped file, *n bytes, for copying a pair
+ * unchanged into another file. */
+void gguf_kv_span(const gguf_kv_t *kv, const uint8_t **start, size_t *n);
 
 #endif

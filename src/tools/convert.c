@@ -69,22 +69,6 @@ static int fill(void *ctx, int index, void *dst, size_t n_bytes, err_t *err)
     return 0;
 }
 
-/* The bytes of one metadata pair as the file stores it (key length, key,
- * type, value), for copying unchanged. */
-static void kv_span(const gguf_kv_t *kv, const uint8_t **start, size_t *n)
-{
-    const uint8_t *p = (const uint8_t *)kv->key.ptr - sizeof(uint64_t);
-    const uint8_t *end;
-    if (kv->type == GGUF_TYPE_STRING)
-        end = (const uint8_t *)kv->str.ptr + kv->str.len;
-    else if (kv->type == GGUF_TYPE_ARRAY)
-        end = kv->arr_data + kv->arr_bytes;
-    else
-        end = (const uint8_t *)kv->key.ptr + kv->key.len + sizeof(uint32_t) + gguf_vtype_size(kv->type);
-    *start = p;
-    *n = (size_t)(end - p);
-}
-
 /* llama.cpp's general.file_type for a uniform file of this type. */
 static uint32_t file_type(uint32_t wtype)
 {
@@ -118,7 +102,7 @@ int convert_model(const char *in_path, const char *out_path, uint32_t wtype, poo
             continue;
         const uint8_t *p;
         size_t n;
-        kv_span(kv, &p, &n);
+        gguf_kv_span(kv, &p, &n);
         gguf_w_raw_kv(w, p, n);
     }
     if (w) {

@@ -213,21 +213,6 @@ typedef struct edit {
     const char *want;   /* the error must contain this */
 } edit_t;
 
-/* The bytes of one metadata pair as stored, for copying (as tools/convert.c). */
-static void kv_span(const gguf_kv_t *kv, const uint8_t **start, size_t *n)
-{
-    const uint8_t *p = (const uint8_t *)kv->key.ptr - sizeof(uint64_t);
-    const uint8_t *end;
-    if (kv->type == GGUF_TYPE_STRING)
-        end = (const uint8_t *)kv->str.ptr + kv->str.len;
-    else if (kv->type == GGUF_TYPE_ARRAY)
-        end = kv->arr_data + kv->arr_bytes;
-    else
-        end = (const uint8_t *)kv->key.ptr + kv->key.len + sizeof(uint32_t) + gguf_vtype_size(kv->type);
-    *start = p;
-    *n = (size_t)(end - p);
-}
-
 typedef struct copy_ctx {
     const gguf_t *g;
     int *src; /* (tensors written) the good file's index, or -1 to zero-fill */
@@ -260,7 +245,7 @@ static void expect_refused(const gguf_t *g, const edit_t *e)
         }
         const uint8_t *p;
         size_t n;
-        kv_span(kv, &p, &n);
+        gguf_kv_span(kv, &p, &n);
         gguf_w_raw_kv(w, p, n);
     }
     copy_ctx_t cc = {g, calloc(g->n_tensors, sizeof(int))};
