@@ -263,7 +263,7 @@ static void test_greedy_matches_direct_forward(void **state)
     for (int p = 0; p < 40 + 11; p++) {
         int32_t pos = p;
         uint8_t want = 1;
-        fwd_batch_t b = {1, &toks[p], &pos, tables, &want};
+        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, logits, &err), 0);
         if (p >= 39) {
             int g = p - 39;
