@@ -142,13 +142,14 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
     }
     if (fwd_ctx_init(&ctx, m, pool, rows, n_ctx, err))
         goto done;
-    if (kv_store_init(&kv, c->n_layers, n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
+    if (kv_store_init(&kv, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
         goto done_ctx;
     /* touch every page of the KV store now: the warm-up pass below writes
      * one position only, and the page faults of the first writes to the
      * rest would otherwise slow the first rep alone (tg128: 55 tok/s
      * against 61 for the later reps) */
-    size_t kv_half = (size_t)(kv_store_bytes(c->n_layers, n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) / 2);
+    size_t kv_half =
+        (size_t)(kv_store_bytes(model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) / 2);
     memset(kv.k, 0, kv_half);
     memset(kv.v, 0, kv_half);
     rng_t rng;

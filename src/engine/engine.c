@@ -141,9 +141,10 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->block_size = KV_BLOCK_SIZE;
     plan->max_context = max_ctx;
     plan->weights = m->weight_bytes + (dm ? dm->weight_bytes : 0);
-    plan->kv_per_block = kv_store_bytes(mc->n_layers, 1, KV_BLOCK_SIZE, kv_dim);
+    plan->kv_per_block = kv_store_bytes(model_kv_layers(mc), 1, KV_BLOCK_SIZE, kv_dim);
     if (dm) /* the draft model's KV lives in the same blocks */
-        plan->kv_per_block += kv_store_bytes(dm->cfg.n_layers, 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
+        plan->kv_per_block +=
+            kv_store_bytes(model_kv_layers(&dm->cfg), 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
     int logit_rows = c->max_seqs * (1 + engine_max_drafts(c)) + c->prompt_logit_rows;
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
@@ -1319,8 +1320,8 @@ static int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
     if (!e->dlogits || !e->d_tokens || !e->d_pos || !e->d_tables || !e->d_want || !e->d_req)
         return err_set(err, "draft model: out of memory");
     if (fwd_ctx_init(&e->dfwd, dm, e->pool, e->cfg.batch_tokens, plan->max_context, err) ||
-        kv_store_init(&e->dkv, dm->cfg.n_layers, plan->n_blocks, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim,
-                      err))
+        kv_store_init(&e->dkv, model_kv_layers(&dm->cfg), plan->n_blocks, KV_BLOCK_SIZE,
+                      dm->cfg.n_kv_heads * dm->cfg.head_dim, err))
         return err_prefix(err, "draft model: ");
     return 0;
 }
@@ -1370,7 +1371,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     }
     if (!(e->pool = pool_create(c->n_threads, err)) || fwd_ctx_init(&e->fwd, m, e->pool, rows, plan.max_context, err) ||
         fwd_ctx_set_state_slots(&e->fwd, c->max_seqs, err) ||
-        kv_store_init(&e->kv, mc->n_layers, plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
+        kv_store_init(&e->kv, model_kv_layers(mc), plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
         blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) || draft_init(e, &plan, err) ||
         masks_engine_init(e, err)) {
         err_prefix(err, "engine: ");

@@ -11,8 +11,10 @@
 #define FWD_PAR_ROWS 8
 
 /* Causal grouped-query attention of every row: ctx->q (n, n_heads *
- * head_dim) against the layer's paged keys and values, into ctx->xn. */
-void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int layer);
+ * head_dim) against the paged keys and values of KV-store layer kv_layer
+ * (model_kv_layers: a hybrid model stores its attention layers only), into
+ * ctx->xn. */
+void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int kv_layer);
 
 /* qwen35.c: its scratch (beyond the shared fields), and its forward. */
 uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows);

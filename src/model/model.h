@@ -54,6 +54,16 @@ static inline bool model_is_full_attention(const model_config_t *c, int il)
     return il >= c->n_layers || c->full_attn_interval <= 1 || (il + 1) % c->full_attn_interval == 0;
 }
 
+/* Layers that keep keys and values (the full-attention main layers; all of
+ * qwen3's): the KV store holds these only, in layer order. */
+static inline int model_kv_layers(const model_config_t *c)
+{
+    int n = 0;
+    for (int il = 0; il < c->n_layers; il++)
+        n += model_is_full_attention(c, il);
+    return n;
+}
+
 /* Whether the model keeps a recurrent state per sequence (qwen35's Gated
  * DeltaNet layers): its state cannot be rolled back or shared by prefix yet,
  * so the engine turns speculation and prefix reuse off for it. */

@@ -171,11 +171,11 @@ static void attn_worker(void *arg, int ith, int nth)
     }
 }
 
-void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int layer)
+void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int kv_layer)
 {
     const model_config_t *c = &ctx->model->cfg;
     int group = c->n_heads / c->n_kv_heads;
-    attn_job_t job = {ctx, kv, b, layer, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, 0};
+    attn_job_t job = {ctx, kv, b, kv_layer, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, 0};
     atomic_init(&job.next, 0);
     pool_run(ctx->pool, attn_worker, &job);
 }
@@ -273,7 +273,7 @@ static int check_batch(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_bat
     const model_config_t *c = &ctx->model->cfg;
     if (b->n_rows < 1 || b->n_rows > ctx->max_rows)
         return err_set(err, "forward: %d rows (limit %d)", b->n_rows, ctx->max_rows);
-    if (kv->n_layers != c->n_layers || kv->kv_dim != c->n_kv_heads * c->head_dim)
+    if (kv->n_layers != model_kv_layers(c) || kv->kv_dim != c->n_kv_heads * c->head_dim)
         return err_set(err, "forward: KV store shape does not match the model");
     for (int r = 0; r < b->n_rows; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab)

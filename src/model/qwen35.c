@@ -252,10 +252,14 @@ int qwen35_load(model_t *m, err_t *err)
  * The recurrent state of a sequence (per GDN layer: the conv state and S per
  * value head) lives in a slot of ctx->state; a batch row names its slot. GDN
  * layers walk each slot's rows in batch order (position order), so rows of
- * several sequences can share a batch. The paged KV store keeps every layer,
- * though only full-attention layers use it: GDN layers' blocks are wasted
- * (3 of 4 layers on the real model), accepted until the KV store learns
- * per-layer shapes. */
+ * several sequences can share a batch. The paged KV store holds the
+ * full-attention layers only (model_kv_layers), in layer order.
+ *
+ * Prefill runs the delta rule token by token too. The chunk-parallel (WY/UT)
+ * form would make a row's result depend on where its prefill chunk starts,
+ * and the engine promises results independent of the chunking (bit for bit,
+ * test_engine); it is also a small share of the work here (dk dv flops per
+ * value head and token against the matrix products' 2 params). */
 
 static size_t maxz(size_t a, size_t b)
 {
@@ -472,6 +476,7 @@ typedef struct layer_arg {
     const kv_store_t *kv;
     const fwd_batch_t *b;
     int layer;
+    int kv_layer; /* the layer's index in the KV store */
 } layer_arg_t;
 
 /* Full attention, per row: split Wq's rows into q and the output gate;
@@ -502,9 +507,9 @@ static void attn_qk_row(const fwd_ctx_t *ctx, const void *p, int r)
     size_t slot = (size_t)(pos % kv->block_size);
     for (int h = 0; h < c->n_kv_heads; h++) {
         size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
-        memcpy(kv_block_k(kv, a->layer, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+        memcpy(kv_block_k(kv, a->kv_layer, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
                (size_t)hd * sizeof(float));
-        memcpy(kv_block_v(kv, a->layer, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
+        memcpy(kv_block_v(kv, a->kv_layer, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
                (size_t)hd * sizeof(float));
     }
 }
@@ -641,7 +646,7 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
         rope_row(ctx, b, r);
 
     for_rows(ctx, n, norm_row, m->layers[0].attn_norm);
-    for (int li = 0, gi = 0; li < c->n_layers; li++) {
+    for (int li = 0, gi = 0, ai = 0; li < c->n_layers; li++) {
         const model_layer_t *l = &m->layers[li];
         if (model_is_full_attention(c, li)) {
             /* gated attention: q|gate, k, v = Wq h, Wk h, Wv h */
@@ -649,9 +654,9 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
             float *const out[] = {ctx->qkv, ctx->k, ctx->v};
             ops_matmul_multi(ctx->pool, 3, w, out, ctx->xn, n, ctx->xq);
             /* QK-norm, partial RoPE, store k, v; causal GQA into xn; xn *= sigmoid(gate); mix = Wo xn */
-            layer_arg_t a = {kv, b, li};
+            layer_arg_t a = {kv, b, li, ai};
             for_rows(ctx, n, attn_qk_row, &a);
-            fwd_attention(ctx, kv, b, li);
+            fwd_attention(ctx, kv, b, ai++);
             for_rows(ctx, n, attn_gate_row, NULL);
             ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->mix, n, ctx->xq);
         } else {
