@@ -142,13 +142,14 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
     }
     if (fwd_ctx_init(&ctx, m, pool, rows, n_ctx, err))
         goto done;
-    if (kv_store_init(&kv, c->n_layers, n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
+    if (kv_store_init(&kv, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
         goto done_ctx;
     /* touch every page of the KV store now: the warm-up pass below writes
      * one position only, and the page faults of the first writes to the
      * rest would otherwise slow the first rep alone (tg128: 55 tok/s
      * against 61 for the later reps) */
-    size_t kv_half = (size_t)(kv_store_bytes(c->n_layers, n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) / 2);
+    size_t kv_half =
+        (size_t)(kv_store_bytes(model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) / 2);
     memset(kv.k, 0, kv_half);
     memset(kv.v, 0, kv_half);
     rng_t rng;
@@ -164,14 +165,14 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
      * otherwise land in the first rep only */
     for (int i = 0; i < rows; i++)
         pos[i] = i, want[i] = i == rows - 1;
-    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want};
+    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want, NULL};
     if (fwd_run(&ctx, &kv, &warm, logits, err))
         goto done_kv;
     for (int rep = 0; rep < reps; rep++) {
         if (pp > 0) { /* one batch of pp rows, logits for the last (as a server's prefill) */
             for (int i = 0; i < pp; i++)
                 pos[i] = i, want[i] = i == pp - 1;
-            fwd_batch_t b = {pp, tokens, pos, tables, want};
+            fwd_batch_t b = {pp, tokens, pos, tables, want, NULL};
             int64_t t0 = clock_now_ns();
             if (fwd_run(&ctx, &kv, &b, logits, err))
                 goto done_kv;
@@ -182,7 +183,7 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
             for (int i = 0; i < tg; i++) {
                 pos[0] = i;
                 want[0] = 1;
-                fwd_batch_t b = {1, &tokens[i], pos, tables, want};
+                fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL};
                 if (fwd_run(&ctx, &kv, &b, logits, err))
                     goto done_kv;
             }

@@ -129,7 +129,7 @@ static int score_window(ppl_state_t *s, const int32_t *w, int n, int first_score
             s->tables[r] = s->table;
             s->want[r] = start + r + 1 >= first_scored;
         }
-        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want};
+        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want, NULL};
         if (fwd_run(&s->fwd, &s->kv, &b, s->logits, err))
             return -1;
         for (int r = 0, k = 0; r < rows; r++)
@@ -193,7 +193,8 @@ static int perplexity(const ppl_opts_t *o, err_t *err)
     if (!(pool = pool_create((int)o->threads, err)) || fwd_ctx_init(&s.fwd, m, pool, PPL_CHUNK, ctx, err))
         goto done;
     has_fwd = true;
-    if (kv_store_init(&s.kv, m->cfg.n_layers, n_blocks, KV_BLOCK_SIZE, m->cfg.n_kv_heads * m->cfg.head_dim, err))
+    if (kv_store_init(&s.kv, model_kv_layers(&m->cfg), n_blocks, KV_BLOCK_SIZE, m->cfg.n_kv_heads * m->cfg.head_dim,
+                      err))
         goto done;
 
     /* Windows start at 0, stride, 2 * stride, ...; each scores the targets

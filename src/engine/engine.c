@@ -116,6 +116,11 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     const model_t *dm = c->draft_mode == ENGINE_DRAFT_MODEL ? c->draft_model : NULL;
     if (dm && model_check_runnable(dm, err))
         return err_prefix(err, "draft model: ");
+    if (c->draft_mode && (model_is_hybrid(mc) || (dm && model_is_hybrid(&dm->cfg))))
+        return err_set(err,
+                       "speculative decoding (--draft) is not supported on hybrid models (%s) yet: rejected "
+                       "drafts need a recurrent-state rollback",
+                       model_is_hybrid(mc) ? m->arch : dm->arch);
     if (c->draft_mode == ENGINE_DRAFT_MODEL && (!dm || dm->cfg.vocab != mc->vocab))
         return err_set(err, "draft model: its vocabulary (%d) must be the target's (%d), with the same tokenizer",
                        dm ? dm->cfg.vocab : 0, mc->vocab);
@@ -136,13 +141,15 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->block_size = KV_BLOCK_SIZE;
     plan->max_context = max_ctx;
     plan->weights = m->weight_bytes + (dm ? dm->weight_bytes : 0);
-    plan->kv_per_block = kv_store_bytes(mc->n_layers, 1, KV_BLOCK_SIZE, kv_dim);
+    plan->kv_per_block = kv_store_bytes(model_kv_layers(mc), 1, KV_BLOCK_SIZE, kv_dim);
     if (dm) /* the draft model's KV lives in the same blocks */
-        plan->kv_per_block += kv_store_bytes(dm->cfg.n_layers, 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
+        plan->kv_per_block +=
+            kv_store_bytes(model_kv_layers(&dm->cfg), 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
     int logit_rows = c->max_seqs * (1 + engine_max_drafts(c)) + c->prompt_logit_rows;
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
-                    (uint64_t)c->max_seqs * mc->vocab * 24; /* samplers: candidates, scratch, token history */
+                    (uint64_t)c->max_seqs * mc->vocab * 24 + /* samplers: candidates, scratch, token history */
+                    fwd_state_bytes(m, c->max_seqs);         /* hybrid models: one recurrent state per sequence */
     if (dm)
         plan->scratch += fwd_ctx_bytes(dm, c->n_threads, c->batch_tokens, max_ctx) +
                          (uint64_t)c->max_seqs * mc->vocab * sizeof(float);
@@ -478,7 +485,8 @@ static bool admit(engine_t *e, engine_req_t *r)
     if (!r->p.prompt_logits) {
         /* the last prompt token is always computed: its logits start decoding
          * (bench_cached.h expects exactly this; the test knob reuses nothing) */
-        int max_hits = e->cfg.test_no_prefix_cache ? 0 : (r->n_prompt - 1) / bs;
+        /* (a hybrid model reuses nothing: a prefix's recurrent state is not kept) */
+        int max_hits = e->cfg.test_no_prefix_cache || model_is_hybrid(&e->m->cfg) ? 0 : (r->n_prompt - 1) / bs;
         while (hits < max_hits) {
             blk_hash_t h;
             blk_hash_next(&chain, r->tokens + (size_t)hits * bs, bs, &h);
@@ -555,6 +563,14 @@ static void admit_queued(engine_t *e)
             head->has_sampler = true;
             sampler_accept_prompt(&head->sampler, head->tokens, head->n_prompt);
             head->phase = ENGINE_PHASE_PREFILL;
+            /* a free recurrent-state slot (one per running request); the
+             * forward zeroes it at the request's position 0 */
+            head->state_slot = -1;
+            for (int s = 0; model_is_hybrid(&e->m->cfg) && head->state_slot < 0; s++)
+                if (!e->is_slot_busy[s]) {
+                    e->is_slot_busy[s] = true;
+                    head->state_slot = s;
+                }
             e->running[e->n_running++] = head;
             TRACE_EVENT(e->cfg.trace, TRACE_REQ_STARTED, TRACE_INSTANT, TRACE_TID_ENGINE, head->id,
                         (uint32_t)head->n_cached, 0, 0);
@@ -570,6 +586,9 @@ static void admit_queued(engine_t *e)
 
 static void remove_running(engine_t *e, int i)
 {
+    if (e->running[i]->state_slot >= 0)
+        e->is_slot_busy[e->running[i]->state_slot] = false;
+    e->running[i]->state_slot = -1;
     memmove(&e->running[i], &e->running[i + 1], (size_t)(e->n_running - i - 1) * sizeof *e->running);
     e->n_running--;
 }
@@ -719,7 +738,7 @@ static int draft_with_model(engine_t *e, int budget)
     if (n == 0)
         return 0;
     err_t err;
-    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want};
+    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL};
     if (fwd_run(&e->dfwd, &e->dkv, &b, e->dlogits, &err)) {
         /* a draft failure only costs speed: no drafts this step */
         for (int i = 0; i < e->n_running; i++)
@@ -753,7 +772,7 @@ static int draft_with_model(engine_t *e, int budget)
         }
         if (m == 0)
             break;
-        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want};
+        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL};
         if (fwd_run(&e->dfwd, &e->dkv, &bj, e->dlogits, &err))
             break;
         for (int i = 0; i < m; i++) {
@@ -828,7 +847,8 @@ static int plan_rows(engine_t *e)
      * accepts by construction (jump-forward), whatever the speculation */
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
-        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->masks) {
+        /* (not on hybrid models: a draft the sampler refused would need a state rollback) */
+        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->masks && !model_is_hybrid(&e->m->cfg)) {
             int left = req_budget(e, r) - r->n_generated - 1;
             n += masks_plan_forced(e, r, left < e->cfg.batch_tokens - n ? left : e->cfg.batch_tokens - n);
         }
@@ -894,6 +914,7 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                 e->b_pos[n] = pos;
                 e->b_tables[n] = r->table;
                 e->b_want[n] = want == ENGINE_PHASE_DECODE || r->p.prompt_logits || pos == r->n_prompt - 1;
+                e->b_slots[n] = r->state_slot;
                 e->b_req[n++] = r;
             }
             if (want == ENGINE_PHASE_DECODE)
@@ -1077,7 +1098,7 @@ static void step(engine_t *e, uint64_t loop)
             max_drafts = r->n_drafts > max_drafts ? r->n_drafts : max_drafts;
         }
     }
-    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want};
+    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots};
     err_t err;
     TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode,
                 (uint32_t)(n - n_decode - n_verify), (uint32_t)n_verify);
@@ -1299,8 +1320,8 @@ static int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
     if (!e->dlogits || !e->d_tokens || !e->d_pos || !e->d_tables || !e->d_want || !e->d_req)
         return err_set(err, "draft model: out of memory");
     if (fwd_ctx_init(&e->dfwd, dm, e->pool, e->cfg.batch_tokens, plan->max_context, err) ||
-        kv_store_init(&e->dkv, dm->cfg.n_layers, plan->n_blocks, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim,
-                      err))
+        kv_store_init(&e->dkv, model_kv_layers(&dm->cfg), plan->n_blocks, KV_BLOCK_SIZE,
+                      dm->cfg.n_kv_heads * dm->cfg.head_dim, err))
         return err_prefix(err, "draft model: ");
     return 0;
 }
@@ -1338,16 +1359,19 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->b_tables = malloc((size_t)rows * sizeof *e->b_tables);
     e->b_want = malloc((size_t)rows);
     e->b_req = malloc((size_t)rows * sizeof *e->b_req);
+    e->b_slots = malloc((size_t)rows * sizeof *e->b_slots);
+    e->is_slot_busy = calloc((size_t)c->max_seqs, sizeof *e->is_slot_busy);
     e->scratch_info = calloc((size_t)n_info, sizeof *e->scratch_info);
     e->pub_active = calloc((size_t)n_info, sizeof *e->pub_active);
     if (!e->logits || !e->running || !e->b_tokens || !e->b_pos || !e->b_tables || !e->b_want || !e->b_req ||
-        !e->scratch_info || !e->pub_active || mark_eog(e)) {
+        !e->b_slots || !e->is_slot_busy || !e->scratch_info || !e->pub_active || mark_eog(e)) {
         err_set(err, "engine: out of memory");
         engine_destroy(e);
         return NULL;
     }
     if (!(e->pool = pool_create(c->n_threads, err)) || fwd_ctx_init(&e->fwd, m, e->pool, rows, plan.max_context, err) ||
-        kv_store_init(&e->kv, mc->n_layers, plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
+        fwd_ctx_set_state_slots(&e->fwd, c->max_seqs, err) ||
+        kv_store_init(&e->kv, model_kv_layers(mc), plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
         blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) || draft_init(e, &plan, err) ||
         masks_engine_init(e, err)) {
         err_prefix(err, "engine: ");
@@ -1403,6 +1427,8 @@ void engine_destroy(engine_t *e)
     free(e->b_pos);
     free(e->b_tables);
     free(e->b_want);
+    free(e->b_slots);
+    free(e->is_slot_busy);
     free(e->b_req);
     free(e->scratch_info);
     free(e->pub_active);

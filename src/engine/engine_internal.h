@@ -72,6 +72,7 @@ struct engine_req {
     bool is_masked[SPEC_MAX_DRAFT + 1];    /* row j has a mask this step */
     int n_forced_drafts;                   /* leading drafts the grammar forces (jump-forward), not speculation */
     int n_left;                            /* tokens it may still generate (set at planning; steers masks) */
+    int state_slot;                        /* hybrid models: its recurrent-state slot while running, else -1 */
     engine_req_t *q_next;                  /* admission queue link */
 };
 
@@ -115,7 +116,9 @@ struct engine {
     int32_t *b_tokens, *b_pos;
     const int32_t **b_tables;
     uint8_t *b_want;
+    int32_t *b_slots;     /* (batch_tokens) hybrid models: each row's recurrent-state slot */
     engine_req_t **b_req; /* (batch_tokens) the request of each row */
+    bool *is_slot_busy;   /* (max_seqs) hybrid models: recurrent-state slots held by running requests */
     int n_batch;
     uint64_t loops; /* engine loop iterations (trace step ids) */
     uint64_t steps, prefill_rows, prefill_chunks, decode_rows, verify_rows;

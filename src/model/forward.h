@@ -24,6 +24,11 @@ typedef struct fwd_batch {
     /* (n_rows) nonzero: write this row's logits. Logits of the selected rows
      * go to the output in row order. NULL: every row. */
     const uint8_t *want_logits;
+    /* (n_rows) hybrid models (qwen35): the recurrent-state slot of each row's
+     * sequence; NULL: slot 0 for every row. A slot's rows must come in
+     * position order, continuing where its state stopped; a row at position 0
+     * (the first of its slot in the batch) starts the slot from zero. */
+    const int32_t *state_slots;
 } fwd_batch_t;
 
 /* Scratch for batches of up to max_rows rows and sequences of up to max_ctx
@@ -44,13 +49,37 @@ typedef struct fwd_ctx {
     int32_t *out_rows; /* (max_rows) indices of rows whose logits are wanted */
     float *rope_cos;   /* (max_rows, head_dim / 2) each row's rotation */
     float *rope_sin;   /* (max_rows, head_dim / 2) */
-    void *xq;          /* (max_rows, max(hidden, q_dim, ffn)) quantised matmul activations (ops_matmul_xq_bytes) */
+    void *xq;          /* (max_rows, widest matmul input) quantised matmul activations (ops_matmul_xq_bytes) */
+
+    /* qwen35 only (NULL / 0 otherwise). Dk = ssm_state * ssm_k_heads,
+     * Dv = ssm_inner, conv_dim = 2 Dk + Dv, dv = Dv / ssm_v_heads. */
+    float *qkv;        /* (max_rows, max(2 q_dim, conv_dim)) Wq's query|gate rows, or the GDN's W_qkv then its conv */
+    float *zg;         /* (max_rows, max(q_dim, Dv)) attention output gate, or the GDN's z */
+    float *beta;       /* (max_rows, ssm_v_heads) W_beta h, then sigmoid */
+    float *alpha;      /* (max_rows, ssm_v_heads) W_alpha h, then the decay g */
+    float *mix;        /* (max_rows, hidden) the mixer's or the FFN's output before the residual add */
+    float *gdn_tmp;    /* (n_threads, dv) the delta rule's per-thread scratch */
+    int n_state_slots; /* sequences whose recurrent state is kept */
+    int n_gdn_layers;
+    size_t state_floats; /* per slot and GDN layer: conv state (K - 1, conv_dim), then S (ssm_v_heads, dk, dv) */
+    float *state;        /* (n_state_slots, n_gdn_layers, state_floats) */
+    int32_t *state_pos;  /* (n_state_slots) the position each slot's state continues at */
+    int32_t *slot_next;  /* (n_state_slots) check_batch's scratch */
+    uint8_t *slot_seen;  /* (n_state_slots) check_batch's scratch */
 } fwd_ctx_t;
 
 int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err);
 void fwd_ctx_free(fwd_ctx_t *ctx);
-/* Scratch bytes fwd_ctx_init allocates (for the memory plan). */
+/* Scratch bytes fwd_ctx_init allocates (for the memory plan); a hybrid
+ * model's recurrent state is extra (fwd_state_bytes). */
 uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx);
+
+/* Hybrid models: fwd_ctx_init keeps one sequence's recurrent state (slot 0);
+ * this resizes the pool to n_slots sequences, all starting from zero.
+ * A no-op for models without recurrent state. */
+int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err);
+/* Bytes of n_slots sequences' recurrent state (0 for dense models). */
+uint64_t fwd_state_bytes(const model_t *m, int n_slots);
 
 /* Runs the batch; logits receives (number of selected rows, vocab) floats.
  * Returns -1 with a message if the batch is malformed (ids, positions or

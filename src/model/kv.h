@@ -4,7 +4,8 @@
  * t % block_size. This file owns only the storage; which block belongs to
  * which sequence is the engine's business, and the layout of the
  * block_size * kv_dim floats of a block is the model's (Qwen3 keeps them
- * head by head: one head's keys in a block are contiguous, model/qwen3.c). */
+ * head by head: one head's keys in a block are contiguous, model/qwen3.c).
+ * Its layers are the model's attention layers (model_kv_layers). */
 #ifndef SPLASH_KV_H
 #define SPLASH_KV_H
 

@@ -196,8 +196,7 @@ static int load_qwen3(model_t *m, err_t *err)
 /* The architectures, by general.architecture. */
 static const model_arch_t model_archs[] = {
     {"qwen3", MODEL_ARCH_QWEN3, load_qwen3, NULL},
-    {"qwen35", MODEL_ARCH_QWEN35, qwen35_load,
-     "loading and inspection work; the forward pass lands in a later step (issue 20)"},
+    {"qwen35", MODEL_ARCH_QWEN35, qwen35_load, NULL},
 };
 
 int model_check_runnable(const model_t *m, err_t *err)

@@ -1,7 +1,7 @@
 /* A loaded model: hyperparameters plus weight matrices that point straight
  * into the memory-mapped GGUF file (no copies). Architectures: qwen3 (dense)
  * and qwen35 (hybrid: Gated DeltaNet and gated full attention, plus NextN/MTP
- * layers; its format loads, its forward pass is not written yet). Each
+ * layers, run one token at a time through its recurrence). Each
  * architecture is one entry of a table (model_arch_t) chosen at load. */
 #ifndef SPLASH_MODEL_H
 #define SPLASH_MODEL_H
@@ -52,6 +52,24 @@ typedef struct model_config {
 static inline bool model_is_full_attention(const model_config_t *c, int il)
 {
     return il >= c->n_layers || c->full_attn_interval <= 1 || (il + 1) % c->full_attn_interval == 0;
+}
+
+/* Layers that keep keys and values (the full-attention main layers; all of
+ * qwen3's): the KV store holds these only, in layer order. */
+static inline int model_kv_layers(const model_config_t *c)
+{
+    int n = 0;
+    for (int il = 0; il < c->n_layers; il++)
+        n += model_is_full_attention(c, il);
+    return n;
+}
+
+/* Whether the model keeps a recurrent state per sequence (qwen35's Gated
+ * DeltaNet layers): its state cannot be rolled back or shared by prefix yet,
+ * so the engine turns speculation and prefix reuse off for it. */
+static inline bool model_is_hybrid(const model_config_t *c)
+{
+    return c->arch_id == MODEL_ARCH_QWEN35;
 }
 
 /* One block. qwen3 binds the attention and FFN fields. qwen35 binds, in a

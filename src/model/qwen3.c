@@ -19,6 +19,7 @@
 #include "kernels/qact.h"
 #include "kernels/types.h"
 #include "model/forward.h"
+#include "model/forward_internal.h"
 
 static size_t max_sz(size_t a, size_t b)
 {
@@ -26,21 +27,28 @@ static size_t max_sz(size_t a, size_t b)
 }
 
 /* The widest input of any matrix product (Wq/Wk/Wv/Wgate/Wup/Wout read
- * hidden, Wo reads q_dim, Wdown reads ffn). */
+ * hidden, Wo reads q_dim, Wdown reads ffn; qwen35's ssm_out reads Dv). */
 static int64_t widest_input(const model_config_t *c)
 {
     size_t q_dim = (size_t)c->n_heads * c->head_dim;
-    return (int64_t)max_sz(max_sz((size_t)c->hidden, q_dim), (size_t)c->ffn);
+    return (int64_t)max_sz(max_sz(max_sz((size_t)c->hidden, q_dim), (size_t)c->ffn), (size_t)c->ssm_inner);
+}
+
+/* xn's width: the normed input, the attention output, the GDN output. */
+static size_t xn_width(const model_config_t *c)
+{
+    return max_sz(max_sz((size_t)c->hidden, (size_t)c->n_heads * c->head_dim), (size_t)c->ssm_inner);
 }
 
 uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx)
 {
     const model_config_t *c = &m->cfg;
     uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
-    uint64_t per_row = c->hidden + max_sz((size_t)c->hidden, (size_t)q_dim) + q_dim + 2 * kv_dim + 2ull * c->ffn;
+    uint64_t per_row = c->hidden + xn_width(c) + q_dim + 2 * kv_dim + 2ull * c->ffn;
     per_row += (uint64_t)c->head_dim; /* RoPE cosines and sines */
+    uint64_t extra = c->arch_id == MODEL_ARCH_QWEN35 ? qwen35_ctx_bytes(m, n_threads, max_rows) : 0;
     return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * ATTN_MAX_Q * max_ctx) * sizeof(float) +
-           (uint64_t)max_rows * sizeof(int32_t) + ops_matmul_xq_bytes(widest_input(c), max_rows);
+           (uint64_t)max_rows * sizeof(int32_t) + ops_matmul_xq_bytes(widest_input(c), max_rows) + extra;
 }
 
 int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err)
@@ -58,7 +66,7 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
     ctx->max_rows = max_rows;
     ctx->max_ctx = max_ctx;
     ctx->x = malloc(rows * c->hidden * sizeof(float));
-    ctx->xn = malloc(rows * max_sz((size_t)c->hidden, q_dim) * sizeof(float));
+    ctx->xn = malloc(rows * xn_width(c) * sizeof(float));
     ctx->q = malloc(rows * q_dim * sizeof(float));
     ctx->k = malloc(rows * kv_dim * sizeof(float));
     ctx->v = malloc(rows * kv_dim * sizeof(float));
@@ -73,6 +81,10 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
         !ctx->out_rows || !ctx->rope_cos || !ctx->rope_sin || !ctx->xq) {
         fwd_ctx_free(ctx);
         return err_set(err, "forward: out of memory for scratch buffers");
+    }
+    if (c->arch_id == MODEL_ARCH_QWEN35 && qwen35_ctx_init(ctx, err)) {
+        fwd_ctx_free(ctx);
+        return -1;
     }
     return 0;
 }
@@ -91,6 +103,7 @@ void fwd_ctx_free(fwd_ctx_t *ctx)
     free(ctx->rope_cos);
     free(ctx->rope_sin);
     free(ctx->xq);
+    qwen35_ctx_free(ctx);
     memset(ctx, 0, sizeof *ctx);
 }
 
@@ -158,11 +171,16 @@ static void attn_worker(void *arg, int ith, int nth)
     }
 }
 
-/* ---- per-row work between the products, split by rows across the pool ---- */
+void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int kv_layer)
+{
+    const model_config_t *c = &ctx->model->cfg;
+    int group = c->n_heads / c->n_kv_heads;
+    attn_job_t job = {ctx, kv, b, kv_layer, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, 0};
+    atomic_init(&job.next, 0);
+    pool_run(ctx->pool, attn_worker, &job);
+}
 
-/* Rows below this run on the calling thread: a hand-off costs more than a
- * decode step's row of norms. */
-#define FWD_PAR_ROWS 8
+/* ---- per-row work between the products, split by rows across the pool ---- */
 
 typedef enum {
     ROWS_NORM,     /* xn = rmsnorm(x, norm) */
@@ -255,7 +273,7 @@ static int check_batch(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_bat
     const model_config_t *c = &ctx->model->cfg;
     if (b->n_rows < 1 || b->n_rows > ctx->max_rows)
         return err_set(err, "forward: %d rows (limit %d)", b->n_rows, ctx->max_rows);
-    if (kv->n_layers != c->n_layers || kv->kv_dim != c->n_kv_heads * c->head_dim)
+    if (kv->n_layers != model_kv_layers(c) || kv->kv_dim != c->n_kv_heads * c->head_dim)
         return err_set(err, "forward: KV store shape does not match the model");
     for (int r = 0; r < b->n_rows; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab)
@@ -276,6 +294,12 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
 {
     if (check_batch(ctx, kv, b, err))
         return -1;
+    if (ctx->model->cfg.arch_id == MODEL_ARCH_QWEN35) {
+        if (qwen35_check_batch(ctx, b, err))
+            return -1;
+        qwen35_forward(ctx, kv, b, logits);
+        return 0;
+    }
     const model_t *m = ctx->model;
     const model_config_t *c = &m->cfg;
     const type_traits_t *embd_type = type_traits(m->tok_embd.type);
@@ -307,10 +331,7 @@ int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *l
         run_rows(ctx, kv, b, li, ROWS_QK_STORE, NULL, NULL);
 
         /* causal grouped-query attention into xn (n, q_dim), then x += Wo xn */
-        int group = c->n_heads / c->n_kv_heads;
-        attn_job_t job = {ctx, kv, b, li, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, 0};
-        atomic_init(&job.next, 0);
-        pool_run(ctx->pool, attn_worker, &job);
+        fwd_attention(ctx, kv, b, li);
         ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->q, n,
                            ctx->xq); /* q is free now: reuse it for Wo's output */
 

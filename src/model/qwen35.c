@@ -1,5 +1,5 @@
 /* Qwen3.5 (arch "qwen35"): the hybrid format as llama.cpp writes and reads
- * it. This step loads it; the forward pass lands here later (issue 20).
+ * it, and its forward pass (qwen35_forward, at the end, read top to bottom).
  *
  *   block_count = n_layers main layers + n_nextn NextN/MTP blocks
  *   main layer il: full attention iff (il + 1) % full_attention_interval == 0,
@@ -16,6 +16,9 @@
  *                  g = ssm_a * softplus(W_alpha h + dt_bias)   (per value head)
  *                  per value head, a state S (state x v_head_dim):
  *                    S = exp(g) S ; S += beta k (v - S^T k)^T ; o = S^T q / sqrt(state)
+ *                  (value head j reads key head j % k_heads; the L2 norm is
+ *                  x / max(||x||, eps); the conv state is the last K-1 raw
+ *                  W_qkv rows, oldest first)
  *                  out = W_out (rmsnorm(o) * ssm_norm * silu(z))
  *   NextN block:   h' = eh_proj [enorm(embed(next token)); hnorm(h)], then a
  *                  full-attention block, shared_head_norm, the shared LM head
@@ -25,10 +28,15 @@
  * is a plain multiplier: the converter adds Hugging Face's +1 to all of them
  * but ssm_norm, whose checkpoint weight already is one. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "kernels/gdn.h"
+#include "kernels/ops.h"
 #include "kernels/types.h"
+#include "model/forward_internal.h"
 #include "model/model_bind.h"
 
 #define QWEN35_MAX_CONV_KERNEL 64
@@ -237,4 +245,453 @@ int qwen35_load(model_t *m, err_t *err)
             return -1;
     }
     return 0;
+}
+
+/* ---- the forward pass ----
+ *
+ * The recurrent state of a sequence (per GDN layer: the conv state and S per
+ * value head) lives in a slot of ctx->state; a batch row names its slot. GDN
+ * layers walk each slot's rows in batch order (position order), so rows of
+ * several sequences can share a batch. The paged KV store holds the
+ * full-attention layers only (model_kv_layers), in layer order.
+ *
+ * Prefill runs the delta rule token by token too. The chunk-parallel (WY/UT)
+ * form would make a row's result depend on where its prefill chunk starts,
+ * and the engine promises results independent of the chunking (bit for bit,
+ * test_engine); it is also a small share of the work here (dk dv flops per
+ * value head and token against the matrix products' 2 params). */
+
+static size_t maxz(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+typedef struct q35_dims {
+    int q_dim, kv_dim;          /* full attention: n_heads * hd, n_kv_heads * hd */
+    int dk, dv, nk, nv, Dk, Dv; /* GDN: key/value head dims and counts, Dk = dk nk, Dv = dv nv */
+    int conv_dim, kernel;       /* 2 Dk + Dv channels, conv width */
+} q35_dims_t;
+
+static q35_dims_t dims_of(const model_config_t *c)
+{
+    q35_dims_t d;
+    d.q_dim = c->n_heads * c->head_dim;
+    d.kv_dim = c->n_kv_heads * c->head_dim;
+    d.dk = c->ssm_state;
+    d.nk = c->ssm_k_heads;
+    d.nv = c->ssm_v_heads;
+    d.Dv = c->ssm_inner;
+    d.dv = d.Dv / d.nv;
+    d.Dk = d.dk * d.nk;
+    d.conv_dim = 2 * d.Dk + d.Dv;
+    d.kernel = c->ssm_conv_kernel;
+    return d;
+}
+
+static size_t state_floats(const model_config_t *c)
+{
+    q35_dims_t d = dims_of(c);
+    return (size_t)(d.kernel - 1) * d.conv_dim + (size_t)d.nv * d.dk * d.dv;
+}
+
+static int n_gdn_layers(const model_config_t *c)
+{
+    int n = 0;
+    for (int il = 0; il < c->n_layers; il++)
+        n += !model_is_full_attention(c, il);
+    return n;
+}
+
+uint64_t fwd_state_bytes(const model_t *m, int n_slots)
+{
+    if (m->cfg.arch_id != MODEL_ARCH_QWEN35)
+        return 0;
+    return (uint64_t)n_slots *
+           ((uint64_t)n_gdn_layers(&m->cfg) * state_floats(&m->cfg) * sizeof(float) + 2 * sizeof(int32_t) + 1);
+}
+
+uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
+{
+    q35_dims_t d = dims_of(&m->cfg);
+    uint64_t per_row = maxz(2 * (size_t)d.q_dim, (size_t)d.conv_dim) + maxz((size_t)d.q_dim, (size_t)d.Dv) +
+                       2 * (uint64_t)d.nv + (uint64_t)m->cfg.hidden;
+    return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * d.dv) * sizeof(float) + fwd_state_bytes(m, 1);
+}
+
+int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err)
+{
+    const model_config_t *c = &ctx->model->cfg;
+    if (c->arch_id != MODEL_ARCH_QWEN35)
+        return 0;
+    if (n_slots < 1)
+        return err_set(err, "forward: state slots must be positive");
+    size_t per_slot = (size_t)ctx->n_gdn_layers * ctx->state_floats;
+    float *state = calloc((size_t)n_slots * per_slot + 1, sizeof(float));
+    int32_t *pos = calloc((size_t)n_slots, sizeof(int32_t)), *next = calloc((size_t)n_slots, sizeof(int32_t));
+    uint8_t *seen = calloc((size_t)n_slots, 1);
+    if (!state || !pos || !next || !seen) {
+        free(state);
+        free(pos);
+        free(next);
+        free(seen);
+        return err_set(err, "forward: out of memory for %d sequences' recurrent state", n_slots);
+    }
+    free(ctx->state);
+    free(ctx->state_pos);
+    free(ctx->slot_next);
+    free(ctx->slot_seen);
+    ctx->state = state;
+    ctx->state_pos = pos;
+    ctx->slot_next = next;
+    ctx->slot_seen = seen;
+    ctx->n_state_slots = n_slots;
+    return 0;
+}
+
+int qwen35_ctx_init(fwd_ctx_t *ctx, err_t *err)
+{
+    const model_config_t *c = &ctx->model->cfg;
+    q35_dims_t d = dims_of(c);
+    size_t rows = (size_t)ctx->max_rows;
+    ctx->qkv = malloc(rows * maxz(2 * (size_t)d.q_dim, (size_t)d.conv_dim) * sizeof(float));
+    ctx->zg = malloc(rows * maxz((size_t)d.q_dim, (size_t)d.Dv) * sizeof(float));
+    ctx->beta = malloc(rows * (size_t)d.nv * sizeof(float));
+    ctx->alpha = malloc(rows * (size_t)d.nv * sizeof(float));
+    ctx->mix = malloc(rows * (size_t)c->hidden * sizeof(float));
+    ctx->gdn_tmp = malloc((size_t)pool_size(ctx->pool) * (size_t)d.dv * sizeof(float));
+    ctx->n_gdn_layers = n_gdn_layers(c);
+    ctx->state_floats = state_floats(c);
+    if (!ctx->qkv || !ctx->zg || !ctx->beta || !ctx->alpha || !ctx->mix || !ctx->gdn_tmp)
+        return err_set(err, "forward: out of memory for scratch buffers");
+    return fwd_ctx_set_state_slots(ctx, 1, err);
+}
+
+void qwen35_ctx_free(fwd_ctx_t *ctx)
+{
+    free(ctx->qkv);
+    free(ctx->zg);
+    free(ctx->beta);
+    free(ctx->alpha);
+    free(ctx->mix);
+    free(ctx->gdn_tmp);
+    free(ctx->state);
+    free(ctx->state_pos);
+    free(ctx->slot_next);
+    free(ctx->slot_seen);
+}
+
+static int32_t slot_of(const fwd_batch_t *b, int r)
+{
+    return b->state_slots ? b->state_slots[r] : 0;
+}
+
+/* Every slot's rows continue its state in position order (or start it at
+ * 0). On success the slots' positions are committed and the slots that
+ * start over are zeroed: the forward itself cannot fail after this. */
+int qwen35_check_batch(fwd_ctx_t *ctx, const fwd_batch_t *b, err_t *err)
+{
+    for (int r = 0; r < b->n_rows; r++) {
+        int32_t s = slot_of(b, r);
+        if (s < 0 || s >= ctx->n_state_slots)
+            return err_set(err, "forward: row %d: state slot %d is outside [0, %d)", r, s, ctx->n_state_slots);
+        ctx->slot_seen[s] = 0;
+    }
+    for (int r = 0; r < b->n_rows; r++) {
+        int32_t s = slot_of(b, r), want = ctx->slot_seen[s] ? ctx->slot_next[s] : ctx->state_pos[s];
+        if (b->pos[r] != want && !(b->pos[r] == 0 && !ctx->slot_seen[s]))
+            return err_set(err,
+                           "forward: row %d: position %d does not continue state slot %d (at %d); a recurrent "
+                           "state cannot go back",
+                           r, b->pos[r], s, want);
+        ctx->slot_seen[s] = 1;
+        ctx->slot_next[s] = b->pos[r] + 1;
+    }
+    size_t per_slot = (size_t)ctx->n_gdn_layers * ctx->state_floats;
+    for (int r = 0; r < b->n_rows; r++) {
+        int32_t s = slot_of(b, r);
+        if (b->pos[r] == 0 && ctx->slot_seen[s] == 1)
+            memset(ctx->state + (size_t)s * per_slot, 0, per_slot * sizeof(float));
+        ctx->slot_seen[s] = 2; /* zero a slot once, at its first row */
+        ctx->state_pos[s] = ctx->slot_next[s];
+    }
+    return 0;
+}
+
+/* Runs fn(ctx, arg, r) for every row: split across the pool for batches,
+ * on this thread for a few rows. A row's work never depends on the split. */
+typedef void (*row_fn)(const fwd_ctx_t *ctx, const void *arg, int r);
+typedef struct rows_job {
+    const fwd_ctx_t *ctx;
+    const void *arg;
+    row_fn fn;
+    int n_rows;
+} rows_job_t;
+
+static void rows_worker(void *p, int ith, int nth)
+{
+    const rows_job_t *job = p;
+    long lo, hi;
+    pool_split(job->n_rows, ith, nth, &lo, &hi);
+    for (long r = lo; r < hi; r++)
+        job->fn(job->ctx, job->arg, (int)r);
+}
+
+static void for_rows(const fwd_ctx_t *ctx, int n_rows, row_fn fn, const void *arg)
+{
+    rows_job_t job = {ctx, arg, fn, n_rows};
+    if (n_rows < FWD_PAR_ROWS)
+        rows_worker(&job, 0, 1);
+    else
+        pool_run(ctx->pool, rows_worker, &job);
+}
+
+/* x += mix; then xn = rmsnorm(x, norm) unless norm is NULL */
+static void add_norm_row(const fwd_ctx_t *ctx, const void *norm, int r)
+{
+    const model_config_t *c = &ctx->model->cfg;
+    size_t hidden = (size_t)c->hidden;
+    float *x = ctx->x + (size_t)r * hidden;
+    const float *a = ctx->mix + (size_t)r * hidden;
+    for (size_t i = 0; i < hidden; i++)
+        x[i] += a[i];
+    if (norm)
+        ops_rmsnorm(ctx->xn + (size_t)r * hidden, x, norm, (int64_t)hidden, c->rms_eps);
+}
+
+static void norm_row(const fwd_ctx_t *ctx, const void *norm, int r)
+{
+    const model_config_t *c = &ctx->model->cfg;
+    size_t hidden = (size_t)c->hidden;
+    ops_rmsnorm(ctx->xn + (size_t)r * hidden, ctx->x + (size_t)r * hidden, norm, (int64_t)hidden, c->rms_eps);
+}
+
+static void swiglu_row(const fwd_ctx_t *ctx, const void *unused, int r)
+{
+    (void)unused;
+    size_t ffn = (size_t)ctx->model->cfg.ffn;
+    ops_swiglu(ctx->gate + r * ffn, ctx->up + r * ffn, (int64_t)ffn);
+}
+
+typedef struct layer_arg {
+    const kv_store_t *kv;
+    const fwd_batch_t *b;
+    int layer;
+    int kv_layer; /* the layer's index in the KV store */
+} layer_arg_t;
+
+/* Full attention, per row: split Wq's rows into q and the output gate;
+ * QK-norm; RoPE over the first rope_dim dims; k and v into the cache. */
+static void attn_qk_row(const fwd_ctx_t *ctx, const void *p, int r)
+{
+    const layer_arg_t *a = p;
+    const model_config_t *c = &ctx->model->cfg;
+    const model_layer_t *l = &ctx->model->layers[a->layer];
+    const kv_store_t *kv = a->kv;
+    int hd = c->head_dim, half = c->rope_dim / 2, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
+    const float *cos_r = ctx->rope_cos + (size_t)r * half, *sin_r = ctx->rope_sin + (size_t)r * half;
+    for (int h = 0; h < c->n_heads; h++) {
+        const float *src = ctx->qkv + (size_t)r * 2 * q_dim + (size_t)h * 2 * hd; /* hd query then hd gate rows */
+        float *qh = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
+        memcpy(ctx->zg + (size_t)r * q_dim + (size_t)h * hd, src + hd, (size_t)hd * sizeof(float));
+        ops_rmsnorm(qh, src, l->q_norm, hd, c->rms_eps);
+        ops_rope_apply(qh, c->rope_dim, cos_r, sin_r);
+    }
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        float *kh = ctx->k + (size_t)r * kv_dim + (size_t)h * hd;
+        ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
+        ops_rope_apply(kh, c->rope_dim, cos_r, sin_r);
+    }
+    /* a block holds its slots head by head, as qwen3's: (n_kv_heads, block_size, head_dim) */
+    int32_t pos = a->b->pos[r];
+    int32_t blk = a->b->block_tables[r][pos / kv->block_size];
+    size_t slot = (size_t)(pos % kv->block_size);
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
+        memcpy(kv_block_k(kv, a->kv_layer, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+               (size_t)hd * sizeof(float));
+        memcpy(kv_block_v(kv, a->kv_layer, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
+               (size_t)hd * sizeof(float));
+    }
+}
+
+/* Full attention's output gate: xn *= sigmoid(gate) */
+static void attn_gate_row(const fwd_ctx_t *ctx, const void *unused, int r)
+{
+    (void)unused;
+    size_t q_dim = (size_t)ctx->model->cfg.n_heads * ctx->model->cfg.head_dim;
+    float *o = ctx->xn + (size_t)r * q_dim;
+    const float *g = ctx->zg + (size_t)r * q_dim;
+    for (size_t i = 0; i < q_dim; i++)
+        o[i] *= 1.0f / (1.0f + expf(-g[i]));
+}
+
+static float *layer_state(const fwd_ctx_t *ctx, int32_t slot, int gdn_index)
+{
+    return ctx->state + ((size_t)slot * ctx->n_gdn_layers + (size_t)gdn_index) * ctx->state_floats;
+}
+
+typedef struct gdn_arg {
+    const fwd_batch_t *b;
+    int layer, gdn_index;
+} gdn_arg_t;
+
+/* The causal conv over channels split across the pool; every thread walks
+ * the rows in order, so each slot's conv state advances token by token.
+ * In place: qkv becomes silu(conv(qkv)). */
+static void gdn_conv_worker(void *p, int ith, int nth)
+{
+    const rows_job_t *job = p;
+    const gdn_arg_t *a = job->arg;
+    const fwd_ctx_t *ctx = job->ctx;
+    q35_dims_t d = dims_of(&ctx->model->cfg);
+    const model_layer_t *l = &ctx->model->layers[a->layer];
+    long lo, hi;
+    pool_split(d.conv_dim, ith, nth, &lo, &hi);
+    for (int r = 0; r < job->n_rows; r++) {
+        float *row = ctx->qkv + (size_t)r * d.conv_dim;
+        float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
+        gdn_conv_step(row, conv_state, row, l->conv1d, d.conv_dim, d.kernel, lo, hi);
+    }
+}
+
+/* Per row, between the conv and the recurrence: q and k L2-normed per key
+ * head, q scaled by 1/sqrt(dk); beta = sigmoid(beta); the decay
+ * g = ssm_a * softplus(alpha + dt_bias) into alpha. */
+static void gdn_prep_row(const fwd_ctx_t *ctx, const void *p, int r)
+{
+    const gdn_arg_t *a = p;
+    const model_config_t *c = &ctx->model->cfg;
+    const model_layer_t *l = &ctx->model->layers[a->layer];
+    q35_dims_t d = dims_of(c);
+    float *row = ctx->qkv + (size_t)r * d.conv_dim, q_scale = 1.0f / sqrtf((float)d.dk);
+    for (int h = 0; h < 2 * d.nk; h++) /* q heads, then k heads */
+        gdn_l2norm(row + (size_t)h * d.dk, d.dk, c->rms_eps);
+    for (int i = 0; i < d.Dk; i++)
+        row[i] *= q_scale;
+    float *beta = ctx->beta + (size_t)r * d.nv, *g = ctx->alpha + (size_t)r * d.nv;
+    for (int j = 0; j < d.nv; j++) {
+        beta[j] = 1.0f / (1.0f + expf(-beta[j]));
+        float t = g[j] + l->dt_bias[j];
+        float softplus = t > 20.0f ? t : log1pf(expf(t));
+        g[j] = l->ssm_a[j] * softplus;
+    }
+}
+
+/* The delta rule over value heads split across the pool, each thread
+ * walking the rows in order; then the gated RMSNorm of the head's output
+ * into xn (n, Dv). Value head j reads key head j % nk. */
+static void gdn_recur_worker(void *p, int ith, int nth)
+{
+    const rows_job_t *job = p;
+    const gdn_arg_t *a = job->arg;
+    const fwd_ctx_t *ctx = job->ctx;
+    const model_config_t *c = &ctx->model->cfg;
+    const model_layer_t *l = &ctx->model->layers[a->layer];
+    q35_dims_t d = dims_of(c);
+    float *tmp = ctx->gdn_tmp + (size_t)ith * d.dv;
+    long lo, hi;
+    pool_split(d.nv, ith, nth, &lo, &hi);
+    for (int r = 0; r < job->n_rows; r++) {
+        const float *row = ctx->qkv + (size_t)r * d.conv_dim;
+        float *S_all = layer_state(ctx, slot_of(a->b, r), a->gdn_index) + (size_t)(d.kernel - 1) * d.conv_dim;
+        for (long j = lo; j < hi; j++) {
+            int kh = (int)(j % d.nk);
+            const float *q = row + (size_t)kh * d.dk, *k = row + d.Dk + (size_t)kh * d.dk;
+            const float *v = row + 2 * (size_t)d.Dk + (size_t)j * d.dv;
+            float *o = ctx->xn + (size_t)r * d.Dv + (size_t)j * d.dv;
+            gdn_delta_step(S_all + (size_t)j * d.dk * d.dv, o, q, k, v, ctx->alpha[(size_t)r * d.nv + j],
+                           ctx->beta[(size_t)r * d.nv + j], d.dk, d.dv, tmp);
+            gdn_gated_rmsnorm(o, o, l->ssm_norm, ctx->zg + (size_t)r * d.Dv + (size_t)j * d.dv, d.dv, c->rms_eps);
+        }
+    }
+}
+
+/* Each row's rotation over the first rope_dim dims. Pair i takes its
+ * position from M-RoPE stream t/h/w/e by sector (see tests/reference's
+ * README); text positions are (p, p, p, 0), so a pair of the e stream does
+ * not turn. */
+static void rope_row(const fwd_ctx_t *ctx, const void *p, int r)
+{
+    const fwd_batch_t *b = p;
+    const model_config_t *c = &ctx->model->cfg;
+    int half = c->rope_dim / 2;
+    const int *sec = c->rope_sections;
+    int sum = sec[0] + sec[1] + sec[2] + sec[3];
+    float *cos_r = ctx->rope_cos + (size_t)r * half, *sin_r = ctx->rope_sin + (size_t)r * half;
+    ops_rope_table(c->rope_dim, b->pos[r], c->rope_theta, cos_r, sin_r);
+    for (int i = 0; i < half; i++) {
+        int s = sum > 0 ? i % sum : 0;
+        bool is_text =
+            (s % 3 == 1 && s < 3 * sec[1]) || (s % 3 == 2 && s < 3 * sec[2]) || (s % 3 == 0 && s < 3 * sec[0]);
+        if (!is_text) {
+            cos_r[i] = 1.0f;
+            sin_r[i] = 0.0f;
+        }
+    }
+}
+
+void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *logits)
+{
+    const model_t *m = ctx->model;
+    const model_config_t *c = &m->cfg;
+    const type_traits_t *embd_type = type_traits(m->tok_embd.type);
+    int n = b->n_rows, hidden = c->hidden;
+
+    /* x = embed(token) */
+    for (int r = 0; r < n; r++) {
+        const uint8_t *row = (const uint8_t *)m->tok_embd.data + (size_t)b->tokens[r] * m->tok_embd.row_bytes;
+        embd_type->to_f32(row, ctx->x + (size_t)r * hidden, hidden);
+    }
+    for (int r = 0; r < n; r++)
+        rope_row(ctx, b, r);
+
+    for_rows(ctx, n, norm_row, m->layers[0].attn_norm);
+    for (int li = 0, gi = 0, ai = 0; li < c->n_layers; li++) {
+        const model_layer_t *l = &m->layers[li];
+        if (model_is_full_attention(c, li)) {
+            /* gated attention: q|gate, k, v = Wq h, Wk h, Wv h */
+            const matrix_t *w[] = {&l->wq, &l->wk, &l->wv};
+            float *const out[] = {ctx->qkv, ctx->k, ctx->v};
+            ops_matmul_multi(ctx->pool, 3, w, out, ctx->xn, n, ctx->xq);
+            /* QK-norm, partial RoPE, store k, v; causal GQA into xn; xn *= sigmoid(gate); mix = Wo xn */
+            layer_arg_t a = {kv, b, li, ai};
+            for_rows(ctx, n, attn_qk_row, &a);
+            fwd_attention(ctx, kv, b, ai++);
+            for_rows(ctx, n, attn_gate_row, NULL);
+            ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->mix, n, ctx->xq);
+        } else {
+            /* Gated DeltaNet: qkv, z, beta, alpha = W h */
+            const matrix_t *w[] = {&l->w_qkv, &l->w_z, &l->w_beta, &l->w_alpha};
+            float *const out[] = {ctx->qkv, ctx->zg, ctx->beta, ctx->alpha};
+            ops_matmul_multi(ctx->pool, 4, w, out, ctx->xn, n, ctx->xq);
+            /* causal conv + silu (rows in order per slot); L2 norms, beta, decay;
+             * the delta rule and gated norm into xn (n, Dv); mix = W_out xn */
+            gdn_arg_t a = {b, li, gi++};
+            rows_job_t conv = {ctx, &a, NULL, n};
+            pool_run(ctx->pool, gdn_conv_worker, &conv);
+            for_rows(ctx, n, gdn_prep_row, &a);
+            pool_run(ctx->pool, gdn_recur_worker, &conv);
+            ops_matmul_scratch(ctx->pool, &l->w_ssm_out, ctx->xn, ctx->mix, n, ctx->xq);
+        }
+        /* x += mix; h = rmsnorm(x, post_attention_norm); mix = Wdown(silu(Wgate h) * Wup h); x += mix */
+        for_rows(ctx, n, add_norm_row, l->ffn_norm);
+        const matrix_t *gate_up[] = {&l->w_gate, &l->w_up};
+        float *const gate_up_out[] = {ctx->gate, ctx->up};
+        ops_matmul_multi(ctx->pool, 2, gate_up, gate_up_out, ctx->xn, n, ctx->xq);
+        for_rows(ctx, n, swiglu_row, NULL);
+        ops_matmul_scratch(ctx->pool, &l->w_down, ctx->gate, ctx->mix, n, ctx->xq);
+        for_rows(ctx, n, add_norm_row, li + 1 < c->n_layers ? m->layers[li + 1].attn_norm : NULL);
+    }
+
+    /* logits for the selected rows: gather, output_norm, the LM head */
+    int n_out = 0;
+    for (int r = 0; r < n; r++)
+        if (!b->want_logits || b->want_logits[r])
+            ctx->out_rows[n_out++] = r;
+    if (n_out == 0)
+        return;
+    for (int i = 0; i < n_out; i++)
+        ops_rmsnorm(ctx->xn + (size_t)i * hidden, ctx->x + (size_t)ctx->out_rows[i] * hidden, m->out_norm, hidden,
+                    c->rms_eps);
+    ops_matmul_scratch(ctx->pool, &m->output, ctx->xn, logits, n_out, ctx->xq);
 }

@@ -159,7 +159,8 @@ expect_error 2 "--threads: 0 is out of range" -- "$splash" perf --threads 0
 SPLASH_CPU=pentium "$splash" perf --tg 1 --pp 0 >/dev/null 2>"$work/err"; [ $? -eq 2 ] && grep -q "SPLASH_CPU must be" "$work/err" && ok || bad "bad SPLASH_CPU accepted"
 
 # qwen35 (Qwen3.5 hybrid): synth, info shows the layer pattern, convert keeps
-# the f32 tensors f32, and everything that computes refuses in one line
+# the f32 tensors f32; run, perf and perplexity compute; speculative decoding
+# (as the target or as the draft model) refuses in one line
 q35="$work/q35.gguf"
 expect_ok "$splash" model synth --preset qwen35-tiny --type q8_0 --out "$q35"
 "$splash" model info --no-hash "$q35" >"$work/info" 2>&1
@@ -167,11 +168,14 @@ grep -q "architecture:  qwen35" "$work/info" &&
     grep -q "layers: 4 (3 Gated DeltaNet, 1 full attention: 3), NextN/MTP layers: 1" "$work/info" &&
     grep -q "Gated DeltaNet: 8 key heads x 32, 8 value heads x 32 (inner 256), conv kernel 4" "$work/info" &&
     grep -qE "blk.0.ssm_conv1d.weight +f32 +\[4, 768\]" "$work/info" && ok || bad "qwen35 info: $(head -c 600 "$work/info")"
-q35_refusal="architecture qwen35: loading and inspection work; the forward pass lands in a later step \(issue 20\)"
-expect_error 1 "$q35_refusal" -- "$splash" run --model "$q35" hi
-expect_error 1 "$q35_refusal" -- "$splash" perf --model "$q35" --pp 8 --tg 4 --reps 1
-expect_error 1 "$q35_refusal" -- "$splash" perplexity --model "$q35" --file "$work/text.txt"
-expect_error 1 "draft model: .*$q35_refusal" -- "$splash" run --draft "$q35" hi
+"$splash" run --model "$q35" --prompt-ids 1,2,3,4,5 --max-tokens 6 --temperature 0 --ignore-eos \
+    --ids-out "$work/q35-ids.txt" >/dev/null 2>"$work/err" &&
+    [ "$(wc -w <"$work/q35-ids.txt")" -eq 6 ] && ok || bad "qwen35 run: $(head -c 300 "$work/err")"
+expect_ok "$splash" perf --model "$q35" --pp 8 --tg 4 --reps 1
+expect_ok "$splash" perplexity --model "$q35" --file "$work/text.txt" --ctx 64 --stride 32
+q35_refusal="speculative decoding \(--draft\) is not supported on hybrid models \(qwen35\) yet"
+expect_error 1 "$q35_refusal" -- "$splash" run --model "$q35" --draft ngram hi
+expect_error 1 "$q35_refusal" -- "$splash" run --draft "$q35" hi
 expect_ok "$splash" model convert --in "$q35" --type f16 --out "$work/q35-f16.gguf"
 "$splash" model info --no-hash "$work/q35-f16.gguf" >"$work/info" 2>&1
 grep -qE "blk.0.ssm_conv1d.weight +f32" "$work/info" && grep -qE "blk.0.ssm_a +f32" "$work/info" &&

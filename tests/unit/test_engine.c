@@ -1,7 +1,8 @@
 /* The serving engine, driven in process: block bookkeeping and the prefix
  * cache, request lifecycle (cancel, timeout, queue limits, drain), batch
  * invariance (bitwise-identical logits alone or mixed, any chunk size, with
- * or without a cached prefix), prefill overlapping decode, prefix reuse per
+ * or without a cached prefix; a hybrid model's recurrent state per request),
+ * prefill overlapping decode, prefix reuse per
  * salt, stop strings, and that every block is returned. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,6 +43,34 @@ static int setup(void **state)
     model_config_t c;
     assert_int_equal(synth_preset("tiny", &c, &err), 0);
     c.context_length = TEST_CONTEXT;
+    pool_t *pool = pool_create(2, &err);
+    assert_non_null(pool);
+    if (synth_write(f->path, "test", &c, TYPE_Q8_0, 7, 0.1f, NULL, pool, NULL, NULL, &err))
+        fail_msg("synth: %s", err.msg);
+    pool_destroy(pool);
+    f->model = model_load(f->path, &err);
+    if (!f->model)
+        fail_msg("load: %s", err.msg);
+    if (vocab_load(&f->vocab, f->model->gguf, f->model->cfg.vocab, &err))
+        fail_msg("vocab: %s", err.msg);
+    *state = f;
+    return 0;
+}
+
+/* The same fixture on a qwen35-tiny file (hybrid: recurrent state per sequence). */
+static int setup_q35(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    err_t err;
+    snprintf(f->path, sizeof f->path, "/tmp/splash-test-engine-XXXXXX");
+    int fd = mkstemp(f->path);
+    assert_true(fd >= 0);
+    close(fd);
+    model_config_t c;
+    assert_int_equal(synth_preset("qwen35-tiny", &c, &err), 0);
+    assert_int_equal(c.vocab, TEST_VOCAB);
+    c.context_length = TEST_CONTEXT;
+    c.ssm_v_heads = 2 * c.ssm_k_heads; /* value heads tiled over key heads */
     pool_t *pool = pool_create(2, &err);
     assert_non_null(pool);
     if (synth_write(f->path, "test", &c, TYPE_Q8_0, 7, 0.1f, NULL, pool, NULL, NULL, &err))
@@ -263,7 +292,7 @@ static void test_greedy_matches_direct_forward(void **state)
     for (int p = 0; p < 40 + 11; p++) {
         int32_t pos = p;
         uint8_t want = 1;
-        fwd_batch_t b = {1, &toks[p], &pos, tables, &want};
+        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, logits, &err), 0);
         if (p >= 39) {
             int g = p - 39;
@@ -442,6 +471,67 @@ static void test_batch_invariance(void **state)
     }
     for (int i = 0; i < N_MIX; i++)
         result_free(&alone[i]);
+}
+
+/* A hybrid model (qwen35): each request's recurrent state is its own, so
+ * a request mixed with others (more requests than sequence slots, so slots
+ * are reused) gives the tokens and logits it gives alone, bit for bit; a
+ * repeated prompt reuses no prefix (its state is not kept); speculative
+ * decoding is refused. */
+#define N_Q35 5
+static void test_hybrid_batch_invariance(void **state)
+{
+    fixture_t *f = *state;
+    static const int lens[N_Q35] = {37, 5, 40, 16, 1};
+    static const int gens[N_Q35] = {9, 12, 6, 8, 10};
+    int32_t prompts[N_Q35][40];
+    for (int i = 0; i < N_Q35; i++)
+        make_prompt(prompts[i], lens[i], 300 + (uint32_t)i);
+    memcpy(prompts[2], prompts[0], 32 * sizeof(int32_t)); /* two full blocks in common with request 0 */
+    result_t alone[N_Q35];
+    for (int i = 0; i < N_Q35; i++) {
+        engine_t *e = make_engine(f, 1, 8, 8, 4);
+        run_alone(e, prompts[i], lens[i], gens[i], i % 2 ? 500 + (uint64_t)i : 0, NULL, &alone[i]);
+        assert_int_equal(alone[i].n_ids, gens[i]);
+        assert_int_equal(alone[i].usage.cached_tokens, 0);
+        engine_destroy(e);
+    }
+    static const int chunks[] = {1, 7, 16};
+    for (size_t ci = 0; ci < sizeof chunks / sizeof *chunks; ci++) {
+        for (int width = 2; width <= 3; width++) {
+            engine_t *e = make_engine(f, width, width + chunks[ci] * 2, chunks[ci], N_Q35);
+            /* request 0 ran before: a dense model would reuse its blocks */
+            result_t warm;
+            run_alone(e, prompts[0], lens[0], 2, 0, NULL, &warm);
+            result_free(&warm);
+            engine_req_t *rs[N_Q35];
+            result_t mixed[N_Q35];
+            for (int i = 0; i < N_Q35; i++)
+                rs[i] = submit(e, prompts[i], lens[i], gens[i], i % 2 ? 500 + (uint64_t)i : 0, NULL, &mixed[i]);
+            for (int i = 0; i < N_Q35; i++) {
+                drain_events(rs[i], &mixed[i]);
+                engine_release(rs[i]);
+                assert_int_equal(mixed[i].finish, alone[i].finish);
+                assert_int_equal(mixed[i].n_ids, gens[i]);
+                assert_memory_equal(mixed[i].ids, alone[i].ids, (size_t)gens[i] * sizeof(int32_t));
+                assert_memory_equal(mixed[i].logits, alone[i].logits, (size_t)gens[i] * TEST_VOCAB * sizeof(float));
+                assert_int_equal(mixed[i].usage.cached_tokens, 0);
+                result_free(&mixed[i]);
+            }
+            assert_no_blocks_held(e);
+            engine_destroy(e);
+        }
+    }
+    for (int i = 0; i < N_Q35; i++)
+        result_free(&alone[i]);
+
+    engine_config_t c;
+    engine_config_default(&c);
+    c.max_memory = 1ull << 30;
+    c.draft_mode = ENGINE_DRAFT_NGRAM;
+    err_t err;
+    assert_null(engine_create(f->model, &f->vocab, &c, &err));
+    assert_non_null(strstr(err.msg, "not supported on hybrid models (qwen35)"));
 }
 
 /* ---- scheduling ---- */
@@ -649,6 +739,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_submit_validation_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_while_running_and_destroy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_invariance, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_prefill_overlaps_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_reuse_by_salt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_keeps_serving, setup, teardown),

@@ -1,10 +1,9 @@
 /* The qwen35 (Qwen3.5 hybrid) format: a synthetic qwen35-tiny file loads with
  * every hyperparameter, the layer pattern and every tensor's shape as
- * llama.cpp defines them, the commands that compute refuse it in one line,
- * and malformed variants (a key missing or out of range, a tensor missing or
- * of the wrong shape or type) are each refused with the key or tensor named.
- * The names themselves are checked by a third party in
- * tests/conformance/qwen35_names.mjs. */
+ * llama.cpp defines them, the forward keeps each sequence's recurrent state
+ * apart (any mix of two sequences' rows == each alone), and malformed variants (a key missing or out of range, a tensor
+ * missing or of the wrong shape or type) are each refused with the key or tensor named. The names themselves are
+ * checked by a third party in tests/conformance/qwen35_names.mjs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -162,20 +161,98 @@ static void test_loads_tiny(void **state)
     assert_null(gguf_find_tensor(g, "blk.3.ssm_a"));
     assert_null(gguf_find_tensor(g, "blk.0.attn_q.weight"));
 
-    /* no forward pass yet: everything that would compute refuses in one line */
-    assert_int_equal(model_check_runnable(m, &err), -1);
-    assert_non_null(strstr(err.msg, "architecture qwen35: loading and inspection work"));
-    assert_non_null(strstr(err.msg, "issue 20"));
-    fwd_ctx_t ctx;
-    assert_int_equal(fwd_ctx_init(&ctx, m, f->pool, 4, 64, &err), -1);
-    assert_non_null(strstr(err.msg, "qwen35"));
+    /* the forward runs it */
+    assert_int_equal(model_check_runnable(m, &err), 0);
     model_free(m);
-    assert_null(model_load_runnable(f->path, &err));
-    assert_non_null(strstr(err.msg, "the forward pass lands in a later step"));
 }
 
-/* The 0.8B layout's pattern: full attention at 3, 7, ..., 23; the NextN block
- * (index 24) is a full-attention block too. */
+/* Runs rows (tokens at positions, each in a state slot with its own block
+ * table) through one fwd_run; logits of every row into out. */
+static int run_rows(fwd_ctx_t *ctx, const kv_store_t *kv, int n, const int32_t *tok, const int32_t *pos,
+                    const int32_t *slot, const int32_t *const *tables, float *out, err_t *err)
+{
+    fwd_batch_t b = {n, tok, pos, tables, NULL, slot};
+    return fwd_run(ctx, kv, &b, out, err);
+}
+
+/* The recurrent state per sequence: one token at a time equals any mix of
+ * rows of two sequences in one batch (bit for bit: every row's arithmetic is
+ * the same whatever shares its batch); a slot restarted at position 0 starts
+ * from zero; a row that does not continue its slot's state is refused. */
+static void test_forward_state(void **state)
+{
+    fixture_t *f = *state;
+    err_t err;
+    model_t *m = model_load(f->path, &err);
+    if (!m)
+        fail_msg("load: %s", err.msg);
+    const model_config_t *c = &m->cfg;
+    enum { NA = 11, NB = 7, V = 512 };
+    assert_int_equal(c->vocab, V);
+    kv_store_t kv;
+    assert_int_equal(kv_store_init(&kv, model_kv_layers(c), 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    fwd_ctx_t ctx;
+    assert_int_equal(fwd_ctx_init(&ctx, m, f->pool, NA + NB, KV_BLOCK_SIZE, &err), 0);
+    assert_int_equal(fwd_ctx_set_state_slots(&ctx, 2, &err), 0);
+    const int32_t table_a[1] = {0}, table_b[1] = {1};
+    int32_t ta[NA], tb[NB];
+    for (int i = 0; i < NA; i++)
+        ta[i] = (int32_t)((i * 37 + 5) % V);
+    for (int i = 0; i < NB; i++)
+        tb[i] = (int32_t)((i * 91 + 200) % V);
+    static float ref_a[NA][V], ref_b[NB][V], got[NA + NB][V];
+    int32_t s0 = 0, s1 = 1;
+    const int32_t *tab_a = table_a, *tab_b = table_b;
+
+    /* alone, one token per pass (a in slot 0, b in slot 1) */
+    for (int32_t p = 0; p < NA; p++)
+        assert_int_equal(run_rows(&ctx, &kv, 1, &ta[p], &p, &s0, &tab_a, ref_a[p], &err), 0);
+    for (int32_t p = 0; p < NB; p++)
+        assert_int_equal(run_rows(&ctx, &kv, 1, &tb[p], &p, &s1, &tab_b, ref_b[p], &err), 0);
+
+    /* a restarted in slot 1 and b in slot 0 (both restart at 0): a's first 6
+     * and b's first 4 rows interleaved in one batch, then the rest of both
+     * mixed, rows of one sequence in position order */
+    int32_t tok[NA + NB], pos[NA + NB], slot[NA + NB];
+    const int32_t *tabs[NA + NB];
+    int n = 0;
+    int order[][2] = {{0, 0}, {1, 0}, {0, 1}, {0, 2}, {1, 1}, {0, 3}, {1, 2}, {1, 3}, {0, 4}, {0, 5}};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++, n++) {
+        int is_b = order[i][0], p = order[i][1];
+        tok[n] = is_b ? tb[p] : ta[p];
+        pos[n] = p;
+        slot[n] = is_b ? 0 : 1;
+        tabs[n] = is_b ? table_b : table_a;
+    }
+    assert_int_equal(run_rows(&ctx, &kv, n, tok, pos, slot, tabs, got[0], &err), 0);
+    for (int i = 0; i < n; i++)
+        assert_memory_equal(got[i], order[i][0] ? ref_b[pos[i]] : ref_a[pos[i]], sizeof got[i]);
+    n = 0;
+    for (int p = 6; p < NA; p++, n++) {
+        tok[n] = ta[p], pos[n] = p, slot[n] = 1, tabs[n] = table_a;
+        if (p - 2 < NB) {
+            n++;
+            tok[n] = tb[p - 2], pos[n] = p - 2, slot[n] = 0, tabs[n] = table_b;
+        }
+    }
+    assert_int_equal(run_rows(&ctx, &kv, n, tok, pos, slot, tabs, got[0], &err), 0);
+    for (int i = 0; i < n; i++)
+        assert_memory_equal(got[i], slot[i] == 0 ? ref_b[pos[i]] : ref_a[pos[i]], sizeof got[i]);
+
+    /* a state cannot go back, skip ahead, or name a slot that does not exist */
+    int32_t back = 3, ahead = NA + 1, bad_slot = 2;
+    assert_int_equal(run_rows(&ctx, &kv, 1, &ta[3], &back, &s1, &tab_a, got[0], &err), -1);
+    assert_non_null(strstr(err.msg, "does not continue state slot 1"));
+    assert_int_equal(run_rows(&ctx, &kv, 1, &ta[3], &ahead, &s1, &tab_a, got[0], &err), -1);
+    assert_non_null(strstr(err.msg, "does not continue"));
+    int32_t zero = 0;
+    assert_int_equal(run_rows(&ctx, &kv, 1, &ta[0], &zero, &bad_slot, &tab_a, got[0], &err), -1);
+    assert_non_null(strstr(err.msg, "state slot 2 is outside"));
+    fwd_ctx_free(&ctx);
+    kv_store_free(&kv);
+    model_free(m);
+}
+
 static void test_pattern_0_8b(void **state)
 {
     (void)state;
@@ -371,6 +448,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loads_tiny),
+        cmocka_unit_test(test_forward_state),
         cmocka_unit_test(test_pattern_0_8b),
         cmocka_unit_test(test_malformed_refused),
     };

@@ -1,0 +1,26 @@
+/* What the architectures' forward passes share (model/ only): qwen3.c owns
+ * the scratch, the batch checks and the attention pass; qwen35.c adds its
+ * own buffers and forward. */
+#ifndef SPLASH_FORWARD_INTERNAL_H
+#define SPLASH_FORWARD_INTERNAL_H
+
+#include "model/forward.h"
+
+/* Rows below this run on the calling thread: a hand-off costs more than a
+ * decode step's row of norms. */
+#define FWD_PAR_ROWS 8
+
+/* Causal grouped-query attention of every row: ctx->q (n, n_heads *
+ * head_dim) against the paged keys and values of KV-store layer kv_layer
+ * (model_kv_layers: a hybrid model stores its attention layers only), into
+ * ctx->xn. */
+void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int kv_layer);
+
+/* qwen35.c: its scratch (beyond the shared fields), and its forward. */
+uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows);
+int qwen35_ctx_init(fwd_ctx_t *ctx, err_t *err);
+void qwen35_ctx_free(fwd_ctx_t *ctx);
+int qwen35_check_batch(fwd_ctx_t *ctx, const fwd_batch_t *b, err_t *err);
+void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *logits);
+
+#endif
