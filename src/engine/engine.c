@@ -566,7 +566,7 @@ static void admit_queued(engine_t *e)
             /* a free recurrent-state slot (one per running request); the
              * forward zeroes it at the request's position 0 */
             head->state_slot = -1;
-            for (int s = 0; model_is_hybrid(&e->m->cfg) && head->state_slot < 0; s++)
+            for (int s = 0; model_is_hybrid(&e->m->cfg) && head->state_slot < 0 && s < e->cfg.max_seqs; s++)
                 if (!e->is_slot_busy[s]) {
                     e->is_slot_busy[s] = true;
                     head->state_slot = s;
