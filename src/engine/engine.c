@@ -322,6 +322,7 @@ static void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const 
     }
     engine_event_t ev = {.kind = ENGINE_EV_DONE, .step = e->steps, .finish = why};
     ev.usage = (engine_usage_t){r->n_prompt, r->n_generated, r->n_cached};
+    ev.stop_index = why == ENGINE_FINISH_STOP && r->stop.is_stopped ? r->stop.matched : -1;
     if (message)
         ev.message = strdup(message);
     if (why == ENGINE_FINISH_CANCELLED)

@@ -164,6 +164,7 @@ typedef struct engine_event {
     engine_finish_t finish; /* DONE */
     engine_usage_t usage;   /* STARTED (cached), DONE */
     char *message;          /* DONE with ERROR: why; owned */
+    int stop_index;         /* DONE: the stop string (index into params.stop) that ended it, or -1 */
 } engine_event_t;
 
 /* Queues a request. On ENGINE_OK, *out is the handle. Otherwise a message

@@ -111,13 +111,15 @@ int stop_feed(stop_t *s, const char *text, size_t len, const char **emit, size_t
      * the new bytes; the earliest end wins, then the longest string */
     for (size_t end = old + 1; end <= n; end++) {
         size_t match = 0;
+        int which = -1;
         for (int i = 0; i < s->n; i++) {
             size_t m = s->lens[i];
             if (m <= end && m > match && !memcmp(s->buf + end - m, s->strs[i], m))
-                match = m;
+                match = m, which = i;
         }
         if (match) {
             s->is_stopped = true;
+            s->matched = which;
             *emit = s->buf;
             *emit_len = end - match;
             s->emitted = s->len = 0; /* nothing after the stop string survives */

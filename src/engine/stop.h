@@ -26,6 +26,7 @@ typedef struct stop_matcher {
     size_t cap, len;               /* buf's capacity and used bytes */
     size_t emitted;                /* buf's first bytes handed out by the last call */
     bool is_stopped;               /* a stop string completed; nothing more is emitted */
+    int matched;                   /* is_stopped: the index of the string that completed */
 } stop_t;
 
 /* Copies n (0 .. STOP_MAX_STRINGS) stop strings, each non-empty valid UTF-8

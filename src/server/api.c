@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "base/clock.h"
-#include "server/internal.h"
+#include "server/dialect.h"
 #include "server/structured.h"
 #include "text/chat.h"
 
@@ -379,14 +379,14 @@ static int enable_thinking(const json_t *req)
 
 /* ---- submission and replies ---- */
 
-static void make_id(server_t *s, const char *prefix, char *out, size_t cap)
+void make_id(server_t *s, const char *prefix, char *out, size_t cap)
 {
     uint64_t n = atomic_fetch_add(&s->next_id, 1);
     snprintf(out, cap, "%s-%016" PRIx64 "%08" PRIx64, prefix, (uint64_t)s->started_unix, n);
 }
 
 /* Valid UTF-8 for JSON (invalid bytes as U+FFFD, as HF decode does). */
-static json_t *text_json(const char *text, size_t len)
+json_t *text_json(const char *text, size_t len)
 {
     char *buf = malloc(3 * len + 1);
     if (!buf)
@@ -481,16 +481,15 @@ static json_t *chat_choice(const char *text, size_t len, const structured_req_t 
     return choice;
 }
 
-/* Waits for the whole answer. */
-static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, const structured_req_t *sr, reply_t *r)
+int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out, api_done_t *done, reply_t *r)
 {
     int64_t t0 = clock_now_ns(), t_prev = 0;
     char *text = NULL;
     size_t len = 0, cap = 0;
     engine_event_t ev;
     engine_finish_t finish = ENGINE_FINISH_NONE;
-    engine_usage_t usage = {0};
     char message[256] = "";
+    *done = (api_done_t){.stop_index = -1};
     while (finish == ENGINE_FINISH_NONE && engine_next(req, &ev, -1) == 1) {
         if (ev.kind == ENGINE_EV_TOKEN) {
             if (!t_prev)
@@ -516,7 +515,9 @@ static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, const st
             }
         } else if (ev.kind == ENGINE_EV_DONE) {
             finish = ev.finish;
-            usage = ev.usage;
+            done->finish = ev.finish;
+            done->usage = ev.usage;
+            done->stop_index = ev.stop_index;
             if (ev.message)
                 snprintf(message, sizeof message, "%s", ev.message);
         }
@@ -528,23 +529,38 @@ static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, const st
         reply_error(r, 408, NULL, "the request took longer than --request-timeout (%d s)", s->cfg.request_timeout_s);
     } else if (finish == ENGINE_FINISH_CANCELLED) {
         reply_error(r, 503, NULL, "the request was cancelled: the server is shutting down");
-    } else if (finish == ENGINE_FINISH_ERROR) {
+    } else if (finish == ENGINE_FINISH_ERROR || finish == ENGINE_FINISH_NONE) {
         reply_error(r, 500, NULL, "generation failed: %s", message);
     } else {
-        char id[64];
-        make_id(s, is_chat ? "chatcmpl" : "cmpl", id, sizeof id);
-        json_t *choice;
-        if (is_chat) {
-            choice = chat_choice(text ? text : "", len, sr, finish);
-        } else {
-            choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "text", text_json(text ? text : "", len), "logprobs",
-                               "finish_reason", finish_reason(finish));
-        }
-        r->body = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:o}", "id", id, "object",
-                            is_chat ? "chat.completion" : "text_completion", "created", (json_int_t)time(NULL), "model",
-                            s->m.id, "choices", choice, "usage", usage_json(&usage));
         atomic_fetch_add(&s->metrics.completions, 1);
+        *text_out = text;
+        *len_out = len;
+        return 0;
     }
+    free(text);
+    return -1;
+}
+
+/* Waits for the whole answer. */
+static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, const structured_req_t *sr, reply_t *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    api_done_t done;
+    if (api_collect(s, req, &text, &len, &done, r))
+        return;
+    char id[64];
+    make_id(s, is_chat ? "chatcmpl" : "cmpl", id, sizeof id);
+    json_t *choice;
+    if (is_chat) {
+        choice = chat_choice(text ? text : "", len, sr, done.finish);
+    } else {
+        choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "text", text_json(text ? text : "", len), "logprobs",
+                           "finish_reason", finish_reason(done.finish));
+    }
+    r->body = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:o}", "id", id, "object",
+                        is_chat ? "chat.completion" : "text_completion", "created", (json_int_t)time(NULL), "model",
+                        s->m.id, "choices", choice, "usage", usage_json(&done.usage));
     free(text);
 }
 
@@ -710,7 +726,7 @@ static void sse_pump(sse_t *st)
     engine_event_clear(&ev);
 }
 
-ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     sse_t *st = cls;
     (void)pos;
@@ -726,7 +742,7 @@ ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
     return (ssize_t)n;
 }
 
-void sse_free(void *cls)
+static void sse_free(void *cls)
 {
     sse_t *st = cls;
     engine_release(st->req); /* cancels it if the client left early; its blocks go back at the next step */
@@ -760,6 +776,8 @@ static void respond(server_t *s, gen_req_t *g, bool is_chat, reply_t *r)
     make_id(s, is_chat ? "chatcmpl" : "cmpl", st->id, sizeof st->id);
     atomic_fetch_add(&s->metrics.streamed, 1);
     r->stream = st;
+    r->stream_read = sse_read;
+    r->stream_free = sse_free;
 }
 
 /* ---- endpoints ---- */
@@ -802,36 +820,77 @@ static int check_gen_fields(const json_t *req, const char *const *extra, reply_t
     return 0;
 }
 
-void api_chat(server_t *s, json_t *req, reply_t *r)
+/* A chat request validated, rendered and tokenised: into g (count_only:
+ * only g->ids). The Anthropic dialect builds such a request too. */
+static int chat_prepare(server_t *s, json_t *req, gen_req_t *g, bool count_only, reply_t *r)
 {
     static const char *const extra[] = {"messages",    "max_completion_tokens", "tools",
                                         "tool_choice", "parallel_tool_calls",   "chat_template_kwargs",
                                         NULL};
-    gen_req_t g = {.prompt_param = "messages"};
-    if (check_gen_fields(req, extra, r) || parse_common(s, req, &g, r))
-        return;
+    if (check_gen_fields(req, extra, r) || parse_common(s, req, g, r))
+        return -1;
     if (!json_object_get(req, "messages")) {
         reply_error(r, 400, "messages", "'messages' is required");
-        return;
+        return -1;
     }
     size_t len = 0;
     char *text = render_chat(req, true, &len, r);
     if (!text)
-        return;
-    if (structured_parse(s, req, true, enable_thinking(req), &g.sr, r)) {
+        return -1;
+    if (!count_only && structured_parse(s, req, true, enable_thinking(req), &g->sr, r)) {
         free(text);
-        return;
+        return -1;
     }
-    g.p.constraint = g.sr.spec;
+    g->p.constraint = g->sr.spec;
     err_t err;
     /* the rendered template holds control tokens (<|im_start|>): parsed as such */
-    if (tok_encode(s->m.tok, text, len, true, &g.ids, &err))
-        reply_error(r, 400, "messages", "%s", err.msg);
-    else
-        respond(s, &g, true, r);
+    int rc = tok_encode(s->m.tok, text, len, true, &g->ids, &err);
     free(text);
+    if (rc) {
+        reply_error(r, 400, "messages", "%s", err.msg);
+        structured_free(&g->sr);
+        tok_ids_free(&g->ids);
+        return -1;
+    }
+    return 0;
+}
+
+void api_chat(server_t *s, json_t *req, reply_t *r)
+{
+    gen_req_t g = {.prompt_param = "messages"};
+    if (chat_prepare(s, req, &g, false, r))
+        return;
+    respond(s, &g, true, r);
     tok_ids_free(&g.ids);
     structured_free(&g.sr);
+}
+
+int api_chat_submit(server_t *s, json_t *req, api_job_t *job, reply_t *r)
+{
+    gen_req_t g = {.prompt_param = "messages"};
+    memset(job, 0, sizeof *job);
+    if (chat_prepare(s, req, &g, false, r))
+        return -1;
+    job->n_prompt = (int)g.ids.n;
+    job->req = submit(s, &g, r);
+    tok_ids_free(&g.ids);
+    if (!job->req) {
+        structured_free(&g.sr);
+        return -1;
+    }
+    job->sr = g.sr;
+    job->is_stream = g.is_stream;
+    return 0;
+}
+
+int api_chat_count(server_t *s, json_t *req, int *n_tokens, reply_t *r)
+{
+    gen_req_t g = {.prompt_param = "messages"};
+    if (chat_prepare(s, req, &g, true, r))
+        return -1;
+    *n_tokens = (int)g.ids.n;
+    tok_ids_free(&g.ids);
+    return 0;
 }
 
 /* A prompt: a string (encoded; special-token text stays text unless it is

@@ -22,6 +22,8 @@
 enum route {
     R_NONE,
     R_CHAT,
+    R_MESSAGES,
+    R_MESSAGES_COUNT,
     R_COMPLETIONS,
     R_TOKENIZE,
     R_DETOKENIZE,
@@ -37,23 +39,26 @@ enum route {
 typedef struct route_def {
     const char *path;
     enum route route;
-    bool is_post;     /* POST (with a JSON body, except /trace/dump); otherwise GET */
-    bool is_public;   /* no API key needed */
-    bool needs_model; /* 503 until loaded */
+    bool is_post;      /* POST (with a JSON body, except /trace/dump); otherwise GET */
+    bool is_public;    /* no API key needed */
+    bool needs_model;  /* 503 until loaded */
+    bool is_anthropic; /* errors in Anthropic's body */
 } route_def_t;
 
 static const route_def_t routes[] = {
-    {"/v1/chat/completions", R_CHAT, true, false, true},
-    {"/v1/completions", R_COMPLETIONS, true, false, true},
-    {"/tokenize", R_TOKENIZE, true, false, true},
-    {"/detokenize", R_DETOKENIZE, true, false, true},
-    {"/apply-template", R_TEMPLATE, true, false, true},
-    {"/health", R_HEALTH, false, true, false},
-    {"/ready", R_READY, false, true, false},
-    {"/v1/models", R_MODELS, false, false, true},
-    {"/status", R_STATUS, false, false, false},
-    {"/metrics", R_METRICS, false, false, false},
-    {"/trace/dump", R_TRACE_DUMP, true, false, false},
+    {"/v1/chat/completions", R_CHAT, true, false, true, false},
+    {"/v1/completions", R_COMPLETIONS, true, false, true, false},
+    {"/v1/messages", R_MESSAGES, true, false, true, true},
+    {"/v1/messages/count_tokens", R_MESSAGES_COUNT, true, false, true, true},
+    {"/tokenize", R_TOKENIZE, true, false, true, false},
+    {"/detokenize", R_DETOKENIZE, true, false, true, false},
+    {"/apply-template", R_TEMPLATE, true, false, true, false},
+    {"/health", R_HEALTH, false, true, false, false},
+    {"/ready", R_READY, false, true, false, false},
+    {"/v1/models", R_MODELS, false, false, true, false},
+    {"/status", R_STATUS, false, false, false, false},
+    {"/metrics", R_METRICS, false, false, false, false},
+    {"/trace/dump", R_TRACE_DUMP, true, false, false, false},
 };
 
 /* One HTTP request's state across libmicrohttpd's calls. */
@@ -205,13 +210,15 @@ static int json_depth(const json_t *v)
 
 /* ---- replies ---- */
 
-static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, reply_t *r)
+static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const route_def_t *rt, reply_t *r)
 {
     struct MHD_Response *resp;
+    if (rt && rt->is_anthropic && r->status >= 400)
+        anthropic_error_body(r);
     if (r->stream) {
-        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, r->stream, sse_free);
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, r->stream_read, r->stream, r->stream_free);
         if (!resp) {
-            sse_free(r->stream);
+            r->stream_free(r->stream);
             return MHD_NO;
         }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -245,13 +252,14 @@ static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, reply_t
     return ok;
 }
 
-static enum MHD_Result send_error(server_t *s, struct MHD_Connection *c, int status, const char *param, const char *msg)
+static enum MHD_Result send_error(server_t *s, struct MHD_Connection *c, const route_def_t *rt, int status,
+                                  const char *param, const char *msg)
 {
     reply_t r = {0};
     reply_error(&r, status, param, "%s", msg);
     if (status == 503)
         r.retry_after = "1";
-    return send_reply(s, c, &r);
+    return send_reply(s, c, rt, &r);
 }
 
 static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *text, size_t len, const char *type)
@@ -291,21 +299,23 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
             char msg[512];
             snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
                      jerr.position, jerr.text);
-            return send_error(s, c, 400, NULL, msg);
+            return send_error(s, c, rt, 400, NULL, msg);
         }
         if (!json_is_object(req)) {
             json_decref(req);
-            return send_error(s, c, 400, NULL, "the request body must be a JSON object");
+            return send_error(s, c, rt, 400, NULL, "the request body must be a JSON object");
         }
         if (json_depth(req) > SERVER_MAX_JSON_DEPTH) {
             json_decref(req);
             char msg[128];
             snprintf(msg, sizeof msg, "JSON nested deeper than %d levels", SERVER_MAX_JSON_DEPTH);
-            return send_error(s, c, 400, NULL, msg);
+            return send_error(s, c, rt, 400, NULL, msg);
         }
     }
     switch (rt->route) {
     case R_CHAT: api_chat(s, req, &r); break;
+    case R_MESSAGES: api_messages(s, req, &r); break;
+    case R_MESSAGES_COUNT: api_messages_count(s, req, &r); break;
     case R_COMPLETIONS: api_completions(s, req, &r); break;
     case R_TOKENIZE: api_tokenize(s, req, &r); break;
     case R_DETOKENIZE: api_detokenize(s, req, &r); break;
@@ -325,14 +335,14 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
         size_t len = 0;
         char *text = api_metrics(s, &len);
         if (!text)
-            return send_error(s, c, 500, NULL, "out of memory");
+            return send_error(s, c, rt, 500, NULL, "out of memory");
         return send_text(s, c, text, len, "text/plain; version=0.0.4; charset=utf-8");
     }
     case R_TRACE_DUMP: api_trace_dump(s, &r); break;
     case R_NONE: break;
     }
     json_decref(req);
-    return send_reply(s, c, &r);
+    return send_reply(s, c, rt, &r);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -348,31 +358,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return MHD_NO;
         *con_cls = cc;
         if (!host_allowed(s, c))
-            return send_error(s, c, 403, NULL, "the Host header names a host this server does not serve");
+            return send_error(s, c, cc->route, 403, NULL, "the Host header names a host this server does not serve");
         cc->route = find_route(url);
         if (!cc->route)
-            return send_error(s, c, 404, NULL, "no such endpoint");
+            return send_error(s, c, cc->route, 404, NULL, "no such endpoint");
         if (!cc->route->is_public && !authorised(s, c))
-            return send_error(s, c, 401, NULL, "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
+            return send_error(s, c, cc->route, 401, NULL,
+                              "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
         bool is_post = !strcmp(method, MHD_HTTP_METHOD_POST), is_get = !strcmp(method, MHD_HTTP_METHOD_GET);
         if (cc->route->is_post ? !is_post : !is_get) {
             reply_t r = {0};
             reply_error(&r, 405, NULL, "%s is not allowed on %s", method, url);
             r.allow = cc->route->is_post ? "POST" : "GET";
-            return send_reply(s, c, &r);
+            return send_reply(s, c, cc->route, &r);
         }
         if (cc->route->needs_model && (!atomic_load(&s->is_ready) || atomic_load(&s->is_draining)))
-            return send_error(s, c, 503, NULL,
+            return send_error(s, c, cc->route, 503, NULL,
                               atomic_load(&s->is_draining) ? "the server is shutting down" : "the model is loading");
         if (cc->route->is_post && cc->route->route != R_TRACE_DUMP) {
             if (!is_json_type(c))
-                return send_error(s, c, 415, NULL, "Content-Type must be application/json");
+                return send_error(s, c, cc->route, 415, NULL, "Content-Type must be application/json");
             const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
             if (len && strtoull(len, NULL, 10) > s->cfg.max_body) {
                 char msg[128];
                 snprintf(msg, sizeof msg, "the request body is larger than %llu bytes",
                          (unsigned long long)s->cfg.max_body);
-                return send_error(s, c, 413, NULL, msg);
+                return send_error(s, c, cc->route, 413, NULL, msg);
             }
         }
         if (cc->route->needs_model) {
@@ -405,7 +416,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (cc->is_too_large) {
         char msg[128];
         snprintf(msg, sizeof msg, "the request body is larger than %llu bytes", (unsigned long long)s->cfg.max_body);
-        return send_error(s, c, 413, NULL, msg);
+        return send_error(s, c, cc->route, 413, NULL, msg);
     }
     (void)version;
     return dispatch(s, c, cc);

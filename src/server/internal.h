@@ -53,7 +53,9 @@ typedef struct reply {
     json_t *body;
     const char *retry_after; /* Retry-After header, or NULL */
     const char *allow;       /* Allow header (405), or NULL */
-    struct sse *stream;      /* SSE response instead of body */
+    void *stream;            /* SSE response instead of body: its state, and the libmicrohttpd callbacks */
+    ssize_t (*stream_read)(void *cls, uint64_t pos, char *buf, size_t max);
+    void (*stream_free)(void *cls);
 } reply_t;
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
@@ -70,9 +72,12 @@ void api_status(server_t *s, reply_t *r);
 char *api_metrics(server_t *s, size_t *len); /* Prometheus text, malloc'd */
 void api_trace_dump(server_t *s, reply_t *r);
 
-/* SSE streams (api.c): the libmicrohttpd reader and cleanup callbacks. */
-typedef struct sse sse_t;
-ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max);
-void sse_free(void *cls);
+typedef struct sse sse_t; /* api.c's OpenAI streams */
+
+/* The Anthropic Messages dialect (anthropic.c). */
+void api_messages(server_t *s, json_t *req, reply_t *r);
+void api_messages_count(server_t *s, json_t *req, reply_t *r);
+/* Rewrites an error reply's OpenAI body into Anthropic's {"type":"error","error":{type,message}}. */
+void anthropic_error_body(reply_t *r);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the server tests' pinned npm packages, the official OpenAI SDK and
+# Installs the server tests' pinned npm packages, the official OpenAI and Anthropic SDKs and
 # ajv (package.json + package-lock.json beside this script), into DEST, never
 # into the source tree (tests/npm-install.sh).
 #   install.sh DEST        e.g. install.sh build/server-tests
