@@ -24,6 +24,7 @@
 
 #include "base/clock.h"
 #include "server/dialect.h"
+#include "server/sse.h"
 
 /* ---- errors ---- */
 
@@ -624,46 +625,23 @@ typedef struct anth_sse {
     char id[64];
     int n_prompt;
     bool is_started; /* message_start went out */
-    bool is_done;
-    int block;   /* the open block's kind */
-    int n_block; /* blocks started */
-    char *ws;    /* trailing whitespace of the text so far, held back: dropped before a tool call */
+    int block;       /* the open block's kind */
+    int n_block;     /* blocks started */
+    char *ws;        /* trailing whitespace of the text so far, held back: dropped before a tool call */
     size_t n_ws;
     int64_t t0, t_prev;
-    char *buf;
-    size_t len, off, cap;
+    sse_buf_t out; /* framed events not yet handed to the client */
 } anth_sse_t;
-
-static void put(anth_sse_t *st, const char *data, size_t n)
-{
-    if (st->len + n > st->cap) {
-        size_t cap = st->cap ? st->cap : 4096;
-        while (cap < st->len + n)
-            cap *= 2;
-        char *b = realloc(st->buf, cap);
-        if (!b)
-            return;
-        st->buf = b;
-        st->cap = cap;
-    }
-    memcpy(st->buf + st->len, data, n);
-    st->len += n;
-}
 
 /* event: TYPE / data: JSON (whose "type" is TYPE). */
 static void event(anth_sse_t *st, json_t *data)
 {
-    char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
     const char *type = json_string_value(json_object_get(data, "type"));
-    if (text && type) {
-        put(st, "event: ", 7);
-        put(st, type, strlen(type));
-        put(st, "\ndata: ", 7);
-        put(st, text, strlen(text));
-        put(st, "\n\n", 2);
+    if (!type) {
+        json_decref(data);
+        return;
     }
-    free(text);
-    json_decref(data);
+    sse_buf_event(&st->out, type, data);
 }
 
 static void message_start(anth_sse_t *st, const engine_usage_t *u)
@@ -765,7 +743,7 @@ static void pump(anth_sse_t *st)
         if (st->is_started)
             event(st, json_pack("{s:s}", "type", "ping"));
         else
-            put(st, ": keep-alive\n\n", 14);
+            sse_buf_put(&st->out, ": keep-alive\n\n", 14);
         return;
     }
     if (!st->is_started && ev.kind != ENGINE_EV_PROGRESS) {
@@ -803,25 +781,21 @@ static void pump(anth_sse_t *st)
                                                                      : "generation failed";
             event(st, json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", type, "message", why));
         }
-        st->is_done = true;
+        st->out.is_done = true;
     }
     engine_event_clear(&ev);
 }
 
+static void pump_cb(void *cls)
+{
+    pump(cls);
+}
+
 static ssize_t anth_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    anth_sse_t *st = cls;
     (void)pos;
-    while (st->off == st->len) {
-        if (st->is_done)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        st->off = st->len = 0;
-        pump(st);
-    }
-    size_t n = st->len - st->off < max ? st->len - st->off : max;
-    memcpy(buf, st->buf + st->off, n);
-    st->off += n;
-    return (ssize_t)n;
+    anth_sse_t *st = cls;
+    return sse_buf_read(&st->out, buf, max, pump_cb, st);
 }
 
 static void anth_free(void *cls)
@@ -831,7 +805,7 @@ static void anth_free(void *cls)
     out_parser_free(&st->parser);
     json_decref(st->stops);
     free(st->ws);
-    free(st->buf);
+    sse_buf_free(&st->out);
     free(st);
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "server/dialect.h"
+#include "server/sse.h"
 #include "server/structured.h"
 #include "text/chat.h"
 
@@ -572,42 +573,12 @@ struct sse {
     bool is_chat;
     bool include_usage;
     bool is_started; /* the role chunk (chat) went out */
-    bool is_done;    /* [DONE] queued */
     char id[64];
     int64_t created;
     int64_t t0, t_prev;
-    char *buf; /* pending output */
-    size_t len, off, cap;
+    sse_buf_t out;       /* framed events not yet handed to the client ([DONE] queued: out.is_done) */
     out_parser_t parser; /* chat: reasoning, content and tool calls out of the text */
 };
-
-static void sse_append(sse_t *st, const char *data, size_t n)
-{
-    if (st->len + n > st->cap) {
-        size_t cap = st->cap ? st->cap : 4096;
-        while (cap < st->len + n)
-            cap *= 2;
-        char *b = realloc(st->buf, cap);
-        if (!b)
-            return;
-        st->buf = b;
-        st->cap = cap;
-    }
-    memcpy(st->buf + st->len, data, n);
-    st->len += n;
-}
-
-static void sse_event(sse_t *st, json_t *chunk)
-{
-    char *text = chunk ? json_dumps(chunk, JSON_COMPACT) : NULL;
-    json_decref(chunk);
-    if (!text)
-        return;
-    sse_append(st, "data: ", 6);
-    sse_append(st, text, strlen(text));
-    sse_append(st, "\n\n", 2);
-    free(text);
-}
 
 /* A chat chunk with a ready delta object. */
 static json_t *sse_delta_chunk(sse_t *st, json_t *delta, const char *finish)
@@ -628,18 +599,22 @@ static void sse_chat_text(sse_t *st, const char *text, size_t len, bool is_end)
     out_delta_t d;
     out_parser_feed(&st->parser, text, len, is_end, &d);
     if (d.n_reasoning)
-        sse_event(st, sse_delta_chunk(
-                          st, json_pack("{s:o}", "reasoning_content", text_json(d.reasoning, d.n_reasoning)), NULL));
+        sse_buf_event(
+            &st->out, NULL,
+            sse_delta_chunk(st, json_pack("{s:o}", "reasoning_content", text_json(d.reasoning, d.n_reasoning)), NULL));
     if (d.n_content)
-        sse_event(st, sse_delta_chunk(st, json_pack("{s:o}", "content", text_json(d.content, d.n_content)), NULL));
+        sse_buf_event(&st->out, NULL,
+                      sse_delta_chunk(st, json_pack("{s:o}", "content", text_json(d.content, d.n_content)), NULL));
     for (int i = d.first_call; i < d.first_call + d.n_new_calls; i++) {
         const tool_call_out_t *c = &st->parser.calls[i];
-        sse_event(st,
-                  sse_delta_chunk(st,
-                                  json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", i, "id", c->id,
-                                            "type", "function", "function", "name", c->name, "arguments", ""),
-                                  NULL));
-        sse_event(st, sse_delta_chunk(st,
+        sse_buf_event(
+            &st->out, NULL,
+            sse_delta_chunk(st,
+                            json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", i, "id", c->id, "type",
+                                      "function", "function", "name", c->name, "arguments", ""),
+                            NULL));
+        sse_buf_event(&st->out, NULL,
+                      sse_delta_chunk(st,
                                       json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", i, "function",
                                                 "arguments", c->arguments),
                                       NULL));
@@ -675,14 +650,14 @@ static void sse_pump(sse_t *st)
 {
     if (st->is_chat && !st->is_started) {
         st->is_started = true;
-        sse_event(st, sse_chunk(st, "", 0, NULL, true));
+        sse_buf_event(&st->out, NULL, sse_chunk(st, "", 0, NULL, true));
         return;
     }
     engine_event_t ev;
     if (engine_next(st->req, &ev, SERVER_KEEPALIVE_NS) == 0) {
         /* nothing for a while (a long prefill): a comment keeps proxies and
          * clients waiting, and finds out whether the client is still there */
-        sse_append(st, ": keep-alive\n\n", 14);
+        sse_buf_put(&st->out, ": keep-alive\n\n", 14);
         return;
     }
     if (ev.kind == ENGINE_EV_TOKEN) {
@@ -694,7 +669,7 @@ static void sse_pump(sse_t *st)
         if (ev.text_len && st->is_chat)
             sse_chat_text(st, ev.text, ev.text_len, false);
         else if (ev.text_len)
-            sse_event(st, sse_chunk(st, ev.text, ev.text_len, NULL, false));
+            sse_buf_event(&st->out, NULL, sse_chunk(st, ev.text, ev.text_len, NULL, false));
     } else if (ev.kind == ENGINE_EV_DONE) {
         lat_hist_add(&st->s->metrics.e2e, clock_now_ns() - st->t0);
         if (ev.finish == ENGINE_FINISH_STOP || ev.finish == ENGINE_FINISH_LENGTH) {
@@ -703,14 +678,15 @@ static void sse_pump(sse_t *st)
                 sse_chat_text(st, ev.text ? ev.text : "", ev.text ? ev.text_len : 0, true);
                 why = st->parser.n_calls && ev.finish == ENGINE_FINISH_STOP ? "tool_calls" : why;
             }
-            sse_event(st, sse_chunk(st, NULL, 0, why, false));
+            sse_buf_event(&st->out, NULL, sse_chunk(st, NULL, 0, why, false));
             atomic_fetch_add(&st->s->metrics.completions, 1);
         } else {
             /* the response is already 200: the error goes in the stream */
             const char *why = ev.finish == ENGINE_FINISH_TIMEOUT     ? "the request took longer than --request-timeout"
                               : ev.finish == ENGINE_FINISH_CANCELLED ? "the request was cancelled"
                                                                      : "generation failed";
-            sse_event(st, json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", why, "type", "server_error", "param",
+            sse_buf_event(&st->out, NULL,
+                          json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", why, "type", "server_error", "param",
                                     "code", engine_finish_name(ev.finish)));
         }
         if (st->include_usage) {
@@ -718,28 +694,24 @@ static void sse_pump(sse_t *st)
                 json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", st->id, "object",
                           st->is_chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)st->created,
                           "model", st->s->m.id, "choices", "usage", usage_json(&ev.usage));
-            sse_event(st, c);
+            sse_buf_event(&st->out, NULL, c);
         }
-        sse_append(st, "data: [DONE]\n\n", 14);
-        st->is_done = true;
+        sse_buf_put(&st->out, "data: [DONE]\n\n", 14);
+        st->out.is_done = true;
     }
     engine_event_clear(&ev);
 }
 
+static void sse_pump_cb(void *cls)
+{
+    sse_pump(cls);
+}
+
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    sse_t *st = cls;
     (void)pos;
-    while (st->off == st->len) {
-        if (st->is_done)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        st->off = st->len = 0;
-        sse_pump(st);
-    }
-    size_t n = st->len - st->off < max ? st->len - st->off : max;
-    memcpy(buf, st->buf + st->off, n);
-    st->off += n;
-    return (ssize_t)n;
+    sse_t *st = cls;
+    return sse_buf_read(&st->out, buf, max, sse_pump_cb, st);
 }
 
 static void sse_free(void *cls)
@@ -747,7 +719,7 @@ static void sse_free(void *cls)
     sse_t *st = cls;
     engine_release(st->req); /* cancels it if the client left early; its blocks go back at the next step */
     out_parser_free(&st->parser);
-    free(st->buf);
+    sse_buf_free(&st->out);
     free(st);
 }
 

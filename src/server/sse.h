@@ -1,0 +1,31 @@
+/* Server-sent-events output shared by the API dialects: a growing buffer of
+ * framed events that libmicrohttpd's content reader drains, refilled from
+ * the engine by the dialect's pump. OpenAI frames `data: JSON`; Anthropic
+ * adds an `event: TYPE` line. */
+#ifndef SPLASH_SSE_H
+#define SPLASH_SSE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct sse_buf {
+    char *buf;       /* pending output */
+    size_t len, off; /* bytes queued, bytes already handed out */
+    size_t cap;
+    bool is_done; /* the last event is queued: end the stream once drained */
+} sse_buf_t;
+
+/* Appends raw bytes (dropped if memory runs out: the stream ends short,
+ * which the client sees, rather than the server failing). */
+void sse_buf_put(sse_buf_t *b, const char *data, size_t n);
+/* One event: `event: TYPE\n` when type is not NULL, then `data: JSON\n\n`.
+ * Takes the reference to obj (type may be a string inside it). */
+void sse_buf_event(sse_buf_t *b, const char *type, json_t *obj);
+/* The content reader: hands out queued bytes, calling pump(cls) to queue
+ * more while none are left and the stream is not done. */
+ssize_t sse_buf_read(sse_buf_t *b, char *out, size_t max, void (*pump)(void *cls), void *cls);
+void sse_buf_free(sse_buf_t *b);
+
+#endif
