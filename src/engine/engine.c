@@ -1272,6 +1272,10 @@ static void publish(engine_t *e)
     s->cache_lookups = e->cache_lookups;
     s->cache_hit_tokens = e->cache_hit_tokens;
     s->cache_evictions = e->blocks.evictions;
+    s->snapshots_ready = e->snaps.n_ready;
+    s->snapshots_taken = e->snaps.taken;
+    s->snapshots_restored = e->snaps.hits;
+    s->snapshots_dropped = e->snaps.dropped;
     s->verify_width = effective_width(e);
     s->verify_rows_total = e->verify_rows;
     s->spec_drafted = e->spec_drafted;

@@ -227,6 +227,10 @@ typedef struct engine_snapshot {
     /* cache */
     int block_size, blocks_total, blocks_used, blocks_cached;
     uint64_t cache_lookups, cache_hit_tokens, cache_evictions;
+    /* hybrid models: recurrent-state snapshots kept now, and totals taken,
+     * resumed from, dropped with their evicted block */
+    int snapshots_ready;
+    uint64_t snapshots_taken, snapshots_restored, snapshots_dropped;
     /* memory */
     engine_plan_t plan;
     int max_seqs;

@@ -644,6 +644,12 @@ static void test_hybrid_snapshot_eviction(void **state)
     assert_int_equal(r.usage.cached_tokens, 48);
     assert_memory_equal(r.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
     result_free(&r);
+    engine_snapshot_t s = {0};
+    wait_idle(e, &s);
+    assert_int_equal(s.snapshots_ready, 4);
+    assert_int_equal(s.snapshots_taken, 6); /* a cold twice, the four others */
+    assert_int_equal(s.snapshots_restored, 2);
+    engine_snapshot_free(&s);
     result_free(&cold);
     assert_no_blocks_held(e);
     engine_destroy(e);
