@@ -46,7 +46,7 @@ static const char model_usage[] =
     "       --nextn (1) NextN/MTP blocks; --layers counts the main layers. qwen35-0.8b is the\n"
     "       Qwen3.5-0.8B shape; qwen35-tiny keeps its ratios at hidden 128 (4 layers + 1).\n"
     "       ssm_conv1d, ssm_a, ssm_dt.bias and the norms stay f32 whatever --type says.\n"
-    "       splash runs qwen35 files (speculative decoding and prefix reuse aside).\n"
+    "       splash runs qwen35 files (speculative decoding aside).\n"
     "convert rewrites every weight matrix of a model in another storage type (dequantised to\n"
     "       f32, then quantised with the type's own quantiser); norms, what llama.cpp keeps in\n"
     "       f32 (ssm_conv1d, tensors not named *.weight) and all metadata, the tokenizer\n"

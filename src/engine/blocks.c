@@ -103,6 +103,8 @@ int32_t blk_alloc(blk_pool_t *p)
         lru_unlink(p, b);
         table_remove(p, b);
         p->evictions++;
+        if (p->on_evict)
+            p->on_evict(p->evict_arg, &p->meta[b].hash);
     } else {
         return -1;
     }

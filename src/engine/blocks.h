@@ -50,6 +50,10 @@ typedef struct blk_pool {
     int n_lru;
     int n_cached;       /* blocks registered in the table (held or not) */
     uint64_t evictions; /* cached blocks dropped to make room (total) */
+    /* called with an evicted block's hash (the engine drops its recurrent-
+     * state snapshot with it); NULL: nothing to tell */
+    void (*on_evict)(void *arg, const blk_hash_t *hash);
+    void *evict_arg;
 } blk_pool_t;
 
 int blk_pool_init(blk_pool_t *p, int n_blocks, int block_size, err_t *err);

@@ -157,6 +157,16 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->kv_min = (uint64_t)per_seq * plan->kv_per_block;
     plan->limit = c->max_memory ? c->max_memory : (uint64_t)(ENGINE_MEMORY_SHARE * (double)mem_available());
     uint64_t fixed = plan->weights + plan->scratch;
+    /* hybrid models: a few recurrent-state snapshots per sequence slot (prefix
+     * reuse resumes from them), as many as fit beside one sequence's KV */
+    plan->snapshot_bytes = (uint64_t)fwd_state_snapshot_floats(m) * sizeof(float);
+    if (plan->snapshot_bytes && plan->limit > fixed + plan->kv_min) {
+        uint64_t fit_snaps = (plan->limit - fixed - plan->kv_min) / plan->snapshot_bytes;
+        uint64_t want_snaps = (uint64_t)ENGINE_SNAPSHOTS_PER_SEQ * (uint64_t)c->max_seqs;
+        plan->n_snapshots = (int)(want_snaps < fit_snaps ? want_snaps : fit_snaps);
+        plan->snapshots = (uint64_t)plan->n_snapshots * plan->snapshot_bytes;
+        fixed += plan->snapshots;
+    }
     if (plan->limit < fixed + plan->kv_min) {
         char buf[512];
         engine_plan_format(plan, buf, sizeof buf);
@@ -177,12 +187,16 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
 
 void engine_plan_format(const engine_plan_t *p, char *out, size_t cap)
 {
+    char snaps[96] = "";
+    if (p->snapshot_bytes)
+        snprintf(snaps, sizeof snaps, " + state snapshots %.1f MiB (%d of %.2f MiB)", p->snapshots / 1048576.0,
+                 p->n_snapshots, p->snapshot_bytes / 1048576.0);
     snprintf(out, cap,
-             "memory plan: weights %.1f MiB + KV %.1f MiB (%d blocks of %d tokens, %.2f MiB each) + scratch %.1f MiB "
-             "= %.1f MiB of %.1f MiB limit; context %d",
+             "memory plan: weights %.1f MiB + KV %.1f MiB (%d blocks of %d tokens, %.2f MiB each) + scratch %.1f "
+             "MiB%s = %.1f MiB of %.1f MiB limit; context %d",
              p->weights / 1048576.0, p->kv / 1048576.0, p->n_blocks, p->block_size, p->kv_per_block / 1048576.0,
-             p->scratch / 1048576.0, (p->weights + p->kv + p->scratch) / 1048576.0, p->limit / 1048576.0,
-             p->max_context);
+             p->scratch / 1048576.0, snaps, (p->weights + p->kv + p->scratch + p->snapshots) / 1048576.0,
+             p->limit / 1048576.0, p->max_context);
 }
 
 /* ----------------------------------------------------------------- events */
@@ -480,14 +494,19 @@ static bool admit(engine_t *e, engine_req_t *r)
     int bs = bp->block_size;
     int n_table = blocks_for(r->n_prompt + r->p.max_tokens, bs);
     int hits = 0;
+    r->restore_snap = -1;
     blk_hash_t chain;
     blk_hash_root(e->cfg.test_ignore_cache_salt ? "" : r->salt, &chain);
     /* a prompt-logits request computes every position itself */
     if (!r->p.prompt_logits) {
         /* the last prompt token is always computed: its logits start decoding
          * (bench_cached.h expects exactly this; the test knob reuses nothing) */
-        /* (a hybrid model reuses nothing: a prefix's recurrent state is not kept) */
-        int max_hits = e->cfg.test_no_prefix_cache || model_is_hybrid(&e->m->cfg) ? 0 : (r->n_prompt - 1) / bs;
+        int max_hits = e->cfg.test_no_prefix_cache ? 0 : (r->n_prompt - 1) / bs;
+        /* a hybrid model resumes at the deepest matched block whose
+         * recurrent-state snapshot is kept (state_snap.h) */
+        bool is_hybrid = model_is_hybrid(&e->m->cfg);
+        int depth = 0, snap = -1;
+        blk_hash_t snap_chain = chain;
         while (hits < max_hits) {
             blk_hash_t h;
             blk_hash_next(&chain, r->tokens + (size_t)hits * bs, bs, &h);
@@ -496,6 +515,18 @@ static bool admit(engine_t *e, engine_req_t *r)
                 break;
             r->table[hits++] = b;
             chain = h;
+            int i = is_hybrid ? snap_find(&e->snaps, &h) : -1;
+            if (i >= 0) {
+                depth = hits;
+                snap = i;
+                snap_chain = h;
+            }
+        }
+        if (is_hybrid) {
+            while (hits > depth)
+                blk_release(bp, r->table[--hits]);
+            chain = snap_chain;
+            r->restore_snap = snap;
         }
     }
     if (blk_available(bp) < n_table - hits) {
@@ -572,6 +603,11 @@ static void admit_queued(engine_t *e)
                     e->is_slot_busy[s] = true;
                     head->state_slot = s;
                 }
+            if (head->state_slot >= 0 && head->restore_snap >= 0) { /* the cached prefix's state */
+                fwd_state_restore(&e->fwd, head->state_slot, snap_data(&e->snaps, head->restore_snap),
+                                  head->n_prefilled);
+                snap_touch(&e->snaps, head->restore_snap);
+            }
             e->running[e->n_running++] = head;
             TRACE_EVENT(e->cfg.trace, TRACE_REQ_STARTED, TRACE_INSTANT, TRACE_TID_ENGINE, head->id,
                         (uint32_t)head->n_cached, 0, 0);
@@ -739,7 +775,7 @@ static int draft_with_model(engine_t *e, int budget)
     if (n == 0)
         return 0;
     err_t err;
-    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL};
+    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL};
     if (fwd_run(&e->dfwd, &e->dkv, &b, e->dlogits, &err)) {
         /* a draft failure only costs speed: no drafts this step */
         for (int i = 0; i < e->n_running; i++)
@@ -773,7 +809,7 @@ static int draft_with_model(engine_t *e, int budget)
         }
         if (m == 0)
             break;
-        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL};
+        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL};
         if (fwd_run(&e->dfwd, &e->dkv, &bj, e->dlogits, &err))
             break;
         for (int i = 0; i < m; i++) {
@@ -896,6 +932,24 @@ static int plan_rows(engine_t *e)
     return n;
 }
 
+/* Hybrid models: where the state after prompt position pos goes, or NULL.
+ * A prompt leaves snapshots at the ends of its last full blocks (a repeat,
+ * or a longer prompt sharing it, resumes there) and every
+ * ENGINE_SNAPSHOT_STRIDE blocks (prompts sharing part of it). */
+static float *snapshot_for(engine_t *e, engine_req_t *r, int pos)
+{
+    int bs = e->blocks.block_size, end = pos + 1;
+    if (e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || end % bs || end > r->n_prompt)
+        return NULL;
+    int n_blk = end / bs;
+    if (n_blk != r->n_prompt / bs && n_blk != (r->n_prompt - 1) / bs && n_blk % ENGINE_SNAPSHOT_STRIDE)
+        return NULL;
+    blk_hash_t h = r->chain; /* the chain hash of block n_blk - 1, from the last one known */
+    for (int i = r->n_hashed; i < n_blk; i++)
+        blk_hash_next(&h, r->tokens + (size_t)i * bs, bs, &h);
+    return snap_reserve(&e->snaps, &h);
+}
+
 /* Preparation: the batch arrays, decode rows first, then prefill chunks. */
 static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
 {
@@ -916,6 +970,7 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                 e->b_tables[n] = r->table;
                 e->b_want[n] = want == ENGINE_PHASE_DECODE || r->p.prompt_logits || pos == r->n_prompt - 1;
                 e->b_slots[n] = r->state_slot;
+                e->b_snaps[n] = want == ENGINE_PHASE_PREFILL && r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
                 e->b_req[n++] = r;
             }
             if (want == ENGINE_PHASE_DECODE)
@@ -1099,13 +1154,17 @@ static void step(engine_t *e, uint64_t loop)
             max_drafts = r->n_drafts > max_drafts ? r->n_drafts : max_drafts;
         }
     }
-    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots};
+    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots, e->b_snaps};
     err_t err;
     TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode,
                 (uint32_t)(n - n_decode - n_verify), (uint32_t)n_verify);
     bool is_fitting = e->cfg.verify_rows == SPEC_VERIFY_AUTO && e->cfg.draft_mode && n_decode > 0;
     int64_t t_fwd = is_fitting ? clock_now_ns() : 0;
     int rc = fwd_run(&e->fwd, &e->kv, &b, e->logits, &err);
+    if (rc)
+        snap_abort(&e->snaps);
+    else
+        snap_commit(&e->snaps);
     if (is_fitting)
         spec_fitter_step(&e->fitter, max_drafts, clock_now_ns() - t_fwd); /* the cost model learns per width */
     if (e->cfg.test_step_delay_us) {
@@ -1214,6 +1273,10 @@ static void publish(engine_t *e)
     s->cache_lookups = e->cache_lookups;
     s->cache_hit_tokens = e->cache_hit_tokens;
     s->cache_evictions = e->blocks.evictions;
+    s->snapshots_ready = e->snaps.n_ready;
+    s->snapshots_taken = e->snaps.taken;
+    s->snapshots_restored = e->snaps.hits;
+    s->snapshots_dropped = e->snaps.dropped;
     s->verify_width = effective_width(e);
     s->verify_rows_total = e->verify_rows;
     s->spec_drafted = e->spec_drafted;
@@ -1327,6 +1390,11 @@ static int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
     return 0;
 }
 
+static void drop_snapshot(void *snaps, const blk_hash_t *hash)
+{
+    snap_drop(snaps, hash);
+}
+
 engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_t *c, err_t *err)
 {
     engine_plan_t plan;
@@ -1361,11 +1429,12 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->b_want = malloc((size_t)rows);
     e->b_req = malloc((size_t)rows * sizeof *e->b_req);
     e->b_slots = malloc((size_t)rows * sizeof *e->b_slots);
+    e->b_snaps = calloc((size_t)rows, sizeof *e->b_snaps);
     e->is_slot_busy = calloc((size_t)c->max_seqs, sizeof *e->is_slot_busy);
     e->scratch_info = calloc((size_t)n_info, sizeof *e->scratch_info);
     e->pub_active = calloc((size_t)n_info, sizeof *e->pub_active);
     if (!e->logits || !e->running || !e->b_tokens || !e->b_pos || !e->b_tables || !e->b_want || !e->b_req ||
-        !e->b_slots || !e->is_slot_busy || !e->scratch_info || !e->pub_active || mark_eog(e)) {
+        !e->b_slots || !e->b_snaps || !e->is_slot_busy || !e->scratch_info || !e->pub_active || mark_eog(e)) {
         err_set(err, "engine: out of memory");
         engine_destroy(e);
         return NULL;
@@ -1373,12 +1442,15 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     if (!(e->pool = pool_create(c->n_threads, err)) || fwd_ctx_init(&e->fwd, m, e->pool, rows, plan.max_context, err) ||
         fwd_ctx_set_state_slots(&e->fwd, c->max_seqs, err) ||
         kv_store_init(&e->kv, model_kv_layers(mc), plan.n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err) ||
-        blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) || draft_init(e, &plan, err) ||
+        blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) ||
+        snap_store_init(&e->snaps, plan.n_snapshots, fwd_state_snapshot_floats(m), err) || draft_init(e, &plan, err) ||
         masks_engine_init(e, err)) {
         err_prefix(err, "engine: ");
         engine_destroy(e);
         return NULL;
     }
+    e->blocks.on_evict = drop_snapshot; /* a block's snapshot goes with it */
+    e->blocks.evict_arg = &e->snaps;
     e->pub.block_size = KV_BLOCK_SIZE;
     e->pub.blocks_total = plan.n_blocks;
     e->pub.plan = plan;
@@ -1410,6 +1482,7 @@ void engine_destroy(engine_t *e)
     }
     masks_engine_free(e);
     blk_pool_free(&e->blocks);
+    snap_store_free(&e->snaps);
     kv_store_free(&e->kv);
     kv_store_free(&e->dkv);
     fwd_ctx_free(&e->dfwd);
@@ -1429,6 +1502,7 @@ void engine_destroy(engine_t *e)
     free(e->b_tables);
     free(e->b_want);
     free(e->b_slots);
+    free(e->b_snaps);
     free(e->is_slot_busy);
     free(e->b_req);
     free(e->scratch_info);

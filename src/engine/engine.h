@@ -68,12 +68,15 @@ void engine_config_default(engine_config_t *c);
 
 /* The memory plan: what start-up needs, and what the pool got. */
 typedef struct engine_plan {
-    uint64_t limit;        /* --max-memory, or the derived default */
-    uint64_t weights;      /* bytes of weights the forward reads (memory-mapped) */
-    uint64_t scratch;      /* forward scratch, logits, samplers */
-    uint64_t kv;           /* KV pool */
-    uint64_t kv_per_block; /* bytes per block (all layers, keys and values) */
-    uint64_t kv_min;       /* KV for one sequence of max_context tokens */
+    uint64_t limit;          /* --max-memory, or the derived default */
+    uint64_t weights;        /* bytes of weights the forward reads (memory-mapped) */
+    uint64_t scratch;        /* forward scratch, logits, samplers */
+    uint64_t kv;             /* KV pool */
+    uint64_t kv_per_block;   /* bytes per block (all layers, keys and values) */
+    uint64_t kv_min;         /* KV for one sequence of max_context tokens */
+    uint64_t snapshots;      /* hybrid models: recurrent-state snapshots for prefix reuse (state_snap.h) */
+    uint64_t snapshot_bytes; /* bytes per snapshot (every GDN layer's state) */
+    int n_snapshots;
     int n_blocks;
     int block_size;
     int max_context;
@@ -225,6 +228,10 @@ typedef struct engine_snapshot {
     /* cache */
     int block_size, blocks_total, blocks_used, blocks_cached;
     uint64_t cache_lookups, cache_hit_tokens, cache_evictions;
+    /* hybrid models: recurrent-state snapshots kept now, and totals taken,
+     * resumed from, dropped with their evicted block */
+    int snapshots_ready;
+    uint64_t snapshots_taken, snapshots_restored, snapshots_dropped;
     /* memory */
     engine_plan_t plan;
     int max_seqs;

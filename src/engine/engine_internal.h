@@ -12,6 +12,7 @@
 #include "engine/constrain.h"
 #include "engine/engine.h"
 #include "engine/spec.h"
+#include "engine/state_snap.h"
 #include "engine/stop.h"
 #include "model/forward.h"
 #include "model/kv.h"
@@ -24,6 +25,11 @@
 #define ENGINE_MAX_FORCED 4
 /* Draft rows a sequence may add to a step: speculation's or forced ones. */
 int engine_max_drafts(const engine_config_t *c);
+/* Hybrid models: recurrent-state snapshots kept per sequence slot, and the
+ * spacing (in blocks) of the snapshots a long prompt leaves besides those at
+ * its last full blocks. */
+#define ENGINE_SNAPSHOTS_PER_SEQ 4
+#define ENGINE_SNAPSHOT_STRIDE 32
 #define ENGINE_MEMORY_SHARE 0.9 /* of MemAvailable, when --max-memory is not given */
 
 struct engine_req {
@@ -73,6 +79,7 @@ struct engine_req {
     int n_forced_drafts;                   /* leading drafts the grammar forces (jump-forward), not speculation */
     int n_left;                            /* tokens it may still generate (set at planning; steers masks) */
     int state_slot;                        /* hybrid models: its recurrent-state slot while running, else -1 */
+    int restore_snap;                      /* hybrid models: the snapshot admission resumes from, or -1 */
     engine_req_t *q_next;                  /* admission queue link */
 };
 
@@ -94,8 +101,9 @@ struct engine {
     uint8_t *d_want;
     engine_req_t **d_req;
     blk_pool_t blocks;
-    bool *is_eog;  /* (vocab) end-of-generation tokens */
-    float *logits; /* (logit_rows, vocab) */
+    snap_store_t snaps; /* hybrid models: recurrent states at cached block ends */
+    bool *is_eog;       /* (vocab) end-of-generation tokens */
+    float *logits;      /* (logit_rows, vocab) */
     int logit_rows;
     pthread_t thread;
     bool has_thread;
@@ -117,6 +125,7 @@ struct engine {
     const int32_t **b_tables;
     uint8_t *b_want;
     int32_t *b_slots;     /* (batch_tokens) hybrid models: each row's recurrent-state slot */
+    float **b_snaps;      /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
     engine_req_t **b_req; /* (batch_tokens) the request of each row */
     bool *is_slot_busy;   /* (max_seqs) hybrid models: recurrent-state slots held by running requests */
     int n_batch;

@@ -29,6 +29,11 @@ typedef struct fwd_batch {
      * position order, continuing where its state stopped; a row at position 0
      * (the first of its slot in the batch) starts the slot from zero. */
     const int32_t *state_slots;
+    /* (n_rows) hybrid models: NULL, or where to copy the row's slot state
+     * once the row has gone through it, (n_gdn_layers, state_floats) floats
+     * (fwd_state_snapshot_floats): a snapshot at the row's position + 1.
+     * NULL: no snapshots. */
+    float *const *state_snaps;
 } fwd_batch_t;
 
 /* Scratch for batches of up to max_rows rows and sequences of up to max_ctx
@@ -80,6 +85,12 @@ uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ct
 int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err);
 /* Bytes of n_slots sequences' recurrent state (0 for dense models). */
 uint64_t fwd_state_bytes(const model_t *m, int n_slots);
+/* Floats of one sequence's recurrent state, all GDN layers (0 for dense
+ * models): the size of a fwd_batch_t.state_snaps buffer. */
+size_t fwd_state_snapshot_floats(const model_t *m);
+/* Resumes slot from a snapshot (fwd_state_snapshot_floats floats) taken
+ * after position pos - 1: its next row must be at pos. */
+void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos);
 
 /* Runs the batch; logits receives (number of selected rows, vocab) floats.
  * Returns -1 with a message if the batch is malformed (ids, positions or

@@ -310,6 +310,20 @@ uint64_t fwd_state_bytes(const model_t *m, int n_slots)
            ((uint64_t)n_gdn_layers(&m->cfg) * state_floats(&m->cfg) * sizeof(float) + 2 * sizeof(int32_t) + 1);
 }
 
+size_t fwd_state_snapshot_floats(const model_t *m)
+{
+    if (m->cfg.arch_id != MODEL_ARCH_QWEN35)
+        return 0;
+    return (size_t)n_gdn_layers(&m->cfg) * state_floats(&m->cfg);
+}
+
+void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos)
+{
+    size_t per_slot = (size_t)ctx->n_gdn_layers * ctx->state_floats;
+    memcpy(ctx->state + (size_t)slot * per_slot, snap, per_slot * sizeof(float));
+    ctx->state_pos[slot] = pos;
+}
+
 uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
 {
     q35_dims_t d = dims_of(&m->cfg);
@@ -535,6 +549,13 @@ typedef struct gdn_arg {
     int layer, gdn_index;
 } gdn_arg_t;
 
+/* Where row r's state for this layer is snapshotted, or NULL. */
+static float *snap_of(const fwd_ctx_t *ctx, const gdn_arg_t *a, int r)
+{
+    float *snap = a->b->state_snaps ? a->b->state_snaps[r] : NULL;
+    return snap ? snap + (size_t)a->gdn_index * ctx->state_floats : NULL;
+}
+
 /* The causal conv over channels split across the pool; every thread walks
  * the rows in order, so each slot's conv state advances token by token.
  * In place: qkv becomes silu(conv(qkv)). */
@@ -551,6 +572,10 @@ static void gdn_conv_worker(void *p, int ith, int nth)
         float *row = ctx->qkv + (size_t)r * d.conv_dim;
         float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
         gdn_conv_step(row, conv_state, row, l->conv1d, d.conv_dim, d.kernel, lo, hi);
+        float *snap = snap_of(ctx, a, r);
+        for (int i = 0; snap && i < d.kernel - 1; i++) /* this thread's channels of the snapshot */
+            memcpy(snap + (size_t)i * d.conv_dim + lo, conv_state + (size_t)i * d.conv_dim + lo,
+                   (size_t)(hi - lo) * sizeof(float));
     }
 }
 
@@ -603,6 +628,10 @@ static void gdn_recur_worker(void *p, int ith, int nth)
                            ctx->beta[(size_t)r * d.nv + j], d.dk, d.dv, tmp);
             gdn_gated_rmsnorm(o, o, l->ssm_norm, ctx->zg + (size_t)r * d.Dv + (size_t)j * d.dv, d.dv, c->rms_eps);
         }
+        float *snap = snap_of(ctx, a, r);
+        if (snap) /* this thread's value heads of the snapshot */
+            memcpy(snap + (size_t)(d.kernel - 1) * d.conv_dim + (size_t)lo * d.dk * d.dv,
+                   S_all + (size_t)lo * d.dk * d.dv, (size_t)(hi - lo) * d.dk * d.dv * sizeof(float));
     }
 }
 

@@ -197,19 +197,22 @@ void api_status(server_t *s, reply_t *r)
                                   "prompt_tokens", (json_int_t)snap.prompt_tokens, "generated_tokens",
                                   (json_int_t)snap.generated_tokens, "active", active));
     json_object_set_new(st, "cache",
-                        json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:I}", "block_size", snap.block_size, "blocks_total",
-                                  snap.blocks_total, "blocks_used", snap.blocks_used, "blocks_cached",
+                        json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:{s:i,s:I,s:I,s:I}}", "block_size", snap.block_size,
+                                  "blocks_total", snap.blocks_total, "blocks_used", snap.blocks_used, "blocks_cached",
                                   snap.blocks_cached, "lookups", (json_int_t)snap.cache_lookups, "hit_tokens",
-                                  (json_int_t)snap.cache_hit_tokens, "evictions", (json_int_t)snap.cache_evictions));
+                                  (json_int_t)snap.cache_hit_tokens, "evictions", (json_int_t)snap.cache_evictions,
+                                  "state_snapshots", "ready", snap.snapshots_ready, "taken",
+                                  (json_int_t)snap.snapshots_taken, "restored", (json_int_t)snap.snapshots_restored,
+                                  "dropped", (json_int_t)snap.snapshots_dropped));
     uint64_t avail, total;
     sysmem_host(&avail, &total);
-    json_object_set_new(st, "memory",
-                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)sysmem_resident(),
-                                  "weights_bytes", (json_int_t)snap.plan.weights, "kv_bytes", (json_int_t)snap.plan.kv,
-                                  "scratch_bytes", (json_int_t)snap.plan.scratch, "limit_bytes",
-                                  (json_int_t)snap.plan.limit, "host_available_bytes", (json_int_t)avail,
-                                  "host_total_bytes", (json_int_t)total, "host_pressure",
-                                  total ? 1.0 - (double)avail / (double)total : 0.0));
+    json_object_set_new(
+        st, "memory",
+        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)sysmem_resident(),
+                  "weights_bytes", (json_int_t)snap.plan.weights, "kv_bytes", (json_int_t)snap.plan.kv, "scratch_bytes",
+                  (json_int_t)snap.plan.scratch, "state_snapshot_bytes", (json_int_t)snap.plan.snapshots, "limit_bytes",
+                  (json_int_t)snap.plan.limit, "host_available_bytes", (json_int_t)avail, "host_total_bytes",
+                  (json_int_t)total, "host_pressure", total ? 1.0 - (double)avail / (double)total : 0.0));
     json_object_set_new(st, "spec", spec_json(&snap));
     json_object_set_new(st, "grammar",
                         json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I}", "requests", (json_int_t)snap.grammar_requests,

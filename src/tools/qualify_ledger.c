@@ -33,8 +33,8 @@
 static const char *const default_scenarios[] = {"serial", "mixed",      "seeded", "strict-json",
                                                 "greedy", "perplexity", "logits"};
 static const char *const default_settings[] = {"all", "auto"};
-/* The reference's files a logits job runs (compare.py imports the other two). */
-static const char *const reference_scripts[] = {"compare.py", "qwen3_ref.py", "gguf_ref.py"};
+/* The reference's files a logits job runs (compare.py imports the other three). */
+static const char *const reference_scripts[] = {"compare.py", "qwen3_ref.py", "qwen35_ref.py", "gguf_ref.py"};
 
 int qualify_scenario_kind(const char *s)
 {

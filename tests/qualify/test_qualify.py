@@ -217,7 +217,7 @@ def logits_cases(a, base, cand):
     changed script is refused."""
     ref_copy = os.path.join(a.dir, "reference")
     os.makedirs(ref_copy)
-    for name in ["compare.py", "qwen3_ref.py", "gguf_ref.py"]:
+    for name in ["compare.py", "qwen3_ref.py", "qwen35_ref.py", "gguf_ref.py"]:
         shutil.copy2(os.path.join(REFERENCE, name), ref_copy)
     base_file = {"scenarios": ["logits"], "models": [{"name": "demo", "path": a.model}]}
     cases = {"tight": {"n_gen": 8, "tolerance": 0, "reference": ref_copy},

@@ -292,7 +292,7 @@ static void test_greedy_matches_direct_forward(void **state)
     for (int p = 0; p < 40 + 11; p++) {
         int32_t pos = p;
         uint8_t want = 1;
-        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL};
+        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, logits, &err), 0);
         if (p >= 39) {
             int g = p - 39;
@@ -476,7 +476,8 @@ static void test_batch_invariance(void **state)
 /* A hybrid model (qwen35): each request's recurrent state is its own, so
  * a request mixed with others (more requests than sequence slots, so slots
  * are reused) gives the tokens and logits it gives alone, bit for bit; a
- * repeated prompt reuses no prefix (its state is not kept); speculative
+ * request whose first blocks a warm run left with a state snapshot resumes
+ * there (cached_tokens 32) and still gives the same logits; speculative
  * decoding is refused. */
 #define N_Q35 5
 static void test_hybrid_batch_invariance(void **state)
@@ -484,6 +485,7 @@ static void test_hybrid_batch_invariance(void **state)
     fixture_t *f = *state;
     static const int lens[N_Q35] = {37, 5, 40, 16, 1};
     static const int gens[N_Q35] = {9, 12, 6, 8, 10};
+    static const int warm_cached[N_Q35] = {32, 0, 32, 0, 0}; /* request 0's two full blocks */
     int32_t prompts[N_Q35][40];
     for (int i = 0; i < N_Q35; i++)
         make_prompt(prompts[i], lens[i], 300 + (uint32_t)i);
@@ -500,7 +502,7 @@ static void test_hybrid_batch_invariance(void **state)
     for (size_t ci = 0; ci < sizeof chunks / sizeof *chunks; ci++) {
         for (int width = 2; width <= 3; width++) {
             engine_t *e = make_engine(f, width, width + chunks[ci] * 2, chunks[ci], N_Q35);
-            /* request 0 ran before: a dense model would reuse its blocks */
+            /* request 0 ran before: its blocks and the state at their end are kept */
             result_t warm;
             run_alone(e, prompts[0], lens[0], 2, 0, NULL, &warm);
             result_free(&warm);
@@ -515,7 +517,7 @@ static void test_hybrid_batch_invariance(void **state)
                 assert_int_equal(mixed[i].n_ids, gens[i]);
                 assert_memory_equal(mixed[i].ids, alone[i].ids, (size_t)gens[i] * sizeof(int32_t));
                 assert_memory_equal(mixed[i].logits, alone[i].logits, (size_t)gens[i] * TEST_VOCAB * sizeof(float));
-                assert_int_equal(mixed[i].usage.cached_tokens, 0);
+                assert_int_equal(mixed[i].usage.cached_tokens, warm_cached[i]);
                 result_free(&mixed[i]);
             }
             assert_no_blocks_held(e);
@@ -532,6 +534,125 @@ static void test_hybrid_batch_invariance(void **state)
     err_t err;
     assert_null(engine_create(f->model, &f->vocab, &c, &err));
     assert_non_null(strstr(err.msg, "not supported on hybrid models (qwen35)"));
+}
+
+/* Hybrid prefix reuse (state_snap.h): a prompt that extends a cached prefix
+ * resumes from the snapshot at the prefix's last full block; cached_tokens
+ * is exactly what was reused and prefill computes only the rest; the logits
+ * are those of a cold run, bit for bit; another salt reuses nothing; a
+ * prompt sharing a long prefix resumes at the last stride snapshot. */
+#define Q35_SHARED 100
+#define Q35_LONG 600
+static void test_hybrid_prefix_reuse(void **state)
+{
+    fixture_t *f = *state;
+    int32_t *p = malloc(Q35_LONG * 2 * sizeof(int32_t)), *p2 = p + Q35_LONG;
+    make_prompt(p, Q35_LONG, 40);
+    memcpy(p2, p, Q35_LONG * sizeof(int32_t));
+    make_prompt(p2 + Q35_SHARED, Q35_LONG - Q35_SHARED, 41);
+    result_t cold, r;
+    {
+        engine_t *e = make_engine(f, 1, 32, 24, 4); /* chunks of 24 end mid-block */
+        run_alone(e, p2, Q35_SHARED + 30, 3, 0, NULL, &cold);
+        assert_int_equal(cold.usage.cached_tokens, 0);
+        engine_destroy(e);
+    }
+    engine_t *e = make_engine(f, 2, 64, 24, 4);
+    engine_snapshot_t s = {0};
+    err_t err;
+    run_alone(e, p, Q35_SHARED, 2, 0, "alice", &r); /* the prefix alone */
+    assert_int_equal(r.usage.cached_tokens, 0);
+    result_free(&r);
+    assert_int_equal(engine_snapshot(e, &s, &err), 0);
+    uint64_t rows_before = s.prefill_rows;
+    run_alone(e, p2, Q35_SHARED + 30, 3, 0, "alice", &r);
+    assert_int_equal(r.usage.cached_tokens, Q35_SHARED / KV_BLOCK_SIZE * KV_BLOCK_SIZE);
+    assert_int_equal(engine_snapshot(e, &s, &err), 0);
+    assert_int_equal(s.prefill_rows - rows_before, (uint64_t)(Q35_SHARED + 30 - r.usage.cached_tokens));
+    assert_memory_equal(r.ids, cold.ids, 3 * sizeof(int32_t));
+    assert_memory_equal(r.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+    result_free(&r);
+    /* the same prompt again: its own last full block */
+    run_alone(e, p2, Q35_SHARED + 30, 3, 0, "alice", &r);
+    assert_int_equal(r.usage.cached_tokens, (Q35_SHARED + 29) / KV_BLOCK_SIZE * KV_BLOCK_SIZE);
+    assert_memory_equal(r.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+    result_free(&r);
+    /* other salts see nothing */
+    run_alone(e, p2, Q35_SHARED + 30, 3, 0, "bob", &r);
+    assert_int_equal(r.usage.cached_tokens, 0);
+    assert_memory_equal(r.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+    result_free(&r);
+    run_alone(e, p2, Q35_SHARED + 30, 3, 0, NULL, &r);
+    assert_int_equal(r.usage.cached_tokens, 0);
+    result_free(&r);
+    /* a long prompt leaves a snapshot every ENGINE_SNAPSHOT_STRIDE blocks:
+     * one sharing 520 of its tokens resumes at block 32 (512 tokens) */
+    memcpy(p2, p, 520 * sizeof(int32_t));
+    run_alone(e, p, Q35_LONG, 2, 0, "carol", &r);
+    result_free(&r);
+    result_t cold2;
+    {
+        engine_t *e2 = make_engine(f, 1, 32, 24, 4);
+        run_alone(e2, p2, Q35_LONG, 3, 0, NULL, &cold2);
+        engine_destroy(e2);
+    }
+    run_alone(e, p2, Q35_LONG, 3, 0, "carol", &r);
+    assert_int_equal(r.usage.cached_tokens, 512);
+    assert_memory_equal(r.logits, cold2.logits, 3 * TEST_VOCAB * sizeof(float));
+    result_free(&r);
+    result_free(&cold2);
+    engine_snapshot_free(&s);
+    assert_no_blocks_held(e);
+    engine_destroy(e);
+    result_free(&cold);
+    free(p);
+}
+
+/* Snapshots are bounded (ENGINE_SNAPSHOTS_PER_SEQ per sequence slot, in the
+ * memory plan) and reused least-recently-used: once newer prompts have taken
+ * every slot, a prefix's blocks are still cached but its state is gone, so
+ * it is computed again (cached_tokens 0), with the same logits. */
+static void test_hybrid_snapshot_eviction(void **state)
+{
+    fixture_t *f = *state;
+    engine_t *e = make_engine(f, 1, 32, 32, 4);
+    const engine_plan_t *plan = engine_get_plan(e);
+    assert_int_equal(plan->n_snapshots, 4);
+    assert_true(plan->snapshot_bytes > 0);
+    assert_int_equal(plan->snapshots, 4 * plan->snapshot_bytes);
+    char line[512];
+    engine_plan_format(plan, line, sizeof line);
+    assert_non_null(strstr(line, "state snapshots"));
+    int32_t a[60], other[40];
+    make_prompt(a, 60, 50);
+    result_t cold, r;
+    run_alone(e, a, 60, 3, 0, NULL, &cold); /* leaves a snapshot at 48 */
+    run_alone(e, a, 60, 3, 0, NULL, &r);
+    assert_int_equal(r.usage.cached_tokens, 48);
+    assert_memory_equal(r.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+    result_free(&r);
+    for (int i = 0; i < 4; i++) { /* four other prompts, one snapshot each */
+        make_prompt(other, 40, 60 + (uint32_t)i);
+        run_alone(e, other, 40, 1, 0, NULL, &r);
+        result_free(&r);
+    }
+    run_alone(e, a, 60, 3, 0, NULL, &r);
+    assert_int_equal(r.usage.cached_tokens, 0);
+    assert_memory_equal(r.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+    result_free(&r);
+    run_alone(e, a, 60, 3, 0, NULL, &r); /* and that run left it again */
+    assert_int_equal(r.usage.cached_tokens, 48);
+    assert_memory_equal(r.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+    result_free(&r);
+    engine_snapshot_t s = {0};
+    wait_idle(e, &s);
+    assert_int_equal(s.snapshots_ready, 4);
+    assert_int_equal(s.snapshots_taken, 6); /* a cold twice, the four others */
+    assert_int_equal(s.snapshots_restored, 2);
+    engine_snapshot_free(&s);
+    result_free(&cold);
+    assert_no_blocks_held(e);
+    engine_destroy(e);
 }
 
 /* ---- scheduling ---- */
@@ -740,6 +861,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_while_running_and_destroy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_invariance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_prefix_reuse, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_snapshot_eviction, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_prefill_overlaps_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_reuse_by_salt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_keeps_serving, setup, teardown),

@@ -215,8 +215,8 @@ static void fake_reference(const char *dir)
     char p[512];
     snprintf(p, sizeof p, "%s/ref", dir);
     assert_int_equal(mkdir(p, 0755), 0);
-    static const char *const scripts[] = {"compare.py", "qwen3_ref.py", "gguf_ref.py"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const scripts[] = {"compare.py", "qwen3_ref.py", "qwen35_ref.py", "gguf_ref.py"};
+    for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/ref/%s", dir, scripts[i]);
         write_text(p, scripts[i]);
     }
@@ -291,7 +291,7 @@ static void test_reference_fingerprinted(void **state)
     assert_non_null(l);
     assert_int_equal(qualify_fingerprint(l, a, b, &err), 0);
     const json_t *ref = json_object_get(l, "reference");
-    assert_int_equal(json_array_size(json_object_get(ref, "scripts")), 3);
+    assert_int_equal(json_array_size(json_object_get(ref, "scripts")), 4);
     assert_non_null(json_string_value(json_object_get(json_object_get(ref, "python"), "sha256")));
     assert_int_equal(qualify_check_fingerprints(l, &err), 0);
     /* a reference script changed after preparation is refused, like a binary */
