@@ -1777,8 +1777,45 @@ AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, co
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
-DEFINE_QKERNELS(f16_bf, tile_bf16dp, TYPE_F16, qdrive)
 DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
+
+/* F16 batches: each group of 4 weight rows is converted to bfloat16 once,
+ * on the stack, and multiplied by the BF16 kernels against every activation
+ * row (converting in every 4 x 4 tile cost a fifth of prefill speed). The
+ * converted values are the ones the F16 kernels make in registers, so the
+ * results are the same bits. */
+#define BF16_PACK_MAX 8192 /* widest F16 row converted ahead (4 rows: 64 KB of stack) */
+
+static void f16_bf_drive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w,
+                         const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    if (n_x < TILE_C || n > BF16_PACK_MAX) {
+        qdrive(k4x4, k4x1, k1x1, w, ws, n_w, x, xs, n_x, y, ys, n);
+        return;
+    }
+    _Alignas(64) uint16_t packed[TILE_R * BF16_PACK_MAX];
+    const size_t ps = (size_t)n * sizeof(uint16_t); /* packed row stride, bytes */
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        for (int rr = 0; rr < TILE_R; rr++)
+            for (int64_t i = 0; i < n; i += 32) {
+                __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+                __m512bh v = bf16_weights(TYPE_F16, w + (r + rr) * ws + 2 * i, m);
+                _mm512_mask_storeu_epi16((uint8_t *)packed + rr * ps + 2 * i, m, (__m512i)v);
+            }
+        const uint8_t *p = (const uint8_t *)packed;
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            bf16_bf_q4x4(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            bf16_bf_q4x1(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
+DEFINE_QKERNELS(f16_bf, tile_bf16dp, TYPE_F16, f16_bf_drive)
 
 /* ACT_BF16 rows: vcvtneps2bf16 rounds as qact_quantize_bf16 does. */
 static void quantize_bf16(const float *x, void *dst, int64_t n)
@@ -1794,7 +1831,7 @@ static void quantize_bf16(const float *x, void *dst, int64_t n)
 /* The smallest batch that takes the bfloat16 path (decode and short
  * batches stay on f32 fma): measured on Zen 4, docs/benchmarks.md.
  * SPLASH_BF16_ROWS=N overrides it; 0 or "off" turns the path off (A/B). */
-#define BF16_MIN_ROWS 16
+#define BF16_MIN_ROWS 32
 
 static int bf16_min_rows(void)
 {

@@ -322,7 +322,7 @@ def _main(a):
         tag += " cpu=%s" % a.cpu
     if a.act_quant == "q8":
         tag += " act=q8"
-    if getattr(a, "act_bf16_rows", 0) and a.type in BF16_TYPES:
+    if 0 < getattr(a, "act_bf16_rows", 0) <= a.n_prompt and a.type in BF16_TYPES:
         tag += " act=bf16>=%d" % a.act_bf16_rows
     if a.n_prompt != 16:
         tag += " n_prompt=%d" % a.n_prompt
