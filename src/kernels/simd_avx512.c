@@ -1828,18 +1828,21 @@ static void quantize_bf16(const float *x, void *dst, int64_t n)
     }
 }
 
-/* The smallest batch that takes the bfloat16 path (decode and short
- * batches stay on f32 fma): measured on Zen 4, docs/benchmarks.md.
- * SPLASH_BF16_ROWS=N overrides it; 0 or "off" turns the path off (A/B). */
+/* The smallest batch that takes the bfloat16 path when it is on (decode
+ * and short batches stay on f32 fma): measured on Zen 4, docs/benchmarks.md.
+ * Off unless SPLASH_BF16_ROWS asks for it ("on": from BF16_MIN_ROWS rows; N:
+ * from N rows): with a threshold a row's bits depend on its batch, and a
+ * request served from a reused prefix (fewer rows to prefill) then samples
+ * differently from the same request cold (tests/server/tools.test.mjs). */
 #define BF16_MIN_ROWS 32
 
 static int bf16_min_rows(void)
 {
     const char *env = getenv("SPLASH_BF16_ROWS");
-    if (!env || !*env)
-        return BF16_MIN_ROWS;
-    if (!strcmp(env, "off"))
+    if (!env || !*env || !strcmp(env, "off"))
         return 0;
+    if (!strcmp(env, "on"))
+        return BF16_MIN_ROWS;
     long v = strtol(env, NULL, 10);
     return v > 0 && v < (1L << 30) ? (int)v : 0;
 }

@@ -446,6 +446,8 @@ static void test_integer_vs_f32(void **state)
 
 int main(void)
 {
+    /* the bfloat16 path is opt-in: test it (SPLASH_BF16_ROWS=off still tests without it) */
+    setenv("SPLASH_BF16_ROWS", "on", 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_selection),
         cmocka_unit_test(test_quantize_known),

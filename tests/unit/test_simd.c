@@ -470,6 +470,8 @@ static void test_matmul_multi(void **state)
 
 int main(void)
 {
+    /* the bfloat16 path is opt-in: test it (SPLASH_BF16_ROWS=off still tests without it) */
+    setenv("SPLASH_BF16_ROWS", "on", 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_selected),
         cmocka_unit_test(test_dot_against_scalar),
