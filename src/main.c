@@ -51,8 +51,12 @@ int main(int argc, char **argv)
         printf("splash %s (%s, %s)\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
         /* what the kernels in use do (tests/reference/compare.py reads it:
          * the integer path quantises activations, which it then models) */
-        printf("kernels: %s; quantised weights multiply %s activations\n", cpu_level_name(cpu_level()),
+        printf("kernels: %s; quantised weights multiply %s activations", cpu_level_name(cpu_level()),
                type_kernels(TYPE_Q8_0)->dot_q ? "int8" : "f32");
+        if (type_kernels(TYPE_F16)->dot_q) /* the bfloat16 path, which compare.py models too */
+            printf("; f16/bf16 weights multiply bf16 activations in batches of >= %d rows",
+                   type_kernels(TYPE_F16)->q_min_rows);
+        printf("\n");
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -34,6 +34,12 @@ typedef struct type_kernels {
     qact_quantize_fn quantize_act;
     type_dot_q_fn dot_q;
     type_dot_q_tile_fn dot_q_tile;
+    /* Batches of fewer rows than this take the f32 path (0: none do). The
+     * bfloat16 path of F16 / BF16 weights (ACT_BF16) is for batches only:
+     * a decode row is bound by memory, not by the arithmetic, and stays f32.
+     * So for these types a row's bits depend on whether its batch reached
+     * the threshold (batch invariance holds within each side of it). */
+    int q_min_rows;
 } type_kernels_t;
 
 /* The kernels in use for a type (the level is cpu_level(), fixed at first call). */

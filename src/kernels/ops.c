@@ -179,13 +179,19 @@ static void matmul_job_add(matmul_job_t *job, const type_kernels_t *k, const mat
     job->n_mats++;
 }
 
+/* Whether a batch of n_rows takes k's integer / bfloat16 path. */
+static bool takes_q_path(const type_kernels_t *k, int n_rows)
+{
+    return k->dot_q && n_rows >= k->q_min_rows;
+}
+
 /* Runs a job whose matrices all take the same path (and, on the integer
  * path, the same activation format): quantise once, multiply once. */
 static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
 {
     const type_kernels_t *k = job->k[0];
     job->xq = NULL;
-    if (k->dot_q && xq) {
+    if (takes_q_path(k, job->n_rows) && xq) {
         job->xq = xq;
         job->xq_stride = qact_row_bytes(k->act_type, job->n_in);
         if ((int64_t)job->n_rows * job->n_in < MATMUL_QUANT_SERIAL)
@@ -225,8 +231,9 @@ void ops_matmul_multi(pool_t *pool, int n_mats, const matrix_t *const w[], float
     for (int i = 0; i < n_mats; i++) {
         const type_kernels_t *k = type_kernels(w[i]->type);
         /* one quantised input serves matrices of one path and format only */
-        bool is_same =
-            k->dot_q ? job.k[0] && job.k[0]->dot_q && job.k[0]->act_type == k->act_type : job.k[0] && !job.k[0]->dot_q;
+        bool is_q = takes_q_path(k, n_rows);
+        bool is_same = job.k[0] && (is_q ? takes_q_path(job.k[0], n_rows) && job.k[0]->act_type == k->act_type
+                                         : !takes_q_path(job.k[0], n_rows));
         if (job.n_mats > 0 && (!is_same || job.n_mats == OPS_MULTI_MAX || w[i]->n_in != job.n_in)) {
             matmul_run(pool, &job, xq);
             job.n_mats = 0;
@@ -241,8 +248,9 @@ void ops_matmul_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, c
 {
     /* callers outside the forward pass: the same arithmetic, with scratch
      * of their own */
-    void *xq = k->dot_q ? aligned_alloc(QACT_ALIGN, ops_matmul_xq_bytes(w->n_in, n_rows)) : NULL;
-    if (k->dot_q && !xq)
+    bool is_q = takes_q_path(k, n_rows);
+    void *xq = is_q ? aligned_alloc(QACT_ALIGN, ops_matmul_xq_bytes(w->n_in, n_rows)) : NULL;
+    if (is_q && !xq)
         abort(); /* out of memory for a few KB: nothing sensible to return */
     ops_matmul_scratch_with(pool, k, w, x, y, n_rows, xq);
     free(xq);

@@ -55,9 +55,50 @@ void qact_quantize_q8_256(const float *x, void *dst, int64_t n)
     }
 }
 
+/* The rounding of VCVTNEPS2BF16: subnormal inputs (and so every result
+ * below bfloat16's normal range) become signed zero. */
+static uint16_t bf16_round(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7f800000u) == 0)
+        return (uint16_t)((u >> 16) & 0x8000u);
+    return f32_to_bf16(f);
+}
+
+void qact_quantize_bf16(const float *x, void *dst, int64_t n)
+{
+    uint16_t *b = dst;
+    for (int64_t i = 0; i < n; i++)
+        b[i] = bf16_round(x[i]);
+}
+
 qact_quantize_fn qact_quantizer(act_type_t t)
 {
-    return t == ACT_Q8_32 ? qact_quantize_q8_32 : t == ACT_Q8_256 ? qact_quantize_q8_256 : NULL;
+    return t == ACT_Q8_32    ? qact_quantize_q8_32
+           : t == ACT_Q8_256 ? qact_quantize_q8_256
+           : t == ACT_BF16   ? qact_quantize_bf16
+                             : NULL;
+}
+
+/* ---- bfloat16 dot products (ACT_BF16) ------------------------------------ */
+
+float qact_dot_f16_bf16(const void *w, const void *xq, int64_t n)
+{
+    const uint16_t *h = w, *x = xq;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(bf16_to_f32(bf16_round(fp16_to_f32_exact(h[i]))) * bf16_to_f32(x[i]));
+    return (float)sum;
+}
+
+float qact_dot_bf16_bf16(const void *w, const void *xq, int64_t n)
+{
+    const uint16_t *b = w, *x = xq;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        sum += (double)(bf16_to_f32(b[i]) * bf16_to_f32(x[i]));
+    return (float)sum;
 }
 
 /* ---- integer dot products: 32-value blocks ------------------------------ */

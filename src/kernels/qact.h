@@ -37,6 +37,7 @@ typedef enum act_type {
     ACT_F32 = 0,    /* no quantisation: the f32 path */
     ACT_Q8_32 = 1,  /* 32-value int8 blocks, f32 scale, int16 block sums */
     ACT_Q8_256 = 2, /* 256-value int8 blocks, f32 scale, int16 sums of 16 */
+    ACT_BF16 = 3,   /* bfloat16 values (F16 / BF16 weights, batches only: see below) */
 } act_type_t;
 
 #define QACT_ALIGN 64        /* row alignment and padding, bytes */
@@ -46,7 +47,7 @@ typedef enum act_type {
 /* Values per block of an activation type (0 for ACT_F32). */
 static inline int64_t qact_block(act_type_t t)
 {
-    return t == ACT_Q8_32 ? 32 : t == ACT_Q8_256 ? 256 : 0;
+    return t == ACT_Q8_32 ? 32 : t == ACT_Q8_256 ? 256 : t == ACT_BF16 ? 1 : 0;
 }
 
 /* Bytes of one quantised row of n values (n a multiple of the block), padded
@@ -56,6 +57,8 @@ static inline size_t qact_row_bytes(act_type_t t, int64_t n)
     int64_t bs = qact_block(t);
     if (bs == 0)
         return 0;
+    if (t == ACT_BF16)
+        return ((size_t)n * sizeof(uint16_t) + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN;
     size_t bytes = (size_t)n + (size_t)(n / bs) * sizeof(float);
     bytes += (size_t)(n / (t == ACT_Q8_256 ? QACT_BSUM : 32)) * sizeof(int16_t);
     return (bytes + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN;
@@ -66,6 +69,8 @@ static inline size_t qact_row_bytes_max(int64_t n)
 {
     size_t b =
         (size_t)n + (size_t)(n / 32) * (sizeof(float) + sizeof(int16_t)) + (size_t)(n / QACT_BSUM) * sizeof(int16_t);
+    if (b < (size_t)n * sizeof(uint16_t)) /* ACT_BF16 */
+        b = (size_t)n * sizeof(uint16_t);
     return (b + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN + QACT_ALIGN;
 }
 
@@ -107,6 +112,7 @@ typedef void (*qact_quantize_fn)(const float *x, void *dst, int64_t n);
 /* Scalar reference quantisers (the SIMD ones must give the same bytes). */
 void qact_quantize_q8_32(const float *x, void *dst, int64_t n);
 void qact_quantize_q8_256(const float *x, void *dst, int64_t n);
+void qact_quantize_bf16(const float *x, void *dst, int64_t n);
 qact_quantize_fn qact_quantizer(act_type_t t);
 
 /* Scalar reference integer dot products: a stored weight row of n values
@@ -122,5 +128,9 @@ float qact_dot_q4_0(const void *w, const void *xq, int64_t n);
 float qact_dot_q4_k(const void *w, const void *xq, int64_t n);
 float qact_dot_q5_k(const void *w, const void *xq, int64_t n);
 float qact_dot_q6_k(const void *w, const void *xq, int64_t n);
+/* ACT_BF16: F16 weights rounded to bfloat16 (BF16 ones as stored) times the
+ * bfloat16 activations; each product is exact in f32, summed in double. */
+float qact_dot_f16_bf16(const void *w, const void *xq, int64_t n);
+float qact_dot_bf16_bf16(const void *w, const void *xq, int64_t n);
 
 #endif

@@ -22,6 +22,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/attn.h"
@@ -1727,6 +1728,125 @@ static void quantize_q8_256(const float *x, void *dst, int64_t n)
     quantize_rows(QK_K, x, dst, n);
 }
 
+/* ---- the bfloat16 path: F16 / BF16 weights, ACT_BF16 activations -------
+ * AVX-512 BF16 multiplies 32 pairs of bfloat16 per vdpbf16ps into 16 f32
+ * lanes: twice the products of an f32 fma. Per 32 elements the weights
+ * become 32 bfloat16 (BF16 as loaded; F16 by two vcvtph2ps and one
+ * vcvtne2ps2bf16, qact.h's rounding), then one vdpbf16ps per (weight row,
+ * activation row) into that element's own accumulator; a short last chunk
+ * is zero-padded by masked loads; then hsum. Every tile shape does the same
+ * for an element, so dot_q_tile equals dot_q bit for bit. */
+AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
+{
+    if (type == TYPE_BF16)
+        return (__m512bh)_mm512_maskz_loadu_epi16(m, w);
+    __m256i lo = _mm256_maskz_loadu_epi16((__mmask16)m, w);
+    __m256i hi = _mm256_maskz_loadu_epi16((__mmask16)(m >> 16), w + 32);
+    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
+}
+
+AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                    size_t ys, int64_t n)
+{
+    __m512 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 32) {
+        __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+        __m512bh xv[TILE_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            xv[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, x + c * xs + 2 * i);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            if (R > 1)
+                prefetch_next_rows(w + r * ws + 2 * i, R, ws);
+            __m512bh wv = bf16_weights(type, w + r * ws + 2 * i, m);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, xv[c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = hsum(acc[r][c]);
+}
+
+DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
+
+/* F16 batches: each group of 4 weight rows is converted to bfloat16 once,
+ * on the stack, and multiplied by the BF16 kernels against every activation
+ * row (converting in every 4 x 4 tile cost a fifth of prefill speed). The
+ * converted values are the ones the F16 kernels make in registers, so the
+ * results are the same bits. */
+#define BF16_PACK_MAX 8192 /* widest F16 row converted ahead (4 rows: 64 KB of stack) */
+
+static void f16_bf_drive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w,
+                         const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    if (n_x < TILE_C || n > BF16_PACK_MAX) {
+        qdrive(k4x4, k4x1, k1x1, w, ws, n_w, x, xs, n_x, y, ys, n);
+        return;
+    }
+    _Alignas(64) uint16_t packed[TILE_R * BF16_PACK_MAX];
+    const size_t ps = (size_t)n * sizeof(uint16_t); /* packed row stride, bytes */
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        for (int rr = 0; rr < TILE_R; rr++)
+            for (int64_t i = 0; i < n; i += 32) {
+                __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+                __m512bh v = bf16_weights(TYPE_F16, w + (r + rr) * ws + 2 * i, m);
+                _mm512_mask_storeu_epi16((uint8_t *)packed + rr * ps + 2 * i, m, (__m512i)v);
+            }
+        const uint8_t *p = (const uint8_t *)packed;
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            bf16_bf_q4x4(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            bf16_bf_q4x1(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
+DEFINE_QKERNELS(f16_bf, tile_bf16dp, TYPE_F16, f16_bf_drive)
+
+/* ACT_BF16 rows: vcvtneps2bf16 rounds as qact_quantize_bf16 does. */
+static void quantize_bf16(const float *x, void *dst, int64_t n)
+{
+    uint16_t *b = dst;
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+        _mm256_mask_storeu_epi16(b + i, m, (__m256i)v);
+    }
+}
+
+/* The smallest batch that takes the bfloat16 path when it is on (decode
+ * and short batches stay on f32 fma): measured on Zen 4, docs/benchmarks.md.
+ * Off unless SPLASH_BF16_ROWS asks for it ("on": from BF16_MIN_ROWS rows; N:
+ * from N rows): with a threshold a row's bits depend on its batch, and a
+ * request served from a reused prefix (fewer rows to prefill) then samples
+ * differently from the same request cold (tests/server/tools.test.mjs). */
+#define BF16_MIN_ROWS 32
+
+static int bf16_min_rows(void)
+{
+    const char *env = getenv("SPLASH_BF16_ROWS");
+    if (!env || !*env || !strcmp(env, "off"))
+        return 0;
+    if (!strcmp(env, "on"))
+        return BF16_MIN_ROWS;
+    long v = strtol(env, NULL, 10);
+    return v > 0 && v < (1L << 30) ? (int)v : 0;
+}
+
 void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
 {
     table[TYPE_F32] = (type_kernels_t){.dot_f32 = f32_dot, .dot_tile = f32_dot_tile, .path = "avx512"};
@@ -1761,6 +1881,25 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
             k->dot_q = quantised[i].dot_q;
             k->dot_q_tile = quantised[i].dot_q_tile;
         }
+    }
+    int min_rows = cpu_features()->avx512bf16 ? bf16_min_rows() : 0;
+    if (min_rows > 0) {
+        table[TYPE_F16] = (type_kernels_t){.dot_f32 = f16_dot,
+                                           .dot_tile = f16_dot_tile,
+                                           .path = "avx512",
+                                           .act_type = ACT_BF16,
+                                           .quantize_act = quantize_bf16,
+                                           .dot_q = f16_bf_dot_q,
+                                           .dot_q_tile = f16_bf_dot_q_tile,
+                                           .q_min_rows = min_rows};
+        table[TYPE_BF16] = (type_kernels_t){.dot_f32 = bf16_dot,
+                                            .dot_tile = bf16_dot_tile,
+                                            .path = "avx512",
+                                            .act_type = ACT_BF16,
+                                            .quantize_act = quantize_bf16,
+                                            .dot_q = bf16_bf_dot_q,
+                                            .dot_q_tile = bf16_bf_dot_q_tile,
+                                            .q_min_rows = min_rows};
     }
 }
 

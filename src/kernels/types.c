@@ -125,8 +125,8 @@ static float q8_0_dot(const void *w, const float *x, int64_t n)
 
 static const type_traits_t traits[TYPE_COUNT] = {
     [TYPE_F32] = {"f32", 1, 4, f32_to_f32, f32_from_f32, f32_dot, ACT_F32, NULL},
-    [TYPE_F16] = {"f16", 1, 2, f16_to_f32, f16_from_f32, f16_dot, ACT_F32, NULL},
-    [TYPE_BF16] = {"bf16", 1, 2, bf16_to_f32_row, bf16_from_f32, bf16_dot, ACT_F32, NULL},
+    [TYPE_F16] = {"f16", 1, 2, f16_to_f32, f16_from_f32, f16_dot, ACT_BF16, qact_dot_f16_bf16},
+    [TYPE_BF16] = {"bf16", 1, 2, bf16_to_f32_row, bf16_from_f32, bf16_dot, ACT_BF16, qact_dot_bf16_bf16},
     [TYPE_Q8_0] = {"q8_0", QK8_0, sizeof(block_q8_0_t), q8_0_to_f32, q8_0_from_f32, q8_0_dot, ACT_Q8_32, qact_dot_q8_0},
     /* 4- to 6-bit types: kernels/kquants.c */
     [TYPE_Q4_0] = {"q4_0", QK4_0, sizeof(block_q4_0_t), kq_q4_0_to_f32, kq_q4_0_from_f32, kq_q4_0_dot_f32, ACT_Q8_32,

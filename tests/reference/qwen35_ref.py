@@ -591,7 +591,10 @@ def load(path, **kw):
         arch = g.kv.get("general.architecture")
     if arch == ARCH:
         kw.pop("naive_accum", None)
-        return Qwen35Ref(path, **kw)
+        bf16_rows = kw.pop("act_bf16_rows", 0)
+        ref = Qwen35Ref(path, **kw)
+        ref.act_bf16_rows = bf16_rows
+        return ref
     kw.pop("gdn_chunk", None)
     return qwen3_ref.Qwen3Ref(path, **kw)
 

@@ -22,6 +22,12 @@ by the engine's documented rule (src/kernels/qact.h, restated in
 quantize_act below) applied to the float32 value of the activation; the
 product itself stays exact float64.  F32/F16/BF16 weights are unaffected.
 
+act_bf16_rows=N (compare.py, when `splash --version` reports it) models the
+engine's bfloat16 path (AVX-512 BF16, src/kernels/qact.h ACT_BF16): in a
+forward call of at least N tokens, before every product with an F16/BF16
+weight, the activation row's float32 value and the weights are rounded to
+bfloat16 (nearest even, subnormals to zero); the product stays float64.
+
 REF_PERTURB=<name> deliberately breaks the reference, to prove that
 compare.py can fail.  Names: see PERTURBATIONS below.
 """
@@ -57,6 +63,15 @@ ACT_BLOCK = {gguf_ref.GGML_Q8_0: 32, gguf_ref.GGML_Q4_0: 32, gguf_ref.GGML_Q4_K:
 ACT_MIN_AMAX = np.float32(1e-30)
 
 
+def round_bf16(x):
+    """float32(x) rounded to bfloat16 as the engine's VCVTNEPS2BF16 does
+    (nearest even, subnormal inputs to signed zero), returned as float64."""
+    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000).astype(np.uint32)
+    r = np.where((u & 0x7f800000) == 0, (u & 0x80000000).astype(np.uint32), r)
+    return r.view(np.float32).astype(np.float64)
+
+
 def quantize_act(x, block):
     """The engine's activation quantiser, returned dequantised (float64).
     Per block of `block` float32 values: amax = max|x|; below 1e-30 the
@@ -82,9 +97,11 @@ def _kv(g, key, default=None):
 
 
 class Qwen3Ref(object):
-    def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, naive_accum=False, act_quant=False):
+    def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, naive_accum=False, act_quant=False,
+                 act_bf16_rows=0):
         self.dtype = np.dtype(dtype)
         self.act_quant = act_quant
+        self.act_bf16_rows = act_bf16_rows  # 0: the bfloat16 path is not modelled
         self.act_block = {}  # id(weight array) -> activation block of the integer path
         self.naive_accum = naive_accum
         self.perturb = perturb if perturb is not None else os.environ.get("REF_PERTURB", "") or None
@@ -175,6 +192,10 @@ class Qwen3Ref(object):
             r1 = min(n_out, r0 + step)
             W[r0:r1] = self._rows(ti, r0, r1)
         self.act_block[id(W)] = ACT_BLOCK.get(ti.type, 0)
+        if ti.type in (gguf_ref.GGML_F16, gguf_ref.GGML_BF16):
+            if not hasattr(self, "bf16_weights"):
+                self.bf16_weights = set()  # id(weight array) of the F16/BF16 ones
+            self.bf16_weights.add(id(W))
         return W
 
     def _rows(self, ti, r0, r1):
@@ -225,6 +246,15 @@ class Qwen3Ref(object):
         block = self.act_block.get(id(W), 0) if self.act_quant else 0
         if block:
             x = quantize_act(x, block).astype(self.dtype)
+        bf16_rows = getattr(self, "act_bf16_rows", 0)
+        n_batch = getattr(self, "batch_rows", x.shape[0])  # tokens in this forward call
+        if bf16_rows and n_batch >= bf16_rows and id(W) in getattr(self, "bf16_weights", ()):
+            x = round_bf16(x).astype(self.dtype)
+            y = np.empty((x.shape[0], W.shape[0]), dtype=self.dtype)
+            step = max(1, (1 << 22) // W.shape[1])  # rounded weights a chunk of rows at a time
+            for r0 in range(0, W.shape[0], step):
+                y[:, r0:r0 + step] = x @ round_bf16(W[r0:r0 + step]).astype(self.dtype).T
+            return y
         if not self.naive_accum:
             return x @ W.T
         WT = np.ascontiguousarray(W.T)
@@ -247,6 +277,7 @@ class Qwen3Ref(object):
         """Append tokens at positions self.pos.. (KV cache) and return logits
         (n, vocab), or only for the last token if last_only, or None."""
         n = len(tokens)
+        self.batch_rows = n  # the engine's matmul batch, even for last_only's one output row
         hd, nh, nkv = self.head_dim, self.n_head, self.n_kv
         group = nh // nkv
         p0 = self.pos

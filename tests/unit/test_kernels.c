@@ -185,7 +185,7 @@ static void test_matmul_threads_and_batch_invariance(void **state)
             assert_memory_equal(ysingle, y1 + (size_t)r * n_out, (size_t)n_out * sizeof(float));
             for (int64_t o = 0; o < n_out; o++)
                 assert_true(y1[r * n_out + o] == matmul_expect(type_kernels(computable[ti]), wq + (size_t)o * row_bytes,
-                                                               x + r * n_in, n_in));
+                                                               x + r * n_in, n_in, n_rows));
         }
         pool_destroy(p1);
         pool_destroy(p3);

@@ -413,7 +413,8 @@ static void test_matmul_invariance(void **state)
             ops_matmul(p3, &m, x + (size_t)r * n_in, ysingle, 1);
             assert_memory_equal(ysingle, y1 + (size_t)r * n_out, (size_t)n_out * sizeof(float));
             for (int64_t o = 0; o < n_out; o++)
-                assert_true(y1[r * n_out + o] == matmul_expect(kern, wq + (size_t)o * row_bytes, x + r * n_in, n_in));
+                assert_true(y1[r * n_out + o] ==
+                            matmul_expect(kern, wq + (size_t)o * row_bytes, x + r * n_in, n_in, n_rows));
         }
         free(wf), free(wq), free(x), free(y1), free(y3), free(ysingle);
     }

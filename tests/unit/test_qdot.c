@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +113,167 @@ static void test_selection(void **state)
             assert_non_null(k->quantize_act);
             assert_int_equal(k->act_type, t->act_type);
         }
-        assert_null(table[TYPE_F16].dot_q);
         assert_null(table[TYPE_F32].dot_q);
+        /* F16 / BF16: the bfloat16 path, for batches only, where the CPU has it */
+        bool has_bf16 = levels[li] >= CPU_AVX512 && cpu_features()->avx512bf16;
+        for (uint32_t type = TYPE_F16; type <= TYPE_BF16; type += TYPE_BF16 - TYPE_F16) {
+            const type_kernels_t *k = &table[type];
+            assert_int_equal(type_traits(type)->act_type, ACT_BF16);
+            if (!has_bf16 || !k->dot_q) { /* absent, or SPLASH_BF16_ROWS=off */
+                assert_null(k->dot_q);
+                continue;
+            }
+            assert_int_equal(k->act_type, ACT_BF16);
+            assert_non_null(k->dot_q_tile);
+            assert_non_null(k->quantize_act);
+            assert_true(k->q_min_rows > 1); /* decode rows stay f32 */
+        }
+    }
+}
+
+/* ---- the bfloat16 path (ACT_BF16: F16 / BF16 weights) -------------------- */
+
+static const uint32_t bf_types[] = {TYPE_F16, TYPE_BF16};
+static const int64_t bf_lengths[] = {1, 2, 15, 16, 17, 31, 32, 33, 64, 100, 1056, 3072};
+#define N_BF_LENGTHS (sizeof bf_lengths / sizeof bf_lengths[0])
+
+/* Known answers of qact_quantize_bf16: ties to even, subnormals to signed
+ * zero, NaN stays NaN, infinities and overflow. */
+static void test_bf16_quantize_known(void **state)
+{
+    (void)state;
+    const float x[] = {1.0f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f, -2.5f, 1e-40f, -1e-40f, INFINITY, NAN, FLT_MAX, 0x1p-126f};
+    const uint16_t want[] = {0x3f80, 0x3f80, 0x3f82, 0xc020, 0x0000, 0x8000, 0x7f80, 0, 0x7f80, 0x0080};
+    uint16_t got[sizeof x / sizeof x[0]];
+    qact_quantize_bf16(x, got, (int64_t)(sizeof x / sizeof x[0]));
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        if (isnan(x[i]))
+            assert_true(isnan(bf16_to_f32(got[i])));
+        else
+            assert_int_equal(got[i], want[i]);
+}
+
+/* A random row of n F16 / BF16 weights (normals of std 0.5). */
+static void *bf_weight_row(uint32_t type, int64_t n, uint64_t seed)
+{
+    float *f = malloc((size_t)n * sizeof *f);
+    fill_normal(f, n, seed, 0.5f);
+    uint16_t *w = malloc((size_t)n * sizeof *w);
+    type_traits(type)->from_f32(f, w, n);
+    free(f);
+    return w;
+}
+
+/* The SIMD quantiser gives the reference bytes, subnormals included; dot_q
+ * agrees with the scalar reference within f32 summation (the products are
+ * exact in f32 on both sides: |error| <= (n / 16 + 8) 2^-24 sum |w x|), and
+ * every tile shape equals dot_q bit for bit. */
+static void test_bf16_dot_and_tiles(void **state)
+{
+    (void)state;
+    static const int64_t shapes[][2] = {{1, 1}, {4, 1}, {5, 3}, {9, 7}, {16, 4}, {3, 10}, {17, 13}};
+    const int64_t max_w = 17, max_x = 13;
+    type_kernels_t table[TYPE_COUNT];
+    kernels_table_for_level(cpu_level(), table);
+    for (size_t ti = 0; ti < 2; ti++) {
+        const type_kernels_t *k = &table[bf_types[ti]];
+        const type_traits_t *t = type_traits(bf_types[ti]);
+        if (!k->dot_q)
+            skip();
+        for (size_t li = 0; li < N_BF_LENGTHS; li++) {
+            int64_t n = bf_lengths[li];
+            size_t xs = qact_row_bytes(ACT_BF16, n), ws = (size_t)n * 2 + 6; /* rows at odd offsets */
+            uint8_t *w = malloc(ws * (size_t)max_w + 1);
+            for (int64_t r = 0; r < max_w; r++) {
+                void *row = bf_weight_row(bf_types[ti], n, 40 + 100 * li + (uint64_t)r);
+                memcpy(w + 1 + (size_t)r * ws, row, (size_t)n * 2);
+                free(row);
+            }
+            uint8_t *xq = aligned_alloc(QACT_ALIGN, xs * (size_t)max_x);
+            float *x = malloc((size_t)n * sizeof *x);
+            for (int64_t c = 0; c < max_x; c++) {
+                fill_normal(x, n, 900 + 7 * (uint64_t)c + li, c % 2 ? 3.0f : 1e-3f);
+                x[n / 2] = c == 3 ? 1e-40f : x[n / 2]; /* a subnormal: flushed by both */
+                void *want = quantize_ref(ACT_BF16, x, n);
+                k->quantize_act(x, xq + (size_t)c * xs, n);
+                assert_memory_equal(xq + (size_t)c * xs, want, (size_t)n * 2);
+                free(want);
+            }
+            float *single = malloc((size_t)(max_w * max_x) * sizeof *single);
+            for (int64_t r = 0; r < max_w; r++)
+                for (int64_t c = 0; c < max_x; c++) {
+                    const uint8_t *wr = w + 1 + (size_t)r * ws, *xr = xq + (size_t)c * xs;
+                    uint16_t *aligned = malloc((size_t)n * 2);
+                    memcpy(aligned, wr, (size_t)n * 2);
+                    double mag = 0.0;
+                    float *wf = malloc((size_t)n * sizeof *wf);
+                    t->to_f32(aligned, wf, n);
+                    for (int64_t i = 0; i < n; i++)
+                        mag += fabs((double)wf[i] * bf16_to_f32(((const uint16_t *)(const void *)xr)[i]));
+                    float got = k->dot_q(wr, xr, n), ref = t->dot_q(aligned, xr, n);
+                    double tol = 1.01 * (double)(n / 16 + 8) * 0x1p-24 * mag + 1e-30;
+                    if (!(fabs((double)got - ref) <= tol))
+                        fail_msg("%s n=%lld row %lld x %lld: %.9g vs reference %.9g (tol %.3g)", t->name, (long long)n,
+                                 (long long)r, (long long)c, got, ref, tol);
+                    single[r * max_x + c] = got;
+                    free(aligned), free(wf);
+                }
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                int64_t n_w = shapes[si][0], n_x = shapes[si][1];
+                int64_t r0 = max_w - n_w, c0 = (max_x - n_x) / 2;
+                size_t ys = (size_t)n_w + 2;
+                float *y = calloc(ys * (size_t)n_x, sizeof *y);
+                k->dot_q_tile(w + 1 + (size_t)r0 * ws, ws, n_w, xq + (size_t)c0 * xs, xs, n_x, y, ys, n);
+                for (int64_t r = 0; r < n_w; r++)
+                    for (int64_t c = 0; c < n_x; c++)
+                        assert_memory_equal(&y[c * ys + r], &single[(r0 + r) * max_x + c0 + c], sizeof(float));
+                free(y);
+            }
+            free(w), free(xq), free(x), free(single);
+        }
+    }
+}
+
+/* The bfloat16 path against the f32 dot product, on the scalar reference
+ * and the level's kernels: bfloat16 rounding (to nearest even) moves each
+ * activation by at most 2^-9 of itself, and each F16 weight the same (BF16
+ * weights not at all), so
+ *   |dot_bf16 - dot_f32| <= (e_w + 2^-9 + e_w 2^-9) sum |w x| + f32 slack,
+ * e_w = 2^-9 for F16, 0 for BF16; the slack is (n / 16 + 8) 2^-24 sum |w x|
+ * for each of the two sums. */
+static void test_bf16_vs_f32(void **state)
+{
+    (void)state;
+    type_kernels_t table[TYPE_COUNT];
+    kernels_table_for_level(cpu_level(), table);
+    for (size_t ti = 0; ti < 2; ti++) {
+        uint32_t type = bf_types[ti];
+        const type_traits_t *t = type_traits(type);
+        type_dot_q_fn dots[2] = {t->dot_q, table[type].dot_q};
+        double e_w = type == TYPE_F16 ? 0x1p-9 : 0.0, e = e_w + 0x1p-9 + e_w * 0x1p-9;
+        for (size_t li = 0; li < N_BF_LENGTHS; li++) {
+            int64_t n = bf_lengths[li];
+            void *w = bf_weight_row(type, n, 3 + li);
+            float *x = malloc((size_t)n * sizeof *x), *wf = malloc((size_t)n * sizeof *wf);
+            fill_normal(x, n, 5 + li, 1.0f);
+            t->to_f32(w, wf, n);
+            void *xq = quantize_ref(ACT_BF16, x, n);
+            double mag = 0.0;
+            for (int64_t i = 0; i < n; i++)
+                mag += fabs((double)wf[i] * x[i]);
+            double bound = (e + 2.0 * 1.01 * (double)(n / 16 + 8) * 0x1p-24) * mag + 1e-30;
+            float f32 = t->dot_f32(w, x, n);
+            for (int d = 0; d < 2; d++) {
+                if (!dots[d])
+                    continue;
+                float got = dots[d](w, xq, n);
+                if (!(fabs((double)got - f32) <= bound))
+                    fail_msg("%s %s n=%lld: bf16 %.9g vs f32 %.9g, bound %.3g", d ? "simd" : "reference", t->name,
+                             (long long)n, got, f32, bound);
+            }
+            assert_true(bound < 0.01 * mag); /* not vacuous */
+            free(w), free(x), free(wf), free(xq);
+        }
     }
 }
 
@@ -286,12 +446,17 @@ static void test_integer_vs_f32(void **state)
 
 int main(void)
 {
+    /* the bfloat16 path is opt-in: test it (SPLASH_BF16_ROWS=off still tests without it) */
+    setenv("SPLASH_BF16_ROWS", "on", 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_selection),
         cmocka_unit_test(test_quantize_known),
         cmocka_unit_test(test_quantize_matches_reference),
         cmocka_unit_test(test_dot_and_tiles),
         cmocka_unit_test(test_integer_vs_f32),
+        cmocka_unit_test(test_bf16_quantize_known),
+        cmocka_unit_test(test_bf16_dot_and_tiles),
+        cmocka_unit_test(test_bf16_vs_f32),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

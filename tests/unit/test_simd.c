@@ -364,7 +364,9 @@ static void test_tiles_match_dot(void **state)
 }
 
 /* Matmul on every path: each output row is bit-identical to the same row
- * computed alone (batch of 1) and to the path's dot_f32, for batch sizes
+ * computed alone (batch of 1) and to the path's dot_f32, or, for a batch at
+ * or above the kernels' q_min_rows (F16 / BF16 on the bfloat16 path), to
+ * the row's dot_q in any such batch, for batch sizes
  * that cover whole and partial tiles and several activation blocks, and for
  * 1, 2 and 3 threads. */
 static void test_matmul_batch_invariance(void **state)
@@ -394,21 +396,25 @@ static void test_matmul_batch_invariance(void **state)
                 float *x = malloc((size_t)(n_in * max_batch) * sizeof *x);
                 float *y = malloc((size_t)(n_out * max_batch) * sizeof *y);
                 float *want = malloc((size_t)(n_out * max_batch) * sizeof *want);
+                float *want_q = malloc((size_t)(n_out * max_batch) * sizeof *want_q);
                 fill_normal(x, n_in * max_batch, 600 + si, 1.0f);
                 for (int r = 0; r < max_batch; r++) {
                     ops_matmul_with(pools[1], k, &m, x + r * n_in, want + r * n_out, 1);
                     for (int64_t o = 0; o < n_out; o++) {
-                        float d = matmul_expect(k, (const uint8_t *)m.data + o * rb, x + r * n_in, n_in);
+                        const uint8_t *wr = (const uint8_t *)m.data + o * rb;
+                        float d = matmul_expect(k, wr, x + r * n_in, n_in, 1);
                         assert_memory_equal(&want[r * n_out + o], &d, sizeof d);
+                        want_q[r * n_out + o] = matmul_expect(k, wr, x + r * n_in, n_in, max_batch);
                     }
                 }
                 for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+                    bool is_q = k->dot_q && batches[bi] >= k->q_min_rows;
                     for (int p = 0; p < 3; p++) {
                         ops_matmul_with(pools[p], k, &m, x, y, batches[bi]);
-                        assert_memory_equal(y, want, (size_t)(n_out * batches[bi]) * sizeof *y);
+                        assert_memory_equal(y, is_q ? want_q : want, (size_t)(n_out * batches[bi]) * sizeof *y);
                     }
                 }
-                free((void *)m.data), free(x), free(y), free(want);
+                free((void *)m.data), free(x), free(y), free(want), free(want_q);
             }
         }
     }
@@ -464,6 +470,8 @@ static void test_matmul_multi(void **state)
 
 int main(void)
 {
+    /* the bfloat16 path is opt-in: test it (SPLASH_BF16_ROWS=off still tests without it) */
+    setenv("SPLASH_BF16_ROWS", "on", 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_selected),
         cmocka_unit_test(test_dot_against_scalar),
