@@ -693,7 +693,8 @@ static void text_in(anth_sse_t *st, const char *text, size_t n)
     if (keep) {
         char *joined = malloc(st->n_ws + keep);
         if (joined) {
-            memcpy(joined, st->ws, st->n_ws);
+            if (st->n_ws) /* st->ws is NULL before the first held whitespace */
+                memcpy(joined, st->ws, st->n_ws);
             memcpy(joined + st->n_ws, text, keep);
             text_out(st, joined, st->n_ws + keep);
             free(joined);
@@ -704,7 +705,8 @@ static void text_in(anth_sse_t *st, const char *text, size_t n)
     if (!ws)
         return;
     st->ws = ws;
-    memcpy(st->ws + st->n_ws, text + keep, n - keep);
+    if (n > keep)
+        memcpy(st->ws + st->n_ws, text + keep, n - keep);
     st->n_ws += n - keep;
 }
 

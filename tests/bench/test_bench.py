@@ -354,9 +354,9 @@ def part_llama(a):
             for q in s["requests"]:
                 assert q["cached_tokens"] == 0, q
                 assert q["cached_tokens_field"] == "usage.prompt_tokens_details.cached_tokens", q
-        # B is plainly faster, but A's checks could not be made: never a gain
-        thr = rep["statistics"]["throughput"]["combined"]
-        assert thr["b"] > 1.5 * thr["a"], thr
+        # A's checks could not be made: never a gain, whatever the speeds
+        # (which depend on the build: under ASan splash is slower than the
+        # stub; the two-stub run below has B plainly faster)
         assert p.returncode != 10 and not rep["verdict"].startswith("gain"), \
             f"a gain over an arm whose checks were unverifiable (rule 4): {rep['verdict']}"
         print(f"llama: {rep['verdict']}")
