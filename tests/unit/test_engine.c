@@ -32,7 +32,10 @@ typedef struct fixture {
     vocab_t vocab;
 } fixture_t;
 
-static int setup(void **state)
+/* A synthetic model from a synth preset, written to a temporary file and
+ * loaded; is_hybrid: the qwen35-tiny file (recurrent state per sequence),
+ * its value heads tiled over the key heads. */
+static int setup_preset(void **state, const char *preset, bool is_hybrid)
 {
     fixture_t *f = calloc(1, sizeof *f);
     err_t err;
@@ -41,8 +44,12 @@ static int setup(void **state)
     assert_true(fd >= 0);
     close(fd);
     model_config_t c;
-    assert_int_equal(synth_preset("tiny", &c, &err), 0);
+    assert_int_equal(synth_preset(preset, &c, &err), 0);
     c.context_length = TEST_CONTEXT;
+    if (is_hybrid) {
+        assert_int_equal(c.vocab, TEST_VOCAB);
+        c.ssm_v_heads = 2 * c.ssm_k_heads;
+    }
     pool_t *pool = pool_create(2, &err);
     assert_non_null(pool);
     if (synth_write(f->path, "test", &c, TYPE_Q8_0, 7, 0.1f, NULL, pool, NULL, NULL, &err))
@@ -57,32 +64,14 @@ static int setup(void **state)
     return 0;
 }
 
-/* The same fixture on a qwen35-tiny file (hybrid: recurrent state per sequence). */
+static int setup(void **state)
+{
+    return setup_preset(state, "tiny", false);
+}
+
 static int setup_q35(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    err_t err;
-    snprintf(f->path, sizeof f->path, "/tmp/splash-test-engine-XXXXXX");
-    int fd = mkstemp(f->path);
-    assert_true(fd >= 0);
-    close(fd);
-    model_config_t c;
-    assert_int_equal(synth_preset("qwen35-tiny", &c, &err), 0);
-    assert_int_equal(c.vocab, TEST_VOCAB);
-    c.context_length = TEST_CONTEXT;
-    c.ssm_v_heads = 2 * c.ssm_k_heads; /* value heads tiled over key heads */
-    pool_t *pool = pool_create(2, &err);
-    assert_non_null(pool);
-    if (synth_write(f->path, "test", &c, TYPE_Q8_0, 7, 0.1f, NULL, pool, NULL, NULL, &err))
-        fail_msg("synth: %s", err.msg);
-    pool_destroy(pool);
-    f->model = model_load(f->path, &err);
-    if (!f->model)
-        fail_msg("load: %s", err.msg);
-    if (vocab_load(&f->vocab, f->model->gguf, f->model->cfg.vocab, &err))
-        fail_msg("vocab: %s", err.msg);
-    *state = f;
-    return 0;
+    return setup_preset(state, "qwen35-tiny", true);
 }
 
 static int teardown(void **state)
