@@ -165,14 +165,14 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
      * otherwise land in the first rep only */
     for (int i = 0; i < rows; i++)
         pos[i] = i, want[i] = i == rows - 1;
-    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want, NULL, NULL};
+    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want, NULL, NULL, NULL};
     if (fwd_run(&ctx, &kv, &warm, logits, err))
         goto done_kv;
     for (int rep = 0; rep < reps; rep++) {
         if (pp > 0) { /* one batch of pp rows, logits for the last (as a server's prefill) */
             for (int i = 0; i < pp; i++)
                 pos[i] = i, want[i] = i == pp - 1;
-            fwd_batch_t b = {pp, tokens, pos, tables, want, NULL, NULL};
+            fwd_batch_t b = {pp, tokens, pos, tables, want, NULL, NULL, NULL};
             int64_t t0 = clock_now_ns();
             if (fwd_run(&ctx, &kv, &b, logits, err))
                 goto done_kv;
@@ -183,7 +183,7 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
             for (int i = 0; i < tg; i++) {
                 pos[0] = i;
                 want[0] = 1;
-                fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL, NULL};
+                fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL, NULL, NULL};
                 if (fwd_run(&ctx, &kv, &b, logits, err))
                     goto done_kv;
             }

@@ -129,7 +129,7 @@ static int score_window(ppl_state_t *s, const int32_t *w, int n, int first_score
             s->tables[r] = s->table;
             s->want[r] = start + r + 1 >= first_scored;
         }
-        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want, NULL, NULL};
+        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want, NULL, NULL, NULL};
         if (fwd_run(&s->fwd, &s->kv, &b, s->logits, err))
             return -1;
         for (int r = 0, k = 0; r < rows; r++)

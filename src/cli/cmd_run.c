@@ -11,6 +11,7 @@
 #include "base/cli.h"
 #include "base/clock.h"
 #include "cli/commands.h"
+#include "cli/mtp_logits.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
@@ -49,7 +50,8 @@ static const char run_usage[] =
     "  --seed N            sampling seed (default 0)\n"
     "  --ignore-eos        keep generating past the end-of-sequence token\n"
     "speculative decoding (output is identical with or without it):\n"
-    "  --draft ngram|none|FILE  drafter: n-gram prompt lookup over the sequence's own history, or a smaller\n"
+    "  --draft ngram|mtp|none|FILE  drafter: n-gram prompt lookup over the sequence's own history, the\n"
+    "                         model's own MTP block (qwen35 files with one), or a smaller\n"
     "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
@@ -57,6 +59,8 @@ static const char run_usage[] =
     "  --chunk N           prompt rows per forward pass (default %d)\n"
     "  --prompt-ids LIST   comma-separated token ids instead of a text prompt\n"
     "  --logits-out FILE   write the logits at every prompt position (f32, n_prompt x vocab)\n"
+    "  --mtp-logits-out FILE  write the MTP block's logits at every prompt position but the last, fed the\n"
+    "                      prompt's next token (f32, (n_prompt - 1) x vocab; qwen35 files with an MTP block)\n"
     "  --ids-out FILE      write the generated token ids, space-separated\n"
     "  --quiet             no text on stdout (timing only)\n";
 
@@ -92,7 +96,7 @@ typedef struct run_opts {
     engine_config_t spec; /* draft_mode, draft_max, verify_rows */
     const char *draft_path;
     bool ignore_eos, quiet;
-    const char *logits_out, *ids_out;
+    const char *logits_out, *ids_out, *mtp_logits_out;
 } run_opts_t;
 
 /* Whether a command-line word is one of the sampling options. */
@@ -171,6 +175,8 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
                 o->spec.draft_mode = ENGINE_DRAFT_NGRAM;
             else if (!strcmp(v, "none"))
                 o->spec.draft_mode = ENGINE_DRAFT_NONE;
+            else if (!strcmp(v, "mtp"))
+                o->spec.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
             else
                 o->spec.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
@@ -203,6 +209,8 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
             o->logits_out = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--ids-out", &missing))) {
             o->ids_out = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--mtp-logits-out", &missing))) {
+            o->mtp_logits_out = v;
         } else if (missing) {
             return err_set(err, "%s needs a value", argv[i]);
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -327,6 +335,9 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     if (n_ctx > c->context_length)
         return err_set(err, "prompt (%d tokens) + --max-tokens (%lld) exceeds the model's context (%d)", n_prompt,
                        (long long)o->max_tokens, c->context_length);
+    if (o->mtp_logits_out &&
+        mtp_logits_write(s->model, (int)o->threads, prompt_ids->v, n_prompt, o->mtp_logits_out, err))
+        return -1;
     if (o->max_tokens == 0)
         return 0;
 

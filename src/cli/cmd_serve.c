@@ -47,7 +47,8 @@ static const char serve_usage[] =
     "  --max-context N        tokens per sequence (default: min(model context, %d))\n"
     "  --max-memory BYTES     weights + KV + scratch limit, suffix K/M/G allowed (default: 90%% of available)\n"
     "speculative decoding (output is identical with or without it):\n"
-    "  --draft ngram|none|FILE  drafter: n-gram prompt lookup over the sequence's own history, or a smaller\n"
+    "  --draft ngram|mtp|none|FILE  drafter: n-gram prompt lookup over the sequence's own history, the\n"
+    "                         model's own MTP block (qwen35 files with one), or a smaller\n"
     "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
@@ -187,6 +188,8 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
                 o->eng.draft_mode = ENGINE_DRAFT_NGRAM;
             else if (!strcmp(v, "none"))
                 o->eng.draft_mode = ENGINE_DRAFT_NONE;
+            else if (!strcmp(v, "mtp"))
+                o->eng.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
             else
                 o->eng.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {

@@ -111,16 +111,18 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     if (c->queue_size < 0 || c->queue_size > 1 << 20)
         return err_set(err, "queue-size must be in [0, %d]", 1 << 20);
     if (c->draft_mode != ENGINE_DRAFT_NONE && c->draft_mode != ENGINE_DRAFT_NGRAM &&
-        c->draft_mode != ENGINE_DRAFT_MODEL)
+        c->draft_mode != ENGINE_DRAFT_MODEL && c->draft_mode != ENGINE_DRAFT_MTP)
         return err_set(err, "draft: unknown drafter");
     const model_t *dm = c->draft_mode == ENGINE_DRAFT_MODEL ? c->draft_model : NULL;
     if (dm && model_check_runnable(dm, err))
         return err_prefix(err, "draft model: ");
-    if (c->draft_mode && (model_is_hybrid(mc) || (dm && model_is_hybrid(&dm->cfg))))
+    if (dm && model_is_hybrid(&dm->cfg))
         return err_set(err,
-                       "speculative decoding (--draft) is not supported on hybrid models (%s) yet: rejected "
-                       "drafts need a recurrent-state rollback",
-                       model_is_hybrid(mc) ? m->arch : dm->arch);
+                       "draft model: a hybrid (%s) draft model is not supported (its own state would need a "
+                       "rollback); use --draft mtp for a model's own MTP block",
+                       dm->arch);
+    if (c->draft_mode == ENGINE_DRAFT_MTP && !mc->n_nextn)
+        return err_set(err, "draft mtp: the model (%s) has no MTP (NextN) block", m->arch);
     if (c->draft_mode == ENGINE_DRAFT_MODEL && (!dm || dm->cfg.vocab != mc->vocab))
         return err_set(err, "draft model: its vocabulary (%d) must be the target's (%d), with the same tokenizer",
                        dm ? dm->cfg.vocab : 0, mc->vocab);
@@ -145,6 +147,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     if (dm) /* the draft model's KV lives in the same blocks */
         plan->kv_per_block +=
             kv_store_bytes(model_kv_layers(&dm->cfg), 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
+    if (c->draft_mode == ENGINE_DRAFT_MTP) /* the MTP block's one layer, in the same blocks */
+        plan->kv_per_block += kv_store_bytes(1, 1, KV_BLOCK_SIZE, kv_dim);
     int logit_rows = c->max_seqs * (1 + engine_max_drafts(c)) + c->prompt_logit_rows;
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
@@ -153,13 +157,25 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     if (dm)
         plan->scratch += fwd_ctx_bytes(dm, c->n_threads, c->batch_tokens, max_ctx) +
                          (uint64_t)c->max_seqs * mc->vocab * sizeof(float);
+    if (c->draft_mode == ENGINE_DRAFT_MTP) /* its logits, and three (batch_tokens, hidden) states */
+        plan->scratch += ((uint64_t)c->max_seqs * mc->vocab + 3ull * c->batch_tokens * mc->hidden) * sizeof(float);
     int per_seq = blocks_for(max_ctx, KV_BLOCK_SIZE);
     plan->kv_min = (uint64_t)per_seq * plan->kv_per_block;
     plan->limit = c->max_memory ? c->max_memory : (uint64_t)(ENGINE_MEMORY_SHARE * (double)mem_available());
     uint64_t fixed = plan->weights + plan->scratch;
+    plan->snapshot_bytes = (uint64_t)fwd_state_snapshot_floats(m) * sizeof(float);
+    /* hybrid models that speculate: a state snapshot per verified draft row
+     * of every sequence (a rejection restores the one after the last
+     * accepted row), as many as fit beside one sequence's KV */
+    if (plan->snapshot_bytes && c->draft_mode && plan->limit > fixed + plan->kv_min) {
+        uint64_t fit = (plan->limit - fixed - plan->kv_min) / plan->snapshot_bytes;
+        uint64_t want = (uint64_t)c->max_seqs * (uint64_t)c->draft_max;
+        plan->n_verify_snapshots = (int)(want < fit ? want : fit);
+        plan->verify_snapshots = (uint64_t)plan->n_verify_snapshots * plan->snapshot_bytes;
+        fixed += plan->verify_snapshots;
+    }
     /* hybrid models: a few recurrent-state snapshots per sequence slot (prefix
      * reuse resumes from them), as many as fit beside one sequence's KV */
-    plan->snapshot_bytes = (uint64_t)fwd_state_snapshot_floats(m) * sizeof(float);
     if (plan->snapshot_bytes && plan->limit > fixed + plan->kv_min) {
         uint64_t fit_snaps = (plan->limit - fixed - plan->kv_min) / plan->snapshot_bytes;
         uint64_t want_snaps = (uint64_t)ENGINE_SNAPSHOTS_PER_SEQ * (uint64_t)c->max_seqs;
@@ -187,16 +203,18 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
 
 void engine_plan_format(const engine_plan_t *p, char *out, size_t cap)
 {
-    char snaps[96] = "";
+    char snaps[192] = "";
     if (p->snapshot_bytes)
-        snprintf(snaps, sizeof snaps, " + state snapshots %.1f MiB (%d of %.2f MiB)", p->snapshots / 1048576.0,
-                 p->n_snapshots, p->snapshot_bytes / 1048576.0);
+        snprintf(snaps, sizeof snaps, " + state snapshots %.1f MiB (%d of %.2f MiB%s)",
+                 (p->snapshots + p->verify_snapshots) / 1048576.0, p->n_snapshots + p->n_verify_snapshots,
+                 p->snapshot_bytes / 1048576.0, p->n_verify_snapshots ? ", some for verify rows" : "");
     snprintf(out, cap,
              "memory plan: weights %.1f MiB + KV %.1f MiB (%d blocks of %d tokens, %.2f MiB each) + scratch %.1f "
              "MiB%s = %.1f MiB of %.1f MiB limit; context %d",
              p->weights / 1048576.0, p->kv / 1048576.0, p->n_blocks, p->block_size, p->kv_per_block / 1048576.0,
-             p->scratch / 1048576.0, snaps, (p->weights + p->kv + p->scratch + p->snapshots) / 1048576.0,
-             p->limit / 1048576.0, p->max_context);
+             p->scratch / 1048576.0, snaps,
+             (p->weights + p->kv + p->scratch + p->snapshots + p->verify_snapshots) / 1048576.0, p->limit / 1048576.0,
+             p->max_context);
 }
 
 /* ----------------------------------------------------------------- events */
@@ -720,115 +738,6 @@ static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
     return why;
 }
 
-static int32_t argmax_row(const float *x, int n)
-{
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
-/* The draft-model drafter: for each sequence that wants k drafts (n_drafts
- * = -k), one batched draft pass over the tokens its draft KV lacks (catch-up,
- * then the last committed token) gives d1, and k - 1 more single-row passes,
- * batched across sequences, give d2..dk, each the draft's argmax (so the
- * proposal is a point mass and verification stays exact). Catch-up is
- * limited to the row budget; a sequence still catching up drafts nothing
- * this step. Returns the draft rows added to the target's batch. */
-static int draft_with_model(engine_t *e, int budget)
-{
-    const int vocab = e->m->cfg.vocab;
-    int n = 0, n_seq = 0;
-    for (int i = 0; i < e->n_running; i++) {
-        engine_req_t *r = e->running[i];
-        if (r->n_drafts >= 0)
-            continue;
-        int want = -r->n_drafts;
-        r->n_drafts = 0;
-        int from = r->n_draft_kv, last = r->n_tokens - 1;
-        int rows = last - from + 1;
-        if (rows > budget - n) {
-            /* catch up as far as the budget goes; draft next time */
-            int k = budget - n;
-            for (int j = 0; j < k; j++) {
-                e->d_tokens[n] = r->tokens[from + j];
-                e->d_pos[n] = from + j;
-                e->d_tables[n] = r->table;
-                e->d_want[n] = 0;
-                e->d_req[n++] = r;
-            }
-            r->n_draft_kv += k;
-            continue;
-        }
-        for (int p = from; p <= last; p++) {
-            e->d_tokens[n] = r->tokens[p];
-            e->d_pos[n] = p;
-            e->d_tables[n] = r->table;
-            e->d_want[n] = p == last;
-            e->d_req[n++] = r;
-        }
-        r->n_draft_kv = last + 1;
-        r->n_drafts = -want; /* marks it drafting, with its width */
-        n_seq++;
-    }
-    if (n == 0)
-        return 0;
-    err_t err;
-    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL};
-    if (fwd_run(&e->dfwd, &e->dkv, &b, e->dlogits, &err)) {
-        /* a draft failure only costs speed: no drafts this step */
-        for (int i = 0; i < e->n_running; i++)
-            if (e->running[i]->n_drafts < 0)
-                e->running[i]->n_drafts = 0;
-        return 0;
-    }
-    int li = 0, max_want = 0;
-    for (int i = 0; i < n; i++) {
-        engine_req_t *r = e->d_req[i];
-        if (!e->d_want[i])
-            continue;
-        int want = -r->n_drafts;
-        r->drafts[0] = argmax_row(e->dlogits + (size_t)li++ * vocab, vocab);
-        r->n_drafts = 1;
-        r->n_rows_want = want;
-        max_want = want > max_want ? want : max_want;
-    }
-    /* d2..dk: one row per sequence still drafting */
-    for (int j = 1; j < max_want; j++) {
-        int m = 0;
-        for (int i = 0; i < e->n_running; i++) {
-            engine_req_t *r = e->running[i];
-            if (r->n_drafts != j || r->n_rows_want <= j || r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1)
-                continue;
-            e->d_tokens[m] = r->drafts[j - 1];
-            e->d_pos[m] = r->n_tokens - 1 + j;
-            e->d_tables[m] = r->table;
-            e->d_want[m] = 1;
-            e->d_req[m++] = r;
-        }
-        if (m == 0)
-            break;
-        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL};
-        if (fwd_run(&e->dfwd, &e->dkv, &bj, e->dlogits, &err))
-            break;
-        for (int i = 0; i < m; i++) {
-            engine_req_t *r = e->d_req[i];
-            r->drafts[r->n_drafts++] = argmax_row(e->dlogits + (size_t)i * vocab, vocab);
-        }
-    }
-    int added = 0;
-    for (int i = 0; i < e->n_running; i++) {
-        engine_req_t *r = e->running[i];
-        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->n_drafts > 0) {
-            r->n_rows += r->n_drafts;
-            added += r->n_drafts;
-        }
-    }
-    (void)n_seq;
-    return added;
-}
-
 /* The garble-drafts fault knob: a constrained request's middle draft is
  * replaced by a pseudo-random token, so verification must stop there. */
 static void garble_drafts(engine_t *e)
@@ -880,12 +789,13 @@ static int plan_rows(engine_t *e)
      * step's verify width, the request's remaining output budget and the
      * rows left) */
     int reserved = 0; /* rows promised to the draft model's drafts */
+    int snaps = 0;    /* hybrid models: verify snapshots promised */
     /* tokens a grammar forces come first: they are drafts verification
      * accepts by construction (jump-forward), whatever the speculation */
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
-        /* (not on hybrid models: a draft the sampler refused would need a state rollback) */
-        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->masks && !model_is_hybrid(&e->m->cfg)) {
+        /* (accepted by construction: a hybrid model's state needs no rollback for them) */
+        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->masks) {
             int left = req_budget(e, r) - r->n_generated - 1;
             n += masks_plan_forced(e, r, left < e->cfg.batch_tokens - n ? left : e->cfg.batch_tokens - n);
         }
@@ -898,7 +808,7 @@ static int plan_rows(engine_t *e)
         int left = req_budget(e, r) - r->n_generated - 1; /* the correction token needs a slot too */
         k = k < left ? k : left;
         k = k < e->cfg.batch_tokens - n - reserved ? k : e->cfg.batch_tokens - n - reserved;
-        if (k <= 0)
+        if (k <= 0 || (k = verify_snaps_room(e, k, &snaps)) == 0)
             continue;
         if (e->cfg.draft_mode == ENGINE_DRAFT_NGRAM) {
             r->n_drafts = spec_ngram_draft(r->tokens, r->n_tokens, k, r->drafts);
@@ -923,6 +833,11 @@ static int plan_rows(engine_t *e)
     if (e->cfg.draft_mode == ENGINE_DRAFT_MODEL && e->step_width > 0) {
         TRACE_SPAN_BEGIN(e->cfg.trace, TRACE_DRAFT, e->loops);
         n += draft_with_model(e, e->cfg.batch_tokens);
+        TRACE_SPAN_END(e->cfg.trace, TRACE_DRAFT, e->loops);
+    } else if (e->cfg.draft_mode == ENGINE_DRAFT_MTP) {
+        /* every step: the block's catch-up keeps its KV whole even at width 0 */
+        TRACE_SPAN_BEGIN(e->cfg.trace, TRACE_DRAFT, e->loops);
+        n += draft_with_mtp(e);
         TRACE_SPAN_END(e->cfg.trace, TRACE_DRAFT, e->loops);
     }
     if (e->cfg.test_garble_drafts)
@@ -953,7 +868,7 @@ static float *snapshot_for(engine_t *e, engine_req_t *r, int pos)
 /* Preparation: the batch arrays, decode rows first, then prefill chunks. */
 static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
 {
-    int n = 0;
+    int n = 0, n_snaps = 0;
     *n_decode = *n_chunks = 0;
     for (int pass = 0; pass < 2; pass++) {
         engine_phase_t want = pass == 0 ? ENGINE_PHASE_DECODE : ENGINE_PHASE_PREFILL;
@@ -962,6 +877,10 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
             if (r->phase != want || r->n_rows == 0)
                 continue;
             int first = want == ENGINE_PHASE_DECODE ? r->n_tokens - 1 : r->n_prefilled;
+            /* a hybrid model's draft rows leave the state after them (a rejection restores one) */
+            float *vsnap = want == ENGINE_PHASE_DECODE ? verify_snaps_assign(e, r, &n_snaps) : NULL;
+            size_t snap_floats = e->plan.snapshot_bytes / sizeof(float);
+            r->b_row0 = n;
             for (int j = 0; j < r->n_rows; j++) {
                 int pos = first + j;
                 /* a decode row's first token is the last committed one, then its drafts */
@@ -970,7 +889,9 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                 e->b_tables[n] = r->table;
                 e->b_want[n] = want == ENGINE_PHASE_DECODE || r->p.prompt_logits || pos == r->n_prompt - 1;
                 e->b_slots[n] = r->state_slot;
-                e->b_snaps[n] = want == ENGINE_PHASE_PREFILL && r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
+                e->b_snaps[n] = want == ENGINE_PHASE_PREFILL && r->state_slot >= 0 ? snapshot_for(e, r, pos)
+                                : vsnap && j < r->n_drafts                         ? vsnap + (size_t)j * snap_floats
+                                                                                   : NULL;
                 e->b_req[n++] = r;
             }
             if (want == ENGINE_PHASE_DECODE)
@@ -1068,7 +989,9 @@ static int apply_rows(engine_t *e)
         if (r->n_rows == 0)
             continue;
         engine_finish_t why = ENGINE_FINISH_NONE;
+        bool was_decoding = r->phase == ENGINE_PHASE_DECODE;
         if (r->phase == ENGINE_PHASE_PREFILL) {
+            mtp_note_rows(e, r, r->n_prefilled, r->n_rows);
             r->n_prefilled += r->n_rows;
             r->n_kv = r->n_prefilled;
             if (r->n_prefilled < r->n_prompt) {
@@ -1097,6 +1020,10 @@ static int apply_rows(engine_t *e)
         /* KV is valid up to the last accepted draft; the newest token's KV
          * is written when it is fed back (rejected rows are simply rewritten) */
         r->n_kv = r->n_tokens - 1;
+        if (why == ENGINE_FINISH_NONE && r->n_drafts > 0 && verify_rollback(e, r, n_accepted))
+            why = ENGINE_FINISH_ERROR;
+        if (why == ENGINE_FINISH_NONE && was_decoding)
+            mtp_note_rows(e, r, t0 - 1, n_accepted + 1);
         cache_full_blocks(e, r);
         r->finish = why;
     }
@@ -1154,7 +1081,7 @@ static void step(engine_t *e, uint64_t loop)
             max_drafts = r->n_drafts > max_drafts ? r->n_drafts : max_drafts;
         }
     }
-    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots, e->b_snaps};
+    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots, e->b_snaps, e->hid};
     err_t err;
     TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode,
                 (uint32_t)(n - n_decode - n_verify), (uint32_t)n_verify);
@@ -1283,6 +1210,7 @@ static void publish(engine_t *e)
     s->spec_verified = e->spec_verified;
     s->spec_accepted = e->spec_accepted;
     s->spec_verifications = e->spec_verifications;
+    s->spec_rollbacks = e->spec_rollbacks;
     memcpy(s->spec_len_hist, e->spec_len_hist, sizeof s->spec_len_hist);
     memcpy(s->spec_pos_verified, e->fitter.total_verified, sizeof s->spec_pos_verified);
     memcpy(s->spec_pos_accepted, e->fitter.total_accepted, sizeof s->spec_pos_accepted);
@@ -1369,27 +1297,6 @@ static int mark_eog(engine_t *e)
 }
 
 /* The draft model's scratch and KV (same blocks as the target's). */
-static int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
-{
-    const model_t *dm = e->cfg.draft_mode == ENGINE_DRAFT_MODEL ? e->cfg.draft_model : NULL;
-    if (!dm)
-        return 0;
-    size_t rows = (size_t)e->cfg.batch_tokens;
-    e->dlogits = malloc((size_t)e->cfg.max_seqs * dm->cfg.vocab * sizeof(float));
-    e->d_tokens = malloc(rows * sizeof *e->d_tokens);
-    e->d_pos = malloc(rows * sizeof *e->d_pos);
-    e->d_tables = malloc(rows * sizeof *e->d_tables);
-    e->d_want = malloc(rows);
-    e->d_req = malloc(rows * sizeof *e->d_req);
-    if (!e->dlogits || !e->d_tokens || !e->d_pos || !e->d_tables || !e->d_want || !e->d_req)
-        return err_set(err, "draft model: out of memory");
-    if (fwd_ctx_init(&e->dfwd, dm, e->pool, e->cfg.batch_tokens, plan->max_context, err) ||
-        kv_store_init(&e->dkv, model_kv_layers(&dm->cfg), plan->n_blocks, KV_BLOCK_SIZE,
-                      dm->cfg.n_kv_heads * dm->cfg.head_dim, err))
-        return err_prefix(err, "draft model: ");
-    return 0;
-}
-
 static void drop_snapshot(void *snaps, const blk_hash_t *hash)
 {
     snap_drop(snaps, hash);
@@ -1484,14 +1391,7 @@ void engine_destroy(engine_t *e)
     blk_pool_free(&e->blocks);
     snap_store_free(&e->snaps);
     kv_store_free(&e->kv);
-    kv_store_free(&e->dkv);
-    fwd_ctx_free(&e->dfwd);
-    free(e->dlogits);
-    free(e->d_tokens);
-    free(e->d_pos);
-    free(e->d_tables);
-    free(e->d_want);
-    free(e->d_req);
+    draft_free(e);
     fwd_ctx_free(&e->fwd);
     pool_destroy(e->pool);
     free(e->is_eog);

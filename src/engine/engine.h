@@ -35,7 +35,9 @@
 #define ENGINE_DEFAULT_MAX_CONTEXT 4096 /* capped by the model's trained context */
 #define ENGINE_WIDTH_BUCKETS 9          /* decode batch widths 1, 2, 3-4, 5-8, ..., 129-256, >256 */
 
-enum { ENGINE_DRAFT_NONE = 0, ENGINE_DRAFT_NGRAM = 1, ENGINE_DRAFT_MODEL = 2 };
+/* Drafters: none, n-gram prompt lookup, a smaller draft model, or the
+ * target's own MTP (NextN) block (qwen35 files that carry one). */
+enum { ENGINE_DRAFT_NONE = 0, ENGINE_DRAFT_NGRAM = 1, ENGINE_DRAFT_MODEL = 2, ENGINE_DRAFT_MTP = 3 };
 #define ENGINE_DEFAULT_DRAFT_MAX 4
 
 typedef struct engine_config {
@@ -77,6 +79,10 @@ typedef struct engine_plan {
     uint64_t snapshots;      /* hybrid models: recurrent-state snapshots for prefix reuse (state_snap.h) */
     uint64_t snapshot_bytes; /* bytes per snapshot (every GDN layer's state) */
     int n_snapshots;
+    /* hybrid models with speculation: per-row state snapshots of a step's
+     * verify rows, so a rejected draft rolls the recurrent state back */
+    uint64_t verify_snapshots;
+    int n_verify_snapshots;
     int n_blocks;
     int block_size;
     int max_context;
@@ -241,7 +247,8 @@ typedef struct engine_snapshot {
     int verify_width;           /* in effect now (the fitter's choice under auto) */
     uint64_t verify_rows_total; /* draft rows verified (scheduler total) */
     uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications;
-    uint64_t spec_len_hist[SPEC_MAX_DRAFT + 1];     /* accepted drafts per verification */
+    uint64_t spec_rollbacks;                    /* hybrid models: recurrent states restored after a rejected draft */
+    uint64_t spec_len_hist[SPEC_MAX_DRAFT + 1]; /* accepted drafts per verification */
     uint64_t spec_pos_verified[SPEC_MAX_DRAFT + 1]; /* by position (1-based), censored beyond a mismatch */
     uint64_t spec_pos_accepted[SPEC_MAX_DRAFT + 1];
     uint64_t spec_width_hist[SPEC_MAX_DRAFT + 1]; /* widths the fitter ran */

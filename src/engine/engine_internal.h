@@ -78,6 +78,10 @@ struct engine_req {
     bool is_masked[SPEC_MAX_DRAFT + 1];    /* row j has a mask this step */
     int n_forced_drafts;                   /* leading drafts the grammar forces (jump-forward), not speculation */
     int n_left;                            /* tokens it may still generate (set at planning; steers masks) */
+    int b_row0;                            /* its first row in this step's batch */
+    int vsnap0;                            /* hybrid models: its first verify snapshot this step, or -1 */
+    int hid_row, hid_pos, hid_n;           /* MTP: rows of the last forward whose state the block has not seen */
+    int mtp_row;                           /* MTP: its row in the drafter's last pass, or -1 */
     int state_slot;                        /* hybrid models: its recurrent-state slot while running, else -1 */
     int restore_snap;                      /* hybrid models: the snapshot admission resumes from, or -1 */
     engine_req_t *q_next;                  /* admission queue link */
@@ -95,7 +99,15 @@ struct engine {
      * indexed by the same block tables as the target's */
     fwd_ctx_t dfwd;
     kv_store_t dkv;
-    float *dlogits; /* (max_seqs, vocab) */
+    float *dlogits; /* (max_seqs, vocab) a drafter's logits */
+    /* the MTP drafter (ENGINE_DRAFT_MTP): the block's keys and values on the
+     * same block tables; every row's output-normed state from the last
+     * forward (batch_tokens, hidden); a pass's input and output states */
+    kv_store_t mkv;
+    float *hid, *m_hid_in, *m_hid_out;
+    /* hybrid models that speculate: plan.n_verify_snapshots states, one per
+     * verified draft row (engine_draft.c) */
+    float *vsnaps;
     int32_t *d_tokens, *d_pos;
     const int32_t **d_tables;
     uint8_t *d_want;
@@ -137,7 +149,7 @@ struct engine {
     /* speculation */
     spec_fitter_t fitter;
     int step_width; /* verify width chosen for this step */
-    uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications;
+    uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications, spec_rollbacks;
     uint64_t spec_len_hist[SPEC_MAX_DRAFT + 1]; /* accepted drafts per verification */
     engine_req_info_t *scratch_info;            /* (max_seqs + queue_size) */
     /* structured output (engine_masks.c) */
@@ -161,6 +173,24 @@ struct engine {
     engine_req_info_t *pub_active; /* (max_seqs + queue_size) */
     uint64_t snap_seq;
 };
+
+/* engine_draft.c: drafters and the hybrid models' state rollback */
+int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
+void draft_free(engine_t *e);
+int draft_with_model(engine_t *e, int budget); /* fills wanted drafts (n_drafts = -k); returns rows added */
+int draft_with_mtp(engine_t *e);               /* the same with the MTP block, after its catch-up */
+/* MTP: rows [b_row0, + n_valid) of the step's forward, from position
+ * first_pos, have their next token committed: the block sees them next step */
+void mtp_note_rows(engine_t *e, engine_req_t *r, int first_pos, int n_valid);
+/* Planning: of k drafts, how many a hybrid model can snapshot (counted in
+ * *reserved); k for other models. */
+int verify_snaps_room(const engine_t *e, int k, int *reserved);
+/* Preparation: the snapshots of r's draft rows (row j at + j snapshots), or
+ * NULL; *next counts the step's snapshots. */
+float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next);
+/* After commit (n_kv set): restores the state after the last accepted row
+ * when a draft was rejected; -1 if it cannot (no snapshot). */
+int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted);
 
 /* engine_masks.c: structured output inside the step (engine.c calls these) */
 int masks_engine_init(engine_t *e, err_t *err); /* the vocabulary masker and the mask worker */

@@ -34,6 +34,9 @@ typedef struct fwd_batch {
      * (fwd_state_snapshot_floats): a snapshot at the row's position + 1.
      * NULL: no snapshots. */
     float *const *state_snaps;
+    /* qwen35: NULL, or (n_rows, hidden) floats to receive every row's final
+     * output-normed state (the MTP drafter's input) */
+    float *hidden_out;
 } fwd_batch_t;
 
 /* Scratch for batches of up to max_rows rows and sequences of up to max_ctx
@@ -64,6 +67,7 @@ typedef struct fwd_ctx {
     float *alpha;      /* (max_rows, ssm_v_heads) W_alpha h, then the decay g */
     float *mix;        /* (max_rows, hidden) the mixer's or the FFN's output before the residual add */
     float *gdn_tmp;    /* (n_threads, dv) the delta rule's per-thread scratch */
+    float *mtp_cat;    /* (max_rows, 2 hidden) the MTP block's [e ; h]; NULL without one */
     int n_state_slots; /* sequences whose recurrent state is kept */
     int n_gdn_layers;
     size_t state_floats; /* per slot and GDN layer: conv state (K - 1, conv_dim), then S (ssm_v_heads, dk, dv) */
@@ -96,5 +100,17 @@ void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos)
  * Returns -1 with a message if the batch is malformed (ids, positions or
  * blocks out of range). */
 int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *logits, err_t *err);
+
+/* The model's MTP (NextN) block, for models that carry one (qwen35 with
+ * nextn_predict_layers): row r combines hidden_in[r] (hidden floats: the
+ * main model's output-normed state at position pos[r], from
+ * fwd_batch_t.hidden_out, or this block's own hidden_out of the row before
+ * when drafting on) with tokens[r] (the token at pos[r] + 1), writes its key
+ * and value at pos[r] in mkv (a one-layer store on the same block tables),
+ * attends over the positions before, and gives the logits of the token at
+ * pos[r] + 2 for the wanted rows, and every row's output-normed state into
+ * hidden_out (may be NULL). Uses ctx's scratch (not its recurrent state). */
+int fwd_mtp_run(fwd_ctx_t *ctx, const kv_store_t *mkv, const fwd_batch_t *b, const float *hidden_in, float *hidden_out,
+                float *logits, err_t *err);
 
 #endif

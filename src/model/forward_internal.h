@@ -22,5 +22,17 @@ int qwen35_ctx_init(fwd_ctx_t *ctx, err_t *err);
 void qwen35_ctx_free(fwd_ctx_t *ctx);
 int qwen35_check_batch(fwd_ctx_t *ctx, const fwd_batch_t *b, err_t *err);
 void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *logits);
+/* The pieces qwen35_forward and the MTP block share: each row's rotation;
+ * the gated attention of layer li (input ctx->xn, output ctx->mix, keys and
+ * values into KV-store layer kv_layer); x += mix then the FFN of layer li,
+ * leaving rmsnorm(x, next_norm) in xn (next_norm NULL: no norm); the LM head
+ * over rmsnorm(x, norm) of the wanted rows (want NULL: every row). */
+void qwen35_rope_rows(fwd_ctx_t *ctx, const fwd_batch_t *b);
+void qwen35_attention(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int li, int kv_layer);
+void qwen35_ffn(fwd_ctx_t *ctx, int n, int li, const float *next_norm);
+void qwen35_head(fwd_ctx_t *ctx, int n, const uint8_t *want, const float *norm, float *logits);
+/* The row checks every forward makes (ids, positions, blocks), against a KV
+ * store of n_kv_layers layers. */
+int fwd_check_rows(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int n_kv_layers, err_t *err);
 
 #endif

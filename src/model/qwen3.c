@@ -31,7 +31,8 @@ static size_t max_sz(size_t a, size_t b)
 static int64_t widest_input(const model_config_t *c)
 {
     size_t q_dim = (size_t)c->n_heads * c->head_dim;
-    return (int64_t)max_sz(max_sz(max_sz((size_t)c->hidden, q_dim), (size_t)c->ffn), (size_t)c->ssm_inner);
+    size_t eh = c->n_nextn ? 2 * (size_t)c->hidden : 0; /* the MTP block's eh_proj reads [e ; h] */
+    return (int64_t)max_sz(max_sz(max_sz(max_sz((size_t)c->hidden, q_dim), (size_t)c->ffn), (size_t)c->ssm_inner), eh);
 }
 
 /* xn's width: the normed input, the attention output, the GDN output. */
@@ -268,12 +269,12 @@ static void run_rows(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch
         pool_run(ctx->pool, rows_worker, &job);
 }
 
-static int check_batch(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, err_t *err)
+int fwd_check_rows(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int n_kv_layers, err_t *err)
 {
     const model_config_t *c = &ctx->model->cfg;
     if (b->n_rows < 1 || b->n_rows > ctx->max_rows)
         return err_set(err, "forward: %d rows (limit %d)", b->n_rows, ctx->max_rows);
-    if (kv->n_layers != model_kv_layers(c) || kv->kv_dim != c->n_kv_heads * c->head_dim)
+    if (kv->n_layers != n_kv_layers || kv->kv_dim != c->n_kv_heads * c->head_dim)
         return err_set(err, "forward: KV store shape does not match the model");
     for (int r = 0; r < b->n_rows; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab)
@@ -292,7 +293,7 @@ static int check_batch(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_bat
 
 int fwd_run(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, float *logits, err_t *err)
 {
-    if (check_batch(ctx, kv, b, err))
+    if (fwd_check_rows(ctx, kv, b, model_kv_layers(&ctx->model->cfg), err))
         return -1;
     if (ctx->model->cfg.arch_id == MODEL_ARCH_QWEN35) {
         if (qwen35_check_batch(ctx, b, err))

@@ -329,6 +329,7 @@ uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
     q35_dims_t d = dims_of(&m->cfg);
     uint64_t per_row = maxz(2 * (size_t)d.q_dim, (size_t)d.conv_dim) + maxz((size_t)d.q_dim, (size_t)d.Dv) +
                        2 * (uint64_t)d.nv + (uint64_t)m->cfg.hidden;
+    per_row += m->cfg.n_nextn ? 2 * (uint64_t)m->cfg.hidden : 0; /* mtp_cat */
     return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * d.dv) * sizeof(float) + fwd_state_bytes(m, 1);
 }
 
@@ -373,6 +374,8 @@ int qwen35_ctx_init(fwd_ctx_t *ctx, err_t *err)
     ctx->alpha = malloc(rows * (size_t)d.nv * sizeof(float));
     ctx->mix = malloc(rows * (size_t)c->hidden * sizeof(float));
     ctx->gdn_tmp = malloc((size_t)pool_size(ctx->pool) * (size_t)d.dv * sizeof(float));
+    if (c->n_nextn && !(ctx->mtp_cat = malloc(rows * 2 * (size_t)c->hidden * sizeof(float))))
+        return err_set(err, "forward: out of memory for the MTP block's scratch");
     ctx->n_gdn_layers = n_gdn_layers(c);
     ctx->state_floats = state_floats(c);
     if (!ctx->qkv || !ctx->zg || !ctx->beta || !ctx->alpha || !ctx->mix || !ctx->gdn_tmp)
@@ -388,6 +391,7 @@ void qwen35_ctx_free(fwd_ctx_t *ctx)
     free(ctx->alpha);
     free(ctx->mix);
     free(ctx->gdn_tmp);
+    free(ctx->mtp_cat);
     free(ctx->state);
     free(ctx->state_pos);
     free(ctx->slot_next);
@@ -671,23 +675,13 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
         const uint8_t *row = (const uint8_t *)m->tok_embd.data + (size_t)b->tokens[r] * m->tok_embd.row_bytes;
         embd_type->to_f32(row, ctx->x + (size_t)r * hidden, hidden);
     }
-    for (int r = 0; r < n; r++)
-        rope_row(ctx, b, r);
+    qwen35_rope_rows(ctx, b);
 
     for_rows(ctx, n, norm_row, m->layers[0].attn_norm);
     for (int li = 0, gi = 0, ai = 0; li < c->n_layers; li++) {
         const model_layer_t *l = &m->layers[li];
         if (model_is_full_attention(c, li)) {
-            /* gated attention: q|gate, k, v = Wq h, Wk h, Wv h */
-            const matrix_t *w[] = {&l->wq, &l->wk, &l->wv};
-            float *const out[] = {ctx->qkv, ctx->k, ctx->v};
-            ops_matmul_multi(ctx->pool, 3, w, out, ctx->xn, n, ctx->xq);
-            /* QK-norm, partial RoPE, store k, v; causal GQA into xn; xn *= sigmoid(gate); mix = Wo xn */
-            layer_arg_t a = {kv, b, li, ai};
-            for_rows(ctx, n, attn_qk_row, &a);
-            fwd_attention(ctx, kv, b, ai++);
-            for_rows(ctx, n, attn_gate_row, NULL);
-            ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->mix, n, ctx->xq);
+            qwen35_attention(ctx, kv, b, li, ai++);
         } else {
             /* Gated DeltaNet: qkv, z, beta, alpha = W h */
             const matrix_t *w[] = {&l->w_qkv, &l->w_z, &l->w_beta, &l->w_alpha};
@@ -702,25 +696,62 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
             pool_run(ctx->pool, gdn_recur_worker, &conv);
             ops_matmul_scratch(ctx->pool, &l->w_ssm_out, ctx->xn, ctx->mix, n, ctx->xq);
         }
-        /* x += mix; h = rmsnorm(x, post_attention_norm); mix = Wdown(silu(Wgate h) * Wup h); x += mix */
-        for_rows(ctx, n, add_norm_row, l->ffn_norm);
-        const matrix_t *gate_up[] = {&l->w_gate, &l->w_up};
-        float *const gate_up_out[] = {ctx->gate, ctx->up};
-        ops_matmul_multi(ctx->pool, 2, gate_up, gate_up_out, ctx->xn, n, ctx->xq);
-        for_rows(ctx, n, swiglu_row, NULL);
-        ops_matmul_scratch(ctx->pool, &l->w_down, ctx->gate, ctx->mix, n, ctx->xq);
-        for_rows(ctx, n, add_norm_row, li + 1 < c->n_layers ? m->layers[li + 1].attn_norm : NULL);
+        qwen35_ffn(ctx, n, li, li + 1 < c->n_layers ? m->layers[li + 1].attn_norm : NULL);
     }
+    /* the MTP drafter's input: every row's output-normed state */
+    for (int r = 0; b->hidden_out && r < n; r++)
+        ops_rmsnorm(b->hidden_out + (size_t)r * hidden, ctx->x + (size_t)r * hidden, m->out_norm, hidden, c->rms_eps);
+    qwen35_head(ctx, n, b->want_logits, m->out_norm, logits);
+}
 
-    /* logits for the selected rows: gather, output_norm, the LM head */
+void qwen35_rope_rows(fwd_ctx_t *ctx, const fwd_batch_t *b)
+{
+    for (int r = 0; r < b->n_rows; r++)
+        rope_row(ctx, b, r);
+}
+
+void qwen35_attention(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int li, int kv_layer)
+{
+    const model_layer_t *l = &ctx->model->layers[li];
+    int n = b->n_rows;
+    /* gated attention: q|gate, k, v = Wq h, Wk h, Wv h */
+    const matrix_t *w[] = {&l->wq, &l->wk, &l->wv};
+    float *const out[] = {ctx->qkv, ctx->k, ctx->v};
+    ops_matmul_multi(ctx->pool, 3, w, out, ctx->xn, n, ctx->xq);
+    /* QK-norm, partial RoPE, store k, v; causal GQA into xn; xn *= sigmoid(gate); mix = Wo xn */
+    layer_arg_t a = {kv, b, li, kv_layer};
+    for_rows(ctx, n, attn_qk_row, &a);
+    fwd_attention(ctx, kv, b, kv_layer);
+    for_rows(ctx, n, attn_gate_row, NULL);
+    ops_matmul_scratch(ctx->pool, &l->wo, ctx->xn, ctx->mix, n, ctx->xq);
+}
+
+void qwen35_ffn(fwd_ctx_t *ctx, int n, int li, const float *next_norm)
+{
+    const model_layer_t *l = &ctx->model->layers[li];
+    /* x += mix; h = rmsnorm(x, post_attention_norm); mix = Wdown(silu(Wgate h) * Wup h); x += mix */
+    for_rows(ctx, n, add_norm_row, l->ffn_norm);
+    const matrix_t *gate_up[] = {&l->w_gate, &l->w_up};
+    float *const gate_up_out[] = {ctx->gate, ctx->up};
+    ops_matmul_multi(ctx->pool, 2, gate_up, gate_up_out, ctx->xn, n, ctx->xq);
+    for_rows(ctx, n, swiglu_row, NULL);
+    ops_matmul_scratch(ctx->pool, &l->w_down, ctx->gate, ctx->mix, n, ctx->xq);
+    for_rows(ctx, n, add_norm_row, next_norm);
+}
+
+void qwen35_head(fwd_ctx_t *ctx, int n, const uint8_t *want, const float *norm, float *logits)
+{
+    const model_t *m = ctx->model;
+    int hidden = m->cfg.hidden;
+    /* logits for the selected rows: gather, the final norm, the LM head */
     int n_out = 0;
     for (int r = 0; r < n; r++)
-        if (!b->want_logits || b->want_logits[r])
+        if (!want || want[r])
             ctx->out_rows[n_out++] = r;
     if (n_out == 0)
         return;
     for (int i = 0; i < n_out; i++)
-        ops_rmsnorm(ctx->xn + (size_t)i * hidden, ctx->x + (size_t)ctx->out_rows[i] * hidden, m->out_norm, hidden,
-                    c->rms_eps);
+        ops_rmsnorm(ctx->xn + (size_t)i * hidden, ctx->x + (size_t)ctx->out_rows[i] * hidden, norm, hidden,
+                    m->cfg.rms_eps);
     ops_matmul_scratch(ctx->pool, &m->output, ctx->xn, logits, n_out, ctx->xq);
 }

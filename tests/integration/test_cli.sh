@@ -176,9 +176,16 @@ grep -q "architecture:  qwen35" "$work/info" &&
     [ "$(wc -w <"$work/q35-ids.txt")" -eq 6 ] && ok || bad "qwen35 run: $(head -c 300 "$work/err")"
 expect_ok "$splash" perf --model "$q35" --pp 8 --tg 4 --reps 1
 expect_ok "$splash" perplexity --model "$q35" --file "$work/text.txt" --ctx 64 --stride 32
-q35_refusal="speculative decoding \(--draft\) is not supported on hybrid models \(qwen35\) yet"
-expect_error 1 "$q35_refusal" -- "$splash" run --model "$q35" --draft ngram hi
-expect_error 1 "$q35_refusal" -- "$splash" run --draft "$q35" hi
+# speculation on the hybrid model (state rollback): the same ids with each drafter
+for d in ngram mtp; do
+    "$splash" run --model "$q35" --prompt-ids 1,2,3,1,2,3,1,2 --max-tokens 24 --temperature 0 --ignore-eos \
+        --draft "$d" --ids-out "$work/q35-ids-$d.txt" >/dev/null 2>"$work/err" &&
+        "$splash" run --model "$q35" --prompt-ids 1,2,3,1,2,3,1,2 --max-tokens 24 --temperature 0 --ignore-eos \
+            --ids-out "$work/q35-ids-none.txt" >/dev/null 2>&1 &&
+        cmp -s "$work/q35-ids-$d.txt" "$work/q35-ids-none.txt" && ok || bad "qwen35 --draft $d: $(head -c 300 "$work/err")"
+done
+expect_error 1 "a hybrid \(qwen35\) draft model is not supported" -- "$splash" run --draft "$q35" hi
+expect_error 1 "draft mtp: the model \(qwen3\) has no MTP \(NextN\) block" -- "$splash" run --draft mtp hi
 expect_ok "$splash" model convert --in "$q35" --type f16 --out "$work/q35-f16.gguf"
 "$splash" model info --no-hash "$work/q35-f16.gguf" >"$work/info" 2>&1
 grep -qE "blk.0.ssm_conv1d.weight +f32" "$work/info" && grep -qE "blk.0.ssm_a +f32" "$work/info" &&

@@ -171,7 +171,7 @@ static void test_loads_tiny(void **state)
 static int run_rows(fwd_ctx_t *ctx, const kv_store_t *kv, int n, const int32_t *tok, const int32_t *pos,
                     const int32_t *slot, const int32_t *const *tables, float *out, err_t *err)
 {
-    fwd_batch_t b = {n, tok, pos, tables, NULL, slot, NULL};
+    fwd_batch_t b = {n, tok, pos, tables, NULL, slot, NULL, NULL};
     return fwd_run(ctx, kv, &b, out, err);
 }
 

@@ -229,6 +229,30 @@ static int setup(void **state)
     return 0;
 }
 
+/* The hybrid fixture: qwen35-tiny (GDN layers with a recurrent state, an
+ * MTP block) as the target, the dense draft of setup as the draft model. */
+static int setup_hybrid(void **state)
+{
+    setup(state);
+    fixture_t *f = *state;
+    vocab_free(&f->vocab); /* it points into the model's mapping */
+    model_free(f->model);
+    model_config_t c;
+    err_t err;
+    assert_int_equal(synth_preset("qwen35-tiny", &c, &err), 0);
+    assert_int_equal(c.vocab, VOCAB);
+    assert_true(c.n_nextn == 1);
+    c.ssm_v_heads = 2 * c.ssm_k_heads;
+    pool_t *pool = pool_create(2, &err);
+    if (synth_write(f->path, "hybrid", &c, TYPE_Q8_0, 13, 0.1f, NULL, pool, NULL, NULL, &err))
+        fail_msg("synth: %s", err.msg);
+    pool_destroy(pool);
+    f->model = model_load(f->path, &err);
+    assert_non_null(f->model);
+    assert_int_equal(vocab_load(&f->vocab, f->model->gguf, f->model->cfg.vocab, &err), 0);
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture_t *f = *state;
@@ -385,6 +409,68 @@ static void test_exact_greedy_and_seeded(void **state)
     }
 }
 
+/* Hybrid models (qwen35): verification folds every draft row into the
+ * sequence's recurrent state, so a rejected draft must roll it back (the
+ * state snapshot after the last accepted row). Greedy and seeded output,
+ * ids and logits bit for bit, equal decoding without speculation for the
+ * n-gram, MTP and draft-model drafters, alone and batched; rollbacks and
+ * partial acceptances both happen. */
+static void test_hybrid_exact(void **state)
+{
+    fixture_t *f = *state;
+    int32_t prompts[N_PROMPTS][64];
+    int lens[N_PROMPTS];
+    for (int i = 0; i < N_PROMPTS; i++)
+        lens[i] = make_prompt(i, prompts[i]);
+    uint64_t rollbacks = 0, partial = 0, mtp_verified = 0;
+    for (int sampled = 0; sampled < 2; sampled++) {
+        run_t ref[N_PROMPTS];
+        engine_t *e = make_engine(f, 1, ENGINE_DRAFT_NONE, 0);
+        for (int i = 0; i < N_PROMPTS; i++)
+            collect(submit(e, prompts[i], lens[i], GEN, sampled ? 100 + (uint64_t)i : 0, &ref[i]), &ref[i]);
+        engine_destroy(e);
+        static const int policies[] = {SPEC_VERIFY_ALL, 2, SPEC_VERIFY_AUTO};
+        static const int drafters[] = {ENGINE_DRAFT_NGRAM, ENGINE_DRAFT_MTP, ENGINE_DRAFT_MODEL};
+        for (size_t di = 0; di < sizeof drafters / sizeof *drafters; di++)
+            for (size_t pi = 0; pi < sizeof policies / sizeof *policies; pi++)
+                for (int width = 1; width <= 4; width += 3) {
+                    e = make_engine(f, width, drafters[di], policies[pi]);
+                    engine_req_t *rs[N_PROMPTS];
+                    run_t got[N_PROMPTS];
+                    for (int i = 0; i < N_PROMPTS; i++)
+                        rs[i] = submit(e, prompts[i], lens[i], GEN, sampled ? 100 + (uint64_t)i : 0, &got[i]);
+                    for (int i = 0; i < N_PROMPTS; i++) {
+                        collect(rs[i], &got[i]);
+                        assert_int_equal(got[i].n, GEN);
+                        assert_memory_equal(got[i].ids, ref[i].ids, GEN * sizeof(int32_t));
+                        assert_memory_equal(got[i].logits, ref[i].logits, (size_t)GEN * VOCAB * sizeof(float));
+                        free(got[i].logits);
+                    }
+                    engine_snapshot_t s = {0};
+                    err_t err;
+                    for (int t = 0; t < 2000; t++) {
+                        assert_int_equal(engine_snapshot(e, &s, &err), 0);
+                        if (s.decoding + s.prefilling + s.queued == 0)
+                            break;
+                        usleep(1000);
+                    }
+                    assert_int_equal(s.blocks_used, 0);
+                    rollbacks += s.spec_rollbacks;
+                    for (int m = 1; m < s.draft_max; m++)
+                        partial += s.spec_len_hist[m];
+                    if (drafters[di] == ENGINE_DRAFT_MTP)
+                        mtp_verified += s.spec_verified;
+                    engine_snapshot_free(&s);
+                    engine_destroy(e);
+                }
+        for (int i = 0; i < N_PROMPTS; i++)
+            free(ref[i].logits);
+    }
+    print_message("hybrid: %llu rollbacks, %llu partial acceptances, %llu MTP drafts verified\n",
+                  (unsigned long long)rollbacks, (unsigned long long)partial, (unsigned long long)mtp_verified);
+    assert_true(rollbacks > 0 && partial > 0 && mtp_verified > 0);
+}
+
 /* Two-sample chi-square on independent seeds: the token at a fixed output
  * position, with and without speculation, has the same distribution. */
 static void test_sampled_distribution_chi_square(void **state)
@@ -446,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_fitter_censoring_and_cost),
         cmocka_unit_test_setup_teardown(test_exact_greedy_and_seeded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sampled_distribution_chi_square, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_exact, setup_hybrid, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

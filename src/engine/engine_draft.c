@@ -1,0 +1,331 @@
+/* Drafting inside the engine step, and the recurrent-state rollback that
+ * lets hybrid models speculate.
+ *
+ *   draft model  a smaller model with its own KV on the same block tables:
+ *                catch-up over the tokens its KV lacks, then k - 1 more
+ *                single-row passes (draft_with_model);
+ *   MTP          the target's own NextN block (qwen35 files that carry one):
+ *                every forward leaves each row's output-normed state
+ *                (e->hid); at the next step's planning the block catches up
+ *                over the rows whose next token is now committed (writing
+ *                its one-layer KV, e->mkv), the last of them drafts d1, and
+ *                k - 1 chained single-row passes draft d2..dk, each fed the
+ *                row before's own state (draft_with_mtp);
+ *   rollback     a hybrid model's GDN layers fold every verify row into the
+ *                sequence's recurrent state, rejected drafts included. Each
+ *                draft row leaves a snapshot of the state after it (a verify
+ *                snapshot, from a pool sized by the memory plan); when
+ *                verification accepts m of k drafts, the state after row m
+ *                is restored (verify_rollback). Attention KV needs nothing:
+ *                rejected rows are rewritten when their positions come again.
+ *
+ * Every drafter here proposes each draft as an argmax (a point mass), so
+ * verification stays exact (spec.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "model/forward.h"
+#include "model/kv.h"
+
+static int32_t argmax_row(const float *x, int n)
+{
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
+{
+    const model_config_t *mc = &e->m->cfg;
+    size_t rows = (size_t)e->cfg.batch_tokens, hidden = (size_t)mc->hidden;
+    if (plan->n_verify_snapshots && !(e->vsnaps = malloc((size_t)plan->n_verify_snapshots * plan->snapshot_bytes)))
+        return err_set(err, "out of memory for %d verify-row state snapshots", plan->n_verify_snapshots);
+    const model_t *dm = e->cfg.draft_mode == ENGINE_DRAFT_MODEL ? e->cfg.draft_model : NULL;
+    bool is_mtp = e->cfg.draft_mode == ENGINE_DRAFT_MTP;
+    if (!dm && !is_mtp)
+        return 0;
+    e->dlogits = malloc((size_t)e->cfg.max_seqs * mc->vocab * sizeof(float));
+    e->d_tokens = malloc(rows * sizeof *e->d_tokens);
+    e->d_pos = malloc(rows * sizeof *e->d_pos);
+    e->d_tables = malloc(rows * sizeof *e->d_tables);
+    e->d_want = malloc(rows);
+    e->d_req = malloc(rows * sizeof *e->d_req);
+    if (!e->dlogits || !e->d_tokens || !e->d_pos || !e->d_tables || !e->d_want || !e->d_req)
+        return err_set(err, "drafter: out of memory");
+    if (is_mtp) {
+        e->hid = malloc(rows * hidden * sizeof(float));
+        e->m_hid_in = malloc(rows * hidden * sizeof(float));
+        e->m_hid_out = malloc(rows * hidden * sizeof(float));
+        if (!e->hid || !e->m_hid_in || !e->m_hid_out)
+            return err_set(err, "draft mtp: out of memory");
+        if (kv_store_init(&e->mkv, 1, plan->n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err))
+            return err_prefix(err, "draft mtp: ");
+        return 0;
+    }
+    if (fwd_ctx_init(&e->dfwd, dm, e->pool, e->cfg.batch_tokens, plan->max_context, err) ||
+        kv_store_init(&e->dkv, model_kv_layers(&dm->cfg), plan->n_blocks, KV_BLOCK_SIZE,
+                      dm->cfg.n_kv_heads * dm->cfg.head_dim, err))
+        return err_prefix(err, "draft model: ");
+    return 0;
+}
+
+void draft_free(engine_t *e)
+{
+    kv_store_free(&e->dkv);
+    kv_store_free(&e->mkv);
+    fwd_ctx_free(&e->dfwd);
+    free(e->dlogits);
+    free(e->d_tokens);
+    free(e->d_pos);
+    free(e->d_tables);
+    free(e->d_want);
+    free(e->d_req);
+    free(e->hid);
+    free(e->m_hid_in);
+    free(e->m_hid_out);
+    free(e->vsnaps);
+}
+
+/* The drafts of sequences that drafted (n_drafts > 0) become rows of the
+ * target's batch; returns the rows added. */
+static int add_draft_rows(engine_t *e)
+{
+    int added = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->n_drafts < 0)
+            r->n_drafts = 0; /* wanted drafts, got none */
+        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->n_drafts > 0) {
+            r->n_rows += r->n_drafts;
+            added += r->n_drafts;
+        }
+    }
+    return added;
+}
+
+/* The draft-model drafter: for each sequence that wants k drafts (n_drafts
+ * = -k), one batched draft pass over the tokens its draft KV lacks (catch-up,
+ * then the last committed token) gives d1, and k - 1 more single-row passes,
+ * batched across sequences, give d2..dk, each the draft's argmax (so the
+ * proposal is a point mass and verification stays exact). Catch-up is
+ * limited to the row budget; a sequence still catching up drafts nothing
+ * this step. Returns the draft rows added to the target's batch. */
+int draft_with_model(engine_t *e, int budget)
+{
+    const int vocab = e->m->cfg.vocab;
+    int n = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->n_drafts >= 0)
+            continue;
+        int want = -r->n_drafts;
+        r->n_drafts = 0;
+        int from = r->n_draft_kv, last = r->n_tokens - 1;
+        int rows = last - from + 1;
+        if (rows > budget - n) {
+            /* catch up as far as the budget goes; draft next time */
+            int k = budget - n;
+            for (int j = 0; j < k; j++) {
+                e->d_tokens[n] = r->tokens[from + j];
+                e->d_pos[n] = from + j;
+                e->d_tables[n] = r->table;
+                e->d_want[n] = 0;
+                e->d_req[n++] = r;
+            }
+            r->n_draft_kv += k;
+            continue;
+        }
+        for (int p = from; p <= last; p++) {
+            e->d_tokens[n] = r->tokens[p];
+            e->d_pos[n] = p;
+            e->d_tables[n] = r->table;
+            e->d_want[n] = p == last;
+            e->d_req[n++] = r;
+        }
+        r->n_draft_kv = last + 1;
+        r->n_drafts = -want; /* marks it drafting, with its width */
+    }
+    if (n == 0)
+        return 0;
+    err_t err;
+    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL};
+    if (fwd_run(&e->dfwd, &e->dkv, &b, e->dlogits, &err)) {
+        /* a draft failure only costs speed: no drafts this step */
+        for (int i = 0; i < e->n_running; i++)
+            if (e->running[i]->n_drafts < 0)
+                e->running[i]->n_drafts = 0;
+        return 0;
+    }
+    int li = 0, max_want = 0;
+    for (int i = 0; i < n; i++) {
+        engine_req_t *r = e->d_req[i];
+        if (!e->d_want[i])
+            continue;
+        int want = -r->n_drafts;
+        r->drafts[0] = argmax_row(e->dlogits + (size_t)li++ * vocab, vocab);
+        r->n_drafts = 1;
+        r->n_rows_want = want;
+        max_want = want > max_want ? want : max_want;
+    }
+    /* d2..dk: one row per sequence still drafting */
+    for (int j = 1; j < max_want; j++) {
+        int m = 0;
+        for (int i = 0; i < e->n_running; i++) {
+            engine_req_t *r = e->running[i];
+            if (r->n_drafts != j || r->n_rows_want <= j || r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1)
+                continue;
+            e->d_tokens[m] = r->drafts[j - 1];
+            e->d_pos[m] = r->n_tokens - 1 + j;
+            e->d_tables[m] = r->table;
+            e->d_want[m] = 1;
+            e->d_req[m++] = r;
+        }
+        if (m == 0)
+            break;
+        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL};
+        if (fwd_run(&e->dfwd, &e->dkv, &bj, e->dlogits, &err))
+            break;
+        for (int i = 0; i < m; i++) {
+            engine_req_t *r = e->d_req[i];
+            r->drafts[r->n_drafts++] = argmax_row(e->dlogits + (size_t)i * vocab, vocab);
+        }
+    }
+    return add_draft_rows(e);
+}
+
+/* MTP catch-up: one row per pending state of the last forward (hidden p,
+ * the committed token at p + 1, at p), every running sequence; a sequence
+ * that wants drafts and whose last pending row is at n_tokens - 2 wants
+ * that row's logits (d1). Returns the rows, with each drafting sequence's
+ * row index in r->mtp_row. */
+static int mtp_catch_up_rows(engine_t *e)
+{
+    size_t hidden = (size_t)e->m->cfg.hidden;
+    int n = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        bool wants = r->n_drafts < 0 && r->hid_n > 0 && r->hid_pos + r->hid_n - 1 == r->n_tokens - 2;
+        r->mtp_row = -1;
+        for (int j = 0; j < r->hid_n; j++) {
+            int p = r->hid_pos + j;
+            e->d_tokens[n] = r->tokens[p + 1];
+            e->d_pos[n] = p;
+            e->d_tables[n] = r->table;
+            e->d_want[n] = wants && j == r->hid_n - 1;
+            memcpy(e->m_hid_in + (size_t)n * hidden, e->hid + (size_t)(r->hid_row + j) * hidden,
+                   hidden * sizeof(float));
+            if (e->d_want[n])
+                r->mtp_row = n;
+            e->d_req[n++] = r;
+        }
+        r->hid_n = 0;
+        if (!wants && r->n_drafts < 0)
+            r->n_drafts = 0; /* nothing to draft from this step */
+    }
+    return n;
+}
+
+/* The MTP drafter (the file comment): catch-up and d1 in one pass, then
+ * d2..dk one chained row per drafting sequence a pass. Runs every step
+ * (catch-up keeps the block's KV whole even when nothing drafts); returns
+ * the draft rows added to the target's batch. */
+int draft_with_mtp(engine_t *e)
+{
+    const int vocab = e->m->cfg.vocab;
+    size_t hidden = (size_t)e->m->cfg.hidden;
+    int n = mtp_catch_up_rows(e);
+    err_t err;
+    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL};
+    if (n == 0 || fwd_mtp_run(&e->fwd, &e->mkv, &b, e->m_hid_in, e->m_hid_out, e->dlogits, &err))
+        return add_draft_rows(e); /* a draft failure only costs speed */
+    int li = 0, max_want = 0;
+    for (int i = 0; i < n; i++) {
+        engine_req_t *r = e->d_req[i];
+        if (!e->d_want[i])
+            continue;
+        r->n_rows_want = -r->n_drafts;
+        r->drafts[0] = argmax_row(e->dlogits + (size_t)li++ * vocab, vocab);
+        r->n_drafts = 1;
+        max_want = r->n_rows_want > max_want ? r->n_rows_want : max_want;
+    }
+    for (int j = 1; j < max_want; j++) {
+        int m = 0;
+        for (int i = 0; i < e->n_running; i++) {
+            engine_req_t *r = e->running[i];
+            if (r->mtp_row < 0 || r->n_drafts != j || r->n_rows_want <= j)
+                continue;
+            e->d_tokens[m] = r->drafts[j - 1];
+            e->d_pos[m] = r->n_tokens - 2 + j;
+            e->d_tables[m] = r->table;
+            e->d_want[m] = 1;
+            memcpy(e->m_hid_in + (size_t)m * hidden, e->m_hid_out + (size_t)r->mtp_row * hidden,
+                   hidden * sizeof(float));
+            r->mtp_row = m;
+            e->d_req[m++] = r;
+        }
+        if (m == 0)
+            break;
+        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL};
+        if (fwd_mtp_run(&e->fwd, &e->mkv, &bj, e->m_hid_in, e->m_hid_out, e->dlogits, &err))
+            break;
+        for (int i = 0; i < m; i++) {
+            engine_req_t *r = e->d_req[i];
+            r->drafts[r->n_drafts++] = argmax_row(e->dlogits + (size_t)i * vocab, vocab);
+        }
+    }
+    return add_draft_rows(e);
+}
+
+void mtp_note_rows(engine_t *e, engine_req_t *r, int first_pos, int n_valid)
+{
+    if (e->cfg.draft_mode != ENGINE_DRAFT_MTP)
+        return;
+    r->hid_row = r->b_row0;
+    r->hid_pos = first_pos;
+    r->hid_n = n_valid;
+}
+
+int verify_snaps_room(const engine_t *e, int k, int *reserved)
+{
+    if (!model_is_hybrid(&e->m->cfg))
+        return k;
+    int left = e->plan.n_verify_snapshots - *reserved;
+    k = k < left ? k : left;
+    k = k > 0 ? k : 0;
+    *reserved += k;
+    return k;
+}
+
+float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next)
+{
+    r->vsnap0 = -1;
+    if (!model_is_hybrid(&e->m->cfg) || r->n_drafts <= 0 || r->n_forced_drafts)
+        return NULL;
+    int left = e->plan.n_verify_snapshots - *next;
+    if (r->n_drafts > left) { /* planning reserved fewer: verify what has a snapshot */
+        int cut = r->n_drafts - (left > 0 ? left : 0);
+        r->n_drafts -= cut;
+        r->n_rows -= cut;
+        if (r->n_drafts == 0)
+            return NULL;
+    }
+    r->vsnap0 = *next;
+    *next += r->n_drafts;
+    return e->vsnaps + (size_t)r->vsnap0 * (e->plan.snapshot_bytes / sizeof(float));
+}
+
+int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
+{
+    if (!model_is_hybrid(&e->m->cfg) || n_accepted >= r->n_drafts)
+        return 0; /* every draft accepted: the state after the last row is the one wanted */
+    if (r->vsnap0 < 0)
+        return -1; /* forced drafts are accepted by construction: an engine bug */
+    size_t floats = e->plan.snapshot_bytes / sizeof(float);
+    /* the state after row n_accepted: its next row is the newest token, at n_kv */
+    fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)(r->vsnap0 + n_accepted) * floats, r->n_kv);
+    e->spec_rollbacks++;
+    return 0;
+}
