@@ -32,6 +32,14 @@ static int bad(reply_t *r, const char *param, const char *fmt, ...)
     return -1;
 }
 
+/* A 400 naming AT.FIELD: "AT.FIELD WHAT". */
+static int bad_field(reply_t *r, const char *at, const char *field, const char *what)
+{
+    char param[192];
+    snprintf(param, sizeof param, "%s.%s", at, field);
+    return bad(r, param, "%s %s", param, what);
+}
+
 static bool in_list(const char *key, const char *const *list)
 {
     for (; *list; list++)
@@ -168,7 +176,7 @@ static int function_call_item(inputs_t *in, const json_t *it, const char *at, re
     bool is_ok = json_is_object(parsed);
     json_decref(parsed);
     if (!is_ok)
-        return bad(r, at, "%s.arguments must be a JSON object in a string", at);
+        return bad_field(r, at, "arguments", "must be a JSON object in a string");
     json_t *m = assistant(in);
     json_t *calls = json_object_get(m, "tool_calls");
     if (!calls) {
@@ -187,7 +195,7 @@ static int function_output_item(inputs_t *in, const json_t *it, const char *at, 
         return -1;
     const char *call_id = str_of(it, "call_id");
     if (!call_id || !call_id[0])
-        return bad(r, at, "%s.call_id must be a non-empty string", at);
+        return bad_field(r, at, "call_id", "must be a non-empty string");
     char where[160];
     snprintf(where, sizeof where, "%s.output", at);
     json_t *parts = text_parts(json_object_get(it, "output"), where, r);
@@ -207,7 +215,7 @@ static int reasoning_item(inputs_t *in, const json_t *it, const char *at, reply_
     if (check_keys(it, at, keys, r))
         return -1;
     if (is_set(json_object_get(it, "encrypted_content")))
-        return bad(r, at, "%s.encrypted_content: encrypted reasoning is not supported", at);
+        return bad_field(r, at, "encrypted_content", "is not supported (encrypted reasoning)");
     const json_t *src = json_object_get(it, "content");
     if (!is_set(src))
         src = json_object_get(it, "summary");
@@ -325,7 +333,7 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
             const json_t *desc = json_object_get(t, "description"), *params = json_object_get(t, "parameters"),
                          *strict = json_object_get(t, "strict");
             if (!str_of(t, "name"))
-                return bad(r, at, "%s.name must be a string", at);
+                return bad_field(r, at, "name", "must be a string");
             json_t *fn = json_pack("{s:O}", "name", json_object_get(t, "name"));
             json_array_append_new(out, json_pack("{s:s,s:o}", "type", "function", "function", fn));
             if (is_set(desc))

@@ -64,6 +64,22 @@ test("create: string input, items with instructions, max_output_tokens as incomp
     assert.ok(c.usage.input_tokens > a.usage.input_tokens);
 });
 
+test("items: reasoning and assistant output sent back, system and developer roles", async () => {
+    const r = await client.responses.create({
+        model, max_output_tokens: 4, ...greedy,
+        input: [
+            { role: "developer", content: "Be brief." },
+            { role: "user", content: "Tell me a story." },
+            { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "A short one." }] },
+            { type: "message", role: "assistant", id: "msg_1", status: "completed", content: [{ type: "output_text", text: "Once.", annotations: [] }] },
+            { role: "system", content: [{ type: "input_text", text: "Stay brief." }] },
+            { role: "user", content: "More." },
+        ],
+    });
+    checkResponse(r);
+    assert.equal(r.usage.output_tokens, 4);
+});
+
 test("text.format json_schema: valid JSON for the schema", async () => {
     const schema = {
         type: "object",
@@ -173,6 +189,10 @@ test("400s: each names its field", async () => {
     await openaiError({ ...ok, max_output_tokens: "ten" }, "max_output_tokens");
     await openaiError({ ...ok, max_output_tokens: 1 << 30 }, "max_output_tokens"); // beyond the context
     await openaiError({ ...ok, frobnicate: 1 }, "frobnicate");
+    await openaiError({ ...ok, input: [{ type: "function_call", call_id: "c1", name: "f", arguments: "{oops" }] }, "input[0].arguments");
+    await openaiError({ ...ok, input: [{ type: "function_call_output", output: "x" }] }, "input[0].call_id");
+    await openaiError({ ...ok, input: [{ type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAA" }] }, "input[0].encrypted_content");
+    await openaiError({ ...ok, input: [{ role: "tool", content: "x" }] }, "input[0].role");
     await openaiError({ ...ok, input: [{ role: "user", content: [{ type: "input_image", image_url: "x" }] }] }, "input[0].content[0]");
     await openaiError({ ...ok, tools: [{ type: "web_search" }] }, "tools[0]");
     await openaiError({ ...ok, tool_choice: "sometimes" }, "tool_choice");
