@@ -115,7 +115,8 @@ static void respond_whole(server_t *s, api_job_t *job, json_t *resp, reply_t *r)
             n_content--; /* the blank line before a call */
     if (n_content || !p.n_calls) {
         item_id(s, "msg", id, sizeof id);
-        json_array_append_new(output, message_item(id, json_pack("[o]", text_part(d.content, n_content)), "completed"));
+        json_array_append_new(
+            output, message_item(id, json_pack("[o]", text_part(n_content ? d.content : "", n_content)), "completed"));
     }
     for (int i = 0; i < p.n_calls; i++) {
         item_id(s, "fc", id, sizeof id);
