@@ -1,4 +1,4 @@
-/* What api.c lends the other API dialects (anthropic.c): one internal
+/* What api.c lends the other API dialects (anthropic.c, responses_out.c): one internal
  * request, the chat request in OpenAI's shape, validated, rendered with the
  * chat template, tokenised and submitted; the whole answer collected. A
  * dialect maps its JSON onto that request and renders the engine's events

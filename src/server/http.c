@@ -24,6 +24,7 @@ enum route {
     R_CHAT,
     R_MESSAGES,
     R_MESSAGES_COUNT,
+    R_RESPONSES,
     R_COMPLETIONS,
     R_TOKENIZE,
     R_DETOKENIZE,
@@ -50,6 +51,7 @@ static const route_def_t routes[] = {
     {"/v1/completions", R_COMPLETIONS, true, false, true, false},
     {"/v1/messages", R_MESSAGES, true, false, true, true},
     {"/v1/messages/count_tokens", R_MESSAGES_COUNT, true, false, true, true},
+    {"/v1/responses", R_RESPONSES, true, false, true, false},
     {"/tokenize", R_TOKENIZE, true, false, true, false},
     {"/detokenize", R_DETOKENIZE, true, false, true, false},
     {"/apply-template", R_TEMPLATE, true, false, true, false},
@@ -316,6 +318,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
     case R_CHAT: api_chat(s, req, &r); break;
     case R_MESSAGES: api_messages(s, req, &r); break;
     case R_MESSAGES_COUNT: api_messages_count(s, req, &r); break;
+    case R_RESPONSES: api_responses(s, req, &r); break;
     case R_COMPLETIONS: api_completions(s, req, &r); break;
     case R_TOKENIZE: api_tokenize(s, req, &r); break;
     case R_DETOKENIZE: api_detokenize(s, req, &r); break;

@@ -80,4 +80,7 @@ void api_messages_count(server_t *s, json_t *req, reply_t *r);
 /* Rewrites an error reply's OpenAI body into Anthropic's {"type":"error","error":{type,message}}. */
 void anthropic_error_body(reply_t *r);
 
+/* The OpenAI Responses dialect (responses.c, responses_out.c). */
+void api_responses(server_t *s, json_t *req, reply_t *r);
+
 #endif
