@@ -55,6 +55,9 @@ static const char run_usage[] =
     "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
+    "  --spec-rollback snapshot|replay  hybrid models: a rejected draft restores the state snapshot after\n"
+    "                         the last accepted row (default), or the one after the newest token and\n"
+    "                         the accepted rows run again next step\n"
     "  --threads N         worker threads (default: CPUs available, %d)\n"
     "  --chunk N           prompt rows per forward pass (default %d)\n"
     "  --prompt-ids LIST   comma-separated token ids instead of a text prompt\n"
@@ -179,6 +182,11 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
                 o->spec.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
             else
                 o->spec.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--spec-rollback", &missing))) {
+            if (!strcmp(v, "snapshot") || !strcmp(v, "replay"))
+                o->spec.spec_rollback = !strcmp(v, "replay") ? ENGINE_ROLLBACK_REPLAY : ENGINE_ROLLBACK_SNAPSHOT;
+            else
+                return err_set(err, "--spec-rollback must be snapshot or replay, not '%s'", v);
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
             if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
                 return -1;
@@ -355,6 +363,7 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     ec.draft_mode = o->spec.draft_mode;
     ec.draft_max = o->spec.draft_max;
     ec.verify_rows = o->spec.verify_rows;
+    ec.spec_rollback = o->spec.spec_rollback;
     if (o->draft_path) {
         if (!(s->draft = model_load(o->draft_path, err)))
             return err_prefix(err, "--draft %s: ", o->draft_path);

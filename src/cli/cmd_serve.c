@@ -52,6 +52,9 @@ static const char serve_usage[] =
     "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
+    "  --spec-rollback snapshot|replay  hybrid models: a rejected draft restores the state snapshot after\n"
+    "                         the last accepted row (default), or the one after the newest token and\n"
+    "                         the accepted rows run again next step\n"
     "tracing:\n"
     "  --trace-capacity N     record engine trace events into a preallocated buffer of N events\n"
     "  --trace-out FILE       where the capture is written (JSON Lines): at shutdown and on POST /trace/dump\n"
@@ -192,6 +195,11 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
                 o->eng.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
             else
                 o->eng.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--spec-rollback", &missing))) {
+            if (!strcmp(v, "snapshot") || !strcmp(v, "replay"))
+                o->eng.spec_rollback = !strcmp(v, "replay") ? ENGINE_ROLLBACK_REPLAY : ENGINE_ROLLBACK_SNAPSHOT;
+            else
+                return err_set(err, "--spec-rollback must be snapshot or replay, not '%s'", v);
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
             if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
                 return -1;

@@ -131,6 +131,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     if (c->draft_mode && c->verify_rows != SPEC_VERIFY_ALL && c->verify_rows != SPEC_VERIFY_AUTO &&
         (c->verify_rows < 0 || c->verify_rows > c->draft_max))
         return err_set(err, "verify-rows must be all, auto or a width in [0, draft-max (%d)]", c->draft_max);
+    if (c->spec_rollback != ENGINE_ROLLBACK_SNAPSHOT && c->spec_rollback != ENGINE_ROLLBACK_REPLAY)
+        return err_set(err, "spec-rollback must be snapshot or replay");
     if (c->prompt_logit_rows < 0 || c->prompt_logit_rows > c->batch_tokens)
         return err_set(err, "prompt logit rows must be in [0, batch-tokens]");
     int max_ctx = c->max_context > 0 ? c->max_context : ENGINE_DEFAULT_MAX_CONTEXT;
@@ -169,7 +171,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
      * accepted row), as many as fit beside one sequence's KV */
     if (plan->snapshot_bytes && c->draft_mode && plan->limit > fixed + plan->kv_min) {
         uint64_t fit = (plan->limit - fixed - plan->kv_min) / plan->snapshot_bytes;
-        uint64_t want = (uint64_t)c->max_seqs * (uint64_t)c->draft_max;
+        uint64_t snaps_per_seq = c->spec_rollback == ENGINE_ROLLBACK_REPLAY ? 1 : (uint64_t)c->draft_max;
+        uint64_t want = (uint64_t)c->max_seqs * snaps_per_seq;
         plan->n_verify_snapshots = (int)(want < fit ? want : fit);
         plan->verify_snapshots = (uint64_t)plan->n_verify_snapshots * plan->snapshot_bytes;
         fixed += plan->verify_snapshots;
@@ -764,6 +767,8 @@ static int plan_rows(engine_t *e)
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
         r->n_rows = r->phase == ENGINE_PHASE_DECODE && !(e->cfg.test_serialize_prefill && is_any_prefilling);
+        /* rollback by replay: the accepted drafts' rows come first (or wait for room) */
+        r->n_rows = r->n_rows && n + 1 + r->n_replay <= e->cfg.batch_tokens ? 1 + r->n_replay : 0;
         r->n_drafts = r->n_forced_drafts = 0; /* drafts are planned afresh each step */
         r->n_left = req_budget(e, r) - r->n_generated;
         n += r->n_rows;
@@ -795,14 +800,14 @@ static int plan_rows(engine_t *e)
     for (int i = 0; i < e->n_running; i++) {
         engine_req_t *r = e->running[i];
         /* (accepted by construction: a hybrid model's state needs no rollback for them) */
-        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->masks) {
+        if (is_plain_decode(r) && r->masks) {
             int left = req_budget(e, r) - r->n_generated - 1;
             n += masks_plan_forced(e, r, left < e->cfg.batch_tokens - n ? left : e->cfg.batch_tokens - n);
         }
     }
     for (int i = 0; i < e->n_running && e->step_width > 0; i++) {
         engine_req_t *r = e->running[i];
-        if (r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1 || r->n_forced_drafts)
+        if (!is_plain_decode(r) || r->n_forced_drafts)
             continue;
         int k = e->step_width;
         int left = req_budget(e, r) - r->n_generated - 1; /* the correction token needs a slot too */
@@ -825,7 +830,7 @@ static int plan_rows(engine_t *e)
     bool is_shadowing = e->cfg.draft_mode == ENGINE_DRAFT_NGRAM && e->cfg.verify_rows == SPEC_VERIFY_AUTO;
     for (int i = 0; i < e->n_running && is_shadowing; i++) {
         engine_req_t *r = e->running[i];
-        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->n_drafts == 0 && r->n_shadow == 0) {
+        if (is_plain_decode(r) && r->n_drafts == 0 && r->n_shadow == 0) {
             r->n_shadow = spec_ngram_draft(r->tokens, r->n_tokens, e->fitter.max_width, r->shadow);
             r->n_shadow_seen = 0;
         }
@@ -876,22 +881,23 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
             engine_req_t *r = e->running[i];
             if (r->phase != want || r->n_rows == 0)
                 continue;
-            int first = want == ENGINE_PHASE_DECODE ? r->n_tokens - 1 : r->n_prefilled;
+            bool is_decode = want == ENGINE_PHASE_DECODE;
+            /* a decode group: rows to replay, the newest token's, its drafts */
+            int first = is_decode ? r->n_tokens - 1 - r->n_replay : r->n_prefilled, newest = r->n_replay;
             /* a hybrid model's draft rows leave the state after them (a rejection restores one) */
-            float *vsnap = want == ENGINE_PHASE_DECODE ? verify_snaps_assign(e, r, &n_snaps) : NULL;
-            size_t snap_floats = e->plan.snapshot_bytes / sizeof(float);
+            float *vsnap = is_decode ? verify_snaps_assign(e, r, &n_snaps) : NULL;
             r->b_row0 = n;
             for (int j = 0; j < r->n_rows; j++) {
                 int pos = first + j;
-                /* a decode row's first token is the last committed one, then its drafts */
-                e->b_tokens[n] = want == ENGINE_PHASE_DECODE && j > 0 ? r->drafts[j - 1] : r->tokens[pos];
+                e->b_tokens[n] = is_decode && j > newest ? r->drafts[j - newest - 1] : r->tokens[pos];
                 e->b_pos[n] = pos;
                 e->b_tables[n] = r->table;
-                e->b_want[n] = want == ENGINE_PHASE_DECODE || r->p.prompt_logits || pos == r->n_prompt - 1;
+                e->b_want[n] = is_decode ? j >= newest : r->p.prompt_logits || pos == r->n_prompt - 1;
                 e->b_slots[n] = r->state_slot;
-                e->b_snaps[n] = want == ENGINE_PHASE_PREFILL && r->state_slot >= 0 ? snapshot_for(e, r, pos)
-                                : vsnap && j < r->n_drafts                         ? vsnap + (size_t)j * snap_floats
-                                                                                   : NULL;
+                if (!is_decode)
+                    e->b_snaps[n] = r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
+                else
+                    e->b_snaps[n] = vsnap ? verify_snap_row(e, r, vsnap, j - newest) : NULL;
                 e->b_req[n++] = r;
             }
             if (want == ENGINE_PHASE_DECODE)
@@ -1004,7 +1010,8 @@ static int apply_rows(engine_t *e)
         }
         /* accepted drafts, then the correction (or bonus) token; a request
          * that ends midway drops the rest, uncounted */
-        int t0 = r->n_tokens, n_accepted = r->n_sampled - 1;
+        int t0 = r->n_tokens, n_accepted = r->n_sampled - 1, replayed = r->n_replay;
+        r->n_replay = 0; /* replayed rows are done; a rollback below may ask for more */
         for (int j = 0; j < r->n_sampled && why == ENGINE_FINISH_NONE; j++) {
             why = commit_token(e, r, r->sampled[j]);
             committed++;
@@ -1023,7 +1030,7 @@ static int apply_rows(engine_t *e)
         if (why == ENGINE_FINISH_NONE && r->n_drafts > 0 && verify_rollback(e, r, n_accepted))
             why = ENGINE_FINISH_ERROR;
         if (why == ENGINE_FINISH_NONE && was_decoding)
-            mtp_note_rows(e, r, t0 - 1, n_accepted + 1);
+            mtp_note_rows(e, r, t0 - 1 - replayed, replayed + n_accepted + 1);
         cache_full_blocks(e, r);
         r->finish = why;
     }
@@ -1073,11 +1080,12 @@ static void step(engine_t *e, uint64_t loop)
     TRACE_SPAN_END(tr, TRACE_PREPARATION, loop);
     masks_post(e, loop); /* the mask worker runs beside the forward */
 
-    int n_verify = 0, max_drafts = 0;
+    int n_verify = 0, max_drafts = 0, n_replay = 0;
     for (int i = 0; i < e->n_running; i++) {
         const engine_req_t *r = e->running[i];
         if (r->phase == ENGINE_PHASE_DECODE && r->n_rows) {
             n_verify += r->n_drafts;
+            n_replay += r->n_replay;
             max_drafts = r->n_drafts > max_drafts ? r->n_drafts : max_drafts;
         }
     }
@@ -1107,7 +1115,7 @@ static void step(engine_t *e, uint64_t loop)
     e->steps++;
     e->decode_rows += (uint64_t)n_decode;
     e->verify_rows += (uint64_t)n_verify;
-    e->prefill_rows += (uint64_t)(n - n_decode - n_verify);
+    e->prefill_rows += (uint64_t)(n - n_decode - n_verify - n_replay);
     e->prefill_chunks += (uint64_t)n_chunks;
     if (n_decode)
         e->width_hist[width_bucket(n_decode)]++;

@@ -39,6 +39,11 @@
  * target's own MTP (NextN) block (qwen35 files that carry one). */
 enum { ENGINE_DRAFT_NONE = 0, ENGINE_DRAFT_NGRAM = 1, ENGINE_DRAFT_MODEL = 2, ENGINE_DRAFT_MTP = 3 };
 #define ENGINE_DEFAULT_DRAFT_MAX 4
+/* How a hybrid model's recurrent state goes back after a rejected draft: a
+ * snapshot after every draft row, restoring the one after the last accepted
+ * row; or one snapshot after the newest token's row, replaying the accepted
+ * drafts' rows in the next step. */
+enum { ENGINE_ROLLBACK_SNAPSHOT = 0, ENGINE_ROLLBACK_REPLAY = 1 };
 
 typedef struct engine_config {
     int n_threads;              /* kernel threads (the engine thread is one of them) */
@@ -55,6 +60,7 @@ typedef struct engine_config {
     const model_t *draft_model; /* ENGINE_DRAFT_MODEL: a smaller model with the same vocabulary */
     int draft_max;              /* drafted tokens per sequence per step, [1, SPEC_MAX_DRAFT] */
     int verify_rows;            /* SPEC_VERIFY_ALL, SPEC_VERIFY_AUTO or a fixed width in [0, draft_max] */
+    int spec_rollback;          /* hybrid models: ENGINE_ROLLBACK_SNAPSHOT or _REPLAY (engine_draft.c) */
     /* Fault knobs, for testing the measurement tools only (splash serve
      * --test-*): each breaks one property a benchmark must detect. */
     int test_step_delay_us;      /* busy-wait this long after every forward pass */

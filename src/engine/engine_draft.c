@@ -16,8 +16,12 @@
  *                draft row leaves a snapshot of the state after it (a verify
  *                snapshot, from a pool sized by the memory plan); when
  *                verification accepts m of k drafts, the state after row m
- *                is restored (verify_rollback). Attention KV needs nothing:
- *                rejected rows are rewritten when their positions come again.
+ *                is restored (verify_rollback). Or, --spec-rollback replay:
+ *                one snapshot after the newest token's row, restored on a
+ *                rejection, and the m accepted drafts' rows run again at
+ *                the head of the next step (n_replay; the state is behind
+ *                the KV until then). Attention KV needs nothing: rejected
+ *                rows are rewritten when their positions come again.
  *
  * Every drafter here proposes each draft as an argmax (a point mass), so
  * verification stays exact (spec.h). */
@@ -98,7 +102,7 @@ static int add_draft_rows(engine_t *e)
         engine_req_t *r = e->running[i];
         if (r->n_drafts < 0)
             r->n_drafts = 0; /* wanted drafts, got none */
-        if (r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 && r->n_drafts > 0) {
+        if (is_plain_decode(r) && r->n_drafts > 0) {
             r->n_rows += r->n_drafts;
             added += r->n_drafts;
         }
@@ -175,7 +179,7 @@ int draft_with_model(engine_t *e, int budget)
         int m = 0;
         for (int i = 0; i < e->n_running; i++) {
             engine_req_t *r = e->running[i];
-            if (r->n_drafts != j || r->n_rows_want <= j || r->phase != ENGINE_PHASE_DECODE || r->n_rows != 1)
+            if (r->n_drafts != j || r->n_rows_want <= j || !is_plain_decode(r))
                 continue;
             e->d_tokens[m] = r->drafts[j - 1];
             e->d_pos[m] = r->n_tokens - 1 + j;
@@ -288,14 +292,23 @@ void mtp_note_rows(engine_t *e, engine_req_t *r, int first_pos, int n_valid)
     r->hid_n = n_valid;
 }
 
+/* Verify snapshots a sequence with k drafts takes: one per draft row, or
+ * (replay) the one after its newest token's row. */
+static int snaps_needed(const engine_t *e, int k)
+{
+    return e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY ? (k > 0) : k;
+}
+
 int verify_snaps_room(const engine_t *e, int k, int *reserved)
 {
     if (!model_is_hybrid(&e->m->cfg))
         return k;
     int left = e->plan.n_verify_snapshots - *reserved;
-    k = k < left ? k : left;
-    k = k > 0 ? k : 0;
-    *reserved += k;
+    if (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY)
+        k = left > 0 ? k : 0;
+    else
+        k = k < left ? k : (left > 0 ? left : 0);
+    *reserved += snaps_needed(e, k);
     return k;
 }
 
@@ -305,16 +318,23 @@ float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next)
     if (!model_is_hybrid(&e->m->cfg) || r->n_drafts <= 0 || r->n_forced_drafts)
         return NULL;
     int left = e->plan.n_verify_snapshots - *next;
-    if (r->n_drafts > left) { /* planning reserved fewer: verify what has a snapshot */
-        int cut = r->n_drafts - (left > 0 ? left : 0);
-        r->n_drafts -= cut;
-        r->n_rows -= cut;
-        if (r->n_drafts == 0)
+    if (snaps_needed(e, r->n_drafts) > left) { /* planning reserved fewer: verify what has a snapshot */
+        int keep = e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY ? 0 : (left > 0 ? left : 0);
+        r->n_rows -= r->n_drafts - keep;
+        r->n_drafts = keep;
+        if (keep == 0)
             return NULL;
     }
     r->vsnap0 = *next;
-    *next += r->n_drafts;
+    *next += snaps_needed(e, r->n_drafts);
     return e->vsnaps + (size_t)r->vsnap0 * (e->plan.snapshot_bytes / sizeof(float));
+}
+
+float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, int j)
+{
+    if (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY)
+        return j == 0 ? vsnap : NULL;
+    return j >= 0 && j < r->n_drafts ? vsnap + (size_t)j * (e->plan.snapshot_bytes / sizeof(float)) : NULL;
 }
 
 int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
@@ -324,8 +344,16 @@ int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
     if (r->vsnap0 < 0)
         return -1; /* forced drafts are accepted by construction: an engine bug */
     size_t floats = e->plan.snapshot_bytes / sizeof(float);
+    e->spec_rollbacks++;
+    if (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY) {
+        /* the state after the newest token's row; the accepted drafts' rows
+         * run again next step (their keys and values are already right) */
+        fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)r->vsnap0 * floats, r->n_kv - n_accepted);
+        r->n_replay = n_accepted;
+        e->spec_replayed += (uint64_t)n_accepted;
+        return 0;
+    }
     /* the state after row n_accepted: its next row is the newest token, at n_kv */
     fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)(r->vsnap0 + n_accepted) * floats, r->n_kv);
-    e->spec_rollbacks++;
     return 0;
 }

@@ -79,12 +79,13 @@ struct engine_req {
     int n_forced_drafts;                   /* leading drafts the grammar forces (jump-forward), not speculation */
     int n_left;                            /* tokens it may still generate (set at planning; steers masks) */
     int b_row0;                            /* its first row in this step's batch */
-    int vsnap0;                            /* hybrid models: its first verify snapshot this step, or -1 */
-    int hid_row, hid_pos, hid_n;           /* MTP: rows of the last forward whose state the block has not seen */
-    int mtp_row;                           /* MTP: its row in the drafter's last pass, or -1 */
-    int state_slot;                        /* hybrid models: its recurrent-state slot while running, else -1 */
-    int restore_snap;                      /* hybrid models: the snapshot admission resumes from, or -1 */
-    engine_req_t *q_next;                  /* admission queue link */
+    int n_replay; /* hybrid models, rollback by replay: accepted drafts whose rows run again (state behind KV) */
+    int vsnap0;   /* hybrid models: its first verify snapshot this step, or -1 */
+    int hid_row, hid_pos, hid_n; /* MTP: rows of the last forward whose state the block has not seen */
+    int mtp_row;                 /* MTP: its row in the drafter's last pass, or -1 */
+    int state_slot;              /* hybrid models: its recurrent-state slot while running, else -1 */
+    int restore_snap;            /* hybrid models: the snapshot admission resumes from, or -1 */
+    engine_req_t *q_next;        /* admission queue link */
 };
 
 struct engine {
@@ -149,7 +150,7 @@ struct engine {
     /* speculation */
     spec_fitter_t fitter;
     int step_width; /* verify width chosen for this step */
-    uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications, spec_rollbacks;
+    uint64_t spec_drafted, spec_verified, spec_accepted, spec_verifications, spec_rollbacks, spec_replayed;
     uint64_t spec_len_hist[SPEC_MAX_DRAFT + 1]; /* accepted drafts per verification */
     engine_req_info_t *scratch_info;            /* (max_seqs + queue_size) */
     /* structured output (engine_masks.c) */
@@ -174,6 +175,13 @@ struct engine {
     uint64_t snap_seq;
 };
 
+/* A decoding sequence planned for its own rows only (any replay, then the
+ * newest token): drafts may still be added to it. */
+static inline bool is_plain_decode(const engine_req_t *r)
+{
+    return r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 + r->n_replay;
+}
+
 /* engine_draft.c: drafters and the hybrid models' state rollback */
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
 void draft_free(engine_t *e);
@@ -188,8 +196,12 @@ int verify_snaps_room(const engine_t *e, int k, int *reserved);
 /* Preparation: the snapshots of r's draft rows (row j at + j snapshots), or
  * NULL; *next counts the step's snapshots. */
 float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next);
-/* After commit (n_kv set): restores the state after the last accepted row
- * when a draft was rejected; -1 if it cannot (no snapshot). */
+/* Where decode-group row newest + j leaves its state (j < 0: a replayed
+ * row), or NULL. */
+float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, int j);
+/* After commit (n_kv set): when a draft was rejected, restores the state
+ * after the last accepted row (or the newest token's, with rows to replay);
+ * -1 if it cannot (no snapshot). */
 int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted);
 
 /* engine_masks.c: structured output inside the step (engine.c calls these) */

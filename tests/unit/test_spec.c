@@ -267,6 +267,8 @@ static int teardown(void **state)
 
 /* draft_mode, or -1: the draft-model drafter with the target itself as the
  * draft (every greedy draft accepted) */
+static int g_rollback = ENGINE_ROLLBACK_SNAPSHOT; /* hybrid models: how make_engine's engines roll back */
+
 static engine_t *make_engine(fixture_t *f, int max_seqs, int draft_mode, int verify_rows)
 {
     engine_config_t c;
@@ -281,6 +283,7 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int draft_mode, int ver
     c.draft_model = draft_mode < 0 ? f->model : f->draft;
     c.draft_max = 4;
     c.verify_rows = verify_rows;
+    c.spec_rollback = g_rollback;
     err_t err;
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     if (!e)
@@ -413,8 +416,9 @@ static void test_exact_greedy_and_seeded(void **state)
  * sequence's recurrent state, so a rejected draft must roll it back (the
  * state snapshot after the last accepted row). Greedy and seeded output,
  * ids and logits bit for bit, equal decoding without speculation for the
- * n-gram, MTP and draft-model drafters, alone and batched; rollbacks and
- * partial acceptances both happen. */
+ * n-gram, MTP and draft-model drafters, alone and batched, for both ways of
+ * rolling back (snapshot per draft row; replay of the accepted rows);
+ * rollbacks and partial acceptances both happen. */
 static void test_hybrid_exact(void **state)
 {
     fixture_t *f = *state;
@@ -423,17 +427,20 @@ static void test_hybrid_exact(void **state)
     for (int i = 0; i < N_PROMPTS; i++)
         lens[i] = make_prompt(i, prompts[i]);
     uint64_t rollbacks = 0, partial = 0, mtp_verified = 0;
-    for (int sampled = 0; sampled < 2; sampled++) {
+    for (int mode = 0; mode < 4; mode++) {
+        int sampled = mode % 2;
+        g_rollback = mode < 2 ? ENGINE_ROLLBACK_SNAPSHOT : ENGINE_ROLLBACK_REPLAY;
         run_t ref[N_PROMPTS];
         engine_t *e = make_engine(f, 1, ENGINE_DRAFT_NONE, 0);
         for (int i = 0; i < N_PROMPTS; i++)
             collect(submit(e, prompts[i], lens[i], GEN, sampled ? 100 + (uint64_t)i : 0, &ref[i]), &ref[i]);
         engine_destroy(e);
-        static const int policies[] = {SPEC_VERIFY_ALL, 2, SPEC_VERIFY_AUTO};
+        static const int policies[] = {SPEC_VERIFY_ALL, SPEC_VERIFY_AUTO};
         static const int drafters[] = {ENGINE_DRAFT_NGRAM, ENGINE_DRAFT_MTP, ENGINE_DRAFT_MODEL};
+        bool is_replay = g_rollback == ENGINE_ROLLBACK_REPLAY; /* replay: verify all, four at once */
         for (size_t di = 0; di < sizeof drafters / sizeof *drafters; di++)
-            for (size_t pi = 0; pi < sizeof policies / sizeof *policies; pi++)
-                for (int width = 1; width <= 4; width += 3) {
+            for (size_t pi = 0; pi < (is_replay ? 1 : sizeof policies / sizeof *policies); pi++)
+                for (int width = is_replay ? 4 : 1; width <= 4; width += 3) {
                     e = make_engine(f, width, drafters[di], policies[pi]);
                     engine_req_t *rs[N_PROMPTS];
                     run_t got[N_PROMPTS];
@@ -466,6 +473,7 @@ static void test_hybrid_exact(void **state)
         for (int i = 0; i < N_PROMPTS; i++)
             free(ref[i].logits);
     }
+    g_rollback = ENGINE_ROLLBACK_SNAPSHOT;
     print_message("hybrid: %llu rollbacks, %llu partial acceptances, %llu MTP drafts verified\n",
                   (unsigned long long)rollbacks, (unsigned long long)partial, (unsigned long long)mtp_verified);
     assert_true(rollbacks > 0 && partial > 0 && mtp_verified > 0);
