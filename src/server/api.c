@@ -3,6 +3,7 @@
  * values, unknown fields and unsupported options are refused with 400 and
  * the offending `param`; nothing is silently ignored. */
 #include <inttypes.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "server/choices.h"
 #include "server/dialect.h"
 #include "server/sse.h"
 #include "server/structured.h"
@@ -99,18 +101,6 @@ static int get_bool(const json_t *req, const char *key, bool *out, reply_t *r)
 
 /* ---- a parsed generation request ---- */
 
-typedef struct gen_req {
-    engine_params_t p;
-    bool has_max_tokens;
-    bool is_stream;
-    bool include_usage;
-    const char *stop[ENGINE_MAX_STOP];
-    tok_ids_t ids;
-    const char *prompt_param;     /* "messages" or "prompt": names the prompt in errors */
-    const char *max_tokens_param; /* "max_tokens" or "max_completion_tokens", as the request named it */
-    structured_req_t sr;          /* response_format, grammar, tools: the constraint and the output parser's mode */
-} gen_req_t;
-
 static int check_model(server_t *s, const json_t *req, reply_t *r)
 {
     const json_t *v = json_object_get(req, "model");
@@ -123,6 +113,115 @@ static int check_model(server_t *s, const json_t *req, reply_t *r)
     if (strcmp(json_string_value(v), s->m.id) != 0) {
         reply_error(r, 404, "model", "the model '%s' does not exist (this server serves '%s')", json_string_value(v),
                     s->m.id);
+        return -1;
+    }
+    return 0;
+}
+
+/* n: choices, [1, API_MAX_CHOICES] and no more than the engine runs at once. */
+static int parse_n(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
+{
+    json_int_t n = 1;
+    if (get_int(req, "n", 1, API_MAX_CHOICES, &n, NULL, r))
+        return -1;
+    int max_seqs = engine_get_config(s->m.engine)->max_seqs;
+    if (n > max_seqs) {
+        reply_error(r, 400, "n", "'n' is %d; this server runs at most %d sequences at once (--max-seqs)", (int)n,
+                    max_seqs);
+        return -1;
+    }
+    g->n = (int)n;
+    return 0;
+}
+
+/* Chat: logprobs (boolean) and top_logprobs (0..20, needs logprobs: true).
+ * Completions: logprobs (integer 0..20: the alternatives per token). */
+static int parse_logprobs(const json_t *req, gen_req_t *g, reply_t *r)
+{
+    const bool is_chat = !strcmp(g->prompt_param, "messages");
+    json_int_t top = 0;
+    bool present = false;
+    if (is_chat) {
+        if (get_bool(req, "logprobs", &g->p.logprobs, r) ||
+            get_int(req, "top_logprobs", 0, SAMPLER_MAX_TOP_LOGPROBS, &top, &present, r))
+            return -1;
+        if (present && !g->p.logprobs) {
+            reply_error(r, 400, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+            return -1;
+        }
+    } else {
+        if (get_int(req, "logprobs", 0, SAMPLER_MAX_TOP_LOGPROBS, &top, &present, r))
+            return -1;
+        g->p.logprobs = present;
+    }
+    g->p.top_logprobs = (int)top;
+    return 0;
+}
+
+/* logit_bias: {"token id": bias in [-100, 100]}, ids in the vocabulary. */
+static int parse_logit_bias(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
+{
+    const json_t *v = json_object_get(req, "logit_bias");
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v) || json_object_size(v) > SAMPLER_MAX_BIASED) {
+        reply_error(r, 400, "logit_bias", "'logit_bias' must be an object of at most %d token ids", SAMPLER_MAX_BIASED);
+        return -1;
+    }
+    if (!json_object_size(v))
+        return 0;
+    g->bias = malloc(json_object_size(v) * sizeof *g->bias);
+    if (!g->bias) {
+        reply_error(r, 500, NULL, "out of memory");
+        return -1;
+    }
+    const int vocab = s->m.model->cfg.vocab;
+    const char *key;
+    json_t *b;
+    json_object_foreach((json_t *)v, key, b)
+    {
+        char *end = NULL;
+        long id = strtol(key, &end, 10);
+        if (!key[0] || *end || key[0] == '+' || key[0] == ' ' || id < 0 || id >= vocab) {
+            reply_error(r, 400, "logit_bias", "logit_bias: '%s' is not a token id in [0, %d)", key, vocab);
+            return -1;
+        }
+        double d = json_is_number(b) ? json_number_value(b) : NAN;
+        if (!(d >= -SAMPLER_MAX_BIAS && d <= SAMPLER_MAX_BIAS)) {
+            reply_error(r, 400, "logit_bias", "logit_bias: the bias of token %ld must be a number in [-100, 100]", id);
+            return -1;
+        }
+        g->bias[g->p.sampling.n_bias++] = (sampler_bias_t){(int32_t)id, (float)d};
+    }
+    g->p.sampling.bias = g->bias;
+    return 0;
+}
+
+/* Fields that change nothing for a local server: accepted when well-typed,
+ * then ignored (docs/api.md, "Field policy"). */
+static int check_ignored(const json_t *req, reply_t *r)
+{
+    static const struct {
+        const char *name;
+        int type; /* a jansson json_type; JSON_TRUE stands for either boolean */
+    } fields[] = {{"store", JSON_TRUE},          {"metadata", JSON_OBJECT},   {"user", JSON_STRING},
+                  {"service_tier", JSON_STRING}, {"prediction", JSON_OBJECT}, {"reasoning_effort", JSON_STRING}};
+    static const char *const type_names[] = {
+        [JSON_OBJECT] = "an object", [JSON_STRING] = "a string", [JSON_TRUE] = "a boolean"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        const json_t *v = json_object_get(req, fields[i].name);
+        if (!v || json_is_null(v))
+            continue;
+        bool ok = fields[i].type == JSON_TRUE ? json_is_boolean(v) : (int)json_typeof(v) == fields[i].type;
+        if (!ok) {
+            reply_error(r, 400, fields[i].name, "'%s' must be %s", fields[i].name, type_names[fields[i].type]);
+            return -1;
+        }
+    }
+    const json_t *effort = json_object_get(req, "reasoning_effort");
+    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", NULL};
+    if (json_is_string(effort) && !in_list(json_string_value(effort), efforts)) {
+        reply_error(r, 400, "reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high");
         return -1;
     }
     return 0;
@@ -163,11 +262,8 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
         return -1;
     if (g->has_max_tokens)
         g->p.max_tokens = (int)x;
-    json_int_t n = 1;
-    if (get_int(req, "n", 1, 1, &n, NULL, r)) {
-        reply_error(r, 400, "n", "only n = 1 is supported");
+    if (parse_n(s, req, g, r))
         return -1;
-    }
     const json_t *v = json_object_get(req, "stop");
     if (v && !json_is_null(v)) {
         if (json_is_string(v)) {
@@ -217,26 +313,8 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
         }
         g->p.cache_salt = json_string_value(v);
     }
-    v = json_object_get(req, "logprobs");
-    if (v && !json_is_null(v) && !json_is_false(v) && !(json_is_integer(v) && json_integer_value(v) == 0)) {
-        reply_error(r, 400, "logprobs", "logprobs are not supported");
+    if (parse_logprobs(req, g, r) || parse_logit_bias(s, req, g, r) || check_ignored(req, r))
         return -1;
-    }
-    v = json_object_get(req, "top_logprobs");
-    if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 0)) {
-        reply_error(r, 400, "top_logprobs", "logprobs are not supported");
-        return -1;
-    }
-    v = json_object_get(req, "logit_bias");
-    if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0)) {
-        reply_error(r, 400, "logit_bias", "logit_bias is not supported");
-        return -1;
-    }
-    v = json_object_get(req, "user");
-    if (v && !json_is_null(v) && !json_is_string(v)) {
-        reply_error(r, 400, "user", "'user' must be a string");
-        return -1;
-    }
     g->p.timeout_ns = (int64_t)s->cfg.request_timeout_s * 1000000000LL;
     return 0;
 }
@@ -398,90 +476,6 @@ json_t *text_json(const char *text, size_t len)
     return j;
 }
 
-static const char *finish_reason(engine_finish_t f)
-{
-    return f == ENGINE_FINISH_LENGTH ? "length" : "stop";
-}
-
-static json_t *usage_json(const engine_usage_t *u)
-{
-    return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", u->prompt_tokens, "completion_tokens",
-                     u->completion_tokens, "total_tokens", u->prompt_tokens + u->completion_tokens,
-                     "prompt_tokens_details", "cached_tokens", u->cached_tokens);
-}
-
-static engine_req_t *submit(server_t *s, gen_req_t *g, reply_t *r)
-{
-    const engine_config_t *ec = engine_get_config(s->m.engine);
-    int n_prompt = (int)g->ids.n;
-    if (n_prompt < 1) {
-        reply_error(r, 400, g->prompt_param, "the prompt is empty");
-        return NULL;
-    }
-    if (n_prompt >= ec->max_context) {
-        reply_error(r, 400, g->prompt_param, "the prompt is %d tokens; the context is %d", n_prompt, ec->max_context);
-        return NULL;
-    }
-    if (!g->has_max_tokens)
-        g->p.max_tokens = ec->max_context - n_prompt; /* as far as the context allows */
-    g->p.prompt = g->ids.v;
-    g->p.n_prompt = n_prompt;
-    engine_req_t *req = NULL;
-    err_t err;
-    switch (engine_submit(s->m.engine, &g->p, &req, &err)) {
-    case ENGINE_OK: return req;
-    case ENGINE_E_QUEUE_FULL:
-        reply_error(r, 429, NULL, "%s; retry later", err.msg);
-        r->retry_after = "1";
-        return NULL;
-    case ENGINE_E_DRAINING: reply_error(r, 503, NULL, "%s", err.msg); return NULL;
-    case ENGINE_E_NOMEM: reply_error(r, 500, NULL, "%s", err.msg); return NULL;
-    case ENGINE_E_TOO_LONG:
-        reply_error(r, 400, g->has_max_tokens ? g->max_tokens_param : g->prompt_param, "%s", err.msg);
-        return NULL;
-    case ENGINE_E_INVALID: {
-        /* the engine's message starts with the field it refuses */
-        char param[32] = {0};
-        sscanf(err.msg, "%31[a-z_]", param);
-        reply_error(r, 400, param[0] ? param : NULL, "%s", err.msg);
-        return NULL;
-    }
-    }
-    return NULL;
-}
-
-/* A whole chat answer parsed into reasoning, content and tool calls: the
- * message OpenAI clients expect (content null when only calls came). */
-static json_t *chat_choice(const char *text, size_t len, const structured_req_t *sr, engine_finish_t finish)
-{
-    out_parser_t p;
-    out_delta_t d;
-    out_parser_init(&p, sr);
-    out_parser_feed(&p, text, len, true, &d);
-    json_t *msg = json_pack("{s:s}", "role", "assistant");
-    size_t n_content = d.n_content;
-    if (p.n_calls)
-        while (n_content && strchr(" \n\t\r", d.content[n_content - 1]))
-            n_content--; /* the blank line before a call */
-    if (p.n_calls && n_content == 0)
-        json_object_set_new(msg, "content", json_null());
-    else
-        json_object_set_new(msg, "content", text_json(d.content ? d.content : "", n_content));
-    if (d.reasoning)
-        json_object_set_new(msg, "reasoning_content", text_json(d.reasoning, d.n_reasoning));
-    if (p.n_calls) {
-        json_t *calls = json_array();
-        for (int i = 0; i < p.n_calls; i++)
-            json_array_append_new(calls, out_call_json(&p, i, false));
-        json_object_set_new(msg, "tool_calls", calls);
-    }
-    const char *why = p.n_calls && finish == ENGINE_FINISH_STOP ? "tool_calls" : finish_reason(finish);
-    json_t *choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "message", msg, "logprobs", "finish_reason", why);
-    out_delta_free(&d);
-    out_parser_free(&p);
-    return choice;
-}
-
 int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out, api_done_t *done, reply_t *r)
 {
     int64_t t0 = clock_now_ns(), t_prev = 0;
@@ -542,216 +536,6 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
     return -1;
 }
 
-/* Waits for the whole answer. */
-static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, const structured_req_t *sr, reply_t *r)
-{
-    char *text = NULL;
-    size_t len = 0;
-    api_done_t done;
-    if (api_collect(s, req, &text, &len, &done, r))
-        return;
-    char id[64];
-    make_id(s, is_chat ? "chatcmpl" : "cmpl", id, sizeof id);
-    json_t *choice;
-    if (is_chat) {
-        choice = chat_choice(text ? text : "", len, sr, done.finish);
-    } else {
-        choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "text", text_json(text ? text : "", len), "logprobs",
-                           "finish_reason", finish_reason(done.finish));
-    }
-    r->body = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:o}", "id", id, "object",
-                        is_chat ? "chat.completion" : "text_completion", "created", (json_int_t)time(NULL), "model",
-                        s->m.id, "choices", choice, "usage", usage_json(&done.usage));
-    free(text);
-}
-
-/* ---- SSE ---- */
-
-struct sse {
-    server_t *s;
-    engine_req_t *req;
-    bool is_chat;
-    bool include_usage;
-    bool is_started; /* the role chunk (chat) went out */
-    char id[64];
-    int64_t created;
-    int64_t t0, t_prev;
-    sse_buf_t out;       /* framed events not yet handed to the client ([DONE] queued: out.is_done) */
-    out_parser_t parser; /* chat: reasoning, content and tool calls out of the text */
-};
-
-/* A chat chunk with a ready delta object. */
-static json_t *sse_delta_chunk(sse_t *st, json_t *delta, const char *finish)
-{
-    json_t *choice = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", finish);
-    json_t *c = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", st->id, "object", "chat.completion.chunk", "created",
-                          (json_int_t)st->created, "model", st->s->m.id, "choices", choice);
-    if (st->include_usage)
-        json_object_set_new(c, "usage", json_null());
-    return c;
-}
-
-/* Chat text through the parser: reasoning and content deltas, then each
- * completed tool call as two tool_calls deltas (index, id and name, then
- * the arguments). */
-static void sse_chat_text(sse_t *st, const char *text, size_t len, bool is_end)
-{
-    out_delta_t d;
-    out_parser_feed(&st->parser, text, len, is_end, &d);
-    if (d.n_reasoning)
-        sse_buf_event(
-            &st->out, NULL,
-            sse_delta_chunk(st, json_pack("{s:o}", "reasoning_content", text_json(d.reasoning, d.n_reasoning)), NULL));
-    if (d.n_content)
-        sse_buf_event(&st->out, NULL,
-                      sse_delta_chunk(st, json_pack("{s:o}", "content", text_json(d.content, d.n_content)), NULL));
-    for (int i = d.first_call; i < d.first_call + d.n_new_calls; i++) {
-        const tool_call_out_t *c = &st->parser.calls[i];
-        sse_buf_event(
-            &st->out, NULL,
-            sse_delta_chunk(st,
-                            json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", i, "id", c->id, "type",
-                                      "function", "function", "name", c->name, "arguments", ""),
-                            NULL));
-        sse_buf_event(&st->out, NULL,
-                      sse_delta_chunk(st,
-                                      json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", i, "function",
-                                                "arguments", c->arguments),
-                                      NULL));
-    }
-    out_delta_free(&d);
-}
-
-/* One chunk: delta text (or NULL) and finish reason (or NULL). */
-static json_t *sse_chunk(sse_t *st, const char *text, size_t len, const char *finish, bool with_role)
-{
-    json_t *choice;
-    if (st->is_chat) {
-        json_t *delta = json_object();
-        if (with_role)
-            json_object_set_new(delta, "role", json_string("assistant"));
-        if (text)
-            json_object_set_new(delta, "content", text_json(text, len));
-        choice = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", finish);
-    } else {
-        choice = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "text", text_json(text ? text : "", text ? len : 0),
-                           "logprobs", "finish_reason", finish);
-    }
-    json_t *c = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", st->id, "object",
-                          st->is_chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)st->created,
-                          "model", st->s->m.id, "choices", choice);
-    if (st->include_usage)
-        json_object_set_new(c, "usage", json_null());
-    return c;
-}
-
-/* Fills the pending buffer with what the next event gives. */
-static void sse_pump(sse_t *st)
-{
-    if (st->is_chat && !st->is_started) {
-        st->is_started = true;
-        sse_buf_event(&st->out, NULL, sse_chunk(st, "", 0, NULL, true));
-        return;
-    }
-    engine_event_t ev;
-    if (engine_next(st->req, &ev, SERVER_KEEPALIVE_NS) == 0) {
-        /* nothing for a while (a long prefill): a comment keeps proxies and
-         * clients waiting, and finds out whether the client is still there */
-        sse_buf_put(&st->out, ": keep-alive\n\n", 14);
-        return;
-    }
-    if (ev.kind == ENGINE_EV_TOKEN) {
-        if (!st->t_prev)
-            lat_hist_add(&st->s->metrics.ttft, ev.time_ns - st->t0);
-        else
-            lat_hist_add(&st->s->metrics.itl, ev.time_ns - st->t_prev);
-        st->t_prev = ev.time_ns;
-        if (ev.text_len && st->is_chat)
-            sse_chat_text(st, ev.text, ev.text_len, false);
-        else if (ev.text_len)
-            sse_buf_event(&st->out, NULL, sse_chunk(st, ev.text, ev.text_len, NULL, false));
-    } else if (ev.kind == ENGINE_EV_DONE) {
-        lat_hist_add(&st->s->metrics.e2e, clock_now_ns() - st->t0);
-        if (ev.finish == ENGINE_FINISH_STOP || ev.finish == ENGINE_FINISH_LENGTH) {
-            const char *why = finish_reason(ev.finish);
-            if (st->is_chat) {
-                sse_chat_text(st, ev.text ? ev.text : "", ev.text ? ev.text_len : 0, true);
-                why = st->parser.n_calls && ev.finish == ENGINE_FINISH_STOP ? "tool_calls" : why;
-            }
-            sse_buf_event(&st->out, NULL, sse_chunk(st, NULL, 0, why, false));
-            atomic_fetch_add(&st->s->metrics.completions, 1);
-        } else {
-            /* the response is already 200: the error goes in the stream */
-            const char *why = ev.finish == ENGINE_FINISH_TIMEOUT     ? "the request took longer than --request-timeout"
-                              : ev.finish == ENGINE_FINISH_CANCELLED ? "the request was cancelled"
-                                                                     : "generation failed";
-            sse_buf_event(&st->out, NULL,
-                          json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", why, "type", "server_error", "param",
-                                    "code", engine_finish_name(ev.finish)));
-        }
-        if (st->include_usage) {
-            json_t *c =
-                json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", st->id, "object",
-                          st->is_chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)st->created,
-                          "model", st->s->m.id, "choices", "usage", usage_json(&ev.usage));
-            sse_buf_event(&st->out, NULL, c);
-        }
-        sse_buf_put(&st->out, "data: [DONE]\n\n", 14);
-        st->out.is_done = true;
-    }
-    engine_event_clear(&ev);
-}
-
-static void sse_pump_cb(void *cls)
-{
-    sse_pump(cls);
-}
-
-static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    sse_t *st = cls;
-    return sse_buf_read(&st->out, buf, max, sse_pump_cb, st);
-}
-
-static void sse_free(void *cls)
-{
-    sse_t *st = cls;
-    engine_release(st->req); /* cancels it if the client left early; its blocks go back at the next step */
-    out_parser_free(&st->parser);
-    sse_buf_free(&st->out);
-    free(st);
-}
-
-static void respond(server_t *s, gen_req_t *g, bool is_chat, reply_t *r)
-{
-    engine_req_t *req = submit(s, g, r);
-    if (!req)
-        return;
-    if (!g->is_stream) {
-        respond_whole(s, req, is_chat, &g->sr, r);
-        return;
-    }
-    sse_t *st = calloc(1, sizeof *st);
-    if (!st) {
-        engine_release(req);
-        reply_error(r, 500, NULL, "out of memory");
-        return;
-    }
-    st->s = s;
-    st->req = req;
-    st->is_chat = is_chat;
-    out_parser_init(&st->parser, &g->sr);
-    st->include_usage = g->include_usage;
-    st->created = (int64_t)time(NULL);
-    st->t0 = clock_now_ns();
-    make_id(s, is_chat ? "chatcmpl" : "cmpl", st->id, sizeof st->id);
-    atomic_fetch_add(&s->metrics.streamed, 1);
-    r->stream = st;
-    r->stream_read = sse_read;
-    r->stream_free = sse_free;
-}
-
 /* ---- endpoints ---- */
 
 static const char *const common_fields[] = {"model",
@@ -773,9 +557,11 @@ static const char *const common_fields[] = {"model",
                                             "stream_options",
                                             "n",
                                             "logprobs",
-                                            "top_logprobs",
                                             "logit_bias",
                                             "user",
+                                            "store",
+                                            "metadata",
+                                            "service_tier",
                                             NULL};
 
 static int check_gen_fields(const json_t *req, const char *const *extra, reply_t *r)
@@ -796,8 +582,15 @@ static int check_gen_fields(const json_t *req, const char *const *extra, reply_t
  * only g->ids). The Anthropic dialect builds such a request too. */
 static int chat_prepare(server_t *s, json_t *req, gen_req_t *g, bool count_only, reply_t *r)
 {
-    static const char *const extra[] = {"messages",    "max_completion_tokens", "tools",
-                                        "tool_choice", "parallel_tool_calls",   "chat_template_kwargs",
+    static const char *const extra[] = {"messages",
+                                        "max_completion_tokens",
+                                        "tools",
+                                        "tool_choice",
+                                        "parallel_tool_calls",
+                                        "chat_template_kwargs",
+                                        "top_logprobs",
+                                        "prediction",
+                                        "reasoning_effort",
                                         NULL};
     if (check_gen_fields(req, extra, r) || parse_common(s, req, g, r))
         return -1;
@@ -830,22 +623,24 @@ static int chat_prepare(server_t *s, json_t *req, gen_req_t *g, bool count_only,
 void api_chat(server_t *s, json_t *req, reply_t *r)
 {
     gen_req_t g = {.prompt_param = "messages"};
-    if (chat_prepare(s, req, &g, false, r))
-        return;
-    respond(s, &g, true, r);
-    tok_ids_free(&g.ids);
-    structured_free(&g.sr);
+    if (chat_prepare(s, req, &g, false, r) == 0)
+        gen_respond(s, &g, true, r);
+    gen_req_free(&g);
 }
 
 int api_chat_submit(server_t *s, json_t *req, api_job_t *job, reply_t *r)
 {
     gen_req_t g = {.prompt_param = "messages"};
     memset(job, 0, sizeof *job);
-    if (chat_prepare(s, req, &g, false, r))
+    if (chat_prepare(s, req, &g, false, r)) {
+        gen_req_free(&g);
         return -1;
+    }
     job->n_prompt = (int)g.ids.n;
-    job->req = submit(s, &g, r);
+    job->req = gen_submit(s, &g, r);
     tok_ids_free(&g.ids);
+    free(g.bias);
+    free(g.echo);
     if (!job->req) {
         structured_free(&g.sr);
         return -1;
@@ -858,11 +653,10 @@ int api_chat_submit(server_t *s, json_t *req, api_job_t *job, reply_t *r)
 int api_chat_count(server_t *s, json_t *req, int *n_tokens, reply_t *r)
 {
     gen_req_t g = {.prompt_param = "messages"};
-    if (chat_prepare(s, req, &g, true, r))
-        return -1;
+    int rc = chat_prepare(s, req, &g, true, r);
     *n_tokens = (int)g.ids.n;
-    tok_ids_free(&g.ids);
-    return 0;
+    gen_req_free(&g);
+    return rc;
 }
 
 /* A prompt: a string (encoded; special-token text stays text unless it is
@@ -906,39 +700,70 @@ static int parse_prompt(server_t *s, const json_t *v, const char *param, tok_ids
     return 0;
 }
 
+/* echo: the prompt's text, prepended to every choice (a token-id prompt
+ * detokenised). The prompt tokens' log-probabilities would need a logits
+ * row per prompt position, which the serving engine does not keep. */
+static int parse_echo(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
+{
+    bool echo = false;
+    if (get_bool(req, "echo", &echo, r))
+        return -1;
+    if (!echo)
+        return 0;
+    if (g->p.logprobs) {
+        reply_error(r, 400, "echo",
+                    "'echo' with 'logprobs' is not supported: the prompt tokens' log-probabilities are not computed");
+        return -1;
+    }
+    const json_t *prompt = json_object_get(req, "prompt");
+    if (json_is_array(prompt) && json_array_size(prompt) == 1 && json_is_string(json_array_get(prompt, 0)))
+        prompt = json_array_get(prompt, 0);
+    if (json_is_string(prompt)) {
+        g->echo_len = json_string_length(prompt);
+        g->echo = malloc(g->echo_len + 1);
+        if (g->echo)
+            memcpy(g->echo, json_string_value(prompt), g->echo_len + 1);
+    } else {
+        err_t err;
+        if (tok_decode(s->m.tok, g->ids.v, g->ids.n, &g->echo, &g->echo_len, &err)) {
+            reply_error(r, 400, "prompt", "%s", err.msg);
+            return -1;
+        }
+    }
+    if (!g->echo) {
+        reply_error(r, 500, NULL, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 void api_completions(server_t *s, json_t *req, reply_t *r)
 {
     static const char *const extra[] = {"prompt", "echo", "suffix", "best_of", NULL};
     gen_req_t g = {.prompt_param = "prompt"};
-    if (check_gen_fields(req, extra, r) || parse_common(s, req, &g, r))
-        return;
-    bool echo = false;
     json_int_t best_of = 1;
-    if (get_bool(req, "echo", &echo, r) || get_int(req, "best_of", 1, 1, &best_of, NULL, r))
-        return;
-    if (echo) {
-        reply_error(r, 400, "echo", "echo is not supported");
-        return;
-    }
+    if (check_gen_fields(req, extra, r) || parse_common(s, req, &g, r) ||
+        get_int(req, "best_of", 1, 1, &best_of, NULL, r))
+        goto out;
     const json_t *suffix = json_object_get(req, "suffix");
     if (suffix && !json_is_null(suffix)) {
         reply_error(r, 400, "suffix", "suffix is not supported");
-        return;
+        goto out;
     }
     const json_t *prompt = json_object_get(req, "prompt");
     if (!prompt) {
         reply_error(r, 400, "prompt", "'prompt' is required");
-        return;
+        goto out;
     }
     if (g.has_max_tokens == false)
         g.p.max_tokens = 16, g.has_max_tokens = true; /* the OpenAI completions default */
     if (structured_parse(s, req, false, -1, &g.sr, r))
-        return;
+        goto out;
     g.p.constraint = g.sr.spec;
-    if (parse_prompt(s, prompt, "prompt", &g.ids, r) == 0)
-        respond(s, &g, false, r);
-    tok_ids_free(&g.ids);
-    structured_free(&g.sr);
+    if (parse_prompt(s, prompt, "prompt", &g.ids, r) == 0 && parse_echo(s, req, &g, r) == 0)
+        gen_respond(s, &g, false, r);
+out:
+    gen_req_free(&g);
 }
 
 void api_tokenize(server_t *s, json_t *req, reply_t *r)
@@ -1029,9 +854,22 @@ void api_apply_template(server_t *s, json_t *req, reply_t *r)
     free(text);
 }
 
+static json_t *model_json(server_t *s)
+{
+    return json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->m.id, "object", "model", "created", (json_int_t)s->started_unix,
+                     "owned_by", "splash", "max_model_len", engine_get_config(s->m.engine)->max_context);
+}
+
 void api_models(server_t *s, reply_t *r)
 {
-    r->body = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:i}]}", "object", "list", "data", "id", s->m.id, "object", "model",
-                        "created", (json_int_t)s->started_unix, "owned_by", "splash", "max_model_len",
-                        engine_get_config(s->m.engine)->max_context);
+    r->body = json_pack("{s:s,s:[o]}", "object", "list", "data", model_json(s));
+}
+
+void api_model(server_t *s, const char *id, reply_t *r)
+{
+    if (strcmp(id, s->m.id) != 0) {
+        reply_error(r, 404, "model", "the model '%s' does not exist (this server serves '%s')", id, s->m.id);
+        return;
+    }
+    r->body = model_json(s);
 }
