@@ -3,7 +3,6 @@
  * values, unknown fields and unsupported options are refused with 400 and
  * the offending `param`; nothing is silently ignored. */
 #include <inttypes.h>
-#include <math.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,91 +12,12 @@
 #include "base/clock.h"
 #include "server/choices.h"
 #include "server/dialect.h"
+#include "server/fields.h"
 #include "server/sse.h"
 #include "server/structured.h"
 #include "text/chat.h"
 
 #define API_MAX_TOKEN_IDS (1 << 20) /* token ids accepted in one prompt or /detokenize */
-
-/* ---- field validation ---- */
-
-static bool in_list(const char *key, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(key, *list))
-            return true;
-    return false;
-}
-
-/* Refuses any field not in allowed. */
-static int check_fields(const json_t *req, const char *const *allowed, reply_t *r)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)req, key, v)
-    {
-        if (!in_list(key, allowed)) {
-            reply_error(r, 400, key, "unknown or unsupported parameter '%s'", key);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* A number in [lo, hi] (JSON null or absent: *out unchanged). */
-static int get_number(const json_t *req, const char *key, double lo, double hi, float *out, reply_t *r)
-{
-    const json_t *v = json_object_get(req, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_number(v)) {
-        reply_error(r, 400, key, "'%s' must be a number", key);
-        return -1;
-    }
-    double d = json_number_value(v);
-    if (!(d >= lo && d <= hi)) {
-        reply_error(r, 400, key, "'%s' must be in [%g, %g]", key, lo, hi);
-        return -1;
-    }
-    *out = (float)d;
-    return 0;
-}
-
-static int get_int(const json_t *req, const char *key, json_int_t lo, json_int_t hi, json_int_t *out, bool *present,
-                   reply_t *r)
-{
-    const json_t *v = json_object_get(req, key);
-    if (present)
-        *present = false;
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_integer(v)) {
-        reply_error(r, 400, key, "'%s' must be an integer", key);
-        return -1;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        reply_error(r, 400, key, "'%s' must be in [%" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT "]", key, lo, hi);
-        return -1;
-    }
-    *out = x;
-    if (present)
-        *present = true;
-    return 0;
-}
-
-static int get_bool(const json_t *req, const char *key, bool *out, reply_t *r)
-{
-    const json_t *v = json_object_get(req, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_boolean(v)) {
-        reply_error(r, 400, key, "'%s' must be true or false", key);
-        return -1;
-    }
-    *out = json_is_true(v);
-    return 0;
-}
 
 /* ---- a parsed generation request ---- */
 
@@ -118,115 +38,6 @@ static int check_model(server_t *s, const json_t *req, reply_t *r)
     return 0;
 }
 
-/* n: choices, [1, API_MAX_CHOICES] and no more than the engine runs at once. */
-static int parse_n(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
-{
-    json_int_t n = 1;
-    if (get_int(req, "n", 1, API_MAX_CHOICES, &n, NULL, r))
-        return -1;
-    int max_seqs = engine_get_config(s->m.engine)->max_seqs;
-    if (n > max_seqs) {
-        reply_error(r, 400, "n", "'n' is %d; this server runs at most %d sequences at once (--max-seqs)", (int)n,
-                    max_seqs);
-        return -1;
-    }
-    g->n = (int)n;
-    return 0;
-}
-
-/* Chat: logprobs (boolean) and top_logprobs (0..20, needs logprobs: true).
- * Completions: logprobs (integer 0..20: the alternatives per token). */
-static int parse_logprobs(const json_t *req, gen_req_t *g, reply_t *r)
-{
-    const bool is_chat = !strcmp(g->prompt_param, "messages");
-    json_int_t top = 0;
-    bool present = false;
-    if (is_chat) {
-        if (get_bool(req, "logprobs", &g->p.logprobs, r) ||
-            get_int(req, "top_logprobs", 0, SAMPLER_MAX_TOP_LOGPROBS, &top, &present, r))
-            return -1;
-        if (present && !g->p.logprobs) {
-            reply_error(r, 400, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
-            return -1;
-        }
-    } else {
-        if (get_int(req, "logprobs", 0, SAMPLER_MAX_TOP_LOGPROBS, &top, &present, r))
-            return -1;
-        g->p.logprobs = present;
-    }
-    g->p.top_logprobs = (int)top;
-    return 0;
-}
-
-/* logit_bias: {"token id": bias in [-100, 100]}, ids in the vocabulary. */
-static int parse_logit_bias(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
-{
-    const json_t *v = json_object_get(req, "logit_bias");
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_object(v) || json_object_size(v) > SAMPLER_MAX_BIASED) {
-        reply_error(r, 400, "logit_bias", "'logit_bias' must be an object of at most %d token ids", SAMPLER_MAX_BIASED);
-        return -1;
-    }
-    if (!json_object_size(v))
-        return 0;
-    g->bias = malloc(json_object_size(v) * sizeof *g->bias);
-    if (!g->bias) {
-        reply_error(r, 500, NULL, "out of memory");
-        return -1;
-    }
-    const int vocab = s->m.model->cfg.vocab;
-    const char *key;
-    json_t *b;
-    json_object_foreach((json_t *)v, key, b)
-    {
-        char *end = NULL;
-        long id = strtol(key, &end, 10);
-        if (!key[0] || *end || key[0] == '+' || key[0] == ' ' || id < 0 || id >= vocab) {
-            reply_error(r, 400, "logit_bias", "logit_bias: '%s' is not a token id in [0, %d)", key, vocab);
-            return -1;
-        }
-        double d = json_is_number(b) ? json_number_value(b) : NAN;
-        if (!(d >= -SAMPLER_MAX_BIAS && d <= SAMPLER_MAX_BIAS)) {
-            reply_error(r, 400, "logit_bias", "logit_bias: the bias of token %ld must be a number in [-100, 100]", id);
-            return -1;
-        }
-        g->bias[g->p.sampling.n_bias++] = (sampler_bias_t){(int32_t)id, (float)d};
-    }
-    g->p.sampling.bias = g->bias;
-    return 0;
-}
-
-/* Fields that change nothing for a local server: accepted when well-typed,
- * then ignored (docs/api.md, "Field policy"). */
-static int check_ignored(const json_t *req, reply_t *r)
-{
-    static const struct {
-        const char *name;
-        int type; /* a jansson json_type; JSON_TRUE stands for either boolean */
-    } fields[] = {{"store", JSON_TRUE},          {"metadata", JSON_OBJECT},   {"user", JSON_STRING},
-                  {"service_tier", JSON_STRING}, {"prediction", JSON_OBJECT}, {"reasoning_effort", JSON_STRING}};
-    static const char *const type_names[] = {
-        [JSON_OBJECT] = "an object", [JSON_STRING] = "a string", [JSON_TRUE] = "a boolean"};
-    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        const json_t *v = json_object_get(req, fields[i].name);
-        if (!v || json_is_null(v))
-            continue;
-        bool ok = fields[i].type == JSON_TRUE ? json_is_boolean(v) : (int)json_typeof(v) == fields[i].type;
-        if (!ok) {
-            reply_error(r, 400, fields[i].name, "'%s' must be %s", fields[i].name, type_names[fields[i].type]);
-            return -1;
-        }
-    }
-    const json_t *effort = json_object_get(req, "reasoning_effort");
-    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", NULL};
-    if (json_is_string(effort) && !in_list(json_string_value(effort), efforts)) {
-        reply_error(r, 400, "reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high");
-        return -1;
-    }
-    return 0;
-}
-
 /* The sampling, limit and streaming fields chat and completions share. */
 static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
 {
@@ -235,22 +46,22 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
     sp->temperature = 1.0f; /* the OpenAI default */
     json_int_t x = 0;
     bool present = false;
-    if (check_model(s, req, r) || get_number(req, "temperature", 0, 2, &sp->temperature, r) ||
-        get_number(req, "top_p", 0, 1, &sp->top_p, r) || get_number(req, "min_p", 0, 1, &sp->min_p, r) ||
-        get_number(req, "presence_penalty", -2, 2, &sp->presence_penalty, r) ||
-        get_number(req, "frequency_penalty", -2, 2, &sp->frequency_penalty, r) ||
-        get_number(req, "repetition_penalty", 1e-6, SAMPLER_MAX_REPETITION_PENALTY, &sp->repetition_penalty, r) ||
-        get_bool(req, "ignore_eos", &g->p.ignore_eos, r) || get_bool(req, "stream", &g->is_stream, r))
+    if (check_model(s, req, r) || field_number(req, "temperature", 0, 2, &sp->temperature, r) ||
+        field_number(req, "top_p", 0, 1, &sp->top_p, r) || field_number(req, "min_p", 0, 1, &sp->min_p, r) ||
+        field_number(req, "presence_penalty", -2, 2, &sp->presence_penalty, r) ||
+        field_number(req, "frequency_penalty", -2, 2, &sp->frequency_penalty, r) ||
+        field_number(req, "repetition_penalty", 1e-6, SAMPLER_MAX_REPETITION_PENALTY, &sp->repetition_penalty, r) ||
+        field_bool(req, "ignore_eos", &g->p.ignore_eos, r) || field_bool(req, "stream", &g->is_stream, r))
         return -1;
     if (json_object_get(req, "top_p") && sp->top_p == 0.0f) {
         reply_error(r, 400, "top_p", "'top_p' must be in (0, 1]");
         return -1;
     }
-    if (get_int(req, "top_k", -1, INT32_MAX, &x, &present, r))
+    if (field_int(req, "top_k", -1, INT32_MAX, &x, &present, r))
         return -1;
     if (present)
         sp->top_k = x < 0 ? 0 : (int)x; /* -1: off, as vLLM */
-    if (get_int(req, "seed", INT64_MIN, INT64_MAX, &x, &present, r))
+    if (field_int(req, "seed", INT64_MIN, INT64_MAX, &x, &present, r))
         return -1;
     if (present)
         sp->seed = (uint64_t)x;
@@ -258,11 +69,11 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
         sp->seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)clock_now_ns();
     /* max_tokens, or chat's newer name for it */
     g->max_tokens_param = json_object_get(req, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if (get_int(req, g->max_tokens_param, 1, INT32_MAX, &x, &g->has_max_tokens, r))
+    if (field_int(req, g->max_tokens_param, 1, INT32_MAX, &x, &g->has_max_tokens, r))
         return -1;
     if (g->has_max_tokens)
         g->p.max_tokens = (int)x;
-    if (parse_n(s, req, g, r))
+    if (field_n(s, req, g, r))
         return -1;
     const json_t *v = json_object_get(req, "stop");
     if (v && !json_is_null(v)) {
@@ -293,7 +104,8 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
     v = json_object_get(req, "stream_options");
     if (v && !json_is_null(v)) {
         static const char *const so_fields[] = {"include_usage", "continuous_usage_stats", NULL};
-        if (!json_is_object(v) || check_fields(v, so_fields, r) || get_bool(v, "include_usage", &g->include_usage, r)) {
+        if (!json_is_object(v) || field_check(v, so_fields, r) ||
+            field_bool(v, "include_usage", &g->include_usage, r)) {
             if (!json_is_object(v))
                 reply_error(r, 400, "stream_options", "'stream_options' must be an object");
             else
@@ -313,7 +125,7 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
         }
         g->p.cache_salt = json_string_value(v);
     }
-    if (parse_logprobs(req, g, r) || parse_logit_bias(s, req, g, r) || check_ignored(req, r))
+    if (field_logprobs(req, g, r) || field_logit_bias(s, req, g, r) || field_ignored(req, r))
         return -1;
     g->p.timeout_ns = (int64_t)s->cfg.request_timeout_s * 1000000000LL;
     return 0;
@@ -343,7 +155,7 @@ static json_t *normalise_messages(const json_t *msgs, reply_t *r)
         }
         const json_t *role = json_object_get(m, "role");
         static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
-        if (!json_is_string(role) || !in_list(json_string_value(role), roles)) {
+        if (!json_is_string(role) || !field_in_list(json_string_value(role), roles)) {
             snprintf(param, sizeof param, "messages[%zu].role", i);
             reply_error(r, 400, param, "%s must be one of system, developer, user, assistant, tool", param);
             goto bad;
@@ -356,7 +168,7 @@ static json_t *normalise_messages(const json_t *msgs, reply_t *r)
         json_t *v;
         json_object_foreach(m, key, v)
         {
-            if (!in_list(key, fields)) {
+            if (!field_in_list(key, fields)) {
                 snprintf(param, sizeof param, "messages[%zu].%s", i, key);
                 reply_error(r, 400, param, "unknown field %s", param);
                 goto bad;
@@ -422,7 +234,7 @@ static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len
     const json_t *tools = json_object_get(req, "tools");
     const json_t *kw = json_object_get(req, "chat_template_kwargs");
     char *text = NULL;
-    if (get_bool(req, "add_generation_prompt", &agp, r))
+    if (field_bool(req, "add_generation_prompt", &agp, r))
         goto out;
     opts.add_generation_prompt = agp;
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
@@ -432,7 +244,7 @@ static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len
     if (kw && !json_is_null(kw)) {
         static const char *const kw_fields[] = {"enable_thinking", NULL};
         bool thinking = true;
-        if (!json_is_object(kw) || check_fields(kw, kw_fields, r) || get_bool(kw, "enable_thinking", &thinking, r)) {
+        if (!json_is_object(kw) || field_check(kw, kw_fields, r) || field_bool(kw, "enable_thinking", &thinking, r)) {
             reply_error(r, 400, "chat_template_kwargs",
                         "'chat_template_kwargs' must be an object with only enable_thinking (a boolean)");
             goto out;
@@ -570,7 +382,7 @@ static int check_gen_fields(const json_t *req, const char *const *extra, reply_t
     json_t *v;
     json_object_foreach((json_t *)req, key, v)
     {
-        if (!in_list(key, common_fields) && !in_list(key, extra)) {
+        if (!field_in_list(key, common_fields) && !field_in_list(key, extra)) {
             reply_error(r, 400, key, "unknown or unsupported parameter '%s'", key);
             return -1;
         }
@@ -700,50 +512,13 @@ static int parse_prompt(server_t *s, const json_t *v, const char *param, tok_ids
     return 0;
 }
 
-/* echo: the prompt's text, prepended to every choice (a token-id prompt
- * detokenised). The prompt tokens' log-probabilities would need a logits
- * row per prompt position, which the serving engine does not keep. */
-static int parse_echo(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
-{
-    bool echo = false;
-    if (get_bool(req, "echo", &echo, r))
-        return -1;
-    if (!echo)
-        return 0;
-    if (g->p.logprobs) {
-        reply_error(r, 400, "echo",
-                    "'echo' with 'logprobs' is not supported: the prompt tokens' log-probabilities are not computed");
-        return -1;
-    }
-    const json_t *prompt = json_object_get(req, "prompt");
-    if (json_is_array(prompt) && json_array_size(prompt) == 1 && json_is_string(json_array_get(prompt, 0)))
-        prompt = json_array_get(prompt, 0);
-    if (json_is_string(prompt)) {
-        g->echo_len = json_string_length(prompt);
-        g->echo = malloc(g->echo_len + 1);
-        if (g->echo)
-            memcpy(g->echo, json_string_value(prompt), g->echo_len + 1);
-    } else {
-        err_t err;
-        if (tok_decode(s->m.tok, g->ids.v, g->ids.n, &g->echo, &g->echo_len, &err)) {
-            reply_error(r, 400, "prompt", "%s", err.msg);
-            return -1;
-        }
-    }
-    if (!g->echo) {
-        reply_error(r, 500, NULL, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
 void api_completions(server_t *s, json_t *req, reply_t *r)
 {
     static const char *const extra[] = {"prompt", "echo", "suffix", "best_of", NULL};
     gen_req_t g = {.prompt_param = "prompt"};
     json_int_t best_of = 1;
     if (check_gen_fields(req, extra, r) || parse_common(s, req, &g, r) ||
-        get_int(req, "best_of", 1, 1, &best_of, NULL, r))
+        field_int(req, "best_of", 1, 1, &best_of, NULL, r))
         goto out;
     const json_t *suffix = json_object_get(req, "suffix");
     if (suffix && !json_is_null(suffix)) {
@@ -760,7 +535,7 @@ void api_completions(server_t *s, json_t *req, reply_t *r)
     if (structured_parse(s, req, false, -1, &g.sr, r))
         goto out;
     g.p.constraint = g.sr.spec;
-    if (parse_prompt(s, prompt, "prompt", &g.ids, r) == 0 && parse_echo(s, req, &g, r) == 0)
+    if (parse_prompt(s, prompt, "prompt", &g.ids, r) == 0 && field_echo(s, req, &g, r) == 0)
         gen_respond(s, &g, false, r);
 out:
     gen_req_free(&g);
@@ -771,7 +546,7 @@ void api_tokenize(server_t *s, json_t *req, reply_t *r)
     static const char *const fields[] = {
         "model", "prompt", "messages", "add_special_tokens", "add_generation_prompt", "tools", "chat_template_kwargs",
         NULL};
-    if (check_fields(req, fields, r) || check_model(s, req, r))
+    if (field_check(req, fields, r) || check_model(s, req, r))
         return;
     const json_t *prompt = json_object_get(req, "prompt"), *msgs = json_object_get(req, "messages");
     if (!!prompt == !!msgs) {
@@ -779,7 +554,7 @@ void api_tokenize(server_t *s, json_t *req, reply_t *r)
         return;
     }
     bool add_special = true;
-    if (get_bool(req, "add_special_tokens", &add_special, r))
+    if (field_bool(req, "add_special_tokens", &add_special, r))
         return;
     tok_ids_t ids = {0};
     err_t err;
@@ -815,7 +590,7 @@ void api_tokenize(server_t *s, json_t *req, reply_t *r)
 void api_detokenize(server_t *s, json_t *req, reply_t *r)
 {
     static const char *const fields[] = {"model", "tokens", NULL};
-    if (check_fields(req, fields, r) || check_model(s, req, r))
+    if (field_check(req, fields, r) || check_model(s, req, r))
         return;
     const json_t *toks = json_object_get(req, "tokens");
     if (!toks) {
@@ -840,7 +615,7 @@ void api_apply_template(server_t *s, json_t *req, reply_t *r)
 {
     static const char *const fields[] = {"model", "messages", "tools", "add_generation_prompt", "chat_template_kwargs",
                                          NULL};
-    if (check_fields(req, fields, r) || check_model(s, req, r))
+    if (field_check(req, fields, r) || check_model(s, req, r))
         return;
     if (!json_object_get(req, "messages")) {
         reply_error(r, 400, "messages", "'messages' is required");

@@ -2,7 +2,7 @@
 // Node SDK (npm `openai`, pinned): logprobs and top_logprobs (chat and
 // completions shapes, whole and streamed), n = 2 with a seed, logit_bias
 // forcing and banning a token, completions echo, models.retrieve, and the
-// fields a local server accepts and ignores (docs/api.md, "Field policy").
+// fields a local server accepts and ignores (docs/architecture.md, "OpenAI request fields").
 //   node chatgaps.test.mjs --splash BIN --model GGUF --deps DIR
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
