@@ -6,7 +6,8 @@
 //   node chatgaps.test.mjs --splash BIN --model GGUF --deps DIR
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { options, post, requireDeps, startServer } from "./lib.mjs";
+import http from "node:http";
+import { options, post, requireDeps, startServer, status, waitStatus } from "./lib.mjs";
 
 const opts = options();
 const { default: OpenAI, BadRequestError, NotFoundError } = requireDeps(opts.deps)("openai");
@@ -177,4 +178,45 @@ test("fields that change nothing locally are accepted and ignored; others still 
     await assert.rejects(client.chat.completions.create({ ...base, audio: { voice: "alloy", format: "mp3" } }), BadRequestError);
     await assert.rejects(client.chat.completions.create({ ...base, reasoning_effort: "extreme" }), BadRequestError);
     await assert.rejects(client.chat.completions.create({ ...base, metadata: "x" }), BadRequestError);
+});
+
+test("n = 3: the other choices read the prompt from the prefix cache", async () => {
+    await waitStatus(srv.port, (s) => s.requests.active.length === 0, 30000, "idle before");
+    const before = await status(srv.port);
+    const prompt = Array.from({ length: 100 }, (_, i) => 7 + ((i * 37) % 200));
+    const r = await client.completions.create({
+        model, prompt, max_tokens: 2, n: 3, temperature: 1, seed: 3, ignore_eos: true, cache_salt: "chatgaps-n3" });
+    assert.equal(r.choices.length, 3);
+    assert.equal(r.usage.prompt_tokens, 100);
+    assert.equal(r.usage.completion_tokens, 6);
+    const after = await waitStatus(srv.port, (s) => s.requests.active.length === 0, 30000, "idle after");
+    // choice 0 computes the prompt; 1 and 2 find its six full 16-token blocks
+    assert.ok(after.cache.hit_tokens - before.cache.hit_tokens >= 2 * 96,
+        `hit tokens ${before.cache.hit_tokens} -> ${after.cache.hit_tokens}`);
+});
+
+test("n = 3 streamed: a client that leaves cancels every choice", async () => {
+    const before = await waitStatus(srv.port, (s) => s.requests.active.length === 0, 30000, "idle before");
+    const data = JSON.stringify({ model, prompt: "A long tale", max_tokens: 3000, n: 3, ignore_eos: true, stream: true });
+    let events = 0;
+    const req = http.request({ host: "127.0.0.1", port: srv.port, method: "POST", path: "/v1/completions", agent: false,
+        headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(data) } });
+    await new Promise((resolve, reject) => {
+        req.on("response", (res) => {
+            res.setEncoding("utf8");
+            res.on("data", (c) => {
+                events += (c.match(/^data: /gm) ?? []).length;
+                if (events >= 6) resolve();
+            });
+        });
+        req.on("error", (e) => { if (events < 6) reject(e); });
+        req.end(data);
+    });
+    const during = await status(srv.port);
+    assert.equal(during.requests.active.length, 3);
+    req.destroy();
+    const done = await waitStatus(srv.port,
+        (s) => s.requests.active.length === 0 && s.cache.blocks_used === 0 && s.requests.cancelled >= before.requests.cancelled + 3,
+        60000, "all three cancelled and their blocks freed");
+    assert.equal(done.requests.cancelled, before.requests.cancelled + 3);
 });
