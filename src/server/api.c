@@ -223,6 +223,19 @@ bad:
     return NULL;
 }
 
+/* Thinking on or off: chat_template_kwargs.enable_thinking when given
+ * (render_chat validated it), else off for reasoning_effort "none" (the
+ * other efforts keep Qwen3's default); -1: the template's default. */
+static int enable_thinking(const json_t *req)
+{
+    const json_t *kw = json_object_get(req, "chat_template_kwargs");
+    const json_t *v = json_is_object(kw) ? json_object_get(kw, "enable_thinking") : NULL;
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    const json_t *effort = json_object_get(req, "reasoning_effort");
+    return json_is_string(effort) && !strcmp(json_string_value(effort), "none") ? 0 : -1;
+}
+
 /* Renders the conversation to its prompt text (malloc'd). */
 static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len, reply_t *r)
 {
@@ -249,23 +262,14 @@ static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len
                         "'chat_template_kwargs' must be an object with only enable_thinking (a boolean)");
             goto out;
         }
-        if (json_object_get(kw, "enable_thinking"))
-            opts.enable_thinking = thinking;
     }
+    opts.enable_thinking = enable_thinking(req);
     err_t err;
     if (chat_render_qwen3(msgs, json_is_array(tools) ? tools : NULL, &opts, &text, len, &err))
         reply_error(r, 400, "messages", "%s", err.msg);
 out:
     json_decref(msgs);
     return text;
-}
-
-/* chat_template_kwargs.enable_thinking: -1 absent, 0, 1 (render_chat validated it). */
-static int enable_thinking(const json_t *req)
-{
-    const json_t *kw = json_object_get(req, "chat_template_kwargs");
-    const json_t *v = json_is_object(kw) ? json_object_get(kw, "enable_thinking") : NULL;
-    return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
 /* ---- submission and replies ---- */

@@ -74,6 +74,11 @@ test("completions logprobs: tokens, token_logprobs, top_logprobs, text_offset", 
     const r = await client.completions.create({ model, prompt: PROMPT, max_tokens: 6, logprobs: 3, ...greedy });
     const lp = r.choices[0].logprobs;
     assert.equal(lp.tokens.length, 6);
+    const stream = await client.completions.create({ model, prompt: PROMPT, max_tokens: 6, logprobs: 3, stream: true, ...greedy });
+    const streamed = [];
+    for await (const chunk of stream)
+        for (const c of chunk.choices) streamed.push(...(c.logprobs?.token_logprobs ?? []));
+    assert.deepEqual(streamed, lp.token_logprobs);
     assert.equal(lp.token_logprobs.length, 6);
     assert.equal(lp.top_logprobs.length, 6);
     assert.equal(lp.tokens.join(""), r.choices[0].text);
@@ -177,6 +182,12 @@ test("fields that change nothing locally are accepted and ignored; others still 
     assert.equal(c.choices.length, 1);
     await assert.rejects(client.chat.completions.create({ ...base, audio: { voice: "alloy", format: "mp3" } }), BadRequestError);
     await assert.rejects(client.chat.completions.create({ ...base, reasoning_effort: "extreme" }), BadRequestError);
+    // reasoning_effort "none" is thinking off, rendered as enable_thinking: false
+    const none = await client.chat.completions.create({ ...base, reasoning_effort: "none" });
+    const off = await client.chat.completions.create({ ...base, chat_template_kwargs: { enable_thinking: false } });
+    assert.equal(none.usage.prompt_tokens, off.usage.prompt_tokens);
+    assert.notEqual(none.usage.prompt_tokens, plain.usage.prompt_tokens);
+    assert.equal(none.choices[0].message.content, off.choices[0].message.content);
     await assert.rejects(client.chat.completions.create({ ...base, metadata: "x" }), BadRequestError);
 });
 
