@@ -1,7 +1,9 @@
 /* The OpenAI-compatible endpoints and the text utilities. Every request
- * field is validated here, where it enters: wrong types, out-of-range
- * values, unknown fields and unsupported options are refused with 400 and
- * the offending `param`; nothing is silently ignored. */
+ * field is validated here (with fields.c), where it enters: wrong types,
+ * out-of-range values, unknown fields and unsupported options are refused
+ * with 400 and the offending `param`; the only fields ignored are the few
+ * that change nothing for a local server (docs/architecture.md, "OpenAI
+ * request fields"). choices.c submits and answers. */
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <stdio.h>
