@@ -230,6 +230,7 @@ static void req_free(engine_req_t *r)
     free(r->tokens);
     free(r->table);
     free(r->salt);
+    free(r->bias);
     if (r->has_sampler)
         sampler_free(&r->sampler);
     stop_free(&r->stop);
@@ -407,6 +408,8 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
             return err_set(err, "stop: each string must have 1 to %d bytes", ENGINE_MAX_STOP_BYTES), ENGINE_E_INVALID;
     if (p->timeout_ns < 0)
         return err_set(err, "timeout: must not be negative"), ENGINE_E_INVALID;
+    if (p->logprobs && (p->top_logprobs < 0 || p->top_logprobs > SAMPLER_MAX_TOP_LOGPROBS))
+        return err_set(err, "top_logprobs: must be in [0, %d]", SAMPLER_MAX_TOP_LOGPROBS), ENGINE_E_INVALID;
     if (p->prompt_logits && e->cfg.prompt_logit_rows < 1)
         return err_set(err, "prompt logits: the engine keeps no prompt logit rows"), ENGINE_E_INVALID;
     /* the sampler checks its own fields (a trial initialisation, freed) */
@@ -435,8 +438,15 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
     r->tokens = malloc(((size_t)p->n_prompt + (size_t)p->max_tokens) * sizeof *r->tokens);
     r->table = malloc((size_t)blocks_for(p->n_prompt + p->max_tokens, KV_BLOCK_SIZE) * sizeof *r->table);
     r->salt = strdup(p->cache_salt ? p->cache_salt : "");
-    if (!r->tokens || !r->table || !r->salt || stop_init(&r->stop, p->stop, p->n_stop, err)) {
-        if (!r->tokens || !r->table || !r->salt)
+    bool is_bias_ok = true;
+    if (p->sampling.n_bias) {
+        r->bias = malloc((size_t)p->sampling.n_bias * sizeof *r->bias);
+        if ((is_bias_ok = r->bias != NULL))
+            memcpy(r->bias, p->sampling.bias, (size_t)p->sampling.n_bias * sizeof *r->bias);
+    }
+    r->p.sampling.bias = r->bias; /* the caller's array is not kept */
+    if (!r->tokens || !r->table || !r->salt || !is_bias_ok || stop_init(&r->stop, p->stop, p->n_stop, err)) {
+        if (!r->tokens || !r->table || !r->salt || !is_bias_ok)
             err_set(err, "out of memory");
         atomic_store(&r->refs, 1);
         req_unref(r);
@@ -687,9 +697,20 @@ static int req_budget(const engine_t *e, const engine_req_t *r)
     return e->cfg.test_truncate_output && r->p.max_tokens > 1 ? r->p.max_tokens / 2 : r->p.max_tokens;
 }
 
+/* The log-probabilities masks_sample kept for row's token, into its event. */
+static void token_logprob(const engine_req_t *r, int row, engine_event_t *ev)
+{
+    if (!r->p.logprobs)
+        return;
+    ev->has_logprob = true;
+    ev->logprob = r->lp[row];
+    ev->n_top = r->lp_n[row];
+    memcpy(ev->top, r->lp_top[row], (size_t)ev->n_top * sizeof *ev->top);
+}
+
 /* Commits r's sampled token: history, detokenised and stop-matched text,
  * the TOKEN event. Reports whether r ended. */
-static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
+static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id, int row)
 {
     const vocab_t *v = e->vocab;
     r->tokens[r->n_tokens++] = id; /* (the sampler took it into its history when it drew it) */
@@ -733,10 +754,12 @@ static engine_finish_t commit_token(engine_t *e, engine_req_t *r, int32_t id)
             n_tail += n_rest;
         }
         engine_event_t ev = {.kind = ENGINE_EV_TOKEN, .step = e->steps, .token = id};
+        token_logprob(r, row, &ev);
         req_emit(r, &ev, tail, n_tail);
         return why;
     }
     engine_event_t ev = {.kind = ENGINE_EV_TOKEN, .step = e->steps, .token = id};
+    token_logprob(r, row, &ev);
     req_emit(r, &ev, emit ? emit : "", n_emit);
     return why;
 }
@@ -1013,7 +1036,7 @@ static int apply_rows(engine_t *e)
         int t0 = r->n_tokens, n_accepted = r->n_sampled - 1, replayed = r->n_replay;
         r->n_replay = 0; /* replayed rows are done; a rollback below may ask for more */
         for (int j = 0; j < r->n_sampled && why == ENGINE_FINISH_NONE; j++) {
-            why = commit_token(e, r, r->sampled[j]);
+            why = commit_token(e, r, r->sampled[j], j);
             committed++;
             shadow_see(e, r, r->sampled[j]);
         }

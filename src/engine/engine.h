@@ -133,6 +133,12 @@ typedef struct engine_params {
     /* Structured output: a grammar the output must match (NULL: none); the
      * engine takes its own reference, the caller keeps its own. */
     constrain_spec_t constraint;
+    /* Log-probabilities: each TOKEN event carries the token's and the
+     * top_logprobs [0, SAMPLER_MAX_TOP_LOGPROBS] most likely alternatives',
+     * of the distribution it was drawn from (sampler_logprobs says which; a
+     * token the grammar forces has log-probability 0, alone). */
+    bool logprobs;
+    int top_logprobs;
 } engine_params_t;
 
 typedef enum engine_status {
@@ -180,6 +186,12 @@ typedef struct engine_event {
     engine_usage_t usage;   /* STARTED (cached), DONE */
     char *message;          /* DONE with ERROR: why; owned */
     int stop_index;         /* DONE: the stop string (index into params.stop) that ended it, or -1 */
+    /* TOKEN with params.logprobs: the token's log-probability and the n_top
+     * most likely tokens (most likely first) */
+    bool has_logprob;
+    float logprob;
+    int n_top;
+    sampler_logprob_t top[SAMPLER_MAX_TOP_LOGPROBS];
 } engine_event_t;
 
 /* Queues a request. On ENGINE_OK, *out is the handle. Otherwise a message

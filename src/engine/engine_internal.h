@@ -69,6 +69,11 @@ struct engine_req {
     int n_hashed;     /* leading blocks whose chain hash is known */
     sampler_t sampler;
     bool has_sampler;
+    sampler_bias_t *bias; /* (p.sampling.n_bias) the request's own copy of logit_bias */
+    /* params.logprobs: row j's sampled token's log-probability and top alternatives */
+    float lp[SPEC_MAX_DRAFT + 1];
+    int lp_n[SPEC_MAX_DRAFT + 1];
+    sampler_logprob_t lp_top[SPEC_MAX_DRAFT + 1][SAMPLER_MAX_TOP_LOGPROBS];
     detok_t detok;
     /* structured output (engine_masks.c): the constraint, and this step's
      * row masks (row j: the next token after drafts 0..j-1) */

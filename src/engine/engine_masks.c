@@ -243,6 +243,16 @@ int32_t masks_sample(engine_t *e, engine_req_t *r, int row, const float *logits)
     }
     if (r->masks)
         constrain_accept(&r->con, tok);
+    if (r->p.logprobs) {
+        bool is_forced = r->masks && r->is_masked[row] && r->mask_only[row] >= 0;
+        if (is_forced) { /* the grammar left one token: all the mass */
+            r->lp[row] = 0.0f;
+            r->lp_n[row] = r->p.top_logprobs > 0;
+            r->lp_top[row][0] = (sampler_logprob_t){tok, 0.0f};
+        } else {
+            r->lp_n[row] = sampler_logprobs(&r->sampler, tok, r->p.top_logprobs, &r->lp[row], r->lp_top[row]);
+        }
+    }
     return tok;
 }
 

@@ -40,6 +40,15 @@ static int check_params(const sampler_params_t *p, int vocab, err_t *err)
     if (!(p->repetition_penalty >= 0.0f && p->repetition_penalty <= SAMPLER_MAX_REPETITION_PENALTY))
         return err_set(err, "sampler: repetition_penalty must be in (0, %g] (1: off), got %g",
                        (double)SAMPLER_MAX_REPETITION_PENALTY, (double)p->repetition_penalty);
+    if (p->n_bias < 0 || p->n_bias > SAMPLER_MAX_BIASED || (p->n_bias && !p->bias))
+        return err_set(err, "logit_bias: at most %d entries, got %d", SAMPLER_MAX_BIASED, p->n_bias);
+    for (int i = 0; i < p->n_bias; i++) {
+        if (p->bias[i].id < 0 || p->bias[i].id >= vocab)
+            return err_set(err, "logit_bias: token id %d is outside the vocabulary [0, %d)", p->bias[i].id, vocab);
+        if (!(fabsf(p->bias[i].bias) <= SAMPLER_MAX_BIAS))
+            return err_set(err, "logit_bias: the bias of token %d must be in [-%g, %g], got %g", p->bias[i].id,
+                           (double)SAMPLER_MAX_BIAS, (double)SAMPLER_MAX_BIAS, (double)p->bias[i].bias);
+    }
     return 0;
 }
 
@@ -60,10 +69,16 @@ int sampler_init(sampler_t *s, const sampler_params_t *p, int vocab, err_t *err)
     s->l = malloc(n * sizeof *s->l);
     s->w = malloc(n * sizeof *s->w);
     s->cand = malloc(n * sizeof *s->cand);
-    if (!s->count || !s->seen || !s->l || !s->w || !s->cand) {
+    if (p->n_bias)
+        s->bias = calloc(n, sizeof *s->bias);
+    if (!s->count || !s->seen || !s->l || !s->w || !s->cand || (p->n_bias && !s->bias)) {
         sampler_free(s);
         return err_set(err, "sampler: out of memory for a %d-token vocabulary", vocab);
     }
+    for (int i = 0; i < p->n_bias; i++)
+        s->bias[p->bias[i].id] = p->bias[i].bias; /* a repeated id: the last value */
+    s->p.bias = NULL;                             /* the caller's array is not kept */
+    s->p.n_bias = 0;
     rng_seed(&s->rng, p->seed);
     return 0;
 }
@@ -75,6 +90,8 @@ void sampler_free(sampler_t *s)
     free(s->l);
     free(s->w);
     free(s->cand);
+    free(s->bias);
+    s->bias = NULL;
     s->count = NULL;
     s->seen = NULL;
     s->l = s->w = NULL;
@@ -127,6 +144,7 @@ static int32_t penalise(sampler_t *s, const float *logits)
     const float r = s->p.repetition_penalty, freq = s->p.frequency_penalty, pres = s->p.presence_penalty;
     const bool has_rep = r != 1.0f, has_counts = s->n_accepted > 0 && (freq != 0.0f || pres != 0.0f);
     const uint32_t *mask = s->mask;
+    const float *bias = s->bias;
     float *l = s->l, max = -INFINITY;
     int32_t best = mask ? first_allowed(mask, s->vocab) : 0;
     for (int i = 0; i < s->vocab; i++) {
@@ -140,6 +158,8 @@ static int32_t penalise(sampler_t *s, const float *logits)
             v = v - f;
             v = v - pres;
         }
+        if (bias)
+            v += bias[i]; /* -inf stays -inf: a mask wins over any bias */
         l[i] = v;
         if (v > max) { /* the maximum in a register, not reloaded from l */
             max = v;
@@ -360,6 +380,7 @@ int32_t sampler_sample(sampler_t *s, const float *logits)
     if (s->p.temperature == 0.0f)
         return penalise(s, logits);
     double sum = prepare(s, logits);
+    s->kept = sum;
     /* step 7: inverse CDF in id order */
     double u = rng_uniform(&s->rng) * sum, acc = 0.0;
     int32_t last = 0;
@@ -384,4 +405,67 @@ void sampler_distribution(sampler_t *s, const float *logits, double *probs)
     double sum = prepare(s, logits);
     for (int i = 0; i < s->vocab; i++)
         probs[i] = s->w[i] / sum;
+}
+
+/* Inserts (id, l) into top[0, *n) kept in ranking order, at most cap long. */
+static void top_insert(sampler_cand_t *top, int *n, int cap, int32_t id, float l)
+{
+    if (*n == cap && !ranks_before(l, id, top[cap - 1].l, top[cap - 1].id))
+        return;
+    int at = *n < cap ? (*n)++ : cap - 1;
+    while (at > 0 && ranks_before(l, id, top[at - 1].l, top[at - 1].id)) {
+        top[at] = top[at - 1];
+        at--;
+    }
+    top[at] = (sampler_cand_t){l, id};
+}
+
+/* log p of a token whose penalised logit is l, given the maximum lmax and
+ * log of the normaliser (in units of exp((l - lmax) / t)). */
+static float logprob_of(float l, float lmax, float t, double log_norm)
+{
+    if (isinf(lmax))
+        return l == lmax ? (float)-log_norm : -INFINITY;
+    return (float)((double)(l - lmax) / t - log_norm);
+}
+
+int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chosen_logprob, sampler_logprob_t *top)
+{
+    const bool is_greedy = s->p.temperature == 0.0f;
+    const float t = is_greedy ? 1.0f : s->p.temperature;
+    if (n_top > SAMPLER_MAX_TOP_LOGPROBS)
+        n_top = SAMPLER_MAX_TOP_LOGPROBS;
+    float lmax = -INFINITY;
+    for (int i = 0; i < s->vocab; i++)
+        if (s->l[i] > lmax)
+            lmax = s->l[i];
+    double norm = 0.0; /* greedy: the full softmax's; otherwise the kept mass of the draw */
+    if (!is_greedy) {
+        norm = s->kept;
+    } else if (isinf(lmax)) {
+        for (int i = 0; i < s->vocab; i++)
+            norm += s->l[i] == lmax;
+    } else {
+        for (int i = 0; i < s->vocab; i++)
+            norm += exp((double)s->l[i] - lmax);
+    }
+    if (!(norm > 0.0) || (isinf(lmax) && lmax < 0)) { /* nothing finite: all mass on the choice */
+        *chosen_logprob = 0.0f;
+        if (n_top > 0)
+            top[0] = (sampler_logprob_t){chosen, 0.0f};
+        return n_top > 0;
+    }
+    const double log_norm = log(norm);
+    sampler_cand_t best[SAMPLER_MAX_TOP_LOGPROBS];
+    int n = 0;
+    for (int i = 0; i < s->vocab && n_top > 0; i++) {
+        bool is_kept = is_greedy ? s->l[i] > -INFINITY && (!isinf(lmax) || s->l[i] == lmax) : s->w[i] > 0.0f;
+        if (is_kept)
+            top_insert(best, &n, n_top, i, s->l[i]);
+    }
+    for (int i = 0; i < n; i++)
+        top[i] = (sampler_logprob_t){best[i].id, logprob_of(best[i].l, lmax, t, log_norm)};
+    float lp = logprob_of(s->l[chosen], lmax, t, log_norm);
+    *chosen_logprob = lp > 0.0f ? 0.0f : lp;
+    return n;
 }

@@ -10,6 +10,8 @@
  *        frequency and presence (OpenAI, over generated tokens only):
  *          l - count * frequency - presence      for count > 0
  *      NaN logits count as -inf; -inf is a mask and is never drawn.
+ *      Then logit_bias (OpenAI): l + bias[id] for every biased token; a
+ *      structured-output mask makes a disallowed token -inf whatever its bias.
  *   2. temperature: 0 is greedy, the argmax of the penalised logits (lowest
  *      id on ties), and stops here. Otherwise w = exp((l - l_max) / T).
  *   3. candidates are ranked by penalised logit, descending, ties by the
@@ -41,6 +43,21 @@
 #define SAMPLER_MAX_TEMPERATURE 100.0f       /* beyond this the distribution is flat to float precision */
 #define SAMPLER_MAX_ABS_PENALTY 2.0f         /* presence / frequency: [-2, 2], as OpenAI */
 #define SAMPLER_MAX_REPETITION_PENALTY 10.0f /* (0, 10]; 1 is off, values > 1 discourage repeats */
+#define SAMPLER_MAX_BIAS 100.0f              /* logit_bias values: [-100, 100], as OpenAI */
+#define SAMPLER_MAX_BIASED 4096              /* logit_bias entries per request */
+#define SAMPLER_MAX_TOP_LOGPROBS 20          /* alternatives sampler_logprobs reports, as OpenAI */
+
+/* One logit_bias entry: added to the token's logit after the penalties. */
+typedef struct sampler_bias {
+    int32_t id;
+    float bias;
+} sampler_bias_t;
+
+/* One token's log-probability (sampler_logprobs). */
+typedef struct sampler_logprob {
+    int32_t id;
+    float logprob;
+} sampler_logprob_t;
 
 typedef struct sampler_params {
     float temperature;        /* 0: greedy (argmax after penalties, lowest id on ties); [0, 100] */
@@ -52,6 +69,9 @@ typedef struct sampler_params {
     float repetition_penalty; /* 1: off (0, the zero-initialised value, is off too); (0, 10],
                                  CTRL / HF semantics over prompt + generated tokens (vLLM's convention) */
     uint64_t seed;
+    const sampler_bias_t *bias; /* (n_bias) logit_bias; ids in [0, vocab), values in [-100, 100]; the
+                                   sampler keeps its own dense copy, so the array may go after init */
+    int n_bias;
 } sampler_params_t;
 
 /* Every filter and penalty off, greedy. */
@@ -73,6 +93,8 @@ typedef struct sampler {
     float *w;             /* (vocab) scratch: unnormalised probabilities, 1 at the maximum */
     sampler_cand_t *cand; /* (vocab) scratch: candidates being ranked */
     const uint32_t *mask; /* during a masked call: bit (id & 31) of mask[id >> 5] set = allowed */
+    float *bias;          /* (vocab) dense logit_bias, or NULL when none */
+    double kept;          /* the kept mass of the last non-greedy draw (sampler_logprobs) */
 } sampler_t;
 
 /* Validates every field (the message names the one at fault) and allocates
@@ -101,5 +123,18 @@ void sampler_distribution_masked(sampler_t *s, const float *logits, const uint32
  * writes probabilities summing to 1 into probs[vocab] (0 for filtered
  * tokens; greedy puts 1 on the argmax). Does not advance the generator. */
 void sampler_distribution(sampler_t *s, const float *logits, double *probs);
+
+/* Log-probabilities of the distribution the last sampler_sample* call drew
+ * from (call it right after, with no other call between): chosen's, and the
+ * n_top (<= SAMPLER_MAX_TOP_LOGPROBS) most likely tokens in top[], most
+ * likely first (ties: lower id). Which distribution:
+ *   temperature > 0: the one drawn from: penalties, logit_bias, mask,
+ *     temperature, top_k / top_p / min_p; filtered tokens have probability
+ *     0 and are never listed, so fewer than n_top may come back;
+ *   greedy: the log-softmax (temperature 1, no filters) of the logits the
+ *     argmax was taken of: penalties, logit_bias and mask applied (with none
+ *     of those set, the raw logits).
+ * Returns the number of entries written to top. */
+int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chosen_logprob, sampler_logprob_t *top);
 
 #endif

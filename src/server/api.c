@@ -1,7 +1,9 @@
 /* The OpenAI-compatible endpoints and the text utilities. Every request
- * field is validated here, where it enters: wrong types, out-of-range
- * values, unknown fields and unsupported options are refused with 400 and
- * the offending `param`; nothing is silently ignored. */
+ * field is validated here (with fields.c), where it enters: wrong types,
+ * out-of-range values, unknown fields and unsupported options are refused
+ * with 400 and the offending `param`; the only fields ignored are the few
+ * that change nothing for a local server (docs/architecture.md, "OpenAI
+ * request fields"). choices.c submits and answers. */
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -10,106 +12,16 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "server/choices.h"
 #include "server/dialect.h"
+#include "server/fields.h"
 #include "server/sse.h"
 #include "server/structured.h"
 #include "text/chat.h"
 
 #define API_MAX_TOKEN_IDS (1 << 20) /* token ids accepted in one prompt or /detokenize */
 
-/* ---- field validation ---- */
-
-static bool in_list(const char *key, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(key, *list))
-            return true;
-    return false;
-}
-
-/* Refuses any field not in allowed. */
-static int check_fields(const json_t *req, const char *const *allowed, reply_t *r)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)req, key, v)
-    {
-        if (!in_list(key, allowed)) {
-            reply_error(r, 400, key, "unknown or unsupported parameter '%s'", key);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* A number in [lo, hi] (JSON null or absent: *out unchanged). */
-static int get_number(const json_t *req, const char *key, double lo, double hi, float *out, reply_t *r)
-{
-    const json_t *v = json_object_get(req, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_number(v)) {
-        reply_error(r, 400, key, "'%s' must be a number", key);
-        return -1;
-    }
-    double d = json_number_value(v);
-    if (!(d >= lo && d <= hi)) {
-        reply_error(r, 400, key, "'%s' must be in [%g, %g]", key, lo, hi);
-        return -1;
-    }
-    *out = (float)d;
-    return 0;
-}
-
-static int get_int(const json_t *req, const char *key, json_int_t lo, json_int_t hi, json_int_t *out, bool *present,
-                   reply_t *r)
-{
-    const json_t *v = json_object_get(req, key);
-    if (present)
-        *present = false;
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_integer(v)) {
-        reply_error(r, 400, key, "'%s' must be an integer", key);
-        return -1;
-    }
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        reply_error(r, 400, key, "'%s' must be in [%" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT "]", key, lo, hi);
-        return -1;
-    }
-    *out = x;
-    if (present)
-        *present = true;
-    return 0;
-}
-
-static int get_bool(const json_t *req, const char *key, bool *out, reply_t *r)
-{
-    const json_t *v = json_object_get(req, key);
-    if (!v || json_is_null(v))
-        return 0;
-    if (!json_is_boolean(v)) {
-        reply_error(r, 400, key, "'%s' must be true or false", key);
-        return -1;
-    }
-    *out = json_is_true(v);
-    return 0;
-}
-
 /* ---- a parsed generation request ---- */
-
-typedef struct gen_req {
-    engine_params_t p;
-    bool has_max_tokens;
-    bool is_stream;
-    bool include_usage;
-    const char *stop[ENGINE_MAX_STOP];
-    tok_ids_t ids;
-    const char *prompt_param;     /* "messages" or "prompt": names the prompt in errors */
-    const char *max_tokens_param; /* "max_tokens" or "max_completion_tokens", as the request named it */
-    structured_req_t sr;          /* response_format, grammar, tools: the constraint and the output parser's mode */
-} gen_req_t;
 
 static int check_model(server_t *s, const json_t *req, reply_t *r)
 {
@@ -136,22 +48,22 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
     sp->temperature = 1.0f; /* the OpenAI default */
     json_int_t x = 0;
     bool present = false;
-    if (check_model(s, req, r) || get_number(req, "temperature", 0, 2, &sp->temperature, r) ||
-        get_number(req, "top_p", 0, 1, &sp->top_p, r) || get_number(req, "min_p", 0, 1, &sp->min_p, r) ||
-        get_number(req, "presence_penalty", -2, 2, &sp->presence_penalty, r) ||
-        get_number(req, "frequency_penalty", -2, 2, &sp->frequency_penalty, r) ||
-        get_number(req, "repetition_penalty", 1e-6, SAMPLER_MAX_REPETITION_PENALTY, &sp->repetition_penalty, r) ||
-        get_bool(req, "ignore_eos", &g->p.ignore_eos, r) || get_bool(req, "stream", &g->is_stream, r))
+    if (check_model(s, req, r) || field_number(req, "temperature", 0, 2, &sp->temperature, r) ||
+        field_number(req, "top_p", 0, 1, &sp->top_p, r) || field_number(req, "min_p", 0, 1, &sp->min_p, r) ||
+        field_number(req, "presence_penalty", -2, 2, &sp->presence_penalty, r) ||
+        field_number(req, "frequency_penalty", -2, 2, &sp->frequency_penalty, r) ||
+        field_number(req, "repetition_penalty", 1e-6, SAMPLER_MAX_REPETITION_PENALTY, &sp->repetition_penalty, r) ||
+        field_bool(req, "ignore_eos", &g->p.ignore_eos, r) || field_bool(req, "stream", &g->is_stream, r))
         return -1;
     if (json_object_get(req, "top_p") && sp->top_p == 0.0f) {
         reply_error(r, 400, "top_p", "'top_p' must be in (0, 1]");
         return -1;
     }
-    if (get_int(req, "top_k", -1, INT32_MAX, &x, &present, r))
+    if (field_int(req, "top_k", -1, INT32_MAX, &x, &present, r))
         return -1;
     if (present)
         sp->top_k = x < 0 ? 0 : (int)x; /* -1: off, as vLLM */
-    if (get_int(req, "seed", INT64_MIN, INT64_MAX, &x, &present, r))
+    if (field_int(req, "seed", INT64_MIN, INT64_MAX, &x, &present, r))
         return -1;
     if (present)
         sp->seed = (uint64_t)x;
@@ -159,15 +71,12 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
         sp->seed = atomic_fetch_add(&s->next_id, 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)clock_now_ns();
     /* max_tokens, or chat's newer name for it */
     g->max_tokens_param = json_object_get(req, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if (get_int(req, g->max_tokens_param, 1, INT32_MAX, &x, &g->has_max_tokens, r))
+    if (field_int(req, g->max_tokens_param, 1, INT32_MAX, &x, &g->has_max_tokens, r))
         return -1;
     if (g->has_max_tokens)
         g->p.max_tokens = (int)x;
-    json_int_t n = 1;
-    if (get_int(req, "n", 1, 1, &n, NULL, r)) {
-        reply_error(r, 400, "n", "only n = 1 is supported");
+    if (field_n(s, req, g, r))
         return -1;
-    }
     const json_t *v = json_object_get(req, "stop");
     if (v && !json_is_null(v)) {
         if (json_is_string(v)) {
@@ -197,7 +106,8 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
     v = json_object_get(req, "stream_options");
     if (v && !json_is_null(v)) {
         static const char *const so_fields[] = {"include_usage", "continuous_usage_stats", NULL};
-        if (!json_is_object(v) || check_fields(v, so_fields, r) || get_bool(v, "include_usage", &g->include_usage, r)) {
+        if (!json_is_object(v) || field_check(v, so_fields, r) ||
+            field_bool(v, "include_usage", &g->include_usage, r)) {
             if (!json_is_object(v))
                 reply_error(r, 400, "stream_options", "'stream_options' must be an object");
             else
@@ -217,26 +127,8 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
         }
         g->p.cache_salt = json_string_value(v);
     }
-    v = json_object_get(req, "logprobs");
-    if (v && !json_is_null(v) && !json_is_false(v) && !(json_is_integer(v) && json_integer_value(v) == 0)) {
-        reply_error(r, 400, "logprobs", "logprobs are not supported");
+    if (field_logprobs(req, g, r) || field_logit_bias(s, req, g, r) || field_ignored(req, r))
         return -1;
-    }
-    v = json_object_get(req, "top_logprobs");
-    if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 0)) {
-        reply_error(r, 400, "top_logprobs", "logprobs are not supported");
-        return -1;
-    }
-    v = json_object_get(req, "logit_bias");
-    if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0)) {
-        reply_error(r, 400, "logit_bias", "logit_bias is not supported");
-        return -1;
-    }
-    v = json_object_get(req, "user");
-    if (v && !json_is_null(v) && !json_is_string(v)) {
-        reply_error(r, 400, "user", "'user' must be a string");
-        return -1;
-    }
     g->p.timeout_ns = (int64_t)s->cfg.request_timeout_s * 1000000000LL;
     return 0;
 }
@@ -265,7 +157,7 @@ static json_t *normalise_messages(const json_t *msgs, reply_t *r)
         }
         const json_t *role = json_object_get(m, "role");
         static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
-        if (!json_is_string(role) || !in_list(json_string_value(role), roles)) {
+        if (!json_is_string(role) || !field_in_list(json_string_value(role), roles)) {
             snprintf(param, sizeof param, "messages[%zu].role", i);
             reply_error(r, 400, param, "%s must be one of system, developer, user, assistant, tool", param);
             goto bad;
@@ -278,7 +170,7 @@ static json_t *normalise_messages(const json_t *msgs, reply_t *r)
         json_t *v;
         json_object_foreach(m, key, v)
         {
-            if (!in_list(key, fields)) {
+            if (!field_in_list(key, fields)) {
                 snprintf(param, sizeof param, "messages[%zu].%s", i, key);
                 reply_error(r, 400, param, "unknown field %s", param);
                 goto bad;
@@ -333,6 +225,19 @@ bad:
     return NULL;
 }
 
+/* Thinking on or off: chat_template_kwargs.enable_thinking when given
+ * (render_chat validated it), else off for reasoning_effort "none" (the
+ * other efforts keep Qwen3's default); -1: the template's default. */
+static int enable_thinking(const json_t *req)
+{
+    const json_t *kw = json_object_get(req, "chat_template_kwargs");
+    const json_t *v = json_is_object(kw) ? json_object_get(kw, "enable_thinking") : NULL;
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    const json_t *effort = json_object_get(req, "reasoning_effort");
+    return json_is_string(effort) && !strcmp(json_string_value(effort), "none") ? 0 : -1;
+}
+
 /* Renders the conversation to its prompt text (malloc'd). */
 static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len, reply_t *r)
 {
@@ -344,7 +249,7 @@ static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len
     const json_t *tools = json_object_get(req, "tools");
     const json_t *kw = json_object_get(req, "chat_template_kwargs");
     char *text = NULL;
-    if (get_bool(req, "add_generation_prompt", &agp, r))
+    if (field_bool(req, "add_generation_prompt", &agp, r))
         goto out;
     opts.add_generation_prompt = agp;
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
@@ -354,28 +259,19 @@ static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len
     if (kw && !json_is_null(kw)) {
         static const char *const kw_fields[] = {"enable_thinking", NULL};
         bool thinking = true;
-        if (!json_is_object(kw) || check_fields(kw, kw_fields, r) || get_bool(kw, "enable_thinking", &thinking, r)) {
+        if (!json_is_object(kw) || field_check(kw, kw_fields, r) || field_bool(kw, "enable_thinking", &thinking, r)) {
             reply_error(r, 400, "chat_template_kwargs",
                         "'chat_template_kwargs' must be an object with only enable_thinking (a boolean)");
             goto out;
         }
-        if (json_object_get(kw, "enable_thinking"))
-            opts.enable_thinking = thinking;
     }
+    opts.enable_thinking = enable_thinking(req);
     err_t err;
     if (chat_render_qwen3(msgs, json_is_array(tools) ? tools : NULL, &opts, &text, len, &err))
         reply_error(r, 400, "messages", "%s", err.msg);
 out:
     json_decref(msgs);
     return text;
-}
-
-/* chat_template_kwargs.enable_thinking: -1 absent, 0, 1 (render_chat validated it). */
-static int enable_thinking(const json_t *req)
-{
-    const json_t *kw = json_object_get(req, "chat_template_kwargs");
-    const json_t *v = json_is_object(kw) ? json_object_get(kw, "enable_thinking") : NULL;
-    return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
 /* ---- submission and replies ---- */
@@ -396,90 +292,6 @@ json_t *text_json(const char *text, size_t len)
     json_t *j = json_stringn(buf, n);
     free(buf);
     return j;
-}
-
-static const char *finish_reason(engine_finish_t f)
-{
-    return f == ENGINE_FINISH_LENGTH ? "length" : "stop";
-}
-
-static json_t *usage_json(const engine_usage_t *u)
-{
-    return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", u->prompt_tokens, "completion_tokens",
-                     u->completion_tokens, "total_tokens", u->prompt_tokens + u->completion_tokens,
-                     "prompt_tokens_details", "cached_tokens", u->cached_tokens);
-}
-
-static engine_req_t *submit(server_t *s, gen_req_t *g, reply_t *r)
-{
-    const engine_config_t *ec = engine_get_config(s->m.engine);
-    int n_prompt = (int)g->ids.n;
-    if (n_prompt < 1) {
-        reply_error(r, 400, g->prompt_param, "the prompt is empty");
-        return NULL;
-    }
-    if (n_prompt >= ec->max_context) {
-        reply_error(r, 400, g->prompt_param, "the prompt is %d tokens; the context is %d", n_prompt, ec->max_context);
-        return NULL;
-    }
-    if (!g->has_max_tokens)
-        g->p.max_tokens = ec->max_context - n_prompt; /* as far as the context allows */
-    g->p.prompt = g->ids.v;
-    g->p.n_prompt = n_prompt;
-    engine_req_t *req = NULL;
-    err_t err;
-    switch (engine_submit(s->m.engine, &g->p, &req, &err)) {
-    case ENGINE_OK: return req;
-    case ENGINE_E_QUEUE_FULL:
-        reply_error(r, 429, NULL, "%s; retry later", err.msg);
-        r->retry_after = "1";
-        return NULL;
-    case ENGINE_E_DRAINING: reply_error(r, 503, NULL, "%s", err.msg); return NULL;
-    case ENGINE_E_NOMEM: reply_error(r, 500, NULL, "%s", err.msg); return NULL;
-    case ENGINE_E_TOO_LONG:
-        reply_error(r, 400, g->has_max_tokens ? g->max_tokens_param : g->prompt_param, "%s", err.msg);
-        return NULL;
-    case ENGINE_E_INVALID: {
-        /* the engine's message starts with the field it refuses */
-        char param[32] = {0};
-        sscanf(err.msg, "%31[a-z_]", param);
-        reply_error(r, 400, param[0] ? param : NULL, "%s", err.msg);
-        return NULL;
-    }
-    }
-    return NULL;
-}
-
-/* A whole chat answer parsed into reasoning, content and tool calls: the
- * message OpenAI clients expect (content null when only calls came). */
-static json_t *chat_choice(const char *text, size_t len, const structured_req_t *sr, engine_finish_t finish)
-{
-    out_parser_t p;
-    out_delta_t d;
-    out_parser_init(&p, sr);
-    out_parser_feed(&p, text, len, true, &d);
-    json_t *msg = json_pack("{s:s}", "role", "assistant");
-    size_t n_content = d.n_content;
-    if (p.n_calls)
-        while (n_content && strchr(" \n\t\r", d.content[n_content - 1]))
-            n_content--; /* the blank line before a call */
-    if (p.n_calls && n_content == 0)
-        json_object_set_new(msg, "content", json_null());
-    else
-        json_object_set_new(msg, "content", text_json(d.content ? d.content : "", n_content));
-    if (d.reasoning)
-        json_object_set_new(msg, "reasoning_content", text_json(d.reasoning, d.n_reasoning));
-    if (p.n_calls) {
-        json_t *calls = json_array();
-        for (int i = 0; i < p.n_calls; i++)
-            json_array_append_new(calls, out_call_json(&p, i, false));
-        json_object_set_new(msg, "tool_calls", calls);
-    }
-    const char *why = p.n_calls && finish == ENGINE_FINISH_STOP ? "tool_calls" : finish_reason(finish);
-    json_t *choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "message", msg, "logprobs", "finish_reason", why);
-    out_delta_free(&d);
-    out_parser_free(&p);
-    return choice;
 }
 
 int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out, api_done_t *done, reply_t *r)
@@ -542,216 +354,6 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
     return -1;
 }
 
-/* Waits for the whole answer. */
-static void respond_whole(server_t *s, engine_req_t *req, bool is_chat, const structured_req_t *sr, reply_t *r)
-{
-    char *text = NULL;
-    size_t len = 0;
-    api_done_t done;
-    if (api_collect(s, req, &text, &len, &done, r))
-        return;
-    char id[64];
-    make_id(s, is_chat ? "chatcmpl" : "cmpl", id, sizeof id);
-    json_t *choice;
-    if (is_chat) {
-        choice = chat_choice(text ? text : "", len, sr, done.finish);
-    } else {
-        choice = json_pack("{s:i,s:o,s:n,s:s}", "index", 0, "text", text_json(text ? text : "", len), "logprobs",
-                           "finish_reason", finish_reason(done.finish));
-    }
-    r->body = json_pack("{s:s,s:s,s:I,s:s,s:[o],s:o}", "id", id, "object",
-                        is_chat ? "chat.completion" : "text_completion", "created", (json_int_t)time(NULL), "model",
-                        s->m.id, "choices", choice, "usage", usage_json(&done.usage));
-    free(text);
-}
-
-/* ---- SSE ---- */
-
-struct sse {
-    server_t *s;
-    engine_req_t *req;
-    bool is_chat;
-    bool include_usage;
-    bool is_started; /* the role chunk (chat) went out */
-    char id[64];
-    int64_t created;
-    int64_t t0, t_prev;
-    sse_buf_t out;       /* framed events not yet handed to the client ([DONE] queued: out.is_done) */
-    out_parser_t parser; /* chat: reasoning, content and tool calls out of the text */
-};
-
-/* A chat chunk with a ready delta object. */
-static json_t *sse_delta_chunk(sse_t *st, json_t *delta, const char *finish)
-{
-    json_t *choice = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", finish);
-    json_t *c = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", st->id, "object", "chat.completion.chunk", "created",
-                          (json_int_t)st->created, "model", st->s->m.id, "choices", choice);
-    if (st->include_usage)
-        json_object_set_new(c, "usage", json_null());
-    return c;
-}
-
-/* Chat text through the parser: reasoning and content deltas, then each
- * completed tool call as two tool_calls deltas (index, id and name, then
- * the arguments). */
-static void sse_chat_text(sse_t *st, const char *text, size_t len, bool is_end)
-{
-    out_delta_t d;
-    out_parser_feed(&st->parser, text, len, is_end, &d);
-    if (d.n_reasoning)
-        sse_buf_event(
-            &st->out, NULL,
-            sse_delta_chunk(st, json_pack("{s:o}", "reasoning_content", text_json(d.reasoning, d.n_reasoning)), NULL));
-    if (d.n_content)
-        sse_buf_event(&st->out, NULL,
-                      sse_delta_chunk(st, json_pack("{s:o}", "content", text_json(d.content, d.n_content)), NULL));
-    for (int i = d.first_call; i < d.first_call + d.n_new_calls; i++) {
-        const tool_call_out_t *c = &st->parser.calls[i];
-        sse_buf_event(
-            &st->out, NULL,
-            sse_delta_chunk(st,
-                            json_pack("{s:[{s:i,s:s,s:s,s:{s:s,s:s}}]}", "tool_calls", "index", i, "id", c->id, "type",
-                                      "function", "function", "name", c->name, "arguments", ""),
-                            NULL));
-        sse_buf_event(&st->out, NULL,
-                      sse_delta_chunk(st,
-                                      json_pack("{s:[{s:i,s:{s:s}}]}", "tool_calls", "index", i, "function",
-                                                "arguments", c->arguments),
-                                      NULL));
-    }
-    out_delta_free(&d);
-}
-
-/* One chunk: delta text (or NULL) and finish reason (or NULL). */
-static json_t *sse_chunk(sse_t *st, const char *text, size_t len, const char *finish, bool with_role)
-{
-    json_t *choice;
-    if (st->is_chat) {
-        json_t *delta = json_object();
-        if (with_role)
-            json_object_set_new(delta, "role", json_string("assistant"));
-        if (text)
-            json_object_set_new(delta, "content", text_json(text, len));
-        choice = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "delta", delta, "logprobs", "finish_reason", finish);
-    } else {
-        choice = json_pack("{s:i,s:o,s:n,s:s?}", "index", 0, "text", text_json(text ? text : "", text ? len : 0),
-                           "logprobs", "finish_reason", finish);
-    }
-    json_t *c = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", st->id, "object",
-                          st->is_chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)st->created,
-                          "model", st->s->m.id, "choices", choice);
-    if (st->include_usage)
-        json_object_set_new(c, "usage", json_null());
-    return c;
-}
-
-/* Fills the pending buffer with what the next event gives. */
-static void sse_pump(sse_t *st)
-{
-    if (st->is_chat && !st->is_started) {
-        st->is_started = true;
-        sse_buf_event(&st->out, NULL, sse_chunk(st, "", 0, NULL, true));
-        return;
-    }
-    engine_event_t ev;
-    if (engine_next(st->req, &ev, SERVER_KEEPALIVE_NS) == 0) {
-        /* nothing for a while (a long prefill): a comment keeps proxies and
-         * clients waiting, and finds out whether the client is still there */
-        sse_buf_put(&st->out, ": keep-alive\n\n", 14);
-        return;
-    }
-    if (ev.kind == ENGINE_EV_TOKEN) {
-        if (!st->t_prev)
-            lat_hist_add(&st->s->metrics.ttft, ev.time_ns - st->t0);
-        else
-            lat_hist_add(&st->s->metrics.itl, ev.time_ns - st->t_prev);
-        st->t_prev = ev.time_ns;
-        if (ev.text_len && st->is_chat)
-            sse_chat_text(st, ev.text, ev.text_len, false);
-        else if (ev.text_len)
-            sse_buf_event(&st->out, NULL, sse_chunk(st, ev.text, ev.text_len, NULL, false));
-    } else if (ev.kind == ENGINE_EV_DONE) {
-        lat_hist_add(&st->s->metrics.e2e, clock_now_ns() - st->t0);
-        if (ev.finish == ENGINE_FINISH_STOP || ev.finish == ENGINE_FINISH_LENGTH) {
-            const char *why = finish_reason(ev.finish);
-            if (st->is_chat) {
-                sse_chat_text(st, ev.text ? ev.text : "", ev.text ? ev.text_len : 0, true);
-                why = st->parser.n_calls && ev.finish == ENGINE_FINISH_STOP ? "tool_calls" : why;
-            }
-            sse_buf_event(&st->out, NULL, sse_chunk(st, NULL, 0, why, false));
-            atomic_fetch_add(&st->s->metrics.completions, 1);
-        } else {
-            /* the response is already 200: the error goes in the stream */
-            const char *why = ev.finish == ENGINE_FINISH_TIMEOUT     ? "the request took longer than --request-timeout"
-                              : ev.finish == ENGINE_FINISH_CANCELLED ? "the request was cancelled"
-                                                                     : "generation failed";
-            sse_buf_event(&st->out, NULL,
-                          json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", why, "type", "server_error", "param",
-                                    "code", engine_finish_name(ev.finish)));
-        }
-        if (st->include_usage) {
-            json_t *c =
-                json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", st->id, "object",
-                          st->is_chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)st->created,
-                          "model", st->s->m.id, "choices", "usage", usage_json(&ev.usage));
-            sse_buf_event(&st->out, NULL, c);
-        }
-        sse_buf_put(&st->out, "data: [DONE]\n\n", 14);
-        st->out.is_done = true;
-    }
-    engine_event_clear(&ev);
-}
-
-static void sse_pump_cb(void *cls)
-{
-    sse_pump(cls);
-}
-
-static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    sse_t *st = cls;
-    return sse_buf_read(&st->out, buf, max, sse_pump_cb, st);
-}
-
-static void sse_free(void *cls)
-{
-    sse_t *st = cls;
-    engine_release(st->req); /* cancels it if the client left early; its blocks go back at the next step */
-    out_parser_free(&st->parser);
-    sse_buf_free(&st->out);
-    free(st);
-}
-
-static void respond(server_t *s, gen_req_t *g, bool is_chat, reply_t *r)
-{
-    engine_req_t *req = submit(s, g, r);
-    if (!req)
-        return;
-    if (!g->is_stream) {
-        respond_whole(s, req, is_chat, &g->sr, r);
-        return;
-    }
-    sse_t *st = calloc(1, sizeof *st);
-    if (!st) {
-        engine_release(req);
-        reply_error(r, 500, NULL, "out of memory");
-        return;
-    }
-    st->s = s;
-    st->req = req;
-    st->is_chat = is_chat;
-    out_parser_init(&st->parser, &g->sr);
-    st->include_usage = g->include_usage;
-    st->created = (int64_t)time(NULL);
-    st->t0 = clock_now_ns();
-    make_id(s, is_chat ? "chatcmpl" : "cmpl", st->id, sizeof st->id);
-    atomic_fetch_add(&s->metrics.streamed, 1);
-    r->stream = st;
-    r->stream_read = sse_read;
-    r->stream_free = sse_free;
-}
-
 /* ---- endpoints ---- */
 
 static const char *const common_fields[] = {"model",
@@ -773,9 +375,11 @@ static const char *const common_fields[] = {"model",
                                             "stream_options",
                                             "n",
                                             "logprobs",
-                                            "top_logprobs",
                                             "logit_bias",
                                             "user",
+                                            "store",
+                                            "metadata",
+                                            "service_tier",
                                             NULL};
 
 static int check_gen_fields(const json_t *req, const char *const *extra, reply_t *r)
@@ -784,7 +388,7 @@ static int check_gen_fields(const json_t *req, const char *const *extra, reply_t
     json_t *v;
     json_object_foreach((json_t *)req, key, v)
     {
-        if (!in_list(key, common_fields) && !in_list(key, extra)) {
+        if (!field_in_list(key, common_fields) && !field_in_list(key, extra)) {
             reply_error(r, 400, key, "unknown or unsupported parameter '%s'", key);
             return -1;
         }
@@ -796,8 +400,15 @@ static int check_gen_fields(const json_t *req, const char *const *extra, reply_t
  * only g->ids). The Anthropic dialect builds such a request too. */
 static int chat_prepare(server_t *s, json_t *req, gen_req_t *g, bool count_only, reply_t *r)
 {
-    static const char *const extra[] = {"messages",    "max_completion_tokens", "tools",
-                                        "tool_choice", "parallel_tool_calls",   "chat_template_kwargs",
+    static const char *const extra[] = {"messages",
+                                        "max_completion_tokens",
+                                        "tools",
+                                        "tool_choice",
+                                        "parallel_tool_calls",
+                                        "chat_template_kwargs",
+                                        "top_logprobs",
+                                        "prediction",
+                                        "reasoning_effort",
                                         NULL};
     if (check_gen_fields(req, extra, r) || parse_common(s, req, g, r))
         return -1;
@@ -830,22 +441,24 @@ static int chat_prepare(server_t *s, json_t *req, gen_req_t *g, bool count_only,
 void api_chat(server_t *s, json_t *req, reply_t *r)
 {
     gen_req_t g = {.prompt_param = "messages"};
-    if (chat_prepare(s, req, &g, false, r))
-        return;
-    respond(s, &g, true, r);
-    tok_ids_free(&g.ids);
-    structured_free(&g.sr);
+    if (chat_prepare(s, req, &g, false, r) == 0)
+        gen_respond(s, &g, true, r);
+    gen_req_free(&g);
 }
 
 int api_chat_submit(server_t *s, json_t *req, api_job_t *job, reply_t *r)
 {
     gen_req_t g = {.prompt_param = "messages"};
     memset(job, 0, sizeof *job);
-    if (chat_prepare(s, req, &g, false, r))
+    if (chat_prepare(s, req, &g, false, r)) {
+        gen_req_free(&g);
         return -1;
+    }
     job->n_prompt = (int)g.ids.n;
-    job->req = submit(s, &g, r);
+    job->req = gen_submit(s, &g, r);
     tok_ids_free(&g.ids);
+    free(g.bias);
+    free(g.echo);
     if (!job->req) {
         structured_free(&g.sr);
         return -1;
@@ -858,11 +471,10 @@ int api_chat_submit(server_t *s, json_t *req, api_job_t *job, reply_t *r)
 int api_chat_count(server_t *s, json_t *req, int *n_tokens, reply_t *r)
 {
     gen_req_t g = {.prompt_param = "messages"};
-    if (chat_prepare(s, req, &g, true, r))
-        return -1;
+    int rc = chat_prepare(s, req, &g, true, r);
     *n_tokens = (int)g.ids.n;
-    tok_ids_free(&g.ids);
-    return 0;
+    gen_req_free(&g);
+    return rc;
 }
 
 /* A prompt: a string (encoded; special-token text stays text unless it is
@@ -910,35 +522,29 @@ void api_completions(server_t *s, json_t *req, reply_t *r)
 {
     static const char *const extra[] = {"prompt", "echo", "suffix", "best_of", NULL};
     gen_req_t g = {.prompt_param = "prompt"};
-    if (check_gen_fields(req, extra, r) || parse_common(s, req, &g, r))
-        return;
-    bool echo = false;
     json_int_t best_of = 1;
-    if (get_bool(req, "echo", &echo, r) || get_int(req, "best_of", 1, 1, &best_of, NULL, r))
-        return;
-    if (echo) {
-        reply_error(r, 400, "echo", "echo is not supported");
-        return;
-    }
+    if (check_gen_fields(req, extra, r) || parse_common(s, req, &g, r) ||
+        field_int(req, "best_of", 1, 1, &best_of, NULL, r))
+        goto out;
     const json_t *suffix = json_object_get(req, "suffix");
     if (suffix && !json_is_null(suffix)) {
         reply_error(r, 400, "suffix", "suffix is not supported");
-        return;
+        goto out;
     }
     const json_t *prompt = json_object_get(req, "prompt");
     if (!prompt) {
         reply_error(r, 400, "prompt", "'prompt' is required");
-        return;
+        goto out;
     }
     if (g.has_max_tokens == false)
         g.p.max_tokens = 16, g.has_max_tokens = true; /* the OpenAI completions default */
     if (structured_parse(s, req, false, -1, &g.sr, r))
-        return;
+        goto out;
     g.p.constraint = g.sr.spec;
-    if (parse_prompt(s, prompt, "prompt", &g.ids, r) == 0)
-        respond(s, &g, false, r);
-    tok_ids_free(&g.ids);
-    structured_free(&g.sr);
+    if (parse_prompt(s, prompt, "prompt", &g.ids, r) == 0 && field_echo(s, req, &g, r) == 0)
+        gen_respond(s, &g, false, r);
+out:
+    gen_req_free(&g);
 }
 
 void api_tokenize(server_t *s, json_t *req, reply_t *r)
@@ -946,7 +552,7 @@ void api_tokenize(server_t *s, json_t *req, reply_t *r)
     static const char *const fields[] = {
         "model", "prompt", "messages", "add_special_tokens", "add_generation_prompt", "tools", "chat_template_kwargs",
         NULL};
-    if (check_fields(req, fields, r) || check_model(s, req, r))
+    if (field_check(req, fields, r) || check_model(s, req, r))
         return;
     const json_t *prompt = json_object_get(req, "prompt"), *msgs = json_object_get(req, "messages");
     if (!!prompt == !!msgs) {
@@ -954,7 +560,7 @@ void api_tokenize(server_t *s, json_t *req, reply_t *r)
         return;
     }
     bool add_special = true;
-    if (get_bool(req, "add_special_tokens", &add_special, r))
+    if (field_bool(req, "add_special_tokens", &add_special, r))
         return;
     tok_ids_t ids = {0};
     err_t err;
@@ -990,7 +596,7 @@ void api_tokenize(server_t *s, json_t *req, reply_t *r)
 void api_detokenize(server_t *s, json_t *req, reply_t *r)
 {
     static const char *const fields[] = {"model", "tokens", NULL};
-    if (check_fields(req, fields, r) || check_model(s, req, r))
+    if (field_check(req, fields, r) || check_model(s, req, r))
         return;
     const json_t *toks = json_object_get(req, "tokens");
     if (!toks) {
@@ -1015,7 +621,7 @@ void api_apply_template(server_t *s, json_t *req, reply_t *r)
 {
     static const char *const fields[] = {"model", "messages", "tools", "add_generation_prompt", "chat_template_kwargs",
                                          NULL};
-    if (check_fields(req, fields, r) || check_model(s, req, r))
+    if (field_check(req, fields, r) || check_model(s, req, r))
         return;
     if (!json_object_get(req, "messages")) {
         reply_error(r, 400, "messages", "'messages' is required");
@@ -1029,9 +635,22 @@ void api_apply_template(server_t *s, json_t *req, reply_t *r)
     free(text);
 }
 
+static json_t *model_json(server_t *s)
+{
+    return json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->m.id, "object", "model", "created", (json_int_t)s->started_unix,
+                     "owned_by", "splash", "max_model_len", engine_get_config(s->m.engine)->max_context);
+}
+
 void api_models(server_t *s, reply_t *r)
 {
-    r->body = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:i}]}", "object", "list", "data", "id", s->m.id, "object", "model",
-                        "created", (json_int_t)s->started_unix, "owned_by", "splash", "max_model_len",
-                        engine_get_config(s->m.engine)->max_context);
+    r->body = json_pack("{s:s,s:[o]}", "object", "list", "data", model_json(s));
+}
+
+void api_model(server_t *s, const char *id, reply_t *r)
+{
+    if (strcmp(id, s->m.id) != 0) {
+        reply_error(r, 404, "model", "the model '%s' does not exist (this server serves '%s')", id, s->m.id);
+        return;
+    }
+    r->body = model_json(s);
 }

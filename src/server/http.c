@@ -32,6 +32,7 @@ enum route {
     R_HEALTH,
     R_READY,
     R_MODELS,
+    R_MODEL,
     R_STATUS,
     R_METRICS,
     R_TRACE_DUMP,
@@ -58,6 +59,7 @@ static const route_def_t routes[] = {
     {"/health", R_HEALTH, false, true, false, false},
     {"/ready", R_READY, false, true, false, false},
     {"/v1/models", R_MODELS, false, false, true, false},
+    {"/v1/models/", R_MODEL, false, false, true, false}, /* a prefix: /v1/models/{id} */
     {"/status", R_STATUS, false, false, false, false},
     {"/metrics", R_METRICS, false, false, false, false},
     {"/trace/dump", R_TRACE_DUMP, true, false, false, false},
@@ -70,6 +72,7 @@ typedef struct conn {
     size_t len, cap;
     bool is_too_large;
     bool is_counted; /* counted in in_flight */
+    char *url_tail;  /* prefix routes: the path after the prefix */
 } conn_t;
 
 const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -282,9 +285,12 @@ static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *te
 
 static const route_def_t *find_route(const char *url)
 {
-    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
-        if (!strcmp(url, routes[i].path))
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        size_t n = strlen(routes[i].path);
+        bool is_prefix = routes[i].path[n - 1] == '/';
+        if (is_prefix ? !strncmp(url, routes[i].path, n) && url[n] : !strcmp(url, routes[i].path))
             return &routes[i];
+    }
     return NULL;
 }
 
@@ -324,6 +330,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
     case R_DETOKENIZE: api_detokenize(s, req, &r); break;
     case R_TEMPLATE: api_apply_template(s, req, &r); break;
     case R_MODELS: api_models(s, &r); break;
+    case R_MODEL: api_model(s, cc->url_tail, &r); break;
     case R_STATUS: api_status(s, &r); break;
     case R_HEALTH: r.body = json_pack("{s:s}", "status", "ok"); break;
     case R_READY:
@@ -365,6 +372,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cc->route = find_route(url);
         if (!cc->route)
             return send_error(s, c, cc->route, 404, NULL, "no such endpoint");
+        if (cc->route->route == R_MODEL && !(cc->url_tail = strdup(url + strlen(cc->route->path))))
+            return MHD_NO;
         if (!cc->route->is_public && !authorised(s, c))
             return send_error(s, c, cc->route, 401, NULL,
                               "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
@@ -436,6 +445,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (cc->is_counted)
         atomic_fetch_sub(&s->in_flight, 1);
     free(cc->body);
+    free(cc->url_tail);
     free(cc);
     *con_cls = NULL;
 }

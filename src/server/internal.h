@@ -68,6 +68,7 @@ void api_tokenize(server_t *s, json_t *req, reply_t *r);
 void api_detokenize(server_t *s, json_t *req, reply_t *r);
 void api_apply_template(server_t *s, json_t *req, reply_t *r);
 void api_models(server_t *s, reply_t *r);
+void api_model(server_t *s, const char *id, reply_t *r); /* GET /v1/models/{id} */
 void api_status(server_t *s, reply_t *r);
 char *api_metrics(server_t *s, size_t *len); /* Prometheus text, malloc'd */
 void api_trace_dump(server_t *s, reply_t *r);

@@ -76,7 +76,7 @@ const CASES = [
     { name: "top_p 1.5", path: "/v1/chat/completions", body: chat({ top_p: 1.5 }), status: 400, param: "top_p" },
     { name: "top_k 1.5", path: "/v1/completions", body: cmpl({ top_k: 1.5 }), status: 400, param: "top_k" },
     { name: "presence_penalty 5", path: "/v1/completions", body: cmpl({ presence_penalty: 5 }), status: 400, param: "presence_penalty" },
-    { name: "n 2", path: "/v1/chat/completions", body: chat({ n: 2 }), status: 400, param: "n" },
+    { name: "n 17", path: "/v1/chat/completions", body: chat({ n: 17 }), status: 400, param: "n" },
     { name: "seed \"x\"", path: "/v1/completions", body: cmpl({ seed: "x" }), status: 400, param: "seed" },
     { name: "seed 1.5", path: "/v1/completions", body: cmpl({ seed: 1.5 }), status: 400, param: "seed" },
     { name: "stream \"yes\"", path: "/v1/chat/completions", body: chat({ stream: "yes" }), status: 400, param: "stream" },
@@ -89,10 +89,10 @@ const CASES = [
     { name: "ignore_eos a string", path: "/v1/completions", body: cmpl({ ignore_eos: "true" }), status: 400, param: "ignore_eos" },
 
     // ---- unsupported options are refused, never ignored ----
-    { name: "logprobs true", path: "/v1/chat/completions", body: chat({ logprobs: true }), status: 400, param: "logprobs" },
-    { name: "completions logprobs 3", path: "/v1/completions", body: cmpl({ logprobs: 3 }), status: 400, param: "logprobs" },
+    { name: "chat logprobs not a boolean", path: "/v1/chat/completions", body: chat({ logprobs: 3 }), status: 400, param: "logprobs" },
+    { name: "completions logprobs 21", path: "/v1/completions", body: cmpl({ logprobs: 21 }), status: 400, param: "logprobs" },
     { name: "top_logprobs 2", path: "/v1/chat/completions", body: chat({ top_logprobs: 2 }), status: 400, param: "top_logprobs" },
-    { name: "logit_bias", path: "/v1/completions", body: cmpl({ logit_bias: { 5: 10 } }), status: 400, param: "logit_bias" },
+    { name: "logit_bias id outside the vocabulary", path: "/v1/completions", body: cmpl({ logit_bias: { 999999999: 10 } }), status: 400, param: "logit_bias" },
     // ---- structured output: malformed schemas, grammars and tools (400 naming the field; schema errors name the JSON pointer) ----
     { name: "response_format type xml", path: "/v1/chat/completions", body: chat({ response_format: { type: "xml" } }), status: 400, param: "response_format.type" },
     { name: "json_schema without json_schema", path: "/v1/chat/completions", body: chat({ response_format: { type: "json_schema" } }), status: 400, param: "response_format.json_schema" },
@@ -142,7 +142,7 @@ const CASES = [
     { name: "parallel_tool_calls a string", path: "/v1/chat/completions", body: chat({ tools: [{ type: "function", function: { name: "f" } }], parallel_tool_calls: "yes" }), status: 400, param: "parallel_tool_calls" },
     { name: "json_object passes", path: "/v1/chat/completions", body: chat({ response_format: { type: "json_object" } }), status: 200, ok: true },
     { name: "a schema passes", path: "/v1/chat/completions", body: chat({ response_format: { type: "json_schema", json_schema: { name: "s", schema: { type: "object", properties: { a: { type: "integer" } }, required: ["a"] } } } }), status: 200, ok: true },
-    { name: "echo", path: "/v1/completions", body: cmpl({ echo: true }), status: 400, param: "echo" },
+    { name: "echo with logprobs", path: "/v1/completions", body: cmpl({ echo: true, logprobs: 1 }), status: 400, param: "echo" },
     { name: "best_of 2", path: "/v1/completions", body: cmpl({ best_of: 2 }), status: 400, param: "best_of" },
 
     // ---- context limits (--max-context 64) ----
@@ -261,7 +261,7 @@ test("errors leave keep-alive connections usable", async () => {
         req.on("error", reject);
         req.end(data);
     });
-    assert.deepEqual([await one("{bad"), await one(cmpl({ n: 3 })), await one(cmpl({ max_tokens: 1 }))], [400, 400, 200]);
+    assert.deepEqual([await one("{bad"), await one(cmpl({ n: 17 })), await one(cmpl({ max_tokens: 1 }))], [400, 400, 200]);
     agent.destroy();
 });
 

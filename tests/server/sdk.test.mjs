@@ -150,7 +150,7 @@ test("a wrong key is the SDK's AuthenticationError (401)", async () => {
 });
 
 test("a refused parameter is the SDK's BadRequestError naming it", async () => {
-    await assert.rejects(client.chat.completions.create({ model, messages, n: 2 }), (e) => {
+    await assert.rejects(client.chat.completions.create({ model, messages, n: 17 }), (e) => {
         assert.ok(e instanceof BadRequestError, `${e?.constructor?.name}: ${e}`);
         assert.equal(e.status, 400);
         assert.equal(e.param, "n");

@@ -1,10 +1,11 @@
 /* Structured output inside the engine: a GBNF grammar constrains the
  * output of a random model (checked by an independent POSIX regex, not by
  * the grammar engine), forced tokens go through jump-forward rows (fewer
- * steps than tokens), and speculation never changes the output: n-gram
- * drafts, draft-model drafts, and drafts garbled on purpose (cut at
- * planning, or met uncut by verification) give exactly the tokens of
- * constrained decoding without speculation, greedy and seeded. */
+ * steps than tokens) with log-probability 0, and speculation never changes
+ * the output: n-gram drafts, draft-model drafts, and drafts garbled on
+ * purpose (cut at planning, or met uncut by verification) give exactly the
+ * tokens and log-probabilities of constrained decoding without speculation,
+ * greedy and seeded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -101,6 +102,8 @@ static engine_t *make_engine(fixture_t *f, int spec)
 
 typedef struct run {
     int32_t ids[512];
+    float lp[512]; /* each token's log-probability */
+    int n_top[512];
     int n;
     char text[2048];
     size_t n_text;
@@ -130,6 +133,8 @@ static void generate(engine_t *e, const vocab_t *v, const char *prompt, grammar_
         p.sampling.repetition_penalty = seed % 2 ? 1.1f : 1.0f;
     }
     p.constraint = (constrain_spec_t){.grammar = g, .trigger = trigger};
+    p.logprobs = true;
+    p.top_logprobs = 3;
     engine_req_t *r;
     err_t err;
     if (engine_submit(e, &p, &r, &err) != ENGINE_OK)
@@ -138,6 +143,9 @@ static void generate(engine_t *e, const vocab_t *v, const char *prompt, grammar_
     for (;;) {
         assert_int_equal(engine_next(r, &ev, -1), 1);
         if (ev.kind == ENGINE_EV_TOKEN) {
+            assert_true(ev.has_logprob && ev.logprob <= 0.0f && ev.n_top >= 1);
+            out->lp[out->n] = ev.logprob;
+            out->n_top[out->n] = ev.n_top;
             out->ids[out->n++] = ev.token;
             assert_true(out->n_text + ev.text_len < sizeof out->text);
             memcpy(out->text + out->n_text, ev.text, ev.text_len);
@@ -193,6 +201,11 @@ static void test_output_follows_grammar(void **state)
         if (!matches(REGEX, run.text))
             fail_msg("seed %llu: output does not match: %s", (unsigned long long)seed, run.text);
         assert_int_equal(run.finish, ENGINE_FINISH_STOP); /* the grammar ended, so only the end token was left */
+        /* a token the grammar forces had all the mass: log-probability 0, alone */
+        int n_sure = 0;
+        for (int i = 0; i < run.n; i++)
+            n_sure += run.lp[i] == 0.0f && run.n_top[i] == 1;
+        assert_true(n_sure >= 10);
     }
     engine_snapshot_t s = {0};
     assert_int_equal(engine_snapshot(e, &s, NULL), 0);
@@ -222,6 +235,8 @@ static void test_speculation_keeps_output(void **state)
             generate(e, &f->vocab, PROMPT, g, NULL, (uint64_t)s * 3, 200, &got);
             assert_int_equal(got.n, want[s].n);
             assert_memory_equal(got.ids, want[s].ids, (size_t)got.n * sizeof got.ids[0]);
+            assert_memory_equal(got.lp, want[s].lp, (size_t)got.n * sizeof got.lp[0]);
+            assert_memory_equal(got.n_top, want[s].n_top, (size_t)got.n * sizeof got.n_top[0]);
         }
         engine_snapshot_t snap = {0};
         assert_int_equal(engine_snapshot(e, &snap, NULL), 0);

@@ -452,6 +452,118 @@ static void test_token_mask(void **state)
     sampler_free(&s);
 }
 
+/* Log-probabilities against a hand-computed softmax: greedy is the full
+ * log-softmax of the logits; temperature divides before normalising; top_k
+ * renormalises over the kept tokens and lists only them. */
+static void test_logprobs(void **state)
+{
+    (void)state;
+    const float logits[5] = {1.0f, 3.0f, 2.0f, -1.0f, 3.0f};
+    sampler_t s;
+    err_t err;
+    float lp;
+    sampler_logprob_t top[SAMPLER_MAX_TOP_LOGPROBS];
+
+    /* greedy: argmax 1 (ties: lower id), log p = l - log sum exp l */
+    sampler_params_t p = params(0.0f);
+    assert_int_equal(sampler_init(&s, &p, 5, &err), 0);
+    int32_t id = sampler_sample(&s, logits);
+    assert_int_equal(id, 1);
+    double lse = log(exp(1.0) + exp(3.0) + exp(2.0) + exp(-1.0) + exp(3.0));
+    int n = sampler_logprobs(&s, id, 3, &lp, top);
+    assert_int_equal(n, 3);
+    assert_float_equal(lp, 3.0 - lse, 1e-5);
+    assert_int_equal(top[0].id, 1); /* 1 and 4 tie: lower id first */
+    assert_int_equal(top[1].id, 4);
+    assert_int_equal(top[2].id, 2);
+    assert_float_equal(top[2].logprob, 2.0 - lse, 1e-5);
+    double mass = 0.0;
+    for (int i = 0; i < n; i++)
+        mass += exp(top[i].logprob);
+    assert_true(mass <= 1.0 + 1e-6);
+    sampler_free(&s);
+
+    /* temperature 2 with top_k 3: kept {1, 4, 2}, p ~ exp(l / 2) over them */
+    p = params(2.0f);
+    p.top_k = 3;
+    p.seed = 7;
+    assert_int_equal(sampler_init(&s, &p, 5, &err), 0);
+    id = sampler_sample(&s, logits);
+    double z = exp(1.5) + exp(1.0) + exp(1.5);
+    n = sampler_logprobs(&s, id, 20, &lp, top);
+    assert_int_equal(n, 3); /* the filtered tokens are never listed */
+    assert_float_equal(lp, logits[id] / 2.0 - log(z), 1e-5);
+    assert_float_equal(top[0].logprob, 1.5 - log(z), 1e-5);
+    assert_float_equal(top[2].logprob, 1.0 - log(z), 1e-5);
+    assert_int_equal(top[2].id, 2);
+    sampler_free(&s);
+
+    /* a mask: the masked token never appears, the rest renormalise */
+    uint32_t mask = (1u << 0) | (1u << 2);
+    p = params(0.0f);
+    assert_int_equal(sampler_init(&s, &p, 5, &err), 0);
+    id = sampler_sample_masked(&s, logits, &mask);
+    assert_int_equal(id, 2);
+    n = sampler_logprobs(&s, id, 5, &lp, top);
+    assert_int_equal(n, 2);
+    assert_float_equal(lp, 2.0 - log(exp(1.0) + exp(2.0)), 1e-5);
+    sampler_free(&s);
+}
+
+/* logit_bias: +100 forces a token under greedy and sampling, -100 bans one;
+ * the bias moves the log-probabilities too; out-of-range ids and values are
+ * refused naming logit_bias. */
+static void test_logit_bias(void **state)
+{
+    (void)state;
+    const float logits[4] = {0.5f, 4.0f, 1.0f, 2.0f};
+    sampler_t s;
+    err_t err;
+    sampler_bias_t force[1] = {{0, 100.0f}};
+    sampler_params_t p = params(0.0f);
+    p.bias = force;
+    p.n_bias = 1;
+    assert_int_equal(sampler_init(&s, &p, 4, &err), 0);
+    assert_int_equal(sampler_sample(&s, logits), 0);
+    float lp;
+    sampler_logprob_t top[2];
+    sampler_logprobs(&s, 0, 2, &lp, top);
+    double lse = log(exp(100.5) + exp(4.0) + exp(1.0) + exp(2.0));
+    assert_float_equal(lp, 100.5 - lse, 1e-5);
+    sampler_free(&s);
+
+    sampler_bias_t ban[1] = {{1, -100.0f}};
+    p = params(1.0f);
+    p.bias = ban;
+    p.n_bias = 1;
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        p.seed = seed;
+        assert_int_equal(sampler_init(&s, &p, 4, &err), 0);
+        assert_int_not_equal(sampler_sample(&s, logits), 1);
+        sampler_free(&s);
+    }
+    /* the sampler keeps its own copy: the caller's array may change */
+    p = params(0.0f);
+    sampler_bias_t moving[1] = {{2, 100.0f}};
+    p.bias = moving;
+    p.n_bias = 1;
+    assert_int_equal(sampler_init(&s, &p, 4, &err), 0);
+    moving[0].id = 3;
+    assert_int_equal(sampler_sample(&s, logits), 2);
+    sampler_free(&s);
+
+    /* expect_rejected uses an 8-token vocabulary */
+    sampler_bias_t bad_id[1] = {{8, 1.0f}}, bad_value[1] = {{1, 100.5f}};
+    p = params(1.0f);
+    p.n_bias = 1;
+    p.bias = bad_id;
+    expect_rejected(p, "logit_bias");
+    p.bias = bad_value;
+    expect_rejected(p, "logit_bias");
+    bad_value[0].bias = NAN;
+    expect_rejected(p, "logit_bias");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +575,8 @@ int main(void)
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_full_vocabulary_tail),
         cmocka_unit_test(test_token_mask),
+        cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_logit_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

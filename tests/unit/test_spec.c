@@ -1,6 +1,7 @@
 /* Speculative decoding: the n-gram drafter, the adaptive fitter, and
  * exactness through the engine: greedy and seeded sampled output (token ids
- * and the logits each token was drawn from, bit for bit) identical with and
+ * and the logits each token was drawn from, and its log-probabilities, bit
+ * for bit) identical with and
  * without speculation for every verify-rows setting, alone and batched, over
  * repetitive and random prompts; and a two-sample chi-square test on
  * independent seeds that the sampled distribution is unchanged. */
@@ -291,16 +292,21 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int draft_mode, int ver
     return e;
 }
 
+#define RUN_TOP 5
+
 typedef struct run {
     int32_t ids[256];
     float *logits;
     int n;
+    /* each token's log-probability and its top alternatives (logprobs on) */
+    float lp[256];
+    int n_top[256];
+    sampler_logprob_t top[256][RUN_TOP];
 } run_t;
 
 static engine_req_t *submit(engine_t *e, const int32_t *prompt, int n_prompt, int max_tokens, uint64_t seed, run_t *out)
 {
-    memset(out->ids, 0, sizeof out->ids);
-    out->n = 0;
+    memset(out, 0, sizeof *out);
     out->logits = calloc((size_t)max_tokens * VOCAB, sizeof(float));
     engine_params_t p = {.prompt = prompt, .n_prompt = n_prompt, .max_tokens = max_tokens, .ignore_eos = true};
     p.sampling = sampler_params_default();
@@ -316,6 +322,8 @@ static engine_req_t *submit(engine_t *e, const int32_t *prompt, int n_prompt, in
         p.sampling.seed = seed;
     }
     p.token_logits = out->logits;
+    p.logprobs = true;
+    p.top_logprobs = RUN_TOP;
     engine_req_t *r;
     err_t err;
     if (engine_submit(e, &p, &r, &err) != ENGINE_OK)
@@ -328,8 +336,13 @@ static void collect(engine_req_t *r, run_t *out)
     engine_event_t ev;
     for (;;) {
         assert_int_equal(engine_next(r, &ev, -1), 1);
-        if (ev.kind == ENGINE_EV_TOKEN)
+        if (ev.kind == ENGINE_EV_TOKEN) {
+            assert_true(ev.has_logprob);
+            out->lp[out->n] = ev.logprob;
+            out->n_top[out->n] = ev.n_top;
+            memcpy(out->top[out->n], ev.top, (size_t)ev.n_top * sizeof *ev.top);
             out->ids[out->n++] = ev.token;
+        }
         bool done = ev.kind == ENGINE_EV_DONE;
         engine_event_clear(&ev);
         if (done)
@@ -386,6 +399,10 @@ static void test_exact_greedy_and_seeded(void **state)
                         assert_int_equal(got[i].n, GEN);
                         assert_memory_equal(got[i].ids, ref[i].ids, GEN * sizeof(int32_t));
                         assert_memory_equal(got[i].logits, ref[i].logits, (size_t)GEN * VOCAB * sizeof(float));
+                        /* accepted drafts carry what plain decoding reports */
+                        assert_memory_equal(got[i].lp, ref[i].lp, GEN * sizeof(float));
+                        assert_memory_equal(got[i].n_top, ref[i].n_top, GEN * sizeof(int));
+                        assert_memory_equal(got[i].top, ref[i].top, sizeof got[i].top);
                         free(got[i].logits);
                     }
                     engine_snapshot_t s = {0};
