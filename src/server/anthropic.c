@@ -779,8 +779,10 @@ static void pump(anth_sse_t *st)
                                : ev.finish == ENGINE_FINISH_CANCELLED ? "overloaded_error"
                                                                       : "api_error";
             const char *why = ev.finish == ENGINE_FINISH_TIMEOUT     ? "the request took longer than --request-timeout"
-                              : ev.finish == ENGINE_FINISH_CANCELLED ? "the request was cancelled"
-                                                                     : "generation failed";
+                              : ev.finish != ENGINE_FINISH_CANCELLED ? "generation failed"
+                              : atomic_load(&st->s->is_draining)
+                                  ? "the request was cancelled: the server is shutting down"
+                                  : "the request was cancelled";
             event(st, json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", type, "message", why));
         }
         st->out.is_done = true;

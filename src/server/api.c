@@ -491,7 +491,22 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
     engine_finish_t finish = ENGINE_FINISH_NONE;
     char message[256] = "";
     *done = (api_done_t){.stop_index = -1};
-    while (finish == ENGINE_FINISH_NONE && engine_next(req, &ev, -1) == 1) {
+    /* the client is checked every SERVER_CLIENT_POLL_NS: one that left has
+     * its request cancelled rather than holding KV to max_tokens */
+    bool is_client_gone = false;
+    int64_t next_check = t0 + SERVER_CLIENT_POLL_NS;
+    while (finish == ENGINE_FINISH_NONE) {
+        int64_t wait = r->conn && !is_client_gone ? SERVER_CLIENT_POLL_NS : -1;
+        int got = engine_next(req, &ev, wait);
+        if (wait > 0 && clock_now_ns() >= next_check) {
+            next_check = clock_now_ns() + SERVER_CLIENT_POLL_NS;
+            if (http_client_gone(r->conn)) {
+                is_client_gone = true;
+                engine_cancel(req);
+            }
+        }
+        if (!got)
+            continue;
         if (ev.kind == ENGINE_EV_TOKEN) {
             if (!t_prev)
                 lat_hist_add(&s->metrics.ttft, ev.time_ns - t0);
@@ -526,7 +541,10 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
     }
     engine_release(req);
     lat_hist_add(&s->metrics.e2e, clock_now_ns() - t0);
-    if (finish == ENGINE_FINISH_TIMEOUT) {
+    if (is_client_gone && finish == ENGINE_FINISH_CANCELLED) {
+        /* nobody reads this; nginx's "client closed request" in the metrics */
+        reply_error(r, 499, NULL, "the client closed the connection before the answer");
+    } else if (finish == ENGINE_FINISH_TIMEOUT) {
         reply_error(r, 408, NULL, "the request took longer than --request-timeout (%d s)", s->cfg.request_timeout_s);
     } else if (finish == ENGINE_FINISH_CANCELLED) {
         reply_error(r, 503, NULL, "the request was cancelled: the server is shutting down");
@@ -683,8 +701,10 @@ static void sse_pump(sse_t *st)
         } else {
             /* the response is already 200: the error goes in the stream */
             const char *why = ev.finish == ENGINE_FINISH_TIMEOUT     ? "the request took longer than --request-timeout"
-                              : ev.finish == ENGINE_FINISH_CANCELLED ? "the request was cancelled"
-                                                                     : "generation failed";
+                              : ev.finish != ENGINE_FINISH_CANCELLED ? "generation failed"
+                              : atomic_load(&st->s->is_draining)
+                                  ? "the request was cancelled: the server is shutting down"
+                                  : "the request was cancelled";
             sse_buf_event(&st->out, NULL,
                           json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", why, "type", "server_error", "param",
                                     "code", engine_finish_name(ev.finish)));
