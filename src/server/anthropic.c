@@ -135,7 +135,10 @@ static json_t *join_text(const json_t *content, const char *where, reply_t *r)
         snprintf(at, sizeof at, "%s[%zu]", where, i);
         if (!json_is_object(b) || strcmp(type_of(b), "text")) {
             json_decref(out);
-            bad(r, at, "%s: only text blocks are supported here", at);
+            if (json_is_object(b) && type_of(b)[0])
+                bad(r, at, "%s: '%s' blocks are not supported here (text only)", at, type_of(b));
+            else
+                bad(r, at, "%s must be a content block with a \"type\"", at);
             return NULL;
         }
         const json_t *t = text_block(b, at, r);

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/sha256.h"
 #include "server/internal.h"
+#include "server/json_body.h"
 
 enum route {
     R_NONE,
@@ -311,8 +312,16 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
     json_t *req = NULL;
     if (rt->is_post && rt->route != R_TRACE_DUMP) {
         json_error_t jerr;
-        /* any JSON value parses, so a well-formed non-object gets the clearer message below */
-        req = json_loadb(cc->body ? cc->body : "", cc->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        /* any JSON value parses, so a well-formed non-object gets the clearer
+         * message below; the generation routes' seed is a u64 read from its bytes */
+        bool takes_seed = rt->route == R_CHAT || rt->route == R_COMPLETIONS || rt->route == R_MESSAGES;
+        switch (json_body_load(cc->body ? cc->body : "", cc->len, takes_seed ? "seed" : NULL, &req, &jerr)) {
+        case JSON_BODY_OK:
+        case JSON_BODY_MALFORMED: break;
+        case JSON_BODY_U64_RANGE:
+            return send_error(s, c, rt, 400, "seed", "'seed' must be an integer in [0, 18446744073709551615]");
+        case JSON_BODY_NOMEM: return send_error(s, c, rt, 500, NULL, "out of memory");
+        }
         if (!req) {
             char msg[512];
             snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
