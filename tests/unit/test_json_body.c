@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/json_body.h"
@@ -156,6 +157,55 @@ static void test_other_bodies(void **state)
     json_decref(j);
 }
 
+/* Every truncation and many one-byte mutations of a few bodies, each in a
+ * buffer of its exact size (ASan sees any read past it): the scanner never
+ * fails, and wherever jansson reads an object with an integer "seed", the
+ * scanner finds that very literal. */
+static void test_scanner_agrees_with_jansson(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"a\": [1, {\"seed\": 9}, \"x\\\"]\"], \"seed\": 12345, \"z\": {\"k\": null}}",
+        "{\"se\\u0065d\":7,\"b\":\"\\\\\"}",
+        " { \"messages\" : [ { \"role\" : \"user\" , \"content\" : \"}{\" } ] , \"seed\" : 0 } ",
+    };
+    static const char bytes[] = "{}[]\":,\\ 0-9e.\"x";
+    uint32_t x = 12345;
+    int n_agreed = 0;
+    for (size_t b = 0; b < sizeof bodies / sizeof *bodies; b++) {
+        size_t len = strlen(bodies[b]);
+        for (size_t trial = 0; trial < 3 * len + 600; trial++) {
+            size_t n = trial < len + 1 ? trial : len; /* every truncation, then mutations */
+            char *t = malloc(n ? n : 1);
+            memcpy(t, bodies[b], n);
+            if (trial > len) {
+                x = x * 1664525u + 1013904223u;
+                t[(x >> 8) % n] = bytes[(x >> 20) % (sizeof bytes - 1)];
+            }
+            size_t off = 0, tn = 0;
+            int rc = json_raw_member(t, n, "seed", &off, &tn);
+            assert_true(rc >= -1 && rc <= 1);
+            if (rc == 1)
+                assert_true(off + tn <= n);
+            json_error_t jerr;
+            json_t *j = json_loadb(t, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+            const json_t *v = json_object_get(j, "seed");
+            if (json_is_integer(v)) {
+                assert_int_equal(rc, 1);
+                assert_true(json_raw_is_integer(t + off, tn));
+                char lit[32];
+                assert_true(tn < sizeof lit);
+                snprintf(lit, sizeof lit, "%.*s", (int)tn, t + off);
+                assert_true(strtoll(lit, NULL, 10) == json_integer_value(v)); /* "-0" is 0 too */
+                n_agreed++;
+            }
+            json_decref(j);
+            free(t);
+        }
+    }
+    assert_true(n_agreed > 100); /* the comparison ran */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_integer_literals),
         cmocka_unit_test(test_u64_member),
         cmocka_unit_test(test_other_bodies),
+        cmocka_unit_test(test_scanner_agrees_with_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
