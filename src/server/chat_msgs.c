@@ -14,8 +14,8 @@ static bool in_list(const char *key, const char *const *list)
 }
 
 /* Content parts OpenAI defines that carry no text: named in the refusal. */
-static const char *const non_text_parts[] = {"image_url", "input_image", "input_audio", "file", "image",
-                                             "audio",     "input_file",  "refusal",     NULL};
+static const char *const non_text_parts[] = {"image_url", "input_image", "input_audio", "file",
+                                             "image",     "audio",       "input_file",  NULL};
 
 /* Text parts [{"type": "text", "text": ...}, ...] joined into one string,
  * or NULL with a reply naming the part. */
@@ -43,7 +43,7 @@ static json_t *join_parts(const json_t *content, size_t i, reply_t *r)
             return NULL;
         }
         if (strcmp(type, "text")) {
-            reply_error(r, 400, param, "%s: unknown content part type '%s' (only \"text\" is supported)", param, type);
+            reply_error(r, 400, param, "%s: '%s' parts are not supported (only \"text\" parts are)", param, type);
             return NULL;
         }
         if (!json_is_string(text)) {
