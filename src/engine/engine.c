@@ -224,9 +224,7 @@ void engine_plan_format(const engine_plan_t *p, char *out, size_t cap)
 
 static void req_free(engine_req_t *r)
 {
-    for (int i = 0; i < r->ev_n; i++)
-        engine_event_clear(&r->evs[(r->ev_head + i) % r->ev_cap]);
-    free(r->evs);
+    evq_free(&r->evq);
     free(r->tokens);
     free(r->table);
     free(r->salt);
@@ -250,40 +248,9 @@ static void req_unref(engine_req_t *r)
 static void req_emit(engine_req_t *r, engine_event_t *ev, const char *text, size_t len)
 {
     ev->time_ns = clock_now_ns();
-    if (text) {
-        ev->text = malloc(len + 1);
-        if (ev->text) {
-            memcpy(ev->text, text, len);
-            ev->text[len] = '\0';
-            ev->text_len = len;
-        }
-    }
+    bool is_text_lost = text && evq_set_text(ev, text, len) != 0; /* copied before the lock */
     pthread_mutex_lock(&r->mu);
-    if (r->ev_n == r->ev_cap) {
-        int cap = r->ev_cap ? 2 * r->ev_cap : 16;
-        engine_event_t *v = malloc((size_t)cap * sizeof *v);
-        if (!v) {
-            /* out of memory: the caller still gets DONE, which is the one
-             * event it cannot do without; others are dropped */
-            pthread_mutex_unlock(&r->mu);
-            if (ev->kind != ENGINE_EV_DONE) {
-                engine_event_clear(ev);
-                return;
-            }
-            pthread_mutex_lock(&r->mu);
-            engine_event_clear(&r->evs[(r->ev_head + r->ev_n - 1) % r->ev_cap]);
-            r->ev_n--;
-        } else {
-            for (int i = 0; i < r->ev_n; i++)
-                v[i] = r->evs[(r->ev_head + i) % r->ev_cap];
-            free(r->evs);
-            r->evs = v;
-            r->ev_head = 0;
-            r->ev_cap = cap;
-        }
-    }
-    r->evs[(r->ev_head + r->ev_n) % r->ev_cap] = *ev;
-    r->ev_n++;
+    evq_push(&r->evq, ev, is_text_lost);
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
@@ -291,7 +258,7 @@ static void req_emit(engine_req_t *r, engine_event_t *ev, const char *text, size
 int engine_next(engine_req_t *r, engine_event_t *ev, int64_t timeout_ns)
 {
     pthread_mutex_lock(&r->mu);
-    if (r->ev_n == 0 && timeout_ns != 0) {
+    if (evq_is_empty(&r->evq) && timeout_ns != 0) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         if (timeout_ns > 0) {
@@ -299,22 +266,16 @@ int engine_next(engine_req_t *r, engine_event_t *ev, int64_t timeout_ns)
             until.tv_sec += (time_t)(timeout_ns / 1000000000 + ns / 1000000000);
             until.tv_nsec = (long)(ns % 1000000000);
         }
-        while (r->ev_n == 0) {
+        while (evq_is_empty(&r->evq)) {
             if (timeout_ns < 0)
                 pthread_cond_wait(&r->cv, &r->mu);
             else if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)
                 break;
         }
     }
-    if (r->ev_n == 0) {
-        pthread_mutex_unlock(&r->mu);
-        return 0;
-    }
-    *ev = r->evs[r->ev_head];
-    r->ev_head = (r->ev_head + 1) % r->ev_cap;
-    r->ev_n--;
+    bool has_event = evq_pop(&r->evq, ev);
     pthread_mutex_unlock(&r->mu);
-    return 1;
+    return has_event;
 }
 
 void engine_event_clear(engine_event_t *ev)

@@ -11,6 +11,7 @@
 #include "engine/blocks.h"
 #include "engine/constrain.h"
 #include "engine/engine.h"
+#include "engine/evq.h"
 #include "engine/spec.h"
 #include "engine/state_snap.h"
 #include "engine/stop.h"
@@ -36,8 +37,7 @@ struct engine_req {
     /* shared with the caller, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    engine_event_t *evs; /* ring of pending events */
-    int ev_head, ev_n, ev_cap;
+    evq_t evq; /* pending events */
     atomic_bool is_cancelled;
     atomic_int refs; /* the engine's and the caller's */
     uint64_t id;

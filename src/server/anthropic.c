@@ -135,7 +135,10 @@ static json_t *join_text(const json_t *content, const char *where, reply_t *r)
         snprintf(at, sizeof at, "%s[%zu]", where, i);
         if (!json_is_object(b) || strcmp(type_of(b), "text")) {
             json_decref(out);
-            bad(r, at, "%s: only text blocks are supported here", at);
+            if (json_is_object(b) && type_of(b)[0])
+                bad(r, at, "%s: '%s' blocks are not supported here (text only)", at, type_of(b));
+            else
+                bad(r, at, "%s must be a content block with a \"type\"", at);
             return NULL;
         }
         const json_t *t = text_block(b, at, r);
@@ -779,8 +782,10 @@ static void pump(anth_sse_t *st)
                                : ev.finish == ENGINE_FINISH_CANCELLED ? "overloaded_error"
                                                                       : "api_error";
             const char *why = ev.finish == ENGINE_FINISH_TIMEOUT     ? "the request took longer than --request-timeout"
-                              : ev.finish == ENGINE_FINISH_CANCELLED ? "the request was cancelled"
-                                                                     : "generation failed";
+                              : ev.finish != ENGINE_FINISH_CANCELLED ? "generation failed"
+                              : atomic_load(&st->s->is_draining)
+                                  ? "the request was cancelled: the server is shutting down"
+                                  : "the request was cancelled";
             event(st, json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", type, "message", why));
         }
         st->out.is_done = true;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "server/chat_msgs.h"
 #include "server/choices.h"
 #include "server/dialect.h"
 #include "server/fields.h"
@@ -63,6 +64,8 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
         return -1;
     if (present)
         sp->top_k = x < 0 ? 0 : (int)x; /* -1: off, as vLLM */
+    /* a u64: the body loader refused negative literals and keeps those
+     * above INT64_MAX as the same 64 bits (json_body.h) */
     if (field_int(req, "seed", INT64_MIN, INT64_MAX, &x, &present, r))
         return -1;
     if (present)
@@ -135,96 +138,6 @@ static int parse_common(server_t *s, const json_t *req, gen_req_t *g, reply_t *r
 
 /* ---- chat messages ---- */
 
-/* A copy of messages the template can render: content parts joined into
- * one string, null content (an assistant turn with tool calls) as "",
- * "developer" as "system". -1 with a reply naming messages[i]. */
-static json_t *normalise_messages(const json_t *msgs, reply_t *r)
-{
-    if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
-        reply_error(r, 400, "messages", "'messages' must be a non-empty array");
-        return NULL;
-    }
-    json_t *out = json_array();
-    size_t i;
-    json_t *m;
-    char param[64];
-    json_array_foreach(msgs, i, m)
-    {
-        snprintf(param, sizeof param, "messages[%zu]", i);
-        if (!json_is_object(m)) {
-            reply_error(r, 400, param, "%s must be an object", param);
-            goto bad;
-        }
-        const json_t *role = json_object_get(m, "role");
-        static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
-        if (!json_is_string(role) || !field_in_list(json_string_value(role), roles)) {
-            snprintf(param, sizeof param, "messages[%zu].role", i);
-            reply_error(r, 400, param, "%s must be one of system, developer, user, assistant, tool", param);
-            goto bad;
-        }
-        /* "parsed": the OpenAI SDK's own annotation of an answer it sends back
-         * (runTools, parse helpers); it carries nothing the template renders */
-        static const char *const fields[] = {
-            "role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content", "refusal", "parsed", NULL};
-        const char *key;
-        json_t *v;
-        json_object_foreach(m, key, v)
-        {
-            if (!field_in_list(key, fields)) {
-                snprintf(param, sizeof param, "messages[%zu].%s", i, key);
-                reply_error(r, 400, param, "unknown field %s", param);
-                goto bad;
-            }
-        }
-        json_t *copy = json_deep_copy(m);
-        json_object_del(copy, "parsed");
-        if (!strcmp(json_string_value(role), "developer"))
-            json_object_set_new(copy, "role", json_string("system"));
-        json_t *content = json_object_get(copy, "content");
-        bool is_tool = !strcmp(json_string_value(role), "tool");
-        if ((!content || json_is_null(content)) && !is_tool) {
-            json_object_set_new(copy, "content", json_string(""));
-        } else if (json_is_array(content)) {
-            /* [{"type": "text", "text": "..."}, ...] -> one string */
-            size_t j, total = 0;
-            json_t *part;
-            json_array_foreach(content, j, part)
-            {
-                const json_t *t = json_object_get(part, "type"), *text = json_object_get(part, "text");
-                if (!json_is_object(part) || !json_is_string(t) || strcmp(json_string_value(t), "text") ||
-                    !json_is_string(text)) {
-                    snprintf(param, sizeof param, "messages[%zu].content[%zu]", i, j);
-                    reply_error(r, 400, param, "%s: only {\"type\": \"text\", \"text\": ...} parts are supported",
-                                param);
-                    json_decref(copy);
-                    goto bad;
-                }
-                total += json_string_length(text);
-            }
-            char *joined = malloc(total + 1);
-            size_t at = 0;
-            json_array_foreach(content, j, part)
-            {
-                const json_t *text = json_object_get(part, "text");
-                memcpy(joined + at, json_string_value(text), json_string_length(text));
-                at += json_string_length(text);
-            }
-            json_object_set_new(copy, "content", json_stringn(joined, at));
-            free(joined);
-        } else if (!is_tool && !json_is_string(content)) {
-            snprintf(param, sizeof param, "messages[%zu].content", i);
-            reply_error(r, 400, param, "%s must be a string, an array of text parts or null", param);
-            json_decref(copy);
-            goto bad;
-        }
-        json_array_append_new(out, copy);
-    }
-    return out;
-bad:
-    json_decref(out);
-    return NULL;
-}
-
 /* Thinking on or off: chat_template_kwargs.enable_thinking when given
  * (render_chat validated it), else off for reasoning_effort "none" (the
  * other efforts keep Qwen3's default); -1: the template's default. */
@@ -241,7 +154,7 @@ static int enable_thinking(const json_t *req)
 /* Renders the conversation to its prompt text (malloc'd). */
 static char *render_chat(const json_t *req, bool default_gen_prompt, size_t *len, reply_t *r)
 {
-    json_t *msgs = normalise_messages(json_object_get(req, "messages"), r);
+    json_t *msgs = chat_messages_normalise(json_object_get(req, "messages"), r);
     if (!msgs)
         return NULL;
     chat_opts_t opts = {.add_generation_prompt = default_gen_prompt, .enable_thinking = -1};
@@ -303,7 +216,22 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
     engine_finish_t finish = ENGINE_FINISH_NONE;
     char message[256] = "";
     *done = (api_done_t){.stop_index = -1};
-    while (finish == ENGINE_FINISH_NONE && engine_next(req, &ev, -1) == 1) {
+    /* the client is checked every SERVER_CLIENT_POLL_NS: one that left has
+     * its request cancelled rather than holding KV to max_tokens */
+    bool is_client_gone = false;
+    int64_t next_check = t0 + SERVER_CLIENT_POLL_NS;
+    while (finish == ENGINE_FINISH_NONE) {
+        int64_t wait = r->conn && !is_client_gone ? SERVER_CLIENT_POLL_NS : -1;
+        int got = engine_next(req, &ev, wait);
+        if (wait > 0 && clock_now_ns() >= next_check) {
+            next_check = clock_now_ns() + SERVER_CLIENT_POLL_NS;
+            if (http_client_gone(r->conn)) {
+                is_client_gone = true;
+                engine_cancel(req);
+            }
+        }
+        if (!got)
+            continue;
         if (ev.kind == ENGINE_EV_TOKEN) {
             if (!t_prev)
                 lat_hist_add(&s->metrics.ttft, ev.time_ns - t0);
@@ -338,7 +266,10 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
     }
     engine_release(req);
     lat_hist_add(&s->metrics.e2e, clock_now_ns() - t0);
-    if (finish == ENGINE_FINISH_TIMEOUT) {
+    if (is_client_gone && finish == ENGINE_FINISH_CANCELLED) {
+        /* nobody reads this; nginx's "client closed request" in the metrics */
+        reply_error(r, 499, NULL, "the client closed the connection before the answer");
+    } else if (finish == ENGINE_FINISH_TIMEOUT) {
         reply_error(r, 408, NULL, "the request took longer than --request-timeout (%d s)", s->cfg.request_timeout_s);
     } else if (finish == ENGINE_FINISH_CANCELLED) {
         reply_error(r, 503, NULL, "the request was cancelled: the server is shutting down");

@@ -95,8 +95,14 @@ engine_req_t *gen_submit(server_t *s, gen_req_t *g, reply_t *r)
         reply_error(r, 400, g->prompt_param, "the prompt is %d tokens; the context is %d", n_prompt, ec->max_context);
         return NULL;
     }
-    if (!g->has_max_tokens)
+    if (!g->has_max_tokens) {
         g->p.max_tokens = ec->max_context - n_prompt; /* as far as the context allows */
+    } else if (g->p.max_tokens > ec->max_context - n_prompt) {
+        reply_error(r, 400, g->max_tokens_param,
+                    "'%s' is %d, but the context is %d tokens and the prompt takes %d: at most %d can be generated",
+                    g->max_tokens_param, g->p.max_tokens, ec->max_context, n_prompt, ec->max_context - n_prompt);
+        return NULL;
+    }
     g->p.prompt = g->ids.v;
     g->p.n_prompt = n_prompt;
     engine_req_t *req = NULL;
@@ -297,8 +303,24 @@ static void respond_whole(gen_t *g, reply_t *r)
 {
     server_t *s = g->s;
     engine_event_t ev;
+    /* the client is checked every SERVER_CLIENT_POLL_NS: one that left has
+     * every choice cancelled rather than holding KV to max_tokens */
+    bool is_client_gone = false;
+    int64_t next_check = g->t0 + SERVER_CLIENT_POLL_NS;
     for (int i = 0; i < g->n; i++) {
-        while (!g->ch[i].is_done && engine_next(g->ch[i].req, &ev, -1) == 1) {
+        while (!g->ch[i].is_done) {
+            int64_t wait = r->conn && !is_client_gone ? SERVER_CLIENT_POLL_NS : -1;
+            int got = engine_next(g->ch[i].req, &ev, wait);
+            if (wait > 0 && clock_now_ns() >= next_check) {
+                next_check = clock_now_ns() + SERVER_CLIENT_POLL_NS;
+                if (http_client_gone(r->conn)) {
+                    is_client_gone = true;
+                    for (int j = 0; j < g->n; j++)
+                        engine_cancel(g->ch[j].req);
+                }
+            }
+            if (got == 0)
+                continue;
             on_event(g, i, &ev);
             engine_event_clear(&ev);
         }
@@ -306,7 +328,11 @@ static void respond_whole(gen_t *g, reply_t *r)
     lat_hist_add(&s->metrics.e2e, clock_now_ns() - g->t0);
     for (int i = 0; i < g->n; i++) {
         engine_finish_t f = g->ch[i].finish;
-        if (f == ENGINE_FINISH_TIMEOUT) {
+        if (is_client_gone && f == ENGINE_FINISH_CANCELLED) {
+            /* nobody reads this; nginx's "client closed request" in the metrics */
+            reply_error(r, 499, NULL, "the client closed the connection before the answer");
+            return;
+        } else if (f == ENGINE_FINISH_TIMEOUT) {
             reply_error(r, 408, NULL, "the request took longer than --request-timeout (%d s)",
                         s->cfg.request_timeout_s);
             return;
@@ -420,8 +446,9 @@ static void stream_done(gen_t *g, int i, const engine_event_t *ev)
         atomic_fetch_add(&g->s->metrics.completions, 1);
     } else {
         const char *why = ev->finish == ENGINE_FINISH_TIMEOUT     ? "the request took longer than --request-timeout"
-                          : ev->finish == ENGINE_FINISH_CANCELLED ? "the request was cancelled"
-                                                                  : "generation failed";
+                          : ev->finish != ENGINE_FINISH_CANCELLED ? "generation failed"
+                          : atomic_load(&g->s->is_draining) ? "the request was cancelled: the server is shutting down"
+                                                            : "the request was cancelled";
         sse_buf_event(&g->out, NULL,
                       json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", why, "type", "server_error", "param",
                                 "code", engine_finish_name(ev->finish)));

@@ -4,8 +4,10 @@
  * the endpoint handler, and the reply as JSON or as an SSE stream. */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "base/clock.h"
 #include "base/sha256.h"
 #include "server/internal.h"
+#include "server/json_body.h"
 
 enum route {
     R_NONE,
@@ -213,6 +216,22 @@ static int json_depth(const json_t *v)
     return 0;
 }
 
+bool http_client_gone(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    if (!ci)
+        return false;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))
+        return true;
+    /* readable: the end of the stream, or the next pipelined request */
+    char b;
+    ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /* ---- replies ---- */
 
 static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const route_def_t *rt, reply_t *r)
@@ -297,12 +316,20 @@ static const route_def_t *find_route(const char *url)
 static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *cc)
 {
     const route_def_t *rt = cc->route;
-    reply_t r = {.status = 200};
+    reply_t r = {.status = 200, .conn = c};
     json_t *req = NULL;
     if (rt->is_post && rt->route != R_TRACE_DUMP) {
         json_error_t jerr;
-        /* any JSON value parses, so a well-formed non-object gets the clearer message below */
-        req = json_loadb(cc->body ? cc->body : "", cc->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        /* any JSON value parses, so a well-formed non-object gets the clearer
+         * message below; the generation routes' seed is a u64 read from its bytes */
+        bool takes_seed = rt->route == R_CHAT || rt->route == R_COMPLETIONS || rt->route == R_MESSAGES;
+        switch (json_body_load(cc->body ? cc->body : "", cc->len, takes_seed ? "seed" : NULL, &req, &jerr)) {
+        case JSON_BODY_OK:
+        case JSON_BODY_MALFORMED: break;
+        case JSON_BODY_U64_RANGE:
+            return send_error(s, c, rt, 400, "seed", "'seed' must be an integer in [0, 18446744073709551615]");
+        case JSON_BODY_NOMEM: return send_error(s, c, rt, 500, NULL, "out of memory");
+        }
         if (!req) {
             char msg[512];
             snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
@@ -526,14 +553,26 @@ void server_set_ready(server_t *s, const server_model_t *m)
     atomic_store(&s->is_ready, true);
 }
 
+/* Waits until no API request is in flight, or the clock passes until_ns. */
+static void wait_in_flight(server_t *s, int64_t until_ns)
+{
+    while (atomic_load(&s->in_flight) > 0 && clock_now_ns() < until_ns)
+        usleep(10000);
+}
+
 void server_drain(server_t *s, int64_t grace_ns)
 {
     atomic_store(&s->is_draining, true);
     if (s->m.engine)
         engine_drain(s->m.engine);
-    int64_t until = clock_now_ns() + grace_ns;
-    while (atomic_load(&s->in_flight) > 0 && clock_now_ns() < until)
-        usleep(10000);
+    wait_in_flight(s, clock_now_ns() + grace_ns);
+    if (!s->m.engine || atomic_load(&s->in_flight) == 0)
+        return;
+    /* what is left ends now; each answer still gets out before the daemon
+     * closes its socket: a stream its error event and [DONE], a whole
+     * answer its 503 (a client that stops reading is not waited for long) */
+    engine_cancel_all(s->m.engine);
+    wait_in_flight(s, clock_now_ns() + SERVER_FLUSH_NS);
 }
 
 void server_close(server_t *s)

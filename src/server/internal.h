@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "server/server.h"
@@ -47,8 +48,10 @@ struct server {
     metrics_t metrics;
 };
 
-/* A handler's answer: a JSON body (owned), or a stream. */
+/* A handler's answer: a JSON body (owned), or a stream; and the
+ * connection it goes to, so a long wait can notice the client leave. */
 typedef struct reply {
+    struct MHD_Connection *conn; /* NULL: none to watch */
     int status;
     json_t *body;
     const char *retry_after; /* Retry-After header, or NULL */
@@ -57,6 +60,10 @@ typedef struct reply {
     ssize_t (*stream_read)(void *cls, uint64_t pos, char *buf, size_t max);
     void (*stream_free)(void *cls);
 } reply_t;
+
+/* Whether the client of conn has closed its end or reset the connection
+ * (a request still pipelined behind this one counts as present). */
+bool http_client_gone(struct MHD_Connection *conn);
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

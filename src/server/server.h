@@ -26,8 +26,10 @@
 #define SERVER_DEFAULT_MAX_BODY (8u << 20) /* bytes of request body */
 #define SERVER_DEFAULT_MAX_CONNECTIONS 256
 #define SERVER_DEFAULT_REQUEST_TIMEOUT_S 600
-#define SERVER_MAX_JSON_DEPTH 64         /* nesting accepted in a request body */
-#define SERVER_KEEPALIVE_NS 1000000000LL /* SSE comment after this long without an event */
+#define SERVER_MAX_JSON_DEPTH 64          /* nesting accepted in a request body */
+#define SERVER_KEEPALIVE_NS 1000000000LL  /* SSE comment after this long without an event */
+#define SERVER_CLIENT_POLL_NS 100000000LL /* a whole answer being waited for: how often the client is checked */
+#define SERVER_FLUSH_NS 5000000000LL      /* at shutdown, for cancelled answers to reach their clients */
 
 typedef struct server_config {
     const char *host;                                    /* bind address (default 127.0.0.1) */
@@ -61,7 +63,9 @@ server_t *server_start(const server_config_t *c, err_t *err);
 int server_port(const server_t *s);
 void server_set_ready(server_t *s, const server_model_t *m);
 /* New requests get 503 from now on; waits up to grace_ns for in-flight
- * requests, then cancels what is left and waits for them to end. */
+ * requests, then cancels what is left and waits (up to SERVER_FLUSH_NS)
+ * for their answers to go out: streams end with an error event, never in
+ * silence. */
 void server_drain(server_t *s, int64_t grace_ns);
 /* Stops listening and joins every connection thread (the engine must have
  * ended their requests: engine_cancel_all). */

@@ -223,8 +223,8 @@ test("n = 3 streamed: a client that leaves cancels every choice", async () => {
         req.on("error", (e) => { if (events < 6) reject(e); });
         req.end(data);
     });
-    const during = await status(srv.port);
-    assert.equal(during.requests.active.length, 3);
+    /* choices 1 and 2 join once choice 0 has its first token: wait for all three */
+    await waitStatus(srv.port, (s) => s.requests.active.length === 3, 30000, "three choices running");
     req.destroy();
     const done = await waitStatus(srv.port,
         (s) => s.requests.active.length === 0 && s.cache.blocks_used === 0 && s.requests.cancelled >= before.requests.cancelled + 3,

@@ -1,14 +1,17 @@
 // The malformed-request table: each case sends raw bytes and headers through
 // node:http to the real `splash serve` and names the status and `param` it
 // expects, and every error answer must be the OpenAI error body
-// {"error": {"message", "type", "param", "code"}}. A few positive controls
-// (the right key, an allowed Host, nesting at the limit) show the checks are
-// not simply refusing everything.
+// {"error": {"message", "type", "param", "code"}} (on /v1/messages and
+// count_tokens, Anthropic's {"type": "error", "error": {"type", "message"}}).
+// A few positive controls (the right key, an allowed Host, nesting at the
+// limit, text parts, u64 seeds) show the checks are not simply refusing
+// everything. After the table the server must be healthy, with no request
+// running and no KV block held.
 //   node errors.test.mjs --splash BIN --model GGUF
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, test } from "node:test";
-import { get, isErrorBody, options, post, request, startServer } from "./lib.mjs";
+import { get, isErrorBody, options, post, request, startServer, waitStatus } from "./lib.mjs";
 
 const opts = options();
 const KEY = "sk-splash-test";
@@ -19,6 +22,9 @@ const AUTH = { Authorization: `Bearer ${KEY}` };
 const nest = (depth) => "[".repeat(depth) + "]".repeat(depth); // depth levels of arrays
 const chat = (extra) => ({ messages: [{ role: "user", content: "hi" }], max_tokens: 2, ...extra });
 const cmpl = (extra) => ({ prompt: "hi", max_tokens: 2, ...extra });
+const user = (content) => ({ messages: [{ role: "user", content }], max_tokens: 2 });
+const msg = (extra) => ({ model: "server-tiny", messages: [{ role: "user", content: "hi" }], max_tokens: 2, ...extra });
+const U64_MAX = "18446744073709551615";
 
 // {name, path, method, body (object: JSON; string or Buffer: raw), headers
 // (replacing the defaults: JSON type and the key), status, param, match (the
@@ -148,8 +154,8 @@ const CASES = [
     // ---- context limits (--max-context 64) ----
     { name: "prompt longer than the context", path: "/v1/completions", body: cmpl({ prompt: "x".repeat(3 * MAX_CONTEXT) }), status: 400, param: "prompt", match: /context/ },
     { name: "chat longer than the context", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x".repeat(3 * MAX_CONTEXT) }] }, status: 400, param: "messages" },
-    { name: "max_tokens beyond the context", path: "/v1/completions", body: cmpl({ max_tokens: 2 * MAX_CONTEXT }), status: 400, param: "max_tokens", match: /context/ },
-    { name: "max_completion_tokens beyond the context", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x" }], max_completion_tokens: 2 * MAX_CONTEXT }, status: 400, param: "max_completion_tokens" },
+    { name: "max_tokens beyond the context", path: "/v1/completions", body: cmpl({ max_tokens: 2 * MAX_CONTEXT }), status: 400, param: "max_tokens", match: /'max_tokens' is 128, but the context is 64 tokens and the prompt takes \d+: at most \d+ can be generated/ },
+    { name: "max_completion_tokens beyond the context", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x" }], max_completion_tokens: 2 * MAX_CONTEXT }, status: 400, param: "max_completion_tokens", match: /'max_completion_tokens' is 128.*at most \d+/ },
 
     // ---- the text utilities ----
     { name: "tokenize with prompt and messages", path: "/tokenize", body: { prompt: "a", messages: [{ role: "user", content: "b" }] }, status: 400, param: "messages" },
@@ -188,6 +194,90 @@ const CASES = [
     { name: "Host localhost passes", method: "GET", path: "/v1/models", host: "localhost:1234", status: 200, ok: true },
     { name: "Host [::1] passes", method: "GET", path: "/v1/models", host: "[::1]:80", status: 200, ok: true },
 
+    // ---- message content as OpenAI has it ----
+    { name: "user content null", path: "/v1/chat/completions", body: user(null), status: 400, param: "messages[0].content", match: /required/ },
+    { name: "user content missing", path: "/v1/chat/completions", body: { messages: [{ role: "user" }] }, status: 400, param: "messages[0].content", match: /required/ },
+    { name: "system content null", path: "/v1/chat/completions", body: { messages: [{ role: "system", content: null }, { role: "user", content: "x" }] }, status: 400, param: "messages[0].content" },
+    { name: "developer content missing", path: "/v1/chat/completions", body: { messages: [{ role: "developer" }, { role: "user", content: "x" }] }, status: 400, param: "messages[0].content" },
+    { name: "tool content missing", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x" }, { role: "tool", tool_call_id: "c1" }] }, status: 400, param: "messages[1].content" },
+    { name: "assistant content null without tool_calls", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "x" }, { role: "assistant", content: null }, { role: "user", content: "y" }] }, status: 400, param: "messages[1].content", match: /tool_calls/ },
+    { name: "content an empty array", path: "/v1/chat/completions", body: user([]), status: 400, param: "messages[0].content", match: /empty/ },
+    { name: "content an object", path: "/v1/chat/completions", body: user({ type: "text", text: "hi" }), status: 400, param: "messages[0].content" },
+    { name: "image_url part named", path: "/v1/chat/completions", body: user([{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }]), status: 400, param: "messages[0].content[0]", match: /'image_url' parts are not supported/ },
+    { name: "input_image part named", path: "/v1/chat/completions", body: user([{ type: "text", text: "look" }, { type: "input_image", image_url: "http://x/y.png" }]), status: 400, param: "messages[0].content[1]", match: /'input_image'/ },
+    { name: "input_audio part named", path: "/v1/chat/completions", body: user([{ type: "input_audio", input_audio: { data: "", format: "mp3" } }]), status: 400, param: "messages[0].content[0]", match: /'input_audio'/ },
+    { name: "file part named", path: "/v1/chat/completions", body: user([{ type: "file", file: { file_id: "file-1" } }]), status: 400, param: "messages[0].content[0]", match: /'file'/ },
+    { name: "unknown part type named", path: "/v1/chat/completions", body: user([{ type: "video", video: {} }]), status: 400, param: "messages[0].content[0]", match: /'video'/ },
+    { name: "part without a type", path: "/v1/chat/completions", body: user([{ text: "hi" }]), status: 400, param: "messages[0].content[0]" },
+    { name: "part not an object", path: "/v1/chat/completions", body: user(["hi"]), status: 400, param: "messages[0].content[0]" },
+    { name: "text part text a number", path: "/v1/chat/completions", body: user([{ type: "text", text: 5 }]), status: 400, param: "messages[0].content[0]" },
+    { name: "text parts pass", path: "/v1/chat/completions", body: user([{ type: "text", text: "one " }, { type: "text", text: "two" }]), status: 200, ok: true },
+    { name: "empty string content passes", path: "/v1/chat/completions", body: user(""), status: 200, ok: true },
+    { name: "assistant null content with tool_calls passes", path: "/apply-template", body: { messages: [{ role: "user", content: "x" }, { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] }, { role: "tool", tool_call_id: "c1", content: [{ type: "text", text: "ok" }] }] }, status: 200, ok: true },
+    { name: "tokenize messages with an image part", path: "/tokenize", body: { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }, status: 400, param: "messages[0].content[0]", match: /image_url/ },
+    { name: "apply-template user content null", path: "/apply-template", body: { messages: [{ role: "user", content: null }] }, status: 400, param: "messages[0].content" },
+
+    // ---- seeds: u64 exactly, as OpenAI (jansson alone refuses above 2^63 - 1) ----
+    { name: "seed -1", path: "/v1/completions", body: cmpl({ seed: -1 }), status: 400, param: "seed", match: /18446744073709551615/ },
+    { name: "seed -2^63", path: "/v1/chat/completions", body: '{"messages": [{"role": "user", "content": "hi"}], "seed": -9223372036854775808}', status: 400, param: "seed" },
+    { name: "seed below int64", path: "/v1/completions", body: '{"prompt": "hi", "max_tokens": 2, "seed": -99999999999999999999}', status: 400, param: "seed" },
+    { name: "seed 2^64", path: "/v1/completions", body: '{"prompt": "hi", "max_tokens": 2, "seed": 18446744073709551616}', status: 400, param: "seed" },
+    { name: "seed -0", path: "/v1/completions", body: '{"prompt": "hi", "max_tokens": 2, "seed": -0}', status: 400, param: "seed" },
+    { name: "seed 1e3", path: "/v1/completions", body: '{"prompt": "hi", "max_tokens": 2, "seed": 1e3}', status: 400, param: "seed" },
+    { name: "seed true", path: "/v1/chat/completions", body: chat({ seed: true }), status: 400, param: "seed" },
+    { name: "seed as a string of digits", path: "/v1/completions", body: cmpl({ seed: U64_MAX }), status: 400, param: "seed" },
+    { name: "seed 2^64 - 1 passes", path: "/v1/completions", body: `{"prompt": "hi", "max_tokens": 2, "seed": ${U64_MAX}}`, status: 200, ok: true },
+    { name: "seed 2^63 passes (chat)", path: "/v1/chat/completions", body: '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "seed": 9223372036854775808}', status: 200, ok: true },
+    { name: "seed 0 passes", path: "/v1/completions", body: cmpl({ seed: 0 }), status: 200, ok: true },
+    { name: "a syntax error still wins over a big seed", path: "/v1/completions", body: `{"seed": ${U64_MAX}, "prompt": }`, status: 400, param: null, match: /^malformed JSON at line 1(?!.*too big)/ },
+    { name: "seed on tokenize is unknown", path: "/tokenize", body: { prompt: "a", seed: 1 }, status: 400, param: "seed" },
+
+    // ---- Anthropic Messages (Anthropic's error body) ----
+    { name: "messages: max_tokens missing", path: "/v1/messages", body: { model: "server-tiny", messages: [{ role: "user", content: "hi" }] }, status: 400, anthropic: true, match: /max_tokens/ },
+    { name: "messages: max_tokens 0", path: "/v1/messages", body: msg({ max_tokens: 0 }), status: 400, anthropic: true },
+    { name: "messages: max_tokens beyond the context", path: "/v1/messages", body: msg({ max_tokens: 2 * MAX_CONTEXT }), status: 400, anthropic: true, match: /at most \d+/ },
+    { name: "messages: model missing", path: "/v1/messages", body: { messages: [{ role: "user", content: "hi" }], max_tokens: 2 }, status: 400, anthropic: true, match: /model/ },
+    { name: "messages: unknown model", path: "/v1/messages", body: msg({ model: "claude-opus" }), status: 404, anthropic: true },
+    { name: "messages: messages missing", path: "/v1/messages", body: { model: "server-tiny", max_tokens: 2 }, status: 400, anthropic: true },
+    { name: "messages: empty messages", path: "/v1/messages", body: msg({ messages: [] }), status: 400, anthropic: true },
+    { name: "messages: content null", path: "/v1/messages", body: msg({ messages: [{ role: "user", content: null }] }), status: 400, anthropic: true, match: /content/ },
+    { name: "messages: role system in messages", path: "/v1/messages", body: msg({ messages: [{ role: "system", content: "x" }] }), status: 400, anthropic: true, match: /role/ },
+    { name: "messages: image block named", path: "/v1/messages", body: msg({ messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } }] }] }), status: 400, anthropic: true, match: /'image' blocks/ },
+    { name: "messages: document block named", path: "/v1/messages", body: msg({ messages: [{ role: "user", content: [{ type: "document", source: { type: "text", data: "x" } }] }] }), status: 400, anthropic: true, match: /'document' blocks/ },
+    { name: "messages: image in a tool_result named", path: "/v1/messages", body: msg({ messages: [{ role: "user", content: "x" }, { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "f", input: {} }] }, { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: [{ type: "image", source: {} }] }] }], tools: [{ name: "f", input_schema: { type: "object" } }] }), status: 400, anthropic: true, match: /'image' blocks/ },
+    { name: "messages: image in system named", path: "/v1/messages", body: msg({ system: [{ type: "image", source: {} }] }), status: 400, anthropic: true, match: /'image' blocks/ },
+    { name: "messages: unknown field", path: "/v1/messages", body: msg({ frobnicate: 1 }), status: 400, anthropic: true, match: /frobnicate/ },
+    { name: "messages: temperature 1.5", path: "/v1/messages", body: msg({ temperature: 1.5 }), status: 400, anthropic: true, match: /temperature/ },
+    { name: "messages: stream a string", path: "/v1/messages", body: msg({ stream: "yes" }), status: 400, anthropic: true },
+    { name: "messages: seed -1", path: "/v1/messages", body: msg({ seed: -1 }), status: 400, anthropic: true, match: /seed/ },
+    { name: "messages: seed 2^64 - 1 passes", path: "/v1/messages", body: `{"model": "server-tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, "seed": ${U64_MAX}}`, status: 200, ok: true },
+    { name: "messages: final assistant turn", path: "/v1/messages", body: msg({ messages: [{ role: "user", content: "x" }, { role: "assistant", content: "y" }] }), status: 400, anthropic: true, match: /prefill/ },
+    { name: "messages: thinking budget too small", path: "/v1/messages", body: msg({ max_tokens: 40, thinking: { type: "enabled", budget_tokens: 10 } }), status: 400, anthropic: true, match: /budget_tokens/ },
+    { name: "messages: tool_choice bogus", path: "/v1/messages", body: msg({ tools: [{ name: "f", input_schema: { type: "object" } }], tool_choice: { type: "sometimes" } }), status: 400, anthropic: true, match: /tool_choice/ },
+    { name: "messages: wrong x-api-key", path: "/v1/messages", body: msg(), headers: { "x-api-key": "nope", "anthropic-version": "2023-06-01" }, status: 401, anthropic: true },
+    { name: "messages: GET", method: "GET", path: "/v1/messages", status: 405, anthropic: true, allow: "POST" },
+    { name: "messages: malformed JSON", path: "/v1/messages", body: '{"model": ', status: 400, anthropic: true, match: /malformed JSON/ },
+    { name: "count_tokens: max_tokens is not its field", path: "/v1/messages/count_tokens", body: msg(), status: 400, anthropic: true, match: /max_tokens/ },
+    { name: "count_tokens: messages missing", path: "/v1/messages/count_tokens", body: { model: "server-tiny" }, status: 400, anthropic: true },
+    { name: "count_tokens: image block named", path: "/v1/messages/count_tokens", body: { model: "server-tiny", messages: [{ role: "user", content: [{ type: "image", source: {} }] }] }, status: 400, anthropic: true, match: /'image' blocks/ },
+    { name: "count_tokens: body an array", path: "/v1/messages/count_tokens", body: "[]", status: 400, anthropic: true, match: /JSON object/ },
+    { name: "count_tokens passes", path: "/v1/messages/count_tokens", body: { model: "server-tiny", messages: [{ role: "user", content: "hi" }] }, status: 200, ok: true },
+
+    // ---- more text utilities, status and the other GET routes ----
+    { name: "tokenize prompt a number", path: "/tokenize", body: { prompt: 5 }, status: 400, param: "prompt" },
+    { name: "tokenize add_special_tokens a string", path: "/tokenize", body: { prompt: "a", add_special_tokens: "no" }, status: 400, param: "add_special_tokens" },
+    { name: "tokenize unknown model", path: "/tokenize", body: { prompt: "a", model: "other" }, status: 404, param: "model" },
+    { name: "detokenize tokens missing", path: "/detokenize", body: {}, status: 400, param: "tokens" },
+    { name: "detokenize negative id", path: "/detokenize", body: { tokens: [-3] }, status: 400, param: "tokens" },
+    { name: "apply-template messages missing", path: "/apply-template", body: {}, status: 400, param: "messages" },
+    { name: "apply-template unknown field", path: "/apply-template", body: { messages: [{ role: "user", content: "x" }], stream: true }, status: 400, param: "stream" },
+    { name: "POST on /status", path: "/status", body: {}, status: 405, param: null, allow: "GET" },
+    { name: "DELETE on /status", method: "DELETE", path: "/status", status: 405, param: null, allow: "GET" },
+    { name: "/status wrong key", method: "GET", path: "/status", headers: { Authorization: "Bearer nope" }, status: 401, param: null },
+    { name: "PUT on /metrics", method: "PUT", path: "/metrics", status: 405, param: null, allow: "GET" },
+    { name: "POST /v1/embeddings", path: "/v1/embeddings", body: { input: "x" }, status: 404, param: null },
+    { name: "/status with the key passes", method: "GET", path: "/status", status: 200, ok: true },
+
     // ---- routes and methods ----
     { name: "unknown path", path: "/v1/nope", body: cmpl(), status: 404, param: null },
     { name: "unknown GET path", method: "GET", path: "/v1/embeddings", status: 404, param: null },
@@ -219,9 +309,19 @@ function chunked(port, path, body, headers) {
     });
 }
 
-test("the table has at least 40 error cases", () => {
-    assert.ok(CASES.filter((c) => !c.ok).length >= 40, `${CASES.length} cases`);
+test("the table has at least 80 error cases, across every endpoint", () => {
+    const errors = CASES.filter((c) => !c.ok);
+    assert.ok(errors.length >= 80, `${errors.length} error cases`);
+    for (const p of ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/messages/count_tokens", "/tokenize",
+        "/detokenize", "/apply-template", "/v1/models", "/status", "/metrics", "/health"])
+        assert.ok(errors.some((c) => c.path === p), `no error case for ${p}`);
 });
+
+// Anthropic's error body: {"type": "error", "error": {"type", "message"}}.
+function isAnthropicError(j) {
+    return j && j.type === "error" && j.error && typeof j.error.type === "string" &&
+        typeof j.error.message === "string" && j.error.message.length > 0 && !("param" in j.error);
+}
 
 for (const c of CASES) {
     test(`${c.status} ${c.name}`, async () => {
@@ -233,11 +333,17 @@ for (const c of CASES) {
         else r = await request(srv.port, method, c.path, { body: c.body, headers, json: !c.noType && !("Content-Type" in headers) });
         assert.equal(r.status, c.status, `${method} ${c.path}: ${r.text ?? JSON.stringify(r.json)}`);
         if (c.ok) return;
+        assert.equal(r.headers["content-type"], "application/json");
+        if (c.match) assert.match(r.json?.error?.message ?? "", c.match, r.text);
+        if (c.allow) assert.equal(r.headers.allow, c.allow);
+        if (c.anthropic) {
+            assert.ok(isAnthropicError(r.json), `not an Anthropic error body: ${r.text}`);
+            if (c.status === 400) assert.equal(r.json.error.type, "invalid_request_error");
+            if (c.status === 401) assert.equal(r.json.error.type, "authentication_error");
+            return;
+        }
         assert.ok(isErrorBody(r.json), `not an OpenAI error body: ${r.text}`);
         assert.equal(r.json.error.param, c.param, `param: ${JSON.stringify(r.json)}`);
-        assert.equal(r.headers["content-type"], "application/json");
-        if (c.match) assert.match(r.json.error.message, c.match);
-        if (c.allow) assert.equal(r.headers.allow, c.allow);
         if (c.status === 401) {
             assert.equal(r.json.error.type, "authentication_error");
             assert.equal(r.json.error.code, "invalid_api_key");
@@ -299,4 +405,45 @@ test("429 with Retry-After when the queue is full", async () => {
 
 test("--queue-size 0 is refused at start-up", async () => {
     await assert.rejects(startServer(opts, ["--queue-size", "0"]), /--queue-size: 0 is out of range/);
+});
+
+// Seeds are u64 and exact: 2^64 - 1 and 2^64 - 2 are one double apart from
+// nothing (both round to 1.8446744073709552e19), so a server that read them
+// as doubles would give both the same text; the same seed gives the same text.
+test("u64 seeds are exact", async () => {
+    const run = async (seed) => {
+        const r = await request(srv.port, "POST", "/v1/completions", { headers: AUTH,
+            body: `{"prompt": "Seeds", "max_tokens": 12, "ignore_eos": true, "temperature": 1, "seed": ${seed}}` });
+        assert.equal(r.status, 200, r.text);
+        return r.json.choices[0].text;
+    };
+    const top = await run(U64_MAX);
+    assert.equal(await run(U64_MAX), top);
+    assert.notEqual(await run("18446744073709551614"), top);
+    assert.equal(await run("9223372036854775808"), await run("9223372036854775808"));
+});
+
+// The limit a max_tokens refusal states is the one applied.
+test("max_tokens up to the stated limit passes, one more is refused", async () => {
+    const body = (n) => ({ prompt: "hi", max_tokens: n, ignore_eos: true });
+    const refused = await post(srv.port, "/v1/completions", body(10 * MAX_CONTEXT), AUTH);
+    assert.equal(refused.status, 400);
+    const limit = Number(refused.json.error.message.match(/at most (\d+)/)[1]);
+    assert.ok(limit > 0 && limit < MAX_CONTEXT, refused.json.error.message);
+    const ok = await post(srv.port, "/v1/completions", body(limit), AUTH);
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.json.usage.completion_tokens, limit);
+    assert.equal((await post(srv.port, "/v1/completions", body(limit + 1), AUTH)).status, 400);
+});
+
+// Last: after every case above the server is healthy and holds nothing.
+test("after the table the server is healthy and no KV block is leaked", async () => {
+    assert.equal((await get(srv.port, "/health")).status, 200);
+    assert.equal((await get(srv.port, "/ready")).status, 200);
+    const idle = await waitStatus(srv.port, (s) => s.requests.active.length === 0 && s.scheduler.queued === 0 &&
+        s.cache.blocks_used === 0, 30000, "idle with no block held", AUTH);
+    assert.ok(idle.requests.completed > 0, "the controls ran");
+    assert.equal(idle.requests.failed, 0);
+    const r = await post(srv.port, "/v1/completions", cmpl({ max_tokens: 1 }), AUTH);
+    assert.equal(r.status, 200, r.text);
 });

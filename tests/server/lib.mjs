@@ -121,19 +121,20 @@ export function reassemble(events) {
     return { text, finish, usage };
 }
 
-export async function status(port) {
-    const r = await get(port, "/status");
+export async function status(port, headers) {
+    const r = await get(port, "/status", headers);
     if (r.status !== 200) throw new Error(`/status -> ${r.status}: ${r.text}`);
     return r.json;
 }
 
 // Polls /status until pred(snapshot) holds; throws after timeoutMs. Only a
 // generous bound against hanging, never a timing assertion.
-export async function waitStatus(port, pred, timeoutMs = 30000, what = "condition") {
+// headers: for a server started with --api-key.
+export async function waitStatus(port, pred, timeoutMs = 30000, what = "condition", headers) {
     const until = Date.now() + timeoutMs;
     let last;
     while (Date.now() < until) {
-        last = await status(port);
+        last = await status(port, headers);
         if (pred(last)) return last;
         await new Promise((r) => setTimeout(r, 20));
     }

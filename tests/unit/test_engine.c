@@ -18,6 +18,7 @@
 
 #include "engine/blocks.h"
 #include "engine/engine.h"
+#include "engine/evq.h"
 #include "kernels/types.h"
 #include "model/forward.h"
 #include "model/kv.h"
@@ -403,6 +404,37 @@ static void test_release_while_running_and_destroy(void **state)
     engine_release(rb);
     result_free(&a);
     result_free(&b);
+}
+
+static void *fail_alloc(size_t n)
+{
+    (void)n;
+    return NULL;
+}
+
+/* Every event allocation fails (evq's injection hook): the request still
+ * ends with one DONE, which reports the lost answer as an error rather than
+ * a short success, and its blocks go back; with memory back, the next
+ * request is whole. */
+static void test_events_out_of_memory(void **state)
+{
+    fixture_t *f = *state;
+    engine_t *e = make_engine(f, 2, 16, 8, 4);
+    int32_t prompt[20];
+    make_prompt(prompt, 20, 4);
+    result_t res;
+    evq_set_alloc(fail_alloc);
+    run_alone(e, prompt, 20, 8, 0, NULL, &res);
+    evq_set_alloc(NULL);
+    assert_int_equal(res.finish, ENGINE_FINISH_ERROR);
+    assert_int_equal(res.n_ids, 0);
+    assert_no_blocks_held(e);
+    result_free(&res);
+    run_alone(e, prompt, 20, 8, 0, NULL, &res);
+    assert_int_equal(res.finish, ENGINE_FINISH_LENGTH);
+    assert_int_equal(res.n_ids, 8);
+    result_free(&res);
+    engine_destroy(e);
 }
 
 /* ---- batch invariance ---- */
@@ -840,6 +872,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_greedy_matches_direct_forward, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_validation_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_while_running_and_destroy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_out_of_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_invariance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_prefix_reuse, setup_q35, teardown),
