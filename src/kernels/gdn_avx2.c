@@ -4,11 +4,13 @@
  * at a time (16 ymm registers); lanes past the end are masked off. */
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/gdn.h"
 #include "kernels/simd_exp.h"
 
+#define AI static inline __attribute__((always_inline))
 #define LANES 8
 #define BLOCK 4 /* vectors of columns per block: 32 columns */
 
@@ -51,8 +53,24 @@ void gdn_conv_step_avx2(float *y, float *state, const float *x, const float *w, 
     }
 }
 
-static void delta_block(float *S, float *o, const float *q, const float *k, const float *v, float decay, float beta,
-                        int dk, int dv, int j0)
+/* Masked loads and stores only where a block passes dv: vmaskmovps stores
+ * are microcoded on some cores (AMD's). */
+AI __m256 load8(__m256i m, const float *p, bool full)
+{
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+AI void store8(float *p, __m256i m, __m256 x, bool full)
+{
+    if (full)
+        _mm256_storeu_ps(p, x);
+    else
+        _mm256_maskstore_ps(p, m, x);
+}
+
+/* Columns [j0, j0 + 32) of one head (masked to dv unless full). */
+AI void delta_block(float *S, float *o, const float *q, const float *k, const float *v, float decay, float beta, int dk,
+                    int dv, int j0, bool full)
 {
     __m256i m[BLOCK];
     __m256 u[BLOCK], acc[BLOCK];
@@ -64,11 +82,11 @@ static void delta_block(float *S, float *o, const float *q, const float *k, cons
         const float *row = S + (size_t)i * dv + j0;
         __m256 ki = _mm256_set1_ps(k[i]);
         for (int b = 0; b < BLOCK; b++)
-            acc[b] = _mm256_fmadd_ps(_mm256_maskload_ps(row + b * LANES, m[b]), ki, acc[b]);
+            acc[b] = _mm256_fmadd_ps(load8(m[b], row + b * LANES, full), ki, acc[b]);
     }
     __m256 vd = _mm256_set1_ps(decay), vb = _mm256_set1_ps(beta);
     for (int b = 0; b < BLOCK; b++) { /* u = beta (v - decay acc) */
-        __m256 vv = _mm256_maskload_ps(v + j0 + b * LANES, m[b]);
+        __m256 vv = load8(m[b], v + j0 + b * LANES, full);
         u[b] = _mm256_mul_ps(vb, _mm256_fnmadd_ps(vd, acc[b], vv));
         acc[b] = _mm256_setzero_ps();
     }
@@ -76,14 +94,14 @@ static void delta_block(float *S, float *o, const float *q, const float *k, cons
         float *row = S + (size_t)i * dv + j0;
         __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);
         for (int b = 0; b < BLOCK; b++) {
-            __m256 s = _mm256_maskload_ps(row + b * LANES, m[b]);
+            __m256 s = load8(m[b], row + b * LANES, full);
             s = _mm256_fmadd_ps(ki, u[b], _mm256_mul_ps(s, vd));
-            _mm256_maskstore_ps(row + b * LANES, m[b], s);
+            store8(row + b * LANES, m[b], s, full);
             acc[b] = _mm256_fmadd_ps(s, qi, acc[b]);
         }
     }
     for (int b = 0; b < BLOCK; b++)
-        _mm256_maskstore_ps(o + j0 + b * LANES, m[b], acc[b]);
+        store8(o + j0 + b * LANES, m[b], acc[b], full);
 }
 
 void gdn_delta_step_avx2(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
@@ -91,8 +109,12 @@ void gdn_delta_step_avx2(float *S, float *o, const float *q, const float *k, con
 {
     (void)tmp;
     float decay = expf(g);
-    for (int j0 = 0; j0 < dv; j0 += BLOCK * LANES)
-        delta_block(S, o, q, k, v, decay, beta, dk, dv, j0);
+    for (int j0 = 0; j0 < dv; j0 += BLOCK * LANES) {
+        if (dv - j0 >= BLOCK * LANES)
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, true);
+        else
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, false);
+    }
 }
 
 void gdn_gated_rmsnorm_avx2(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps)
