@@ -255,11 +255,13 @@ int qwen35_load(model_t *m, err_t *err)
  * several sequences can share a batch. The paged KV store holds the
  * full-attention layers only (model_kv_layers), in layer order.
  *
- * Prefill runs the delta rule token by token too. The chunk-parallel (WY/UT)
- * form would make a row's result depend on where its prefill chunk starts,
- * and the engine promises results independent of the chunking (bit for bit,
- * test_engine); it is also a small share of the work here (dk dv flops per
- * value head and token against the matrix products' 2 params). */
+ * Prefill runs the delta rule token by token too (the SIMD path of
+ * gdn_kernels()). The chunk-parallel (WY/UT) form would make a row's result
+ * depend on where its prefill chunk starts, and the engine promises results
+ * independent of the chunking (bit for bit, test_engine); on a CPU it would
+ * not save flops either, and the recurrence is a small share of the work
+ * (about 7 dk dv flops per value head and token against the matrix
+ * products' 2 per weight; docs/architecture.md). */
 
 static size_t maxz(size_t a, size_t b)
 {
