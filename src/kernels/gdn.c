@@ -1,4 +1,5 @@
-/* Gated DeltaNet kernels (gdn.h): the plain scalar forms the maths states. */
+/* Gated DeltaNet kernels (gdn.h): the plain scalar forms the maths states,
+ * and the choice of path. */
 #include "kernels/gdn.h"
 
 #include <math.h>
@@ -74,4 +75,20 @@ void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const floa
     float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] * scale * weight[i] * silu(z[i]);
+}
+
+static const gdn_kernels_t paths[] = {
+    {gdn_conv_step, gdn_delta_step, gdn_gated_rmsnorm, "generic"},
+    {gdn_conv_step_avx2, gdn_delta_step_avx2, gdn_gated_rmsnorm_avx2, "avx2"},
+    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_gated_rmsnorm_avx512, "avx512"},
+};
+
+const gdn_kernels_t *gdn_kernels_for_level(cpu_level_t level)
+{
+    return &paths[level >= CPU_AVX512 ? 2 : level >= CPU_AVX2 ? 1 : 0];
+}
+
+const gdn_kernels_t *gdn_kernels(void)
+{
+    return gdn_kernels_for_level(cpu_level()); /* cpu_level() is detected once */
 }

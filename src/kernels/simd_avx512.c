@@ -31,6 +31,7 @@
 #include "kernels/ops.h"
 #include "kernels/qact.h"
 #include "kernels/qunpack.h"
+#include "kernels/simd_exp.h"
 
 #define AI static inline __attribute__((always_inline))
 #define LANES 16 /* f32 lanes in a zmm register */
@@ -1908,39 +1909,9 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
  * k chunk 0, then an fma per further chunk), then one fixed transposing
  * tree that sums each key's lanes into lane j; so a key's score does not
  * depend on which keys share its group or how long the context is. The
- * softmax uses exp_ps below (relative error about 2e-7 against expf); the
+ * softmax uses exp_ps (kernels/simd_exp.h, relative error about 2e-7 against expf); the
  * values are summed unnormalised, in two interleaved accumulator sets (even
  * and odd positions), then scaled by 1 / sum. */
-
-AI __m512 exp_ps(__m512 x)
-{
-    /* x <= 0 here (a score minus the maximum); below -87 the result is
-     * below f32's normal range and contributes nothing next to exp(0) */
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x); /* ln 2 in two parts */
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    /* Taylor series to r^7 / 7! on |r| <= ln 2 / 2: truncation below 1e-8 */
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
-/* exp for any x: below -87 as exp_ps, above 88.7 inf (scalef overflows). */
-AI __m512 exp_any(__m512 x)
-{
-    __m512 big = _mm512_set1_ps(88.8f);
-    __mmask16 over = _mm512_cmp_ps_mask(x, big, _CMP_GT_OQ);
-    __m512 e = exp_ps(_mm512_min_ps(x, big));
-    return _mm512_mask_blend_ps(over, e, _mm512_set1_ps(INFINITY));
-}
 
 /* Lane j of the result: the sum of the 16 lanes of a[j], by a fixed tree. */
 AI __m512 sum16x16(const __m512 a[16])

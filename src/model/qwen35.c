@@ -255,11 +255,13 @@ int qwen35_load(model_t *m, err_t *err)
  * several sequences can share a batch. The paged KV store holds the
  * full-attention layers only (model_kv_layers), in layer order.
  *
- * Prefill runs the delta rule token by token too. The chunk-parallel (WY/UT)
- * form would make a row's result depend on where its prefill chunk starts,
- * and the engine promises results independent of the chunking (bit for bit,
- * test_engine); it is also a small share of the work here (dk dv flops per
- * value head and token against the matrix products' 2 params). */
+ * Prefill runs the delta rule token by token too (the SIMD path of
+ * gdn_kernels()). The chunk-parallel (WY/UT) form would make a row's result
+ * depend on where its prefill chunk starts, and the engine promises results
+ * independent of the chunking (bit for bit, test_engine); on a CPU it would
+ * not save flops either, and the recurrence is a small share of the work
+ * (about 7 dk dv flops per value head and token against the matrix
+ * products' 2 per weight; docs/architecture.md). */
 
 static size_t maxz(size_t a, size_t b)
 {
@@ -575,7 +577,7 @@ static void gdn_conv_worker(void *p, int ith, int nth)
     for (int r = 0; r < job->n_rows; r++) {
         float *row = ctx->qkv + (size_t)r * d.conv_dim;
         float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
-        gdn_conv_step(row, conv_state, row, l->conv1d, d.conv_dim, d.kernel, lo, hi);
+        gdn_kernels()->conv_step(row, conv_state, row, l->conv1d, d.conv_dim, d.kernel, lo, hi);
         float *snap = snap_of(ctx, a, r);
         for (int i = 0; snap && i < d.kernel - 1; i++) /* this thread's channels of the snapshot */
             memcpy(snap + (size_t)i * d.conv_dim + lo, conv_state + (size_t)i * d.conv_dim + lo,
@@ -618,6 +620,7 @@ static void gdn_recur_worker(void *p, int ith, int nth)
     const model_layer_t *l = &ctx->model->layers[a->layer];
     q35_dims_t d = dims_of(c);
     float *tmp = ctx->gdn_tmp + (size_t)ith * d.dv;
+    const gdn_kernels_t *k_path = gdn_kernels();
     long lo, hi;
     pool_split(d.nv, ith, nth, &lo, &hi);
     for (int r = 0; r < job->n_rows; r++) {
@@ -628,9 +631,9 @@ static void gdn_recur_worker(void *p, int ith, int nth)
             const float *q = row + (size_t)kh * d.dk, *k = row + d.Dk + (size_t)kh * d.dk;
             const float *v = row + 2 * (size_t)d.Dk + (size_t)j * d.dv;
             float *o = ctx->xn + (size_t)r * d.Dv + (size_t)j * d.dv;
-            gdn_delta_step(S_all + (size_t)j * d.dk * d.dv, o, q, k, v, ctx->alpha[(size_t)r * d.nv + j],
-                           ctx->beta[(size_t)r * d.nv + j], d.dk, d.dv, tmp);
-            gdn_gated_rmsnorm(o, o, l->ssm_norm, ctx->zg + (size_t)r * d.Dv + (size_t)j * d.dv, d.dv, c->rms_eps);
+            k_path->delta_step(S_all + (size_t)j * d.dk * d.dv, o, q, k, v, ctx->alpha[(size_t)r * d.nv + j],
+                               ctx->beta[(size_t)r * d.nv + j], d.dk, d.dv, tmp);
+            k_path->gated_rmsnorm(o, o, l->ssm_norm, ctx->zg + (size_t)r * d.Dv + (size_t)j * d.dv, d.dv, c->rms_eps);
         }
         float *snap = snap_of(ctx, a, r);
         if (snap) /* this thread's value heads of the snapshot */
