@@ -26,8 +26,11 @@
 #define SERVER_DEFAULT_MAX_BODY (8u << 20) /* bytes of request body */
 #define SERVER_DEFAULT_MAX_CONNECTIONS 256
 #define SERVER_DEFAULT_REQUEST_TIMEOUT_S 600
-#define SERVER_MAX_JSON_DEPTH 64         /* nesting accepted in a request body */
-#define SERVER_KEEPALIVE_NS 1000000000LL /* SSE comment after this long without an event */
+#define SERVER_MAX_CORS_ORIGINS 16
+#define SERVER_DEFAULT_HEADER_TIMEOUT_S 10 /* to receive a request head */
+#define SERVER_DEFAULT_BODY_TIMEOUT_S 60   /* to receive a request body */
+#define SERVER_MAX_JSON_DEPTH 64           /* nesting accepted in a request body */
+#define SERVER_KEEPALIVE_NS 1000000000LL   /* SSE comment after this long without an event */
 
 typedef struct server_config {
     const char *host;                                    /* bind address (default 127.0.0.1) */
@@ -38,11 +41,17 @@ typedef struct server_config {
     uint64_t max_body;
     int max_connections;
     int request_timeout_s; /* per request, in the engine */
+    int header_timeout_s;  /* total time to receive a request head (also a kept-alive connection's idle limit) */
+    int body_timeout_s;    /* total time to receive a request body */
+    const char *cors_origins[SERVER_MAX_CORS_ORIGINS]; /* Origin values allowed cross-origin access, or "*" */
+    int n_cors_origins;
     trace_t *trace;        /* bounded trace capture, or NULL */
     const char *trace_out; /* where POST /trace/dump and shutdown write it */
 } server_config_t;
 
 void server_config_default(server_config_t *c);
+/* A --cors-origin value: "*" or scheme://host[:port] (http or https, no path). */
+bool server_origin_valid(const char *origin);
 
 /* What the server serves, once loaded. All of it outlives the server. */
 typedef struct server_model {

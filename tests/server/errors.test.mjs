@@ -194,7 +194,7 @@ const CASES = [
     { name: "near-miss path", method: "GET", path: "/healthz", status: 404, param: null },
     { name: "GET on a POST route", method: "GET", path: "/v1/completions", status: 405, param: null, allow: "POST" },
     { name: "DELETE on a POST route", method: "DELETE", path: "/v1/chat/completions", status: 405, param: null, allow: "POST" },
-    { name: "POST on a GET route", path: "/v1/models", body: {}, status: 405, param: null, allow: "GET" },
+    { name: "POST on a GET route", path: "/v1/models", body: {}, status: 405, param: null, allow: "GET, HEAD" },
 ];
 
 let srv;
