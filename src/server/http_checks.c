@@ -4,7 +4,7 @@
  * 1.1, escaped control bytes in the path, heads and URIs over our limits),
  * and cross-origin access (CORS) for the origins named by --cors-origin.
  * What libmicrohttpd refuses itself, with its own HTML page, is listed in
- * docs/api.md: it offers no hook to replace those pages. */
+ * docs/architecture.md: it offers no hook to replace those pages. */
 #include <ctype.h>
 #include <microhttpd.h>
 #include <stdio.h>

@@ -104,7 +104,7 @@ for (const c of PROTOCOL) {
 }
 
 // What libmicrohttpd 0.9.75 refuses itself, before any callback of ours, with
-// its own HTML page: the status is right, the body is not ours (docs/api.md).
+// its own HTML page: the status is right, the body is not ours (docs/architecture.md).
 const LIBRARY = [
     { name: "malformed request line", bytes: `GET /health HTTP/1.1 extra\r\n${HOST}\r\n`, status: 400 },
     { name: "Content-Length not a number", bytes: JSON_POST("Content-Length: abc\r\n\r\n{}"), status: 400 },
