@@ -9,16 +9,21 @@
  * closes the connection itself. While a request is being answered there is
  * no deadline here (generation has its own, --request-timeout).
  *
- * The registry is one mutex-guarded list. libmicrohttpd reports a
- * connection closed before it closes the socket, and the entry leaves the
- * list under the mutex the watchdog holds while it calls shutdown(), so the
- * watchdog never touches a descriptor number that has been reused. */
+ * The registry is one mutex-guarded list. Each entry holds its own
+ * duplicate of the connection's descriptor, so the socket cannot be freed
+ * and its number reused while the watchdog may still shut it down, whatever
+ * order libmicrohttpd closes its descriptor and reports the connection
+ * closed in; shutdown() acts on the socket, so it reaches libmicrohttpd's
+ * descriptor too. The duplicate is closed when the connection is reported
+ * closed, after the entry left the list under the watchdog's mutex. */
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "server/internal.h"
@@ -27,7 +32,7 @@
 
 typedef struct guard_conn {
     struct guard_conn *prev, *next;
-    int fd;
+    int fd; /* our duplicate of the connection's socket */
     guard_phase_t phase;
     int64_t deadline_ns; /* clock_now_ns() time; 0: none (GUARD_REPLY) */
     bool is_overflow;    /* opened beyond max_open: answered 503 */
@@ -111,6 +116,7 @@ void guard_destroy(guard_t *g)
     while (g->head) {
         guard_conn_t *e = g->head;
         g->head = e->next;
+        close(e->fd);
         free(e);
     }
     pthread_cond_destroy(&g->cv);
@@ -130,9 +136,8 @@ void guard_notify(void *cls, struct MHD_Connection *c, void **socket_context, en
         guard_conn_t *e = calloc(1, sizeof *e);
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         *socket_context = e;
-        if (!e || !info)
+        if (!e || !info || (e->fd = fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0)) < 0)
             return; /* unguarded: libmicrohttpd's own idle timeout still applies */
-        e->fd = info->connect_fd;
         e->phase = GUARD_HEADERS;
         e->deadline_ns = clock_now_ns() + g->header_ns;
         e->is_listed = true;
@@ -162,6 +167,7 @@ void guard_notify(void *cls, struct MHD_Connection *c, void **socket_context, en
         if (e->next)
             e->next->prev = e->prev;
         pthread_mutex_unlock(&g->mu);
+        close(e->fd);
     }
     free(e);
     *socket_context = NULL;
