@@ -131,6 +131,8 @@ test("a request head trickling one line at a time is closed by the head deadline
     assert.ok(s.closedAt - start >= HEADER_TIMEOUT_S * 1000 - 100, `closed after ${s.closedAt - start} ms`);
     assert.equal(s.data.length, 0);
     assert.equal((await get(srv.port, "/health")).status, 200);
+    const metrics = await get(srv.port, "/metrics", AUTH);
+    assert.ok(Number(metrics.text.match(/^splash_http_connections_cut_total (\d+)$/m)?.[1]) >= 1, "no cut counted");
 });
 
 test("an unterminated chunked upload is closed by the body deadline", async () => {
