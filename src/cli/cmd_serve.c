@@ -35,7 +35,7 @@ static const char serve_usage[] =
     "  --api-key KEY          require this key (Authorization: Bearer KEY or x-api-key); also SPLASH_API_KEY\n"
     "  --allowed-host NAME    accept this Host header besides localhost names (repeatable)\n"
     "  --max-body BYTES       largest request body (default %u)\n"
-    "  --max-connections N    concurrent connections (default %d)\n"
+    "  --max-connections N    concurrent connections; a few more are answered 503 at once (default %d)\n"
     "  --queue-size N         requests waiting for a sequence slot before 429 (>= 1, default %d)\n"
     "  --request-timeout S    seconds a request may take (default %d)\n"
     "  --header-timeout S     seconds a client has to send a whole request head, also the idle limit of a\n"

@@ -194,7 +194,8 @@ bool cors_preflight(const server_t *s, struct MHD_Connection *c, bool is_post, r
     MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Origin");
     MHD_add_response_header(resp, "Access-Control-Allow-Methods", is_post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
     MHD_add_response_header(resp, "Access-Control-Allow-Headers",
-                            want && is_token_list(want) ? want : "Authorization, Content-Type, X-Api-Key");
+                            want && is_token_list(want) ? want
+                                                        : "Authorization, Content-Type, X-Api-Key, Anthropic-Version");
     char age[16];
     snprintf(age, sizeof age, "%d", SERVER_CORS_MAX_AGE_S);
     MHD_add_response_header(resp, "Access-Control-Max-Age", age);
