@@ -35,9 +35,14 @@ static const char serve_usage[] =
     "  --api-key KEY          require this key (Authorization: Bearer KEY or x-api-key); also SPLASH_API_KEY\n"
     "  --allowed-host NAME    accept this Host header besides localhost names (repeatable)\n"
     "  --max-body BYTES       largest request body (default %u)\n"
-    "  --max-connections N    concurrent connections (default %d)\n"
+    "  --max-connections N    concurrent connections; a few more are answered 503 at once (default %d)\n"
     "  --queue-size N         requests waiting for a sequence slot before 429 (>= 1, default %d)\n"
     "  --request-timeout S    seconds a request may take (default %d)\n"
+    "  --header-timeout S     seconds a client has to send a whole request head, also the idle limit of a\n"
+    "                         kept-alive connection (default %d)\n"
+    "  --body-timeout S       seconds a client has to send a whole request body (default %d)\n"
+    "  --cors-origin ORIGIN   let browser pages from ORIGIN (scheme://host[:port], or *) call the API\n"
+    "                         (repeatable; default: no cross-origin access)\n"
     "  --drain-timeout S      seconds in-flight requests get on shutdown (default %d)\n"
     "engine:\n"
     "  --threads N            kernel threads (default: CPUs available, %d)\n"
@@ -97,6 +102,36 @@ static int parse_bytes(const char *flag, const char *v, uint64_t *out, err_t *er
     return 0;
 }
 
+/* The HTTP layer's connection flags; *is_matched false when argv[*i] is none of them. */
+static int parse_http(int argc, char **argv, int *i, serve_opts_t *o, bool *is_matched, err_t *err)
+{
+    bool missing = false;
+    const char *v;
+    int64_t x;
+    *is_matched = true;
+    if ((v = cli_opt(argc, argv, i, "--header-timeout", &missing))) {
+        if (cli_parse_i64("--header-timeout", v, 1, 3600, &x, err))
+            return -1;
+        o->srv.header_timeout_s = (int)x;
+    } else if (!missing && (v = cli_opt(argc, argv, i, "--body-timeout", &missing))) {
+        if (cli_parse_i64("--body-timeout", v, 1, 86400, &x, err))
+            return -1;
+        o->srv.body_timeout_s = (int)x;
+    } else if (!missing && (v = cli_opt(argc, argv, i, "--cors-origin", &missing))) {
+        if (o->srv.n_cors_origins == SERVER_MAX_CORS_ORIGINS)
+            return err_set(err, "--cors-origin: at most %d", SERVER_MAX_CORS_ORIGINS);
+        if (!server_origin_valid(v))
+            return err_set(err, "--cors-origin: '%s' is not an origin (http://host[:port], https://host[:port] or *)",
+                           v);
+        o->srv.cors_origins[o->srv.n_cors_origins++] = v;
+    } else if (missing) {
+        return err_set(err, "%s needs a value", argv[*i]);
+    } else {
+        *is_matched = false;
+    }
+    return 0;
+}
+
 static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
 {
     memset(o, 0, sizeof *o);
@@ -108,9 +143,13 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
     if (env_key && env_key[0])
         o->srv.api_key = env_key;
     for (int i = 1; i < argc; i++) {
-        bool missing = false;
+        bool missing = false, is_http = false;
         const char *v;
         int64_t x;
+        if (parse_http(argc, argv, &i, o, &is_http, err))
+            return -1;
+        if (is_http)
+            continue;
         if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
             o->model = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--host", &missing))) {
@@ -244,7 +283,8 @@ int cmd_serve(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf(serve_usage, cli_default_model(), SERVER_DEFAULT_PORT, SERVER_DEFAULT_MAX_BODY,
                    SERVER_DEFAULT_MAX_CONNECTIONS, ENGINE_DEFAULT_QUEUE, SERVER_DEFAULT_REQUEST_TIMEOUT_S,
-                   SERVE_DEFAULT_DRAIN_S, pool_default_threads(), ENGINE_DEFAULT_MAX_SEQS, ENGINE_DEFAULT_BATCH_TOKENS,
+                   SERVER_DEFAULT_HEADER_TIMEOUT_S, SERVER_DEFAULT_BODY_TIMEOUT_S, SERVE_DEFAULT_DRAIN_S,
+                   pool_default_threads(), ENGINE_DEFAULT_MAX_SEQS, ENGINE_DEFAULT_BATCH_TOKENS,
                    ENGINE_DEFAULT_PREFILL_CHUNK, ENGINE_DEFAULT_MAX_CONTEXT);
             return 0;
         }

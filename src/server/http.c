@@ -68,14 +68,18 @@ static const route_def_t routes[] = {
     {"/trace/dump", R_TRACE_DUMP, true, false, false, false},
 };
 
-/* One HTTP request's state across libmicrohttpd's calls. */
+/* One HTTP request's state across libmicrohttpd's calls, from the request
+ * line (on_uri) to on_completed. */
 typedef struct conn {
     const route_def_t *route;
     char *body;
     size_t len, cap;
-    bool is_too_large;
-    bool is_counted; /* counted in in_flight */
-    char *url_tail;  /* prefix routes: the path after the prefix */
+    size_t raw_uri_len;
+    bool has_control_escape; /* the raw URI holds a control byte, escaped or not */
+    bool is_head_seen;       /* on_request has had the head */
+    bool is_refused;         /* a 413 went out while the body was arriving */
+    bool is_counted;         /* counted in in_flight */
+    char *url_tail;          /* prefix routes: the path after the prefix */
 } conn_t;
 
 const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -100,6 +104,8 @@ void server_config_default(server_config_t *c)
     c->max_body = SERVER_DEFAULT_MAX_BODY;
     c->max_connections = SERVER_DEFAULT_MAX_CONNECTIONS;
     c->request_timeout_s = SERVER_DEFAULT_REQUEST_TIMEOUT_S;
+    c->header_timeout_s = SERVER_DEFAULT_HEADER_TIMEOUT_S;
+    c->body_timeout_s = SERVER_DEFAULT_BODY_TIMEOUT_S;
 }
 
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...)
@@ -234,6 +240,22 @@ bool http_client_gone(struct MHD_Connection *conn)
 
 /* ---- replies ---- */
 
+/* Blocking write of all of buf on a non-blocking socket, for a bounded time. */
+static void write_all(int fd, const char *buf, size_t len)
+{
+    for (int tries = 0; len && tries < 100; tries++) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n > 0) {
+            buf += n, len -= (size_t)n;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            poll(&p, 1, 10);
+        } else {
+            return;
+        }
+    }
+}
+
 static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const route_def_t *rt, reply_t *r)
 {
     struct MHD_Response *resp;
@@ -266,6 +288,11 @@ static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const r
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
     if (r->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    if (r->is_close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (r->status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    cors_add_headers(s, c, resp);
     int status = r->status ? r->status : 200;
     if (status >= 100 && status < 600)
         atomic_fetch_add(&s->metrics.by_status[status], 1);
@@ -286,6 +313,45 @@ static enum MHD_Result send_error(server_t *s, struct MHD_Connection *c, const r
     return send_reply(s, c, rt, &r);
 }
 
+static enum MHD_Result send_too_large(server_t *s, struct MHD_Connection *c, const route_def_t *rt)
+{
+    reply_t r = {0};
+    reply_error(&r, 413, NULL, "the request body is larger than %llu bytes", (unsigned long long)s->cfg.max_body);
+    r.is_close = true; /* the rest of the body is never read */
+    return send_reply(s, c, rt, &r);
+}
+
+/* Writes a 413 straight onto the socket, then ends our side of it: while a
+ * body is arriving libmicrohttpd 0.9.75 refuses to queue a response, and a
+ * chunked upload over the limit must hear so at once, not after its last
+ * chunk. This runs on the connection's own thread, which is the only writer,
+ * and nothing of this request's answer has been written yet. */
+static void write_too_large(server_t *s, struct MHD_Connection *c, const route_def_t *rt)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    reply_t r = {0};
+    reply_error(&r, 413, NULL, "the request body is larger than %llu bytes", (unsigned long long)s->cfg.max_body);
+    if (rt && rt->is_anthropic)
+        anthropic_error_body(&r);
+    char *body = r.body ? json_dumps(r.body, JSON_COMPACT) : NULL;
+    json_decref(r.body);
+    const char *origin = cors_allowed_origin(s, c);
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 413 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n%s%s%s%s\r\n",
+                     MHD_get_reason_phrase_for(413), body ? strlen(body) : 0,
+                     s->cfg.n_cors_origins ? "Vary: Origin\r\n" : "", origin ? "Access-Control-Allow-Origin: " : "",
+                     origin ? origin : "", origin ? "\r\n" : "");
+    if (info && body && n > 0 && (size_t)n < sizeof head) {
+        atomic_fetch_add(&s->metrics.by_status[413], 1);
+        write_all(info->connect_fd, head, (size_t)n);
+        write_all(info->connect_fd, body, strlen(body));
+        shutdown(info->connect_fd, SHUT_WR);
+    }
+    free(body);
+}
+
 static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *text, size_t len, const char *type)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
@@ -294,6 +360,7 @@ static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *te
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    cors_add_headers(s, c, resp);
     atomic_fetch_add(&s->metrics.by_status[200], 1);
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
@@ -382,82 +449,121 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
     return send_reply(s, c, rt, &r);
 }
 
+/* The request line has been read (before any unescaping): the request's
+ * state starts here, so the raw URI can be judged. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    conn_t *cc = calloc(1, sizeof *cc);
+    if (cc) {
+        cc->raw_uri_len = strlen(uri);
+        cc->has_control_escape = uri_has_control_escape(uri);
+    }
+    return cc;
+}
+
+/* The request head has arrived: every check that needs no body runs now,
+ * so a refused request's body is never read. */
+static enum MHD_Result on_head(server_t *s, struct MHD_Connection *c, conn_t *cc, const char *url, const char *method,
+                               const char *version)
+{
+    cc->is_head_seen = true;
+    reply_t r = {0};
+    if (guard_is_overflow(s->guard, c)) {
+        reply_error(&r, 503, NULL, "the server is at its connection limit (%d)", s->cfg.max_connections);
+        r.retry_after = "1";
+        r.is_close = true;
+        return send_reply(s, c, NULL, &r);
+    }
+    if (!http_check_head(c, version, cc->raw_uri_len, &r))
+        return send_reply(s, c, NULL, &r);
+    if (!host_allowed(s, c))
+        return send_error(s, c, NULL, 403, NULL, "the Host header names a host this server does not serve");
+    if (cc->has_control_escape)
+        return send_error(s, c, NULL, 400, NULL, "the request path holds a control character");
+    cc->route = find_route(url);
+    if (!cc->route)
+        return send_error(s, c, cc->route, 404, NULL, "no such endpoint");
+    if (cc->route->route == R_MODEL && !(cc->url_tail = strdup(url + strlen(cc->route->path))))
+        return MHD_NO;
+    const route_def_t *rt = cc->route;
+    if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && s->cfg.n_cors_origins) {
+        struct MHD_Response *resp = NULL; /* a preflight carries no credentials */
+        if (!cors_preflight(s, c, rt->is_post, &r, &resp))
+            return send_reply(s, c, rt, &r);
+        atomic_fetch_add(&s->metrics.by_status[204], 1);
+        enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, resp);
+        MHD_destroy_response(resp);
+        return ok;
+    }
+    if (!rt->is_public && !authorised(s, c))
+        return send_error(s, c, rt, 401, NULL, "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
+    bool is_post = !strcmp(method, MHD_HTTP_METHOD_POST);
+    bool is_get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+    if (rt->is_post ? !is_post : !is_get) {
+        reply_error(&r, 405, NULL, "%s is not allowed on %s", method, url);
+        r.allow = rt->is_post ? "POST" : "GET, HEAD";
+        return send_reply(s, c, rt, &r);
+    }
+    if (rt->needs_model && (!atomic_load(&s->is_ready) || atomic_load(&s->is_draining)))
+        return send_error(s, c, rt, 503, NULL,
+                          atomic_load(&s->is_draining) ? "the server is shutting down" : "the model is loading");
+    if (rt->is_post && rt->route != R_TRACE_DUMP) {
+        if (!is_json_type(c))
+            return send_error(s, c, rt, 415, NULL, "Content-Type must be application/json");
+        const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (len && strtoull(len, NULL, 10) > s->cfg.max_body)
+            return send_too_large(s, c, rt);
+    }
+    if (rt->needs_model) {
+        atomic_fetch_add(&s->in_flight, 1);
+        cc->is_counted = true;
+    }
+    guard_set_phase(s->guard, c, GUARD_BODY);
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     server_t *s = cls;
     conn_t *cc = *con_cls;
-    if (!cc) {
-        /* first call: headers only. Every check that needs no body runs
-         * now, so a refused request's body is never read. */
-        cc = calloc(1, sizeof *cc);
-        if (!cc)
-            return MHD_NO;
-        *con_cls = cc;
-        if (!host_allowed(s, c))
-            return send_error(s, c, cc->route, 403, NULL, "the Host header names a host this server does not serve");
-        cc->route = find_route(url);
-        if (!cc->route)
-            return send_error(s, c, cc->route, 404, NULL, "no such endpoint");
-        if (cc->route->route == R_MODEL && !(cc->url_tail = strdup(url + strlen(cc->route->path))))
-            return MHD_NO;
-        if (!cc->route->is_public && !authorised(s, c))
-            return send_error(s, c, cc->route, 401, NULL,
-                              "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
-        bool is_post = !strcmp(method, MHD_HTTP_METHOD_POST), is_get = !strcmp(method, MHD_HTTP_METHOD_GET);
-        if (cc->route->is_post ? !is_post : !is_get) {
-            reply_t r = {0};
-            reply_error(&r, 405, NULL, "%s is not allowed on %s", method, url);
-            r.allow = cc->route->is_post ? "POST" : "GET";
-            return send_reply(s, c, cc->route, &r);
-        }
-        if (cc->route->needs_model && (!atomic_load(&s->is_ready) || atomic_load(&s->is_draining)))
-            return send_error(s, c, cc->route, 503, NULL,
-                              atomic_load(&s->is_draining) ? "the server is shutting down" : "the model is loading");
-        if (cc->route->is_post && cc->route->route != R_TRACE_DUMP) {
-            if (!is_json_type(c))
-                return send_error(s, c, cc->route, 415, NULL, "Content-Type must be application/json");
-            const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-            if (len && strtoull(len, NULL, 10) > s->cfg.max_body) {
-                char msg[128];
-                snprintf(msg, sizeof msg, "the request body is larger than %llu bytes",
-                         (unsigned long long)s->cfg.max_body);
-                return send_error(s, c, cc->route, 413, NULL, msg);
-            }
-        }
-        if (cc->route->needs_model) {
-            atomic_fetch_add(&s->in_flight, 1);
-            cc->is_counted = true;
-        }
-        return MHD_YES;
-    }
+    if (!cc) /* on_uri found no memory */
+        return MHD_NO;
+    if (!cc->is_head_seen)
+        return on_head(s, c, cc, url, method, version);
     if (*upload_size) {
-        /* body bytes: kept up to the limit (chunked uploads have no length up front) */
-        if (!cc->is_too_large && cc->len + *upload_size > s->cfg.max_body) {
-            cc->is_too_large = true;
-        } else if (!cc->is_too_large) {
-            if (cc->len + *upload_size + 1 > cc->cap) {
-                size_t cap = cc->cap ? cc->cap : 4096;
-                while (cap < cc->len + *upload_size + 1)
-                    cap *= 2;
-                char *b = realloc(cc->body, cap);
-                if (!b)
-                    return MHD_NO;
-                cc->body = b;
-                cc->cap = cap;
-            }
-            memcpy(cc->body + cc->len, upload, *upload_size);
-            cc->len += *upload_size;
+        /* body bytes, kept up to the limit; a chunked upload has no length up
+         * front, so it is refused the moment it crosses the limit */
+        if (cc->is_refused || cc->len + *upload_size > s->cfg.max_body) {
+            if (!cc->is_refused)
+                write_too_large(s, c, cc->route);
+            /* the rest is read and dropped until the client stops (or its
+             * body deadline passes): closing with unread bytes would reset
+             * the connection and could lose the answer on its way */
+            cc->is_refused = true;
+            *upload_size = 0;
+            return MHD_YES;
         }
+        if (cc->len + *upload_size + 1 > cc->cap) {
+            size_t cap = cc->cap ? cc->cap : 4096;
+            while (cap < cc->len + *upload_size + 1)
+                cap *= 2;
+            char *b = realloc(cc->body, cap);
+            if (!b)
+                return MHD_NO;
+            cc->body = b;
+            cc->cap = cap;
+        }
+        memcpy(cc->body + cc->len, upload, *upload_size);
+        cc->len += *upload_size;
         *upload_size = 0;
         return MHD_YES;
     }
-    if (cc->is_too_large) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the request body is larger than %llu bytes", (unsigned long long)s->cfg.max_body);
-        return send_error(s, c, cc->route, 413, NULL, msg);
-    }
-    (void)version;
+    if (cc->is_refused)
+        return MHD_NO; /* answered already: close */
+    guard_set_phase(s->guard, c, GUARD_REPLY);
     return dispatch(s, c, cc);
 }
 
@@ -465,8 +571,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 {
     server_t *s = cls;
     conn_t *cc = *con_cls;
-    (void)c;
     (void)toe;
+    if (s->guard) /* a kept-alive connection waits for its next request head */
+        guard_set_phase(s->guard, c, GUARD_HEADERS);
     if (!cc)
         return;
     if (cc->is_counted)
@@ -528,10 +635,20 @@ server_t *server_start(const server_config_t *cfg, err_t *err)
         server_stop(s);
         return NULL;
     }
+    s->guard = guard_create(cfg->max_connections, cfg->header_timeout_s, cfg->body_timeout_s);
+    if (!s->guard) {
+        err_set(err, "cannot start the connection watchdog");
+        server_stop(s);
+        return NULL;
+    }
+    /* beyond --max-connections, a few more are accepted only to be told 503 at once */
+    unsigned limit = (unsigned)cfg->max_connections + SERVER_OVERFLOW_CONNECTIONS;
     s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+                            (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
+                            120u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY_BYTES,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, guard_notify,
+                            s->guard, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+                            MHD_OPTION_END);
     if (!s->d) {
         err_set(err, "cannot listen on %s:%d (address in use, or not permitted)", cfg->host, cfg->port);
         server_stop(s);
@@ -588,6 +705,7 @@ void server_stop(server_t *s)
     if (!s)
         return;
     server_close(s);
+    guard_destroy(s->guard); /* after the daemon: no connection is left to watch */
     for (int i = 0; i < s->n_allowed; i++)
         free(s->allowed[i]);
     free(s->api_key);

@@ -31,6 +31,33 @@ typedef struct metrics {
 
 void lat_hist_add(lat_hist_t *h, int64_t ns);
 
+/* Limits of the HTTP layer (http_checks.c); libmicrohttpd's own, larger
+ * memory limit per connection stays above them so ours answer first. */
+#define SERVER_MAX_URI_BYTES 8192
+#define SERVER_MAX_HEAD_BYTES 16384
+#define SERVER_CONN_MEMORY_BYTES (128u << 10)
+#define SERVER_OVERFLOW_CONNECTIONS 32 /* accepted beyond --max-connections only to answer 503 */
+#define SERVER_MAX_CORS_HEADERS_BYTES 1024
+#define SERVER_CORS_MAX_AGE_S 600
+
+/* Connection deadlines (http_guard.c): a watchdog closes a connection whose
+ * request head or body has not arrived in time. */
+typedef struct guard guard_t;
+typedef enum guard_phase {
+    GUARD_HEADERS, /* waiting for a request head: --header-timeout */
+    GUARD_BODY,    /* head read, body arriving: --body-timeout */
+    GUARD_REPLY,   /* request complete, being answered: no deadline here */
+} guard_phase_t;
+struct MHD_Connection;
+enum MHD_ConnectionNotificationCode;
+guard_t *guard_create(int max_open, int header_timeout_s, int body_timeout_s);
+void guard_destroy(guard_t *g);
+uint64_t guard_n_cut(guard_t *g); /* connections closed by a deadline */
+/* MHD_OPTION_NOTIFY_CONNECTION callback; cls is the guard */
+void guard_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code);
+void guard_set_phase(guard_t *g, struct MHD_Connection *c, guard_phase_t phase);
+bool guard_is_overflow(guard_t *g, struct MHD_Connection *c); /* opened beyond --max-connections */
+
 struct server {
     server_config_t cfg;
     char *allowed[SERVER_MAX_ALLOWED_HOSTS + 1]; /* copies, plus the bind host */
@@ -46,6 +73,7 @@ struct server {
     int64_t started_unix;
     atomic_uint_fast64_t next_id;
     metrics_t metrics;
+    guard_t *guard; /* connection deadlines (http_guard.c) */
 };
 
 /* A handler's answer: a JSON body (owned), or a stream; and the
@@ -56,6 +84,7 @@ typedef struct reply {
     json_t *body;
     const char *retry_after; /* Retry-After header, or NULL */
     const char *allow;       /* Allow header (405), or NULL */
+    bool is_close;           /* Connection: close (protocol errors, overflow) */
     void *stream;            /* SSE response instead of body: its state, and the libmicrohttpd callbacks */
     ssize_t (*stream_read)(void *cls, uint64_t pos, char *buf, size_t max);
     void (*stream_free)(void *cls);
@@ -64,6 +93,18 @@ typedef struct reply {
 /* Whether the client of conn has closed its end or reset the connection
  * (a request still pipelined behind this one counts as present). */
 bool http_client_gone(struct MHD_Connection *conn);
+/* Protocol checks and CORS (http_checks.c). */
+bool uri_has_control_escape(const char *raw_uri); /* a control byte, raw or %-escaped */
+/* The request head's shape (version, sizes, Host, length headers); false with r
+ * holding the error when it fails. */
+bool http_check_head(struct MHD_Connection *c, const char *version, size_t raw_uri_len, reply_t *r);
+/* "*" or the request's Origin when --cors-origin lists it, else NULL */
+const char *cors_allowed_origin(const server_t *s, struct MHD_Connection *c);
+struct MHD_Response;
+void cors_add_headers(const server_t *s, struct MHD_Connection *c, struct MHD_Response *resp);
+/* The answer to a preflight OPTIONS: the 204 response in *out, or false with
+ * r holding the error. */
+bool cors_preflight(const server_t *s, struct MHD_Connection *c, bool is_post, reply_t *r, struct MHD_Response **out);
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -30,6 +30,9 @@
 #define SERVER_KEEPALIVE_NS 1000000000LL  /* SSE comment after this long without an event */
 #define SERVER_CLIENT_POLL_NS 100000000LL /* a whole answer being waited for: how often the client is checked */
 #define SERVER_FLUSH_NS 5000000000LL      /* at shutdown, for cancelled answers to reach their clients */
+#define SERVER_MAX_CORS_ORIGINS 16
+#define SERVER_DEFAULT_HEADER_TIMEOUT_S 10 /* to receive a request head */
+#define SERVER_DEFAULT_BODY_TIMEOUT_S 60   /* to receive a request body */
 
 typedef struct server_config {
     const char *host;                                    /* bind address (default 127.0.0.1) */
@@ -40,11 +43,17 @@ typedef struct server_config {
     uint64_t max_body;
     int max_connections;
     int request_timeout_s; /* per request, in the engine */
+    int header_timeout_s;  /* total time to receive a request head (also a kept-alive connection's idle limit) */
+    int body_timeout_s;    /* total time to receive a request body */
+    const char *cors_origins[SERVER_MAX_CORS_ORIGINS]; /* Origin values allowed cross-origin access, or "*" */
+    int n_cors_origins;
     trace_t *trace;        /* bounded trace capture, or NULL */
     const char *trace_out; /* where POST /trace/dump and shutdown write it */
 } server_config_t;
 
 void server_config_default(server_config_t *c);
+/* A --cors-origin value: "*" or scheme://host[:port] (http or https, no path). */
+bool server_origin_valid(const char *origin);
 
 /* What the server serves, once loaded. All of it outlives the server. */
 typedef struct server_model {

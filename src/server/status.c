@@ -292,6 +292,11 @@ char *api_metrics(server_t *s, size_t *len)
             tb_printf(&b, "splash_http_responses_total{code=\"%d\"} %llu\n", code, (unsigned long long)n);
     }
     tb_printf(&b,
+              "# HELP splash_http_connections_cut_total Connections closed because a request head or body missed its "
+              "deadline (--header-timeout, --body-timeout).\n"
+              "# TYPE splash_http_connections_cut_total counter\nsplash_http_connections_cut_total %llu\n",
+              (unsigned long long)(s->guard ? guard_n_cut(s->guard) : 0));
+    tb_printf(&b,
               "# HELP splash_completions_total Chat and text completions answered.\n"
               "# TYPE splash_completions_total counter\nsplash_completions_total %llu\n",
               (unsigned long long)atomic_load(&s->metrics.completions));

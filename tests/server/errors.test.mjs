@@ -271,10 +271,10 @@ const CASES = [
     { name: "detokenize negative id", path: "/detokenize", body: { tokens: [-3] }, status: 400, param: "tokens" },
     { name: "apply-template messages missing", path: "/apply-template", body: {}, status: 400, param: "messages" },
     { name: "apply-template unknown field", path: "/apply-template", body: { messages: [{ role: "user", content: "x" }], stream: true }, status: 400, param: "stream" },
-    { name: "POST on /status", path: "/status", body: {}, status: 405, param: null, allow: "GET" },
-    { name: "DELETE on /status", method: "DELETE", path: "/status", status: 405, param: null, allow: "GET" },
+    { name: "POST on /status", path: "/status", body: {}, status: 405, param: null, allow: "GET, HEAD" },
+    { name: "DELETE on /status", method: "DELETE", path: "/status", status: 405, param: null, allow: "GET, HEAD" },
     { name: "/status wrong key", method: "GET", path: "/status", headers: { Authorization: "Bearer nope" }, status: 401, param: null },
-    { name: "PUT on /metrics", method: "PUT", path: "/metrics", status: 405, param: null, allow: "GET" },
+    { name: "PUT on /metrics", method: "PUT", path: "/metrics", status: 405, param: null, allow: "GET, HEAD" },
     { name: "POST /v1/embeddings", path: "/v1/embeddings", body: { input: "x" }, status: 404, param: null },
     { name: "/status with the key passes", method: "GET", path: "/status", status: 200, ok: true },
 
@@ -284,7 +284,7 @@ const CASES = [
     { name: "near-miss path", method: "GET", path: "/healthz", status: 404, param: null },
     { name: "GET on a POST route", method: "GET", path: "/v1/completions", status: 405, param: null, allow: "POST" },
     { name: "DELETE on a POST route", method: "DELETE", path: "/v1/chat/completions", status: 405, param: null, allow: "POST" },
-    { name: "POST on a GET route", path: "/v1/models", body: {}, status: 405, param: null, allow: "GET" },
+    { name: "POST on a GET route", path: "/v1/models", body: {}, status: 405, param: null, allow: "GET, HEAD" },
 ];
 
 let srv;
