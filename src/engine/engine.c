@@ -1016,6 +1016,8 @@ static int apply_rows(engine_t *e)
         if (why == ENGINE_FINISH_NONE && was_decoding)
             mtp_note_rows(e, r, t0 - 1 - replayed, replayed + n_accepted + 1);
         cache_full_blocks(e, r);
+        if (was_decoding && why != ENGINE_FINISH_ERROR)
+            decode_snapshot(e, r, t0 - 1 - replayed, replayed);
         r->finish = why;
     }
     return committed;

@@ -88,6 +88,8 @@ struct engine_req {
     int vsnap0;   /* hybrid models: its first verify snapshot this step, or -1 */
     int hid_row, hid_pos, hid_n; /* MTP: rows of the last forward whose state the block has not seen */
     int mtp_row;                 /* MTP: its row in the drafter's last pass, or -1 */
+    int dsnap_end;         /* hybrid models: where its newest decode snapshot ends, or 0 */
+    blk_hash_t dsnap_hash; /* and that block's chain hash */
     int state_slot;              /* hybrid models: its recurrent-state slot while running, else -1 */
     int restore_snap;            /* hybrid models: the snapshot admission resumes from, or -1 */
     engine_req_t *q_next;        /* admission queue link */
@@ -208,6 +210,11 @@ float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, i
  * after the last accepted row (or the newest token's, with rows to replay);
  * -1 if it cannot (no snapshot). */
 int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted);
+
+/* After a decode step's commit, rollback and block caching: the state at
+ * the end of r's newest cached block, when this step's rows (the group
+ * began at position first, newest token at row newest) passed it. */
+void decode_snapshot(engine_t *e, engine_req_t *r, int first, int newest);
 
 /* engine_masks.c: structured output inside the step (engine.c calls these) */
 int masks_engine_init(engine_t *e, err_t *err); /* the vocabulary masker and the mask worker */
