@@ -1,6 +1,7 @@
 /* The engine's own structures, shared by the files that implement it
- * (engine.c: lifecycle and scheduler; engine_masks.c: structured-output
- * masks). Nothing outside src/engine/ includes this. */
+ * (engine.c: lifecycle and scheduler; engine_plan.c: configuration and the
+ * memory plan; engine_masks.c: structured-output masks). Nothing outside
+ * src/engine/ includes this. */
 #ifndef SPLASH_ENGINE_INTERNAL_H
 #define SPLASH_ENGINE_INTERNAL_H
 
@@ -179,6 +180,12 @@ struct engine {
     engine_req_info_t *pub_active; /* (max_seqs + queue_size) */
     uint64_t snap_seq;
 };
+
+/* KV blocks that n_tokens positions take. */
+static inline int blocks_for(int n_tokens, int block_size)
+{
+    return (n_tokens + block_size - 1) / block_size;
+}
 
 /* A decoding sequence planned for its own rows only (any replay, then the
  * newest token): drafts may still be added to it. */
