@@ -1,6 +1,6 @@
 /* The engine's own structures, shared by the files that implement it
  * (engine.c: lifecycle and scheduler; engine_plan.c: configuration and the
- * memory plan; engine_masks.c: structured-output masks). Nothing outside
+ * memory plan; engine_req.c: request lifecycle and events; engine_masks.c: structured-output masks). Nothing outside
  * src/engine/ includes this. */
 #ifndef SPLASH_ENGINE_INTERNAL_H
 #define SPLASH_ENGINE_INTERNAL_H
@@ -193,6 +193,12 @@ static inline bool is_plain_decode(const engine_req_t *r)
 {
     return r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 + r->n_replay;
 }
+
+/* engine_req.c: the engine thread's side of a request's lifecycle */
+/* Queues an event for the caller; the text (if any) is copied. */
+void req_emit(engine_req_t *r, engine_event_t *ev, const char *text, size_t len);
+/* Ends a request the engine holds: its blocks freed, DONE sent, the engine's reference dropped. */
+void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *message);
 
 /* engine_draft.c: drafters and the hybrid models' state rollback */
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
