@@ -200,6 +200,12 @@ void req_emit(engine_req_t *r, engine_event_t *ev, const char *text, size_t len)
 /* Ends a request the engine holds: its blocks freed, DONE sent, the engine's reference dropped. */
 void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *message);
 
+/* engine_admit.c: the running set, admission and the prefix cache */
+void admit_queued(engine_t *e);              /* queued requests that ended go; the head is admitted while it fits */
+void reap_running(engine_t *e);              /* cancelled and timed-out running requests end */
+void retire(engine_t *e, const char *error); /* running requests that ended are finished, in order */
+void cache_full_blocks(engine_t *e, engine_req_t *r); /* r's newly full blocks registered in the prefix cache */
+
 /* engine_draft.c: drafters and the hybrid models' state rollback */
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
 void draft_free(engine_t *e);
