@@ -206,6 +206,11 @@ void reap_running(engine_t *e);              /* cancelled and timed-out running 
 void retire(engine_t *e, const char *error); /* running requests that ended are finished, in order */
 void cache_full_blocks(engine_t *e, engine_req_t *r); /* r's newly full blocks registered in the prefix cache */
 
+/* engine_step.c: the scheduler's step */
+void engine_step(engine_t *e, uint64_t loop); /* plans, runs and applies one batch over the running requests */
+/* engine.c: the verify width in effect, fixed by configuration or the fitter's */
+int effective_width(const engine_t *e);
+
 /* engine_draft.c: drafters and the hybrid models' state rollback */
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
 void draft_free(engine_t *e);
