@@ -208,8 +208,9 @@ void cache_full_blocks(engine_t *e, engine_req_t *r); /* r's newly full blocks r
 
 /* engine_step.c: the scheduler's step */
 void engine_step(engine_t *e, uint64_t loop); /* plans, runs and applies one batch over the running requests */
-/* engine.c: the verify width in effect, fixed by configuration or the fitter's */
-int effective_width(const engine_t *e);
+/* engine_status.c: the published counters */
+void engine_publish(engine_t *e);       /* after a step: counters and active requests into the snapshot */
+int effective_width(const engine_t *e); /* the verify width in effect: configured, or the fitter's */
 
 /* engine_draft.c: drafters and the hybrid models' state rollback */
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
