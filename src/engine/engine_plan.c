@@ -39,10 +39,11 @@ int engine_max_drafts(const engine_config_t *c)
     return speculative > ENGINE_MAX_FORCED ? speculative : ENGINE_MAX_FORCED;
 }
 
-int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan, err_t *err)
+/* Checks the configuration against the model (and the draft model), each
+ * field with one clear error. */
+static int plan_check(const model_t *m, const engine_config_t *c, err_t *err)
 {
     const model_config_t *mc = &m->cfg;
-    memset(plan, 0, sizeof *plan);
     if (model_check_runnable(m, err))
         return -1;
     if (c->n_threads < 1 || c->n_threads > POOL_MAX_THREADS)
@@ -81,6 +82,16 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         return err_set(err, "spec-rollback must be snapshot or replay");
     if (c->prompt_logit_rows < 0 || c->prompt_logit_rows > c->batch_tokens)
         return err_set(err, "prompt logit rows must be in [0, batch-tokens]");
+    return 0;
+}
+
+int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan, err_t *err)
+{
+    const model_config_t *mc = &m->cfg;
+    memset(plan, 0, sizeof *plan);
+    if (plan_check(m, c, err))
+        return -1;
+    const model_t *dm = c->draft_mode == ENGINE_DRAFT_MODEL ? c->draft_model : NULL;
     int max_ctx = c->max_context > 0 ? c->max_context : ENGINE_DEFAULT_MAX_CONTEXT;
     if (max_ctx > mc->context_length) {
         if (c->max_context > 0)

@@ -143,10 +143,10 @@ void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *m
     req_unref(r);
 }
 
-engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_t **out, err_t *err)
+/* Checks a submission's fields, each with one clear error. */
+static engine_status_t submit_check(const engine_t *e, const engine_params_t *p, err_t *err)
 {
     const model_config_t *mc = &e->m->cfg;
-    *out = NULL;
     if (!p->prompt || p->n_prompt < 1)
         return err_set(err, "prompt: at least one token is needed"), ENGINE_E_INVALID;
     for (int i = 0; i < p->n_prompt; i++)
@@ -177,10 +177,20 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
     if (sampler_init(&trial, &p->sampling, mc->vocab, err))
         return ENGINE_E_INVALID;
     sampler_free(&trial);
+    return ENGINE_OK;
+}
 
+/* A queued request holding its own copies of what p points to (prompt,
+ * salt, stop strings, logit bias, constraint), with both references; NULL
+ * (err and *st set) when it cannot be made. */
+static engine_req_t *req_new(engine_t *e, const engine_params_t *p, engine_status_t *st, err_t *err)
+{
     engine_req_t *r = calloc(1, sizeof *r);
-    if (!r)
-        return err_set(err, "out of memory"), ENGINE_E_NOMEM;
+    if (!r) {
+        err_set(err, "out of memory");
+        *st = ENGINE_E_NOMEM;
+        return NULL;
+    }
     pthread_mutex_init(&r->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -210,17 +220,31 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
             err_set(err, "out of memory");
         atomic_store(&r->refs, 1);
         req_unref(r);
-        return ENGINE_E_NOMEM;
+        *st = ENGINE_E_NOMEM;
+        return NULL;
     }
     if (masks_req_init(e, r, &p->constraint, err)) {
         atomic_store(&r->refs, 1);
         req_unref(r);
-        return ENGINE_E_INVALID;
+        *st = ENGINE_E_INVALID;
+        return NULL;
     }
     memcpy(r->tokens, p->prompt, (size_t)p->n_prompt * sizeof *r->tokens);
     detok_init(&r->detok, e->vocab);
     r->phase = ENGINE_PHASE_QUEUED;
     r->deadline_ns = p->timeout_ns ? clock_now_ns() + p->timeout_ns : 0;
+    return r;
+}
+
+engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_t **out, err_t *err)
+{
+    *out = NULL;
+    engine_status_t st = submit_check(e, p, err);
+    if (st != ENGINE_OK)
+        return st;
+    engine_req_t *r = req_new(e, p, &st, err);
+    if (!r)
+        return st;
     int need = blocks_for(p->n_prompt + p->max_tokens, KV_BLOCK_SIZE);
     if (need > e->plan.n_blocks) {
         atomic_store(&r->refs, 1);
@@ -230,7 +254,6 @@ engine_status_t engine_submit(engine_t *e, const engine_params_t *p, engine_req_
     }
 
     pthread_mutex_lock(&e->mu);
-    engine_status_t st = ENGINE_OK;
     if (e->is_draining || e->is_stopping) {
         st = ENGINE_E_DRAINING;
         err_set(err, "the server is shutting down");

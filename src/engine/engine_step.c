@@ -125,42 +125,10 @@ static void garble_drafts(engine_t *e)
     }
 }
 
-/* Planning: how many rows each running sequence gets this step (decode: 1;
- * prefill: a chunk within the budget). Returns the row count. */
-static int plan_rows(engine_t *e)
+/* Planning's drafts: forced tokens, then speculative drafts within the
+ * rows left after n; returns the new row count. */
+static int plan_drafts(engine_t *e, int n)
 {
-    int n = 0, prompt_logit_rows = 0;
-    bool is_any_prefilling = false;
-    for (int i = 0; i < e->n_running; i++)
-        is_any_prefilling |= e->running[i]->phase == ENGINE_PHASE_PREFILL;
-    /* decode rows first: every decoding sequence advances every step (the
-     * serialise-prefill fault knob holds them back while anything prefills) */
-    for (int i = 0; i < e->n_running; i++) {
-        engine_req_t *r = e->running[i];
-        r->n_rows = r->phase == ENGINE_PHASE_DECODE && !(e->cfg.test_serialize_prefill && is_any_prefilling);
-        /* rollback by replay: the accepted drafts' rows come first (or wait for room) */
-        r->n_rows = r->n_rows && n + 1 + r->n_replay <= e->cfg.batch_tokens ? 1 + r->n_replay : 0;
-        r->n_drafts = r->n_forced_drafts = 0; /* drafts are planned afresh each step */
-        r->n_left = req_budget(e, r) - r->n_generated;
-        n += r->n_rows;
-    }
-    /* then prefill chunks, oldest admission first, within the budget */
-    for (int i = 0; i < e->n_running; i++) {
-        engine_req_t *r = e->running[i];
-        if (r->phase != ENGINE_PHASE_PREFILL)
-            continue;
-        int k = r->n_prompt - r->n_prefilled;
-        k = k < e->cfg.prefill_chunk ? k : e->cfg.prefill_chunk;
-        k = k < e->cfg.batch_tokens - n ? k : e->cfg.batch_tokens - n;
-        if (r->p.prompt_logits) {
-            int room = e->cfg.prompt_logit_rows - prompt_logit_rows;
-            k = k < room ? k : room;
-        }
-        r->n_rows = k > 0 ? k : 0;
-        n += r->n_rows;
-        if (r->p.prompt_logits)
-            prompt_logit_rows += r->n_rows;
-    }
     /* then drafts to verify, with what the budget has left (cut to the
      * step's verify width, the request's remaining output budget and the
      * rows left) */
@@ -221,6 +189,45 @@ static int plan_rows(engine_t *e)
     if (e->has_cvocab && e->cfg.test_garble_drafts != 2)
         n -= masks_cut_drafts(e);
     return n;
+}
+
+/* Planning: how many rows each running sequence gets this step (decode: 1;
+ * prefill: a chunk within the budget). Returns the row count. */
+static int plan_rows(engine_t *e)
+{
+    int n = 0, prompt_logit_rows = 0;
+    bool is_any_prefilling = false;
+    for (int i = 0; i < e->n_running; i++)
+        is_any_prefilling |= e->running[i]->phase == ENGINE_PHASE_PREFILL;
+    /* decode rows first: every decoding sequence advances every step (the
+     * serialise-prefill fault knob holds them back while anything prefills) */
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        r->n_rows = r->phase == ENGINE_PHASE_DECODE && !(e->cfg.test_serialize_prefill && is_any_prefilling);
+        /* rollback by replay: the accepted drafts' rows come first (or wait for room) */
+        r->n_rows = r->n_rows && n + 1 + r->n_replay <= e->cfg.batch_tokens ? 1 + r->n_replay : 0;
+        r->n_drafts = r->n_forced_drafts = 0; /* drafts are planned afresh each step */
+        r->n_left = req_budget(e, r) - r->n_generated;
+        n += r->n_rows;
+    }
+    /* then prefill chunks, oldest admission first, within the budget */
+    for (int i = 0; i < e->n_running; i++) {
+        engine_req_t *r = e->running[i];
+        if (r->phase != ENGINE_PHASE_PREFILL)
+            continue;
+        int k = r->n_prompt - r->n_prefilled;
+        k = k < e->cfg.prefill_chunk ? k : e->cfg.prefill_chunk;
+        k = k < e->cfg.batch_tokens - n ? k : e->cfg.batch_tokens - n;
+        if (r->p.prompt_logits) {
+            int room = e->cfg.prompt_logit_rows - prompt_logit_rows;
+            k = k < room ? k : room;
+        }
+        r->n_rows = k > 0 ? k : 0;
+        n += r->n_rows;
+        if (r->p.prompt_logits)
+            prompt_logit_rows += r->n_rows;
+    }
+    return plan_drafts(e, n);
 }
 
 /* Hybrid models: where the state after prompt position pos goes, or NULL.
