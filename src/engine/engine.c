@@ -82,7 +82,7 @@ static int mark_eog(engine_t *e)
     return 0;
 }
 
-/* The draft model's scratch and KV (same blocks as the target's). */
+/* The block pool's eviction hook: a cached block's state snapshot goes with it. */
 static void drop_snapshot(void *snaps, const blk_hash_t *hash)
 {
     snap_drop(snaps, hash);

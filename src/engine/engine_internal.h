@@ -1,7 +1,13 @@
-/* The engine's own structures, shared by the files that implement it
- * (engine.c: lifecycle and scheduler; engine_plan.c: configuration and the
- * memory plan; engine_req.c: request lifecycle and events; engine_masks.c: structured-output masks). Nothing outside
- * src/engine/ includes this. */
+/* The engine's own structures, shared by the files that implement it:
+ *   engine.c         creation, the engine thread's loop, shutdown
+ *   engine_plan.c    configuration defaults and the memory plan
+ *   engine_req.c     request lifecycle: submission, events, cancellation, finish
+ *   engine_admit.c   admission, the prefix cache, the running set
+ *   engine_step.c    the scheduler's step: plan, prepare, forward, consume, apply
+ *   engine_draft.c   drafters and the hybrid models' state rollback
+ *   engine_masks.c   structured-output masks inside the step
+ *   engine_status.c  the published counters and engine_snapshot
+ * Nothing outside src/engine/ includes this. */
 #ifndef SPLASH_ENGINE_INTERNAL_H
 #define SPLASH_ENGINE_INTERNAL_H
 
