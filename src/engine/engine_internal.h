@@ -240,7 +240,7 @@ float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, i
  * -1 if it cannot (no snapshot). */
 int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted);
 
-/* engine_masks.c: structured output inside the step (engine.c calls these) */
+/* engine_masks.c: structured output inside the step (the other engine files call these) */
 int masks_engine_init(engine_t *e, err_t *err); /* the vocabulary masker and the mask worker */
 void masks_engine_free(engine_t *e);
 int masks_req_init(engine_t *e, engine_req_t *r, const constrain_spec_t *spec, err_t *err);
