@@ -1,6 +1,13 @@
-/* The engine's own structures, shared by the files that implement it
- * (engine.c: lifecycle and scheduler; engine_masks.c: structured-output
- * masks). Nothing outside src/engine/ includes this. */
+/* The engine's own structures, shared by the files that implement it:
+ *   engine.c         creation, the engine thread's loop, shutdown
+ *   engine_plan.c    configuration defaults and the memory plan
+ *   engine_req.c     request lifecycle: submission, events, cancellation, finish
+ *   engine_admit.c   admission, the prefix cache, the running set
+ *   engine_step.c    the scheduler's step: plan, prepare, forward, consume, apply
+ *   engine_draft.c   drafters and the hybrid models' state rollback
+ *   engine_masks.c   structured-output masks inside the step
+ *   engine_status.c  the published counters and engine_snapshot
+ * Nothing outside src/engine/ includes this. */
 #ifndef SPLASH_ENGINE_INTERNAL_H
 #define SPLASH_ENGINE_INTERNAL_H
 
@@ -182,12 +189,36 @@ struct engine {
     uint64_t snap_seq;
 };
 
+/* KV blocks that n_tokens positions take. */
+static inline int blocks_for(int n_tokens, int block_size)
+{
+    return (n_tokens + block_size - 1) / block_size;
+}
+
 /* A decoding sequence planned for its own rows only (any replay, then the
  * newest token): drafts may still be added to it. */
 static inline bool is_plain_decode(const engine_req_t *r)
 {
     return r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 + r->n_replay;
 }
+
+/* engine_req.c: the engine thread's side of a request's lifecycle */
+/* Queues an event for the caller; the text (if any) is copied. */
+void req_emit(engine_req_t *r, engine_event_t *ev, const char *text, size_t len);
+/* Ends a request the engine holds: its blocks freed, DONE sent, the engine's reference dropped. */
+void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *message);
+
+/* engine_admit.c: the running set, admission and the prefix cache */
+void admit_queued(engine_t *e);              /* queued requests that ended go; the head is admitted while it fits */
+void reap_running(engine_t *e);              /* cancelled and timed-out running requests end */
+void retire(engine_t *e, const char *error); /* running requests that ended are finished, in order */
+void cache_full_blocks(engine_t *e, engine_req_t *r); /* r's newly full blocks registered in the prefix cache */
+
+/* engine_step.c: the scheduler's step */
+void engine_step(engine_t *e, uint64_t loop); /* plans, runs and applies one batch over the running requests */
+/* engine_status.c: the published counters */
+void engine_publish(engine_t *e);       /* after a step: counters and active requests into the snapshot */
+int effective_width(const engine_t *e); /* the verify width in effect: configured, or the fitter's */
 
 /* engine_draft.c: drafters and the hybrid models' state rollback */
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
@@ -216,7 +247,7 @@ int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted);
  * began at position first, newest token at row newest) passed it. */
 void decode_snapshot(engine_t *e, engine_req_t *r, int first, int newest);
 
-/* engine_masks.c: structured output inside the step (engine.c calls these) */
+/* engine_masks.c: structured output inside the step (the other engine files call these) */
 int masks_engine_init(engine_t *e, err_t *err); /* the vocabulary masker and the mask worker */
 void masks_engine_free(engine_t *e);
 int masks_req_init(engine_t *e, engine_req_t *r, const constrain_spec_t *spec, err_t *err);
