@@ -13,12 +13,15 @@ const splashApi = (() => {
         return h;
     }
 
+    let declined = false; // asked and cancelled: not again on this page (the dashboard polls)
+
     // fetch() on this origin; a 401 asks for the key once and tries again
     async function call(path, init) {
         init = init || {};
         let res = await fetch(path, Object.assign({}, init, { headers: headers(init.headers) }));
-        if (res.status === 401) {
+        if (res.status === 401 && !declined) {
             const key = window.prompt("This server needs an API key:");
+            declined = !key;
             if (key) {
                 localStorage.setItem(KEY, key.trim());
                 res = await fetch(path, Object.assign({}, init, { headers: headers(init.headers) }));

@@ -282,6 +282,19 @@ test("with --api-key the page asks for the key once and sends it as a bearer tok
         await page.waitForFunction(() => document.getElementById("model").textContent.length > 0, { timeout: 30000 });
         assert.equal(asked, 1, "asked again after a reload");
         assert.equal(unauthorised.length, 1, unauthorised.join(", "));
+        // the dashboard without the key, the question declined: it is not asked again at each poll
+        await page.evaluate(() => localStorage.removeItem("splash.apiKey"));
+        page.removeAllListeners("dialog");
+        page.on("dialog", async (d) => { asked++; await d.dismiss(); });
+        await page.goto(keyed.base + "/dashboard", { waitUntil: "load" });
+        await page.waitForFunction(() => !document.getElementById("error").hidden, { timeout: 30000 });
+        const polls = unauthorised.length;
+        for (const until = Date.now() + 30000; unauthorised.length < polls + 3;) { // a bound against hanging only
+            assert.ok(Date.now() < until, "the dashboard stopped polling");
+            await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(asked, 2, "asked at each poll");
+        assert.match(await page.$eval("#error", (e) => e.textContent), /^\/status: 401/);
     } finally {
         await page.evaluate(() => localStorage.removeItem("splash.apiKey"));
         await page.close();
