@@ -59,6 +59,8 @@ function draw(s) {
         : "drafter " + s.policy.drafter + ", acceptance " + (sp.acceptance_rate == null ? "n/a" : (sp.acceptance_rate * 100).toFixed(1) + " %") +
           ", " + sp.accepted + " of " + sp.verified + " verified";
     C.bars($("c-verify"), sp.fitter ? sp.fitter.width_histogram.map((n, i) => ({ label: String(i), value: n })) : []);
+    $("verify-note").textContent = sp.fitter ? "verify rows " + s.policy.verify_rows + ": width " + sp.fitter.width + " now"
+        : "verify rows " + s.policy.verify_rows + " (no fitted width)";
     C.lines($("c-mask"), [{ name: "mean", values: col("maskUs") }, { name: "p99", values: col("maskP99Us") }]);
     const m = s.memory;
     const plan = [["weights", m.weights_bytes], ["KV", m.kv_bytes], ["scratch", m.scratch_bytes], ["snapshots", m.state_snapshot_bytes]];

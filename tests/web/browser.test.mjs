@@ -266,6 +266,31 @@ test("the dashboard draws non-zero engine data while a request runs", async () =
     await page.close();
 });
 
+test("with speculative decoding the dashboard draws acceptance by position and the verify width auto chose", async () => {
+    const spec = await startServer(opts, ["--draft", "ngram"]);
+    const page = await browser.newPage();
+    const problems = [];
+    page.on("console", (m) => { if (m.type() === "error") problems.push(`console: ${m.text()}`); });
+    try {
+        // greedy on a random model loops, so n-gram drafts are accepted
+        const body = JSON.stringify({ messages: [{ role: "user", content: "a b c a b c a b c" }], max_tokens: 200, ignore_eos: true, temperature: 0 });
+        await new Promise((resolve, reject) => {
+            const req = http.request({ host: "127.0.0.1", port: spec.port, method: "POST", path: "/v1/chat/completions", agent: false,
+                headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) } }, (res) => { res.resume(); res.on("end", resolve); });
+            req.on("error", reject);
+            req.end(body);
+        });
+        await page.goto(spec.base + "/dashboard", { waitUntil: "load" });
+        await page.waitForFunction(() => ["c-accept", "c-verify"].every((id) => Number(document.getElementById(id).dataset.max) > 0), { timeout: 30000 });
+        assert.match(await page.$eval("#spec-note", (e) => e.textContent), /^drafter ngram, acceptance \d/);
+        assert.match(await page.$eval("#verify-note", (e) => e.textContent), /^verify rows auto: width \d+ now$/);
+        assert.deepEqual(problems, []);
+    } finally {
+        await page.close();
+        await spec.stop();
+    }
+});
+
 test("with --api-key the page asks for the key once and sends it as a bearer token", async () => {
     const keyed = await startServer(opts, ["--api-key", "sesame"]);
     const page = await browser.newPage();
