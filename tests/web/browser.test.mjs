@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -24,6 +24,7 @@ const SLOW = ["--test-step-delay-us", "20000"]; // 20 ms a step: a 40-token repl
 let srv, browser;
 before(async () => {
     srv = await startServer(opts, SLOW);
+    rmSync(path.join(OUT, "chromium-profile"), { recursive: true, force: true }); // no localStorage from a run before
     browser = await puppeteer.launch({
         executablePath: chromium, headless: true, userDataDir: path.join(OUT, "chromium-profile"),
         args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage"],
