@@ -39,6 +39,7 @@ enum route {
     R_STATUS,
     R_METRICS,
     R_TRACE_DUMP,
+    R_PAGE,
 };
 
 typedef struct route_def {
@@ -66,6 +67,10 @@ static const route_def_t routes[] = {
     {"/status", R_STATUS, false, false, false, false},
     {"/metrics", R_METRICS, false, false, false, false},
     {"/trace/dump", R_TRACE_DUMP, true, false, false, false},
+    /* the web pages are public: code only, no data (pages.c says why) */
+    {"/", R_PAGE, false, true, false, false},
+    {"/dashboard", R_PAGE, false, true, false, false},
+    {"/web/", R_PAGE, false, true, false, false}, /* a prefix: /web/{asset} */
 };
 
 /* One HTTP request's state across libmicrohttpd's calls, from the request
@@ -367,13 +372,25 @@ static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *te
     return ok;
 }
 
+static enum MHD_Result send_page(server_t *s, struct MHD_Connection *c, const route_def_t *rt, const char *url)
+{
+    bool is_nomem;
+    struct MHD_Response *resp = pages_response(url, &is_nomem);
+    if (!resp)
+        return send_error(s, c, rt, is_nomem ? 500 : 404, NULL, is_nomem ? "out of memory" : "no such page");
+    atomic_fetch_add(&s->metrics.by_status[200], 1);
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
 /* ---- the request handler ---- */
 
 static const route_def_t *find_route(const char *url)
 {
     for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
         size_t n = strlen(routes[i].path);
-        bool is_prefix = routes[i].path[n - 1] == '/';
+        bool is_prefix = n > 1 && routes[i].path[n - 1] == '/'; /* "/" is exact */
         if (is_prefix ? !strncmp(url, routes[i].path, n) && url[n] : !strcmp(url, routes[i].path))
             return &routes[i];
     }
@@ -443,6 +460,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
         return send_text(s, c, text, len, "text/plain; version=0.0.4; charset=utf-8");
     }
     case R_TRACE_DUMP: api_trace_dump(s, &r); break;
+    case R_PAGE: return send_page(s, c, rt, cc->url_tail);
     case R_NONE: break;
     }
     json_decref(req);
@@ -486,6 +504,8 @@ static enum MHD_Result on_head(server_t *s, struct MHD_Connection *c, conn_t *cc
     if (!cc->route)
         return send_error(s, c, cc->route, 404, NULL, "no such endpoint");
     if (cc->route->route == R_MODEL && !(cc->url_tail = strdup(url + strlen(cc->route->path))))
+        return MHD_NO;
+    if (cc->route->route == R_PAGE && !(cc->url_tail = strdup(url))) /* the whole path names the page */
         return MHD_NO;
     const route_def_t *rt = cc->route;
     if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && s->cfg.n_cors_origins) {
