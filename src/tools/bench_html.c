@@ -30,7 +30,8 @@ static const char css[] =
     ".bad{color:#b00}.ok{color:#070}tr.bad td{background:#fde8e8}"
     "tr:target td,details:target>summary{background:#fff2a8}"
     "#reasons li{margin:.3em 0}a.ref{margin-left:.5em;font-size:12px}"
-    "details{margin:.4em 0}summary{cursor:pointer}.muted{color:#666}";
+    "details{margin:.4em 0}summary{cursor:pointer}.muted{color:#666}"
+    "@media (max-width:600px){body{padding:.5em}table{display:block;overflow-x:auto}table.env{width:auto}}";
 
 double bh_num(const json_t *o, const char *k)
 {
