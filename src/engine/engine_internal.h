@@ -95,8 +95,8 @@ struct engine_req {
     int vsnap0;   /* hybrid models: its first verify snapshot this step, or -1 */
     int hid_row, hid_pos, hid_n; /* MTP: rows of the last forward whose state the block has not seen */
     int mtp_row;                 /* MTP: its row in the drafter's last pass, or -1 */
-    int dsnap_end;         /* hybrid models: where its newest decode snapshot ends, or 0 */
-    blk_hash_t dsnap_hash; /* and that block's chain hash */
+    int dsnap_end;               /* hybrid models: where its newest decode snapshot ends, or 0 */
+    blk_hash_t dsnap_hash;       /* and that block's chain hash */
     int state_slot;              /* hybrid models: its recurrent-state slot while running, else -1 */
     int restore_snap;            /* hybrid models: the snapshot admission resumes from, or -1 */
     engine_req_t *q_next;        /* admission queue link */

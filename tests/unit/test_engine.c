@@ -18,8 +18,8 @@
 
 #include "engine/blocks.h"
 #include "engine/engine.h"
-#include "engine/spec.h"
 #include "engine/evq.h"
+#include "engine/spec.h"
 #include "kernels/types.h"
 #include "model/forward.h"
 #include "model/kv.h"
