@@ -367,16 +367,16 @@ int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
 void decode_snapshot(engine_t *e, engine_req_t *r, int first, int newest)
 {
     int bs = e->blocks.block_size, end = r->n_hashed * bs;
-    if (!model_is_hybrid(&e->m->cfg) || e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache ||
-        r->state_slot < 0 || end <= r->n_prompt || end <= r->dsnap_end || end <= first)
+    if (!model_is_hybrid(&e->m->cfg) || e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || r->state_slot < 0 ||
+        end <= r->n_prompt || end <= r->dsnap_end || end <= first)
         return;
     int32_t live_pos;
     const float *src = fwd_state_live(&e->fwd, r->state_slot, &live_pos);
     int j = end - 1 - first - newest; /* the block's last row, counted from the newest token's */
     size_t floats = e->plan.snapshot_bytes / sizeof(float);
     if (end != live_pos) {
-        bool has_row = r->vsnap0 >= 0 && j >= 0 &&
-                       (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY ? j == 0 : j < r->n_drafts);
+        bool has_row =
+            r->vsnap0 >= 0 && j >= 0 && (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY ? j == 0 : j < r->n_drafts);
         if (!has_row)
             return; /* passed inside a replayed row or a row without a copy: the next block */
         src = e->vsnaps + (size_t)(r->vsnap0 + j) * floats;
