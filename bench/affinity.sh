@@ -6,7 +6,8 @@
 #   split     A = 1 replica with every core's threads, B = 2 replicas with a
 #             core each, both behind the affinity config (what splitting costs)
 # Each arm is its own cluster.sh cluster (own replicas, own HAProxy); only the
-# arm being measured is busy. Prints bench's summary; reports in WORKDIR.
+# arm being measured is busy. Prints bench's summary, then each replica's
+# prefix-cache hit rate from its own /status; reports in WORKDIR.
 # --replicas N sets the affinity comparison's replica count (default 2).
 #   bench/affinity.sh affinity|split [--model FILE] [--rounds 3] [--replicas 2] [--dir WORKDIR] [-- BENCH ARGS]
 set -euo pipefail
@@ -38,4 +39,15 @@ SPLASH_CLUSTER_DIR=$dir/a bash deploy/cluster.sh up "${a[@]}" --model "$model" -
 SPLASH_CLUSTER_DIR=$dir/b bash deploy/cluster.sh up "${b[@]}" --model "$model" --port "$pb"
 "$SPLASH" bench --baseline-url "http://127.0.0.1:$pa" --candidate-url "http://127.0.0.1:$pb" \
     --workload sessions --rounds "$rounds" --warmup 2 --decide session_prefill,session_ttft \
-    --work-dir "$dir/bench" --quiet "$@"
+    --work-dir "$dir/bench" --quiet "$@" || true
+# each replica's own count over the whole run (warm-ups included), from its /status
+for arm in a b; do
+    for f in "$dir/$arm"/r*.port; do
+        curl -s "http://127.0.0.1:$(cat "$f")/status" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+hit, prompt, rid = s["cache"]["hit_tokens"], s["requests"]["prompt_tokens"], s["replica_id"]
+print(f"  arm {sys.argv[1]} replica {rid}: /status prefix-cache hits {hit} of {prompt} prompt tokens "
+      f"({100 * hit / max(prompt, 1):.1f} %)")' "$arm"
+    done
+done
