@@ -244,7 +244,7 @@ def part_strict_json(a):
     p, rep = stub_bench(a, "sj-stub-old", "--json valid", "--no-grammar", expect_codes=(1,))
     assert "arm B: the strict-json workload is refused" in p.stderr, p.stderr
     # the workload name and its flags are checked where they enter
-    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded, strict-json or cached"),
+    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded, strict-json, cached or sessions"),
                      (["--strict-json-cycles", "0"], "out of range"), (["--strict-json-tokens", "0"], "out of range")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
