@@ -261,6 +261,14 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
+/* Which replica answered: behind a balancer, how a client (and the cluster
+ * test) sees where its session landed. */
+static void add_replica_header(const server_t *s, struct MHD_Response *resp)
+{
+    if (s->cfg.replica_id)
+        MHD_add_response_header(resp, "x-splash-replica", s->cfg.replica_id);
+}
+
 static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const route_def_t *rt, reply_t *r)
 {
     struct MHD_Response *resp;
@@ -298,6 +306,7 @@ static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const r
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     cors_add_headers(s, c, resp);
+    add_replica_header(s, resp);
     int status = r->status ? r->status : 200;
     if (status >= 100 && status < 600)
         atomic_fetch_add(&s->metrics.by_status[status], 1);
@@ -344,10 +353,11 @@ static void write_too_large(server_t *s, struct MHD_Connection *c, const route_d
     char head[1024];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 413 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n%s%s%s%s\r\n",
+                     "Connection: close\r\n%s%s%s%s%s%s%s\r\n",
                      MHD_get_reason_phrase_for(413), body ? strlen(body) : 0,
                      s->cfg.n_cors_origins ? "Vary: Origin\r\n" : "", origin ? "Access-Control-Allow-Origin: " : "",
-                     origin ? origin : "", origin ? "\r\n" : "");
+                     origin ? origin : "", origin ? "\r\n" : "", s->cfg.replica_id ? "x-splash-replica: " : "",
+                     s->cfg.replica_id ? s->cfg.replica_id : "", s->cfg.replica_id ? "\r\n" : "");
     if (info && body && n > 0 && (size_t)n < sizeof head) {
         atomic_fetch_add(&s->metrics.by_status[413], 1);
         write_all(info->connect_fd, head, (size_t)n);
@@ -366,6 +376,7 @@ static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *te
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     cors_add_headers(s, c, resp);
+    add_replica_header(s, resp);
     atomic_fetch_add(&s->metrics.by_status[200], 1);
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);

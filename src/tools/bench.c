@@ -37,6 +37,9 @@ const bench_metric_info_t bench_metrics[BM_COUNT] = {
     {"ttft_cold", "TTFT cold prefix (cached)", "ms", false, false},
     {"ttft_cached", "TTFT cached prefix (cached)", "ms", false, true},
     {"ttft_cached_full", "TTFT fully cached (cached)", "ms", false, false},
+    {"session_prefill", "prefilled tokens per turn (sessions)", "tok", false, false},
+    {"session_ttft", "follow-up turn TTFT p50 (sessions)", "ms", false, false},
+    {"session_throughput", "useful-token throughput (sessions)", "tok/s", true, false},
 };
 
 void bench_config_default(bench_config_t *c)
@@ -69,6 +72,11 @@ void bench_config_default(bench_config_t *c)
     c->cached_suffix_tokens = 64;
     c->cached_pairs = 4;
     c->cached_max_tokens = 8;
+    c->sessions = 8;
+    c->sessions_turns = 4;
+    c->sessions_first_tokens = 256;
+    c->sessions_turn_tokens = 64;
+    c->sessions_max_tokens = 8;
     for (int i = 0; i < BM_COUNT; i++)
         if (bench_metrics[i].is_default_decider)
             c->decide_mask |= 1u << i;
@@ -442,6 +450,10 @@ static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
     need += c->seeded_probes * 7 + c->seeded_prompt + 64;
     if (c->do_cached && c->cached_prefix_tokens + c->cached_suffix_tokens + 1 > need)
         need = c->cached_prefix_tokens + c->cached_suffix_tokens + 1;
+    /* conversation i starts at i * 997 (bench_sessions.c); the context wraps, so this only avoids repeats */
+    int session_need = c->sessions_first_tokens + (c->sessions_turns - 1) * c->sessions_turn_tokens;
+    if (c->do_sessions && session_need > need)
+        need = session_need;
     static const char *const words[] = {"river",  "stone",  "quiet",  "lantern", "orbit",  "maple", "signal", "harbor",
                                         "copper", "meadow", "thread", "canyon",  "velvet", "ember", "tide",   "cedar"};
     size_t cap = 1 << 16, len = 0;
@@ -857,6 +869,8 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
         bench_workload_strict_json(&s);
     if (c->do_cached)
         bench_workload_cached(&s);
+    if (c->do_sessions)
+        bench_workload_sessions(&s);
     c->clock->sample(c->clock->ctx, &k1);
     double elapsed_ms = bench_ms(clock_now_ns() - s.t0_ns);
     char why[256];
@@ -1155,6 +1169,14 @@ int bench_run(const bench_config_t *c, err_t *err)
                             json_pack("{s:i,s:i,s:i,s:i}", "pairs", c->cached_pairs, "prefix_tokens",
                                       c->cached_prefix_tokens, "suffix_tokens", c->cached_suffix_tokens, "max_tokens",
                                       c->cached_max_tokens));
+    }
+    if (c->do_sessions) {
+        json_t *cfg = json_object_get(report, "config");
+        json_array_append_new(json_object_get(cfg, "workloads"), json_string("sessions"));
+        json_object_set_new(cfg, "sessions",
+                            json_pack("{s:i,s:i,s:i,s:i,s:i}", "sessions", c->sessions, "turns", c->sessions_turns,
+                                      "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens,
+                                      "max_tokens", c->sessions_max_tokens));
     }
     json_object_set_new(json_object_get(report, "config"), "cpus",
                         json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));

@@ -148,5 +148,7 @@ void bench_workload_seeded(slot_t *s);
 void bench_workload_strict_json(slot_t *s);
 /* bench_cached.c: prefix reuse under one salt per pair, cached TTFT */
 void bench_workload_cached(slot_t *s);
+/* bench_sessions.c: concurrent multi-turn conversations, reuse per replica */
+void bench_workload_sessions(slot_t *s);
 
 #endif

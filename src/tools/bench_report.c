@@ -23,6 +23,41 @@ static long long jint(const json_t *o, const char *k)
     return (long long)json_integer_value(json_object_get(o, k));
 }
 
+/* The sessions workload per slot: the cached share of prompt tokens, the
+ * follow-up turns' TTFT, throughput, and the share per replica (by the
+ * x-splash-replica header each answer carried). */
+static void print_sessions(const json_t *rep, FILE *f)
+{
+    const json_t *cfg = json_object_get(json_object_get(rep, "config"), "sessions");
+    if (!cfg)
+        return;
+    fprintf(f, "\n  sessions: %lld conversations at once, %lld turns each (%lld tokens, +%lld a turn)\n",
+            jint(cfg, "sessions"), jint(cfg, "turns"), jint(cfg, "first_tokens"), jint(cfg, "turn_tokens"));
+    fprintf(f, "  %-5s %8s %14s %10s  %s\n", "slot", "cached", "turn TTFT p50", "tok/s",
+            "per replica: cached (requests)");
+    size_t i;
+    const json_t *sl;
+    json_array_foreach(json_object_get(rep, "slots"), i, sl)
+    {
+        const json_t *ss = json_object_get(sl, "sessions");
+        if (!ss)
+            continue;
+        fprintf(f, "  %-5s %7.1f%% %11.1f ms %10.1f ", str(sl, "slot"),
+                100.0 * json_number_value(json_object_get(ss, "cached_fraction")),
+                json_number_value(json_object_get(ss, "followup_ttft_p50_ms")),
+                json_number_value(json_object_get(ss, "throughput")));
+        const char *name;
+        const json_t *rp;
+        json_object_foreach((json_t *)json_object_get(ss, "replicas"), name, rp)
+        {
+            const json_t *fr = json_object_get(rp, "cached_fraction");
+            fprintf(f, " %s %.1f%% (%lld)", name, json_is_number(fr) ? 100.0 * json_number_value(fr) : 0.0,
+                    jint(rp, "requests"));
+        }
+        fputc('\n', f);
+    }
+}
+
 /* The cached scenario per slot: reuse expected and seen on each kind of
  * request (summed over the slot's pairs) and how the continuations were
  * served. */
@@ -170,6 +205,7 @@ void bench_print_summary(const json_t *rep, FILE *f)
                     : "DIFFER");
     }
     print_cached(rep, f);
+    print_sessions(rep, f);
     const json_t *val = json_object_get(rep, "validity");
     const json_t *reasons = json_object_get(val, "reasons");
     fprintf(f, "\n  validity: %s\n", json_is_true(json_object_get(val, "valid")) ? "valid" : "INVALID");

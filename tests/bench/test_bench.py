@@ -13,6 +13,10 @@ part per CTest test (label bench):
           pair, full and partial continuations told apart, cached TTFT
           metrics; a cache shared across salts and a disabled cache each
           make the run invalid with their reason
+  sessions  concurrent multi-turn conversations against the real server:
+          each later turn reuses exactly its previous prompt's whole blocks,
+          one salt per conversation, per-replica tallies by x-splash-replica;
+          a server that reuses nothing is valid at 0 % cached
   html    the HTML report in headless Chromium (DevTools protocol on a pipe,
           cdp_page.py): no console errors, the environment table, drawn
           charts for every metric, each validity reason's links resolving to
@@ -243,7 +247,7 @@ def part_strict_json(a):
     p, rep = stub_bench(a, "sj-stub-old", "--json valid", "--no-grammar", expect_codes=(1,))
     assert "arm B: the strict-json workload is refused" in p.stderr, p.stderr
     # the workload name and its flags are checked where they enter
-    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded, strict-json or cached"),
+    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded, strict-json, cached or sessions"),
                      (["--strict-json-cycles", "0"], "out of range"), (["--strict-json-tokens", "0"], "out of range")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
@@ -312,6 +316,60 @@ def part_cached(a):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
     print("cached: a shared namespace and a disabled cache each invalid with their reason; bad options refused")
+SESSIONS = ["--workload", "sessions", "--sessions", "3", "--session-turns", "3", "--session-first-tokens", "40",
+            "--session-turn-tokens", "24", "--session-max-tokens", "4", "--warmup", "1",
+            "--decide", "session_prefill,session_ttft"]
+
+
+def part_sessions(a):
+    p, rep = bench(a, "sessions", SESSIONS + ["--baseline-args", "--replica-id a", "--candidate-args",
+                                              "--replica-id b"], expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    assert rep["config"]["sessions"] == {"sessions": 3, "turns": 3, "first_tokens": 40, "turn_tokens": 24,
+                                         "max_tokens": 4}
+    lens = [40, 64, 88]
+    for s in rep["slots"]:
+        ss = s["sessions"]
+        bs = ss["block_size"]
+        assert bs > 0 and ss["requests"] == ss["valid"] == 9, ss
+        # one server: every later turn reuses its previous prompt's whole
+        # blocks (never its own last token), nothing else, and the first none
+        want = [0] + [min((lens[t] - 1) // bs, lens[t - 1] // bs) * bs for t in (1, 2)]
+        by_session = {}
+        for q in s["requests"]:
+            assert q["kind"] == "session" and q["prompt_tokens"] == lens[q["turn"] - 1], q
+            assert q["cached_tokens"] == want[q["turn"] - 1], (q, want)
+            by_session.setdefault(q["session"], set()).add(q["cache_salt"])
+        assert sorted(by_session) == [0, 1, 2] and all(len(v) == 1 for v in by_session.values()), by_session
+        assert len(set().union(*by_session.values())) == 3, "one salt per conversation"
+        assert ss["cached_tokens"] == 3 * sum(want) and ss["prompt_tokens"] == 3 * sum(lens), ss
+        name = "a" if s["slot"][0] == "A" else "b"
+        assert list(ss["replicas"]) == [name] and ss["replicas"][name]["requests"] == 9, ss["replicas"]
+        assert s["metrics"]["session_prefill"] == (3 * sum(lens) - ss["cached_tokens"]) / 9, (s["metrics"], ss)
+        for k in ("session_ttft", "session_throughput"):
+            assert s["metrics"][k] > 0, (k, s["metrics"])
+    assert rep["statistics"]["session_prefill"]["decides"] and not rep["statistics"]["session_throughput"]["decides"]
+    assert "sessions: 3 conversations at once" in p.stdout and " a " in p.stdout, p.stdout
+    print(f"sessions: valid, {rep['statistics']['session_prefill']['combined']['a']:.1f} tokens prefilled a turn (A), "
+          f"each later turn reusing its previous prompt's whole blocks")
+    # reuse is measured, not required: a server that reuses nothing is valid: every turn prefills all its prompt
+    p, rep = bench(a, "sessions-off", SESSIONS + ["--candidate-args", "--test-no-prefix-cache"],
+                   expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    for s in rep["slots"]:
+        assert (s["sessions"]["cached_tokens"] == 0) == (s["slot"][0] == "B"), (s["slot"], s["sessions"])
+        if s["slot"][0] == "B":
+            assert s["metrics"]["session_prefill"] == sum(lens) / 3, s["metrics"]
+    assert rep["statistics"]["session_prefill"]["combined"]["verdict"] == "regression", rep["statistics"]["session_prefill"]
+    for bad, why in ((["--sessions", "0"], "out of range"), (["--session-turns", "65"], "out of range"),
+                     (["--session-first-tokens", "0"], "out of range"),
+                     (["--workload", "sessions", "--session-first-tokens", "999999", "--session-turns", "64"],
+                      "exceeds the longest prompt")):
+        p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
+    print("sessions: no prefix cache prefills every prompt token (a regression, still valid); bad options refused")
+
+
 def start_stub(*args):
     stub = subprocess.Popen([sys.executable, STUB] + list(args), stdout=subprocess.PIPE, text=True)
     return stub, re.search(r"(http://\S+)", stub.stdout.readline()).group(1)
@@ -527,7 +585,8 @@ def part_trace(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["faults", "stub", "strict-json", "cached", "html", "trace", "llama"])
+    ap.add_argument("part", choices=["faults", "stub", "strict-json", "cached", "sessions", "html", "trace",
+                                     "llama"])
     ap.add_argument("--splash", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--dir", required=True)
