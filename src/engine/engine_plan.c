@@ -152,7 +152,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     /* room for every sequence slot at full context, and as much again for
      * cached prefixes, as far as the limit allows */
     uint64_t want = 2ull * (uint64_t)c->max_seqs * (uint64_t)per_seq;
-    uint64_t fit = (plan->limit - fixed) / plan->kv_per_block;
+    /* a model with no attention layer (all Gated DeltaNet) keeps no KV: blocks are bookkeeping only */
+    uint64_t fit = plan->kv_per_block ? (plan->limit - fixed) / plan->kv_per_block : BLK_MAX_BLOCKS;
     uint64_t n = want < fit ? want : fit;
     if (n > BLK_MAX_BLOCKS)
         n = BLK_MAX_BLOCKS;

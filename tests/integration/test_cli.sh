@@ -185,6 +185,9 @@ for d in ngram mtp; do
         cmp -s "$work/q35-ids-$d.txt" "$work/q35-ids-none.txt" && ok || bad "qwen35 --draft $d: $(head -c 300 "$work/err")"
 done
 expect_error 1 "a hybrid \(qwen35\) draft model is not supported" -- "$splash" run --draft "$q35" hi
+# a qwen35 file without a full-attention main layer keeps no KV (it crashed the memory plan once)
+"$splash" model synth --preset qwen35-tiny --layers 3 --type f32 --out "$work/q35-gdn-only.gguf" >/dev/null 2>&1
+expect_ok "$splash" run --model "$work/q35-gdn-only.gguf" --max-tokens 8 --temperature 0 --draft mtp hi
 expect_error 1 "draft mtp: the model \(qwen3\) has no MTP \(NextN\) block" -- "$splash" run --draft mtp hi
 expect_ok "$splash" model convert --in "$q35" --type f16 --out "$work/q35-f16.gguf"
 "$splash" model info --no-hash "$work/q35-f16.gguf" >"$work/info" 2>&1
