@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
         --splash) splash=$2; shift 2 ;;
         --model) model=$2; shift 2 ;;
         --instructions) instructions=1; shift ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "bench/api_overhead.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
