@@ -68,6 +68,8 @@ void engine_publish(engine_t *e)
     s->prefill_rows = e->prefill_rows;
     s->prefill_chunks = e->prefill_chunks;
     s->decode_rows = e->decode_rows;
+    s->preemptions = e->preemptions;
+    s->recomputed_rows = e->recomputed_rows;
     memcpy(s->decode_width_hist, e->width_hist, sizeof s->decode_width_hist);
     s->submitted = submitted;
     s->rejected = rejected;

@@ -182,6 +182,9 @@ void api_status(server_t *s, reply_t *r)
                                   "decode_rows", (json_int_t)snap.decode_rows, "decode_width_histogram", hist));
     json_object_set_new(json_object_get(st, "scheduler"), "verify_rows",
                         json_integer((json_int_t)snap.verify_rows_total));
+    json_object_set_new(json_object_get(st, "scheduler"), "preemptions", json_integer((json_int_t)snap.preemptions));
+    json_object_set_new(json_object_get(st, "scheduler"), "recomputed_rows",
+                        json_integer((json_int_t)snap.recomputed_rows));
     json_t *active = json_array();
     for (int i = 0; i < snap.n_active; i++) {
         const engine_req_info_t *a = &snap.active[i];
