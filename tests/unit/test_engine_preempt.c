@@ -5,7 +5,8 @@
  * tokens and logits it gives alone (greedy and seeded), the snapshot counts
  * the preemptions and recomputed rows, and no block leaks; the same with a
  * hybrid model (its recurrent-state slot given back and resumed), with
- * n-gram speculation, and with a grammar-constrained answer. */
+ * n-gram speculation, with a draft model (its KV caught up again), and with
+ * a grammar-constrained answer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,33 +35,45 @@
 #define GEN (CONTEXT - PROMPT) /* a default request: the rest of the context */
 
 typedef struct fixture {
-    char path[64];
-    model_t *model;
+    char path[64], draft_path[64];
+    model_t *model, *draft; /* the draft model: a smaller one with the same vocabulary */
     vocab_t vocab;
 } fixture_t;
+
+static model_t *synth_load(char *path, size_t cap, const model_config_t *c, uint64_t seed)
+{
+    err_t err;
+    snprintf(path, cap, "/tmp/splash-test-preempt-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    pool_t *pool = pool_create(2, &err);
+    assert_non_null(pool);
+    if (synth_write(path, "test", c, TYPE_Q8_0, seed, 0.1f, NULL, pool, NULL, NULL, &err))
+        fail_msg("synth: %s", err.msg);
+    pool_destroy(pool);
+    model_t *m = model_load(path, &err);
+    if (!m)
+        fail_msg("load: %s", err.msg);
+    return m;
+}
 
 static int setup_preset(void **state, const char *preset, bool is_hybrid)
 {
     fixture_t *f = calloc(1, sizeof *f);
     err_t err;
-    snprintf(f->path, sizeof f->path, "/tmp/splash-test-preempt-XXXXXX");
-    int fd = mkstemp(f->path);
-    assert_true(fd >= 0);
-    close(fd);
     model_config_t c;
     assert_int_equal(synth_preset(preset, &c, &err), 0);
     c.context_length = CONTEXT;
     assert_int_equal(c.vocab, VOCAB);
     if (is_hybrid)
         c.ssm_v_heads = 2 * c.ssm_k_heads;
-    pool_t *pool = pool_create(2, &err);
-    assert_non_null(pool);
-    if (synth_write(f->path, "test", &c, TYPE_Q8_0, 7, 0.1f, NULL, pool, NULL, NULL, &err))
-        fail_msg("synth: %s", err.msg);
-    pool_destroy(pool);
-    f->model = model_load(f->path, &err);
-    if (!f->model)
-        fail_msg("load: %s", err.msg);
+    f->model = synth_load(f->path, sizeof f->path, &c, 7);
+    if (!is_hybrid) {
+        model_config_t d = c;
+        d.n_layers = 1, d.hidden = 32, d.ffn = 64, d.n_heads = 2, d.n_kv_heads = 1;
+        f->draft = synth_load(f->draft_path, sizeof f->draft_path, &d, 8);
+    }
     if (vocab_load(&f->vocab, f->model->gguf, f->model->cfg.vocab, &err))
         fail_msg("vocab: %s", err.msg);
     *state = f;
@@ -83,6 +96,10 @@ static int teardown(void **state)
     vocab_free(&f->vocab);
     model_free(f->model);
     unlink(f->path);
+    if (f->draft) {
+        model_free(f->draft);
+        unlink(f->draft_path);
+    }
     free(f);
     return 0;
 }
@@ -101,6 +118,7 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int max_blocks, int dra
     c.max_memory = 1ull << 30;
     c.max_blocks = max_blocks;
     c.draft_mode = draft_mode;
+    c.draft_model = draft_mode == ENGINE_DRAFT_MODEL ? f->draft : NULL;
     if (draft_mode) {
         c.draft_max = 4;
         c.verify_rows = SPEC_VERIFY_ALL;
@@ -246,6 +264,11 @@ static void test_preempt_hybrid_ngram(void **state)
     check_preemption(*state, ENGINE_DRAFT_NGRAM, NULL);
 }
 
+static void test_preempt_draft_model(void **state)
+{
+    check_preemption(*state, ENGINE_DRAFT_MODEL, NULL);
+}
+
 /* A grammar-constrained answer (forced tokens as jump-forward drafts, masks
  * on every row), with n-gram speculation: the constraint's state carries
  * over a preemption, so the output is the same. */
@@ -267,6 +290,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_preempt_ngram, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_hybrid, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_hybrid_ngram, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_preempt_draft_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_grammar, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
