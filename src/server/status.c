@@ -351,6 +351,12 @@ char *api_metrics(server_t *s, size_t *len)
                       (unsigned long long)snap.steps, (unsigned long long)snap.cache_lookups,
                       (unsigned long long)snap.cache_hit_tokens, (unsigned long long)snap.cache_evictions);
             tb_printf(&b,
+                      "# HELP splash_preemptions_total Running sequences sent back to the queue when the KV pool "
+                      "ran out.\n# TYPE splash_preemptions_total counter\nsplash_preemptions_total %llu\n"
+                      "# HELP splash_recomputed_rows_total Prefill rows that rebuilt preempted sequences' KV.\n"
+                      "# TYPE splash_recomputed_rows_total counter\nsplash_recomputed_rows_total %llu\n",
+                      (unsigned long long)snap.preemptions, (unsigned long long)snap.recomputed_rows);
+            tb_printf(&b,
                       "# HELP splash_kv_blocks KV blocks by state.\n# TYPE splash_kv_blocks gauge\n"
                       "splash_kv_blocks{state=\"total\"} %d\nsplash_kv_blocks{state=\"used\"} %d\n"
                       "splash_kv_blocks{state=\"cached\"} %d\n"
