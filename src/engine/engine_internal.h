@@ -76,6 +76,7 @@ struct engine_req {
     int n_fill;
     bool is_recomputing; /* prefilling toward n_fill = n_tokens - 1 after a preemption */
     int n_preempted;     /* times it went back to the queue (sampler, events, constraint carry on) */
+    int n_kv_peak;       /* KV positions it had written before its last preemption (rows below: recomputed) */
     int32_t *table;      /* (n_table) KV blocks in position order, grown on demand */
     int n_table;
     blk_hash_t chain; /* hash of the last cached (or registered) block's prefix */

@@ -44,6 +44,7 @@ static void preempt(engine_t *e, int i)
     for (int j = r->n_table - 1; j >= 0; j--)
         blk_release(&e->blocks, r->table[j]);
     r->n_table = r->n_hashed = 0;
+    r->n_kv_peak = r->n_kv > r->n_kv_peak ? r->n_kv : r->n_kv_peak;
     r->n_prefilled = r->n_kv = 0;
     r->n_rows = r->n_drafts = r->n_forced_drafts = r->n_replay = 0;
     r->n_draft_kv = 0; /* the draft model catches up again */

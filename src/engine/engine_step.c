@@ -379,13 +379,14 @@ static int apply_rows(engine_t *e)
         bool was_decoding = r->phase == ENGINE_PHASE_DECODE;
         if (r->phase == ENGINE_PHASE_PREFILL) {
             mtp_note_rows(e, r, r->n_prefilled, r->n_rows);
+            int end = r->n_prefilled + r->n_rows; /* rows below n_kv_peak ran before a preemption */
+            int redo = (end < r->n_kv_peak ? end : r->n_kv_peak) - r->n_prefilled;
+            e->recomputed_rows += redo > 0 ? (uint64_t)redo : 0;
             r->n_prefilled += r->n_rows;
             r->n_kv = r->n_prefilled;
-            if (r->is_recomputing)
-                e->recomputed_rows += (uint64_t)r->n_rows;
             if (r->n_prefilled < r->n_fill || r->is_recomputing) {
-                /* progress is the prompt's, reported once (not again after a preemption) */
-                if (r->n_prefilled < r->n_fill && !r->n_preempted) {
+                /* progress is the prompt's, each position reported once (not again after a preemption) */
+                if (r->n_prefilled < r->n_fill && !r->is_recomputing && r->n_prefilled > r->n_kv_peak) {
                     engine_event_t ev = {.kind = ENGINE_EV_PROGRESS, .step = e->steps, .n_prefilled = r->n_prefilled};
                     req_emit(r, &ev, NULL, 0);
                 }
