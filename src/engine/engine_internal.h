@@ -3,6 +3,7 @@
  *   engine_plan.c    configuration defaults and the memory plan
  *   engine_req.c     request lifecycle: submission, events, cancellation, finish
  *   engine_admit.c   admission, the prefix cache, the running set
+ *   engine_kv.c      KV blocks on demand, preemption when the pool runs out
  *   engine_step.c    the scheduler's step: plan, prepare, forward, consume, apply
  *   engine_draft.c   drafters and the hybrid models' state rollback
  *   engine_masks.c   structured-output masks inside the step
@@ -70,7 +71,13 @@ struct engine_req {
     int n_rows_want; /* drafts the draft model may still add this step */
     int32_t *tokens; /* (n_prompt + max_tokens) prompt then generated ids */
     int n_prompt, n_tokens, n_prefilled, n_kv, n_generated, n_cached;
-    int32_t *table; /* (n_table) KV blocks in position order */
+    /* where prefill ends: n_prompt, or (a preempted sequence's recompute)
+     * n_tokens - 1, after which it decodes its newest token again */
+    int n_fill;
+    bool is_recomputing; /* prefilling toward n_fill = n_tokens - 1 after a preemption */
+    int n_preempted;     /* times it went back to the queue (sampler, events, constraint carry on) */
+    int n_kv_peak;       /* KV positions it had written before its last preemption (rows below: recomputed) */
+    int32_t *table;      /* (n_table) KV blocks in position order, grown on demand */
     int n_table;
     blk_hash_t chain; /* hash of the last cached (or registered) block's prefix */
     int n_hashed;     /* leading blocks whose chain hash is known */
@@ -160,6 +167,7 @@ struct engine {
     uint64_t steps, prefill_rows, prefill_chunks, decode_rows, verify_rows;
     uint64_t width_hist[ENGINE_WIDTH_BUCKETS];
     uint64_t completed, cancelled, failed, prompt_tokens, generated_tokens;
+    uint64_t preemptions, recomputed_rows;
     uint64_t cache_lookups, cache_hit_tokens;
     /* speculation */
     spec_fitter_t fitter;
@@ -213,6 +221,25 @@ void admit_queued(engine_t *e);              /* queued requests that ended go; t
 void reap_running(engine_t *e);              /* cancelled and timed-out running requests end */
 void retire(engine_t *e, const char *error); /* running requests that ended are finished, in order */
 void cache_full_blocks(engine_t *e, engine_req_t *r); /* r's newly full blocks registered in the prefix cache */
+
+/* Removes running[i] (its recurrent-state slot freed), keeping the others' order. */
+void running_remove(engine_t *e, int i);
+/* Blocks admission wants free beside a request's prompt: one block of growth
+ * for each running sequence and the new one (none beyond what the request
+ * can ever use when nothing else runs, so a lone request always fits). */
+int admit_headroom(const engine_t *e, const engine_req_t *r, int prompt_blocks);
+
+/* engine_kv.c: KV blocks on demand */
+/* Before planning: every running sequence gets the blocks this step's rows
+ * may write (prefill chunk; newest token plus drafts), oldest first; when
+ * the pool runs out the newest sequence is preempted (blocks released,
+ * requeued at the head to recompute). */
+void kv_grow(engine_t *e);
+/* Whether r is rebuilding KV it had before a preemption (no logits wanted). */
+static inline bool is_recompute(const engine_req_t *r)
+{
+    return r->is_recomputing;
+}
 
 /* engine_step.c: the scheduler's step */
 void engine_step(engine_t *e, uint64_t loop); /* plans, runs and applies one batch over the running requests */

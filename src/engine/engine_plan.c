@@ -163,6 +163,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     uint64_t n = want < fit ? want : fit;
     if (n > BLK_MAX_BLOCKS)
         n = BLK_MAX_BLOCKS;
+    if (c->max_blocks > 0 && n > (uint64_t)c->max_blocks) /* never below one full-context sequence */
+        n = (uint64_t)c->max_blocks > (uint64_t)per_seq ? (uint64_t)c->max_blocks : (uint64_t)per_seq;
     plan->n_blocks = (int)n;
     plan->kv = n * plan->kv_per_block;
     return 0;

@@ -20,7 +20,8 @@ static void fill_info(engine_req_info_t *info, const engine_req_t *r)
     info->id = r->id;
     info->phase = r->phase;
     info->prompt_tokens = r->n_prompt;
-    info->prefilled_tokens = r->n_prefilled;
+    /* a preempted sequence's recompute runs past its prompt: the prompt is all prefilled */
+    info->prefilled_tokens = r->n_prefilled < r->n_prompt ? r->n_prefilled : r->n_prompt;
     info->generated_tokens = r->n_generated;
     info->cached_tokens = r->n_cached;
 }
@@ -68,6 +69,8 @@ void engine_publish(engine_t *e)
     s->prefill_rows = e->prefill_rows;
     s->prefill_chunks = e->prefill_chunks;
     s->decode_rows = e->decode_rows;
+    s->preemptions = e->preemptions;
+    s->recomputed_rows = e->recomputed_rows;
     memcpy(s->decode_width_hist, e->width_hist, sizeof s->decode_width_hist);
     s->submitted = submitted;
     s->rejected = rejected;

@@ -3,15 +3,15 @@
  *
  *   1. drop cancelled and timed-out requests (their blocks go back at once);
  *   2. admit queued requests in arrival order while a sequence slot is free
- *      and the pool can hold the whole request (prompt + max_tokens), after
- *      reusing its cached prefix blocks;
- *   3. build one batch: a decode row for every decoding sequence first, then
+ *      and the pool can hold the prompt's blocks plus a little headroom,
+ *      after reusing its cached prefix blocks;
+ *   3. give every running sequence the blocks this step may write, oldest
+ *      first, preempting the newest sequence when the pool runs out
+ *      (engine_kv.c: it is recomputed later, its output unchanged);
+ *   4. build one batch: a decode row for every decoding sequence first, then
  *      prefill chunks (at most prefill_chunk rows per sequence) in admission
  *      order within the batch_tokens budget;
- *   4. run the forward pass, sample, emit events, cache newly full blocks.
- *
- * Reserving a request's blocks at admission means a running sequence never
- * waits for memory and nothing is ever preempted. */
+ *   5. run the forward pass, sample, emit events, cache newly full blocks. */
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 
@@ -215,16 +215,17 @@ static int plan_rows(engine_t *e)
         engine_req_t *r = e->running[i];
         if (r->phase != ENGINE_PHASE_PREFILL)
             continue;
-        int k = r->n_prompt - r->n_prefilled;
+        int k = r->n_fill - r->n_prefilled;
         k = k < e->cfg.prefill_chunk ? k : e->cfg.prefill_chunk;
         k = k < e->cfg.batch_tokens - n ? k : e->cfg.batch_tokens - n;
-        if (r->p.prompt_logits) {
+        bool wants_logits = r->p.prompt_logits && !is_recompute(r);
+        if (wants_logits) {
             int room = e->cfg.prompt_logit_rows - prompt_logit_rows;
             k = k < room ? k : room;
         }
         r->n_rows = k > 0 ? k : 0;
         n += r->n_rows;
-        if (r->p.prompt_logits)
+        if (wants_logits)
             prompt_logit_rows += r->n_rows;
     }
     return plan_drafts(e, n);
@@ -270,7 +271,9 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                 e->b_tokens[n] = is_decode && j > newest ? r->drafts[j - newest - 1] : r->tokens[pos];
                 e->b_pos[n] = pos;
                 e->b_tables[n] = r->table;
-                e->b_want[n] = is_decode ? j >= newest : r->p.prompt_logits || pos == r->n_prompt - 1;
+                /* a recompute rebuilds KV only: its logits were sampled before */
+                e->b_want[n] =
+                    is_decode ? j >= newest : !is_recompute(r) && (r->p.prompt_logits || pos == r->n_prompt - 1);
                 e->b_slots[n] = r->state_slot;
                 if (!is_decode)
                     e->b_snaps[n] = r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
@@ -376,12 +379,22 @@ static int apply_rows(engine_t *e)
         bool was_decoding = r->phase == ENGINE_PHASE_DECODE;
         if (r->phase == ENGINE_PHASE_PREFILL) {
             mtp_note_rows(e, r, r->n_prefilled, r->n_rows);
+            int end = r->n_prefilled + r->n_rows; /* rows below n_kv_peak ran before a preemption */
+            int redo = (end < r->n_kv_peak ? end : r->n_kv_peak) - r->n_prefilled;
+            e->recomputed_rows += redo > 0 ? (uint64_t)redo : 0;
             r->n_prefilled += r->n_rows;
             r->n_kv = r->n_prefilled;
-            if (r->n_prefilled < r->n_prompt) {
-                engine_event_t ev = {.kind = ENGINE_EV_PROGRESS, .step = e->steps, .n_prefilled = r->n_prefilled};
-                req_emit(r, &ev, NULL, 0);
+            if (r->n_prefilled < r->n_fill || r->is_recomputing) {
+                /* progress is the prompt's, each position reported once (not again after a preemption) */
+                if (r->n_prefilled < r->n_fill && !r->is_recomputing && r->n_prefilled > r->n_kv_peak) {
+                    engine_event_t ev = {.kind = ENGINE_EV_PROGRESS, .step = e->steps, .n_prefilled = r->n_prefilled};
+                    req_emit(r, &ev, NULL, 0);
+                }
                 cache_full_blocks(e, r);
+                if (r->n_prefilled == r->n_fill) { /* rebuilt: the newest token decodes again next step */
+                    r->is_recomputing = false;
+                    r->phase = ENGINE_PHASE_DECODE;
+                }
                 continue;
             }
             r->phase = ENGINE_PHASE_DECODE;
@@ -430,6 +443,7 @@ void engine_step(engine_t *e, uint64_t loop)
 {
     trace_t *tr = e->cfg.trace;
     TRACE_SPAN_BEGIN(tr, TRACE_PLANNING, loop);
+    kv_grow(e); /* may preempt the newest sequences */
     e->step_width = verify_width(e);
     int n = plan_rows(e);
     TRACE_SPAN_END(tr, TRACE_PLANNING, loop);

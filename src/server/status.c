@@ -184,6 +184,9 @@ void api_status(server_t *s, reply_t *r)
                                   "decode_rows", (json_int_t)snap.decode_rows, "decode_width_histogram", hist));
     json_object_set_new(json_object_get(st, "scheduler"), "verify_rows",
                         json_integer((json_int_t)snap.verify_rows_total));
+    json_object_set_new(json_object_get(st, "scheduler"), "preemptions", json_integer((json_int_t)snap.preemptions));
+    json_object_set_new(json_object_get(st, "scheduler"), "recomputed_rows",
+                        json_integer((json_int_t)snap.recomputed_rows));
     json_t *active = json_array();
     for (int i = 0; i < snap.n_active; i++) {
         const engine_req_info_t *a = &snap.active[i];
@@ -386,6 +389,12 @@ char *api_metrics(server_t *s, size_t *len)
                       "tokens admitted.\n# TYPE splash_prefix_cache_hit_ratio gauge\nsplash_prefix_cache_hit_ratio "
                       "%.6f\n",
                       snap.prompt_tokens ? (double)snap.cache_hit_tokens / (double)snap.prompt_tokens : 0.0);
+            tb_printf(&b,
+                      "# HELP splash_preemptions_total Running sequences sent back to the queue when the KV pool "
+                      "ran out.\n# TYPE splash_preemptions_total counter\nsplash_preemptions_total %llu\n"
+                      "# HELP splash_recomputed_rows_total Prefill rows that rebuilt preempted sequences' KV.\n"
+                      "# TYPE splash_recomputed_rows_total counter\nsplash_recomputed_rows_total %llu\n",
+                      (unsigned long long)snap.preemptions, (unsigned long long)snap.recomputed_rows);
             tb_printf(&b,
                       "# HELP splash_kv_blocks KV blocks by state.\n# TYPE splash_kv_blocks gauge\n"
                       "splash_kv_blocks{state=\"total\"} %d\nsplash_kv_blocks{state=\"used\"} %d\n"
