@@ -1,12 +1,43 @@
 #include "base/pool.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* How a job is handed out and finished.
+ *
+ * The caller writes the job (fn, ctx, part count) and one lane per thread,
+ * then bumps a generation counter. Lane t is a run of parts [front, back) that
+ * thread t takes from the front; a thread whose lane is empty takes from the
+ * back of the others'. A lane is one 64-bit word, (generation, front, back),
+ * changed only by compare-and-swap, so a thread can claim a part only of the
+ * job it read: once a job's parts are all claimed its lanes accept nothing,
+ * and a worker that wakes late finds nothing to do and touches only the pool.
+ * The caller waits for the count of finished parts, never for threads; a
+ * claimed part keeps the job (ctx) alive until its completion is counted.
+ *
+ * Waits spin briefly, then sleep on a futex: an idle worker spins on the
+ * generation (a decode step hands out jobs microseconds apart, and a futex
+ * wake costs more than that), yielding now and then so that on a core it
+ * shares with the caller it does not take the caller's time; the caller spins
+ * on the finished count for about one part's time and then sleeps, which also
+ * frees its core for a preempted worker the kernel can move there. */
+#define POOL_WORKER_SPINS 4096 /* pause loops (~0.1-0.3 ms) before a worker sleeps */
+#define POOL_WORKER_YIELD 1024 /* a spinning worker yields after this many */
+#define POOL_CALLER_SPINS 2048 /* pause loops (~50 us) before the caller sleeps */
+
+typedef struct lane {
+    alignas(64) atomic_uint_least64_t word; /* generation << 32 | front << 16 | back */
+} lane_t;
 
 typedef struct worker {
     pool_t *pool;
@@ -14,24 +45,21 @@ typedef struct worker {
     pthread_t thread;
 } worker_t;
 
-/* Handing out work is a generation counter that workers spin on for a short
- * while (a decode step dispatches hundreds of products back to back, so a
- * sleeping hand-off would cost more than the work), then sleep on a condition
- * variable. Completion is a counter the caller spins on. */
-#define POOL_SPIN_ITERS 5000 /* pause loops (~0.3 ms) before a worker sleeps */
-#define POOL_WAIT_SPINS 1000 /* caller pause loops between yields while waiting */
-
 struct pool {
     int n_threads;
-    worker_t *workers; /* (n_threads - 1): thread 0 is the caller */
-    pthread_mutex_t mu;
-    pthread_cond_t wake;     /* sleeping workers wait here for a new generation */
-    atomic_ulong generation; /* bumped once per pool_run */
-    atomic_int pending;      /* workers still running the current job */
-    atomic_int n_sleeping;   /* workers inside the condition-variable wait */
+    worker_t *workers;      /* (n_threads - 1): thread 0 is the caller */
+    lane_t *lanes;          /* (n_threads) */
+    atomic_uint generation; /* bumped once per job; a futex word */
+    atomic_uint n_done;     /* parts of the current job finished; a futex word */
+    atomic_int n_sleeping;  /* workers asleep on generation */
+    atomic_int is_caller_asleep;
     atomic_bool is_stopping;
-    pool_fn fn; /* the current job: written before the generation is bumped */
-    void *ctx;
+    /* the current job: written before the generation is bumped; read by a
+     * worker that may be a job late, so atomic (a stale read fails its claim) */
+    _Atomic(pool_fn) fn;
+    _Atomic(void *) ctx;
+    atomic_int n_parts;
+    atomic_int n_lanes;
 };
 
 static inline void cpu_relax(void)
@@ -41,33 +69,87 @@ static inline void cpu_relax(void)
 #endif
 }
 
+static void futex_wait(atomic_uint *word, unsigned expect)
+{
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAIT_PRIVATE, expect, NULL, NULL, 0);
+}
+
+static void futex_wake(atomic_uint *word, int n)
+{
+    syscall(SYS_futex, (unsigned *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static uint64_t lane_word(unsigned gen, long front, long back)
+{
+    return (uint64_t)gen << 32 | (uint64_t)front << 16 | (uint64_t)back;
+}
+
+/* Claims one part of job gen from lane l (its front or its back); -1: none. */
+static long lane_take(lane_t *l, unsigned gen, bool is_back)
+{
+    uint64_t w = atomic_load_explicit(&l->word, memory_order_acquire);
+    for (;;) {
+        long front = (long)(w >> 16 & 0xffff), back = (long)(w & 0xffff);
+        if ((unsigned)(w >> 32) != gen || front >= back)
+            return -1;
+        uint64_t next = is_back ? w - 1 : w + (1u << 16);
+        if (atomic_compare_exchange_weak_explicit(&l->word, &w, next, memory_order_acq_rel, memory_order_acquire))
+            return is_back ? back - 1 : front;
+    }
+}
+
+/* Runs parts of job gen until none is left to claim. */
+static void run_parts(pool_t *p, unsigned gen, int ith)
+{
+    pool_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+    int n_parts = atomic_load_explicit(&p->n_parts, memory_order_relaxed);
+    int n_lanes = atomic_load_explicit(&p->n_lanes, memory_order_relaxed);
+    for (int v = 0; v < n_lanes; v++) {
+        int t = (ith + v) % n_lanes; /* our own lane first, then the others' */
+        long part;
+        while ((part = lane_take(&p->lanes[t], gen, t != ith)) >= 0) {
+            fn(ctx, (int)part, n_parts);
+            /* the last part done wakes a sleeping caller (both sides
+             * sequentially consistent: one sees the other) */
+            if (atomic_fetch_add(&p->n_done, 1) + 1 == (unsigned)n_parts && atomic_load(&p->is_caller_asleep))
+                futex_wake(&p->n_done, 1);
+        }
+    }
+}
+
+/* Waits for a generation other than seen: spins, then sleeps. */
+static unsigned wait_generation(pool_t *p, unsigned seen)
+{
+    unsigned gen;
+    for (int i = 1; i <= POOL_WORKER_SPINS; i++) {
+        gen = atomic_load_explicit(&p->generation, memory_order_acquire);
+        if (gen != seen || atomic_load_explicit(&p->is_stopping, memory_order_relaxed))
+            return gen;
+        cpu_relax();
+        if (i % POOL_WORKER_YIELD == 0)
+            sched_yield(); /* a core shared with the caller: let it run */
+    }
+    /* n_sleeping is raised before the futex re-checks the generation, and
+     * pool_run bumps the generation before reading n_sleeping: no lost wake */
+    atomic_fetch_add(&p->n_sleeping, 1);
+    while ((gen = atomic_load(&p->generation)) == seen && !atomic_load(&p->is_stopping))
+        futex_wait(&p->generation, seen);
+    atomic_fetch_sub(&p->n_sleeping, 1);
+    return gen;
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     pool_t *p = w->pool;
-    unsigned long seen = 0;
+    unsigned seen = 0;
     for (;;) {
-        unsigned long gen = atomic_load(&p->generation);
-        for (int i = 0; gen == seen && i < POOL_SPIN_ITERS && !atomic_load(&p->is_stopping); i++) {
-            cpu_relax();
-            gen = atomic_load(&p->generation);
-        }
-        if (gen == seen) {
-            /* Sleep. n_sleeping is raised before re-checking the generation
-             * and pool_run bumps the generation before reading n_sleeping
-             * (both sequentially consistent), so a wake-up is never lost. */
-            pthread_mutex_lock(&p->mu);
-            atomic_fetch_add(&p->n_sleeping, 1);
-            while ((gen = atomic_load(&p->generation)) == seen && !atomic_load(&p->is_stopping))
-                pthread_cond_wait(&p->wake, &p->mu);
-            atomic_fetch_sub(&p->n_sleeping, 1);
-            pthread_mutex_unlock(&p->mu);
-        }
+        unsigned gen = wait_generation(p, seen);
         if (atomic_load(&p->is_stopping))
             return NULL;
         seen = gen;
-        p->fn(p->ctx, w->ith, p->n_threads);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        run_parts(p, gen, w->ith);
     }
 }
 
@@ -83,19 +165,21 @@ pool_t *pool_create(int n_threads, err_t *err)
         return NULL;
     }
     p->n_threads = n_threads;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
     atomic_init(&p->generation, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->n_done, 0);
     atomic_init(&p->n_sleeping, 0);
+    atomic_init(&p->is_caller_asleep, 0);
     atomic_init(&p->is_stopping, false);
-    if (n_threads > 1) {
-        p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
-        if (!p->workers) {
-            pool_destroy(p);
-            err_set(err, "out of memory creating the thread pool");
-            return NULL;
-        }
+    p->lanes = aligned_alloc(alignof(lane_t), (size_t)n_threads * sizeof *p->lanes);
+    if (p->lanes)
+        for (int t = 0; t < n_threads; t++)
+            atomic_init(&p->lanes[t].word, 0);
+    p->workers = n_threads > 1 ? calloc((size_t)n_threads - 1, sizeof *p->workers) : NULL;
+    if (!p->lanes || (n_threads > 1 && !p->workers)) {
+        p->n_threads = 1; /* no thread to join */
+        pool_destroy(p);
+        err_set(err, "out of memory creating the thread pool");
+        return NULL;
     }
     for (int i = 1; i < n_threads; i++) {
         worker_t *w = &p->workers[i - 1];
@@ -115,15 +199,13 @@ void pool_destroy(pool_t *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->is_stopping, true);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->generation, 1);
+    futex_wake(&p->generation, INT_MAX);
     for (int i = 1; i < p->n_threads; i++)
         pthread_join(p->workers[i - 1].thread, NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->wake);
     free(p->workers);
+    free(p->lanes);
     free(p);
 }
 
@@ -132,29 +214,55 @@ int pool_size(const pool_t *p)
     return p ? p->n_threads : 1;
 }
 
-void pool_run(pool_t *p, pool_fn fn, void *ctx)
+/* Waits until n_parts parts are done: spins, then sleeps. */
+static void wait_done(pool_t *p, unsigned n_parts)
 {
-    if (!p || p->n_threads == 1) {
-        fn(ctx, 0, 1);
+    for (int i = 0; i < POOL_CALLER_SPINS; i++) {
+        if (atomic_load_explicit(&p->n_done, memory_order_acquire) == n_parts)
+            return;
+        cpu_relax();
+    }
+    atomic_store(&p->is_caller_asleep, 1);
+    unsigned done;
+    while ((done = atomic_load(&p->n_done)) != n_parts)
+        futex_wait(&p->n_done, done);
+    atomic_store(&p->is_caller_asleep, 0);
+}
+
+void pool_run_parts(pool_t *p, int n_parts, pool_fn fn, void *ctx)
+{
+    if (n_parts < 1)
+        return;
+    if (!p || p->n_threads == 1 || n_parts == 1) {
+        for (int i = 0; i < n_parts; i++)
+            fn(ctx, i, n_parts);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    atomic_store(&p->pending, p->n_threads - 1);
-    atomic_fetch_add(&p->generation, 1); /* publishes fn and ctx */
-    if (atomic_load(&p->n_sleeping) > 0) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->mu);
+    if (n_parts > POOL_MAX_PARTS)
+        abort(); /* a caller's chunking bug: a lane holds 16-bit indices */
+    int n_lanes = n_parts < p->n_threads ? n_parts : p->n_threads;
+    unsigned gen = atomic_load_explicit(&p->generation, memory_order_relaxed) + 1; /* only the caller writes it */
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&p->n_parts, n_parts, memory_order_relaxed);
+    atomic_store_explicit(&p->n_lanes, n_lanes, memory_order_relaxed);
+    atomic_store_explicit(&p->n_done, 0, memory_order_relaxed);
+    for (int t = 0; t < n_lanes; t++) {
+        long lo, hi;
+        pool_split(n_parts, t, n_lanes, &lo, &hi);
+        atomic_store_explicit(&p->lanes[t].word, lane_word(gen, lo, hi), memory_order_relaxed);
     }
+    atomic_store(&p->generation, gen); /* publishes the job and its lanes */
+    int n_sleeping = atomic_load(&p->n_sleeping);
+    if (n_sleeping > 0)
+        futex_wake(&p->generation, n_parts - 1 < n_sleeping ? n_parts - 1 : n_sleeping);
+    run_parts(p, gen, 0);
+    wait_done(p, (unsigned)n_parts);
+}
 
-    fn(ctx, 0, p->n_threads);
-
-    for (int i = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
-        cpu_relax();
-        if (i % POOL_WAIT_SPINS == POOL_WAIT_SPINS - 1)
-            sched_yield(); /* more threads than cores: let the stragglers run */
-    }
+void pool_run(pool_t *p, pool_fn fn, void *ctx)
+{
+    pool_run_parts(p, pool_size(p), fn, ctx);
 }
 
 int pool_default_threads(void)

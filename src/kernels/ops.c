@@ -26,14 +26,27 @@
  * hand-off). */
 #define MATMUL_QUANT_SERIAL 8192
 
-/* A thread's share of a job: a contiguous run of chunks [next, end) that it
- * takes from the front, one at a time. Each lane has a cache line of its own,
- * so taking a chunk of one's own lane touches no line another thread writes;
- * only a thread that has finished its own lane reaches into another's. */
-typedef struct matmul_lane {
-    alignas(64) atomic_long next;
-    long end;
-} matmul_lane_t;
+/* Below this many multiply-adds (n_rows x n_out x n_in over a job's matrices)
+ * a product runs on the calling thread: a hand-off and a barrier cost more
+ * than the second thread saves, and much more when another process holds a
+ * core and the worker is descheduled (docs/benchmarks.md, "A pool that
+ * degrades gracefully"). SPLASH_POOL_SERIAL_MACS overrides it, for measuring. */
+#define MATMUL_SERIAL_MACS 1500000
+
+int64_t ops_serial_macs(void)
+{
+    static atomic_llong cached = -1;
+    long long v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        const char *env = getenv("SPLASH_POOL_SERIAL_MACS");
+        char *end = NULL;
+        v = env ? strtoll(env, &end, 10) : MATMUL_SERIAL_MACS;
+        if (env && (end == env || *end || v < 0))
+            v = MATMUL_SERIAL_MACS; /* a malformed value: the default */
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
 
 /* One or more products that share their input x (n_rows, n_in): y_i = W_i x. */
 typedef struct matmul_job {
@@ -48,7 +61,6 @@ typedef struct matmul_job {
     size_t xq_stride;
     long chunk_rows;                     /* MATMUL_CHUNK, or MATMUL_DECODE_CHUNK for one activation row */
     long first_chunk[OPS_MULTI_MAX + 1]; /* matrix i's chunks are [first_chunk[i], first_chunk[i + 1]) */
-    matmul_lane_t lane[POOL_MAX_THREADS];
 } matmul_job_t;
 
 static void quantize_worker(void *ctx, int ith, int nth)
@@ -121,16 +133,17 @@ static void matmul_f32_rows(const matmul_job_t *job, int i, long lo, long hi)
 }
 
 /* The job's output rows, all matrices in turn, are cut into chunks of
- * MATMUL_CHUNK rows, and each thread's lane starts as a contiguous share of
- * them: a thread streams its own weight rows in order (what the hardware
- * prefetcher wants; interleaving chunks of one shared counter cost a third of
- * two-thread decode speed) without contending for a counter. A thread that
- * finishes early takes the remaining chunks of the others, so one the OS
- * preempts (a shared or oversubscribed machine) does not hold the rest up at
- * the barrier. Which thread computes a row never changes how it is computed
- * (batch invariance). */
-static void matmul_chunk(const matmul_job_t *job, long g)
+ * chunk_rows rows, the pool's parts: each thread streams its own contiguous
+ * run of chunks in order (what the hardware prefetcher wants; interleaving
+ * the threads' chunks cost a third of two-thread decode speed) and then takes
+ * what is left of the others', so one the OS preempts (a shared or
+ * oversubscribed machine) does not hold the rest up at the barrier. A chunk
+ * is whole output rows: which thread computes a row never changes how it is
+ * computed (batch invariance). */
+static void matmul_chunk(void *ctx, int g, int n_chunks)
 {
+    const matmul_job_t *job = ctx;
+    (void)n_chunks;
     int i = 0;
     while (g >= job->first_chunk[i + 1])
         i++;
@@ -141,20 +154,6 @@ static void matmul_chunk(const matmul_job_t *job, long g)
         matmul_q_rows(job, i, lo, hi);
     else
         matmul_f32_rows(job, i, lo, hi);
-}
-
-static void matmul_worker(void *ctx, int ith, int nth)
-{
-    matmul_job_t *job = ctx;
-    for (int v = 0; v < nth; v++) {
-        matmul_lane_t *lane = &job->lane[(ith + v) % nth]; /* our own first, then the others' */
-        for (;;) {
-            long g = atomic_fetch_add_explicit(&lane->next, 1, memory_order_relaxed);
-            if (g >= lane->end)
-                break;
-            matmul_chunk(job, g);
-        }
-    }
 }
 
 size_t ops_matmul_xq_bytes(int64_t n_in, int n_rows)
@@ -200,24 +199,29 @@ static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
             pool_run(pool, quantize_worker, job);
     }
     job->chunk_rows = job->n_rows == 1 ? MATMUL_DECODE_CHUNK : MATMUL_CHUNK;
-    job->first_chunk[0] = 0;
+    int64_t macs = 0;
     for (int i = 0; i < job->n_mats; i++)
-        job->first_chunk[i + 1] =
-            job->first_chunk[i] + (long)((job->w[i]->n_out + job->chunk_rows - 1) / job->chunk_rows);
-    int nth = pool_size(pool);
-    for (int t = 0; t < nth; t++) {
-        long lo, hi;
-        pool_split(job->first_chunk[job->n_mats], t, nth, &lo, &hi);
-        atomic_init(&job->lane[t].next, lo);
-        job->lane[t].end = hi;
+        macs += job->w[i]->n_out * job->n_in;
+    macs *= job->n_rows;
+    for (;;) {
+        job->first_chunk[0] = 0;
+        for (int i = 0; i < job->n_mats; i++)
+            job->first_chunk[i + 1] =
+                job->first_chunk[i] + (long)((job->w[i]->n_out + job->chunk_rows - 1) / job->chunk_rows);
+        if (job->first_chunk[job->n_mats] <= POOL_MAX_PARTS)
+            break;
+        job->chunk_rows *= 2; /* still a multiple of the row unit */
     }
-    pool_run(pool, matmul_worker, job);
+    if (macs < ops_serial_macs())
+        pool_run_parts(NULL, (int)job->first_chunk[job->n_mats], matmul_chunk, job);
+    else
+        pool_run_parts(pool, (int)job->first_chunk[job->n_mats], matmul_chunk, job);
 }
 
 void ops_matmul_scratch_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, const float *x, float *y,
                              int n_rows, void *xq)
 {
-    matmul_job_t job; /* not zeroed: the lanes are 16 KB, and matmul_run sets what it reads */
+    matmul_job_t job; /* not zeroed: matmul_run sets what it reads */
     matmul_job_begin(&job, x, n_rows, w->n_in);
     matmul_job_add(&job, k, w, y);
     matmul_run(pool, &job, xq);
@@ -226,7 +230,7 @@ void ops_matmul_scratch_with(pool_t *pool, const type_kernels_t *k, const matrix
 void ops_matmul_multi(pool_t *pool, int n_mats, const matrix_t *const w[], float *const y[], const float *x, int n_rows,
                       void *xq)
 {
-    matmul_job_t job; /* not zeroed: the lanes are 16 KB, and matmul_run sets what it reads */
+    matmul_job_t job; /* not zeroed: matmul_run sets what it reads */
     matmul_job_begin(&job, x, n_rows, w[0]->n_in);
     for (int i = 0; i < n_mats; i++) {
         const type_kernels_t *k = type_kernels(w[i]->type);

@@ -34,6 +34,11 @@ void ops_matmul_with(pool_t *pool, const struct type_kernels *k, const matrix_t 
  * first (split across the pool for batches), then multiplied; results are
  * bit-identical to ops_matmul's. NULL xq: the f32 path. */
 size_t ops_matmul_xq_bytes(int64_t n_in, int n_rows);
+
+/* Work below this many multiply-adds runs on the calling thread (products
+ * here, attention in the forward pass): cheaper than a hand-off, and immune
+ * to a descheduled worker. */
+int64_t ops_serial_macs(void);
 void ops_matmul_scratch(pool_t *pool, const matrix_t *w, const float *x, float *y, int n_rows, void *xq);
 void ops_matmul_scratch_with(pool_t *pool, const struct type_kernels *k, const matrix_t *w, const float *x, float *y,
                              int n_rows, void *xq);

@@ -9,6 +9,16 @@
 /* Rows below this run on the calling thread: a hand-off costs more than a
  * decode step's row of norms. */
 #define FWD_PAR_ROWS 8
+/* Rows from FWD_PAR_ROWS up are cut into up to this many parts a thread (at
+ * least FWD_PAR_ROWS / 2 rows each), so a descheduled thread's rows are
+ * taken by the others. */
+#define FWD_PARTS_PER_THREAD 4
+
+static inline int fwd_row_parts(const fwd_ctx_t *ctx, int n_rows)
+{
+    int n = pool_size(ctx->pool) * FWD_PARTS_PER_THREAD, most = n_rows / (FWD_PAR_ROWS / 2);
+    return n < most ? n : most;
+}
 
 /* Causal grouped-query attention of every row: ctx->q (n, n_heads *
  * head_dim) against the paged keys and values of KV-store layer kv_layer

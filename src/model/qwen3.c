@@ -180,7 +180,13 @@ void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t
     int group = c->n_heads / c->n_kv_heads;
     attn_job_t job = {ctx, kv, b, kv_layer, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, 0};
     atomic_init(&job.next, 0);
-    pool_run(ctx->pool, attn_worker, &job);
+    int64_t macs = 0; /* q.k and p.v over every row's context */
+    for (int r = 0; r < b->n_rows; r++)
+        macs += 2 * (int64_t)(b->pos[r] + 1) * c->n_heads * c->head_dim;
+    if (macs < ops_serial_macs())
+        attn_worker(&job, 0, 1);
+    else
+        pool_run(ctx->pool, attn_worker, &job);
 }
 
 /* ---- per-row work between the products, split by rows across the pool ---- */
@@ -266,7 +272,7 @@ static void run_rows(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch
     if (b->n_rows < FWD_PAR_ROWS)
         rows_worker(&job, 0, 1);
     else
-        pool_run(ctx->pool, rows_worker, &job);
+        pool_run_parts(ctx->pool, fwd_row_parts(ctx, b->n_rows), rows_worker, &job);
 }
 
 int fwd_check_rows(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int n_kv_layers, err_t *err)

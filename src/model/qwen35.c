@@ -468,7 +468,7 @@ static void for_rows(const fwd_ctx_t *ctx, int n_rows, row_fn fn, const void *ar
     if (n_rows < FWD_PAR_ROWS)
         rows_worker(&job, 0, 1);
     else
-        pool_run(ctx->pool, rows_worker, &job);
+        pool_run_parts(ctx->pool, fwd_row_parts(ctx, n_rows), rows_worker, &job);
 }
 
 /* x += mix; then xn = rmsnorm(x, norm) unless norm is NULL */
