@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "tools/bench.h"
 
 #define CHART_W 560
@@ -337,11 +338,25 @@ static void chart_gaps(FILE *f, const json_t *dist)
     fprintf(f, "</svg></figure>\n");
 }
 
+int bench_write_json(const json_t *rep, const char *path, err_t *err)
+{
+    afile_t a;
+    FILE *f = afile_open(&a, path, err);
+    if (!f)
+        return -1;
+    if (json_dumpf(rep, f, JSON_INDENT(1)) != 0) {
+        afile_abort(&a);
+        return err_set(err, "writing %s failed", path);
+    }
+    return afile_commit(&a, err);
+}
+
 int bench_write_html(const json_t *rep, const char *path, err_t *err)
 {
-    FILE *f = fopen(path, "w");
+    afile_t out;
+    FILE *f = afile_open(&out, path, err);
     if (!f)
-        return err_set(err, "cannot write %s", path);
+        return -1;
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>splash bench: ");
     esc(f, str(rep, "verdict"));
     fprintf(f, "</title>\n<style>body{font:14px sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}"
@@ -419,7 +434,5 @@ int bench_write_html(const json_t *rep, const char *path, err_t *err)
                "document.body.setAttribute('data-charts-drawn',String(c.filter(s=>s.getBBox().width>0&&"
                "s.querySelectorAll('rect,line').length>0).length));</script>\n");
     fprintf(f, "</body></html>\n");
-    if (fclose(f))
-        return err_set(err, "writing %s failed", path);
-    return 0;
+    return afile_commit(&out, err);
 }

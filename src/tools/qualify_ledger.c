@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/atomic_file.h"
 #include "base/sha256.h"
 #include "tools/qualify.h"
 
@@ -466,37 +467,16 @@ int qualify_check_fingerprints(const json_t *ledger, err_t *err)
 
 int qualify_ledger_save(const char *dir, const json_t *ledger, err_t *err)
 {
-    char tmp[PATH_MAX], final[PATH_MAX];
-    snprintf(final, sizeof final, "%s/%s", dir, QUALIFY_LEDGER_NAME);
-    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, QUALIFY_LEDGER_NAME);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return err_set(err, "%s: %s", tmp, strerror(errno));
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, QUALIFY_LEDGER_NAME);
     char *text = json_dumps(ledger, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    size_t n = text ? strlen(text) : 0, done = 0;
-    int rc = text ? 0 : -1;
-    while (rc == 0 && done < n) {
-        ssize_t w = write(fd, text + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            rc = -1;
-        else
-            done += (size_t)w;
-    }
-    if (rc == 0 && (write(fd, "\n", 1) != 1 || fsync(fd)))
-        rc = -1;
-    int saved = errno;
+    if (!text)
+        return err_set(err, "writing %s: out of memory", path);
+    size_t n = strlen(text);
+    text[n] = '\n'; /* the NUL becomes the final newline */
+    int rc = afile_write(path, text, n + 1, err);
     free(text);
-    if (close(fd))
-        rc = -1;
-    if (rc == 0 && rename(tmp, final))
-        rc = -1, saved = errno;
-    if (rc) {
-        unlink(tmp);
-        return err_set(err, "writing %s: %s", final, strerror(saved));
-    }
-    return 0;
+    return rc;
 }
 
 json_t *qualify_ledger_load(const char *dir, err_t *err)

@@ -164,7 +164,7 @@ static void test_atomic_write_reload(void **state)
     struct dirent *e;
     int n_temp = 0;
     while ((e = readdir(d)))
-        n_temp += !strncmp(e->d_name, ".ledger.json.", 13);
+        n_temp += !strncmp(e->d_name, QUALIFY_LEDGER_NAME ".tmp-", strlen(QUALIFY_LEDGER_NAME ".tmp-"));
     closedir(d);
     assert_int_equal(n_temp, 0);
     /* a file that is not a ledger is refused */
