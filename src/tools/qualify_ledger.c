@@ -479,6 +479,48 @@ int qualify_ledger_save(const char *dir, const json_t *ledger, err_t *err)
     return rc;
 }
 
+/* Whether v is an array whose every element is a string (or an object whose
+ * key is a string, when key is given). */
+static bool all_strings(const json_t *v, const char *key)
+{
+    size_t i;
+    const json_t *e;
+    if (!json_is_array(v))
+        return false;
+    json_array_foreach(v, i, e)
+    {
+        if (!json_is_string(key ? json_object_get(e, key) : e))
+            return false;
+    }
+    return true;
+}
+
+/* The fields every reader of a ledger uses without checking (qualify_exec.c,
+ * qualify_summary.c): a hand-edited or damaged ledger is refused here, with
+ * the field named, instead of crashing a reader. Found by tests/fuzz (ledger). */
+static const char *ledger_bad_field(const json_t *l)
+{
+    static const char *const job_strings[] = {"id", "model", "scenario", "status"};
+    const json_t *jobs = json_object_get(l, "jobs"), *vr = json_object_get(l, "verify_rows"), *j;
+    size_t i;
+    if (!all_strings(json_object_get(l, "models"), "name"))
+        return "models[].name";
+    if (!all_strings(json_object_get(l, "scenarios"), NULL))
+        return "scenarios";
+    if (vr && !all_strings(vr, NULL))
+        return "verify_rows";
+    json_array_foreach(jobs, i, j)
+    {
+        for (size_t k = 0; k < sizeof job_strings / sizeof *job_strings; k++)
+            if (!json_is_string(json_object_get(j, job_strings[k])))
+                return "jobs[]: id, model, scenario and status";
+        const json_t *v = json_object_get(j, "verify_rows"), *kind = json_object_get(j, "kind");
+        if ((v && !json_is_string(v)) || (kind && !json_is_string(kind)))
+            return "jobs[]: verify_rows and kind";
+    }
+    return NULL;
+}
+
 json_t *qualify_ledger_load(const char *dir, err_t *err)
 {
     char path[PATH_MAX];
@@ -493,6 +535,12 @@ json_t *qualify_ledger_load(const char *dir, err_t *err)
     if (!format || strcmp(format, QUALIFY_FORMAT) || !json_is_array(json_object_get(l, "jobs"))) {
         json_decref(l);
         err_set(err, "%s is not a qualification ledger (prepare one with splash qualify prepare)", path);
+        return NULL;
+    }
+    const char *bad = ledger_bad_field(l);
+    if (bad) {
+        json_decref(l);
+        err_set(err, "%s is damaged: %s must be strings", path, bad);
         return NULL;
     }
     return l;
