@@ -50,7 +50,7 @@ static const char bench_usage[] =
     "                           differ in speed, the arms otherwise land on different ones by luck\n"
     "  --client-cpus LIST       run bench itself (the client) on these CPUs (default: all it was given)\n"
     "workloads (default serial,mixed,seeded):\n"
-    "  --workload LIST          any of serial, mixed, seeded, strict-json, cached\n"
+    "  --workload LIST          any of serial, mixed, seeded, strict-json, cached, sessions\n"
     "  --serial-prompt-tokens L comma-separated exact prompt lengths (default 32,128)\n"
     "  --serial-repeat N        requests per length (default 2)\n"
     "  --max-tokens N           output budget of serial requests (ignore_eos; default 32)\n"
@@ -85,10 +85,20 @@ static const char bench_usage[] =
     "  --cached-prefix-tokens N / --cached-suffix-tokens N  the shared prefix and the partial\n"
     "                           continuation's new tokens (default 1024 / 64; at least 2 each)\n"
     "  --cached-max-tokens N    output budget of each cached request (default 8)\n"
+    "  --sessions N             sessions (opt-in): conversations sent at once, a thread each, one\n"
+    "                           cache_salt each (the session key a balancer hashes on; default 8)\n"
+    "  --session-turns N        turns per conversation, one after another (default 4)\n"
+    "  --session-first-tokens N / --session-turn-tokens N  the first turn's prompt and the tokens each\n"
+    "                           later turn adds to the previous prompt (default 256 / 64)\n"
+    "  --session-max-tokens N   output budget of each turn (default 8); metrics: session_prefill (prompt\n"
+    "                           tokens a turn prefilled, not cached), session_ttft (follow-up turns,\n"
+    "                           p50), session_throughput; the cached share, also per replica\n"
+    "                           (x-splash-replica), in the report\n"
     "  --expect-output-change   seeded and strict-json outputs may differ between A and B\n"
     "  --decide LIST            metrics that decide the verdict (default throughput,ttft_short,ttft_long,\n"
     "                           gap_p50, ttft_cached; also gap_p90, gap_p99, gap_max, mask_ns_per_token,\n"
-    "                           ttft_cold, ttft_cached_full)\n"
+    "                           ttft_cold, ttft_cached_full, session_prefill, session_ttft,\n"
+    "                           session_throughput)\n"
     "  --poll-ms N              /status polling interval during mixed (default 5)\n"
     "  --request-timeout S      per request (default 600); --start-timeout S per server start (default 600)\n"
     "output:\n"
@@ -133,7 +143,7 @@ static int parse_int(const char *flag, const char *v, int lo, int hi, int *out, 
 
 static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
 {
-    c->do_serial = c->do_mixed = c->do_seeded = c->do_strict_json = c->do_cached = false;
+    c->do_serial = c->do_mixed = c->do_seeded = c->do_strict_json = c->do_cached = c->do_sessions = false;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", v);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -147,10 +157,12 @@ static int parse_workloads(const char *v, bench_config_t *c, err_t *err)
             c->do_strict_json = true;
         else if (!strcmp(t, "cached"))
             c->do_cached = true;
+        else if (!strcmp(t, "sessions"))
+            c->do_sessions = true;
         else
-            return err_set(err, "--workload: '%s' is not serial, mixed, seeded, strict-json or cached", t);
+            return err_set(err, "--workload: '%s' is not serial, mixed, seeded, strict-json, cached or sessions", t);
     }
-    if (!c->do_serial && !c->do_mixed && !c->do_seeded && !c->do_strict_json && !c->do_cached)
+    if (!c->do_serial && !c->do_mixed && !c->do_seeded && !c->do_strict_json && !c->do_cached && !c->do_sessions)
         return err_set(err, "--workload: name at least one workload");
     return 0;
 }
@@ -303,6 +315,11 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         INT_OPT("--cached-suffix-tokens", cached_suffix_tokens, 2, BENCH_MAX_PROMPT)
         INT_OPT("--cached-pairs", cached_pairs, 1, BENCH_MAX_PAIRS)
         INT_OPT("--cached-max-tokens", cached_max_tokens, 1, 1000000)
+        INT_OPT("--sessions", sessions, 1, BENCH_MAX_SESSIONS)
+        INT_OPT("--session-turns", sessions_turns, 1, BENCH_MAX_SESSION_TURNS)
+        INT_OPT("--session-first-tokens", sessions_first_tokens, 1, BENCH_MAX_PROMPT)
+        INT_OPT("--session-turn-tokens", sessions_turn_tokens, 1, BENCH_MAX_PROMPT)
+        INT_OPT("--session-max-tokens", sessions_max_tokens, 1, 1000000)
         INT_OPT("--poll-ms", poll_ms, 1, 10000)
         INT_OPT("--trace-capacity", trace_capacity, 1024, 1 << 28)
         INT_OPT("--request-timeout", request_timeout_s, 1, 7 * 86400)
@@ -374,6 +391,10 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
     if (c->do_cached && c->cached_prefix_tokens + c->cached_suffix_tokens > BENCH_MAX_PROMPT)
         return err_set(err, "--cached-prefix-tokens %d plus --cached-suffix-tokens %d exceed the longest prompt (%d)",
                        c->cached_prefix_tokens, c->cached_suffix_tokens, BENCH_MAX_PROMPT);
+    if (c->do_sessions &&
+        (int64_t)c->sessions_first_tokens + (int64_t)(c->sessions_turns - 1) * c->sessions_turn_tokens >
+            BENCH_MAX_PROMPT)
+        return err_set(err, "sessions: the last turn's prompt exceeds the longest prompt (%d)", BENCH_MAX_PROMPT);
     if (c->do_serial && c->n_serial_lens == 0)
         return err_set(err, "--serial-prompt-tokens: give at least one length");
     return 0;

@@ -28,7 +28,8 @@ static const char model_usage[] =
     "                          [--conv-kernel N] [--ssm-state N] [--ssm-groups N] [--ssm-v-heads N]\n"
     "                          [--norm-std X] [--name S] [--threads N]\n"
     "                          [--tokenizer tokenizer.json [--tokenizer-config tokenizer_config.json]]\n"
-    "       splash model convert --in FILE --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k --out FILE [--threads N]\n"
+    "       splash model convert --in FILE --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m --out FILE\n"
+    "                            [--threads N]\n"
     "\n"
     "info   describes a GGUF file: architecture, hyperparameters, metadata, tensor table,\n"
     "       tokenizer summary and the file's SHA-256 fingerprint.\n"
@@ -39,8 +40,9 @@ static const char model_usage[] =
     "       BPE tokenizer (and with --tokenizer-config its special tokens and chat template)\n"
     "       instead; the vocabulary grows to hold it. --type sets the matrices' storage type\n"
     "       (f16 by default); q4_k_m is llama.cpp's Q4_K_M mix (Q6_K for the output and for\n"
-    "       some layers' attn_v and ffn_down, Q4_K elsewhere). The K-quants (q4_k, q5_k, q6_k,\n"
-    "       q4_k_m) need row widths that are multiples of 256: not the tiny preset.\n"
+    "       some layers' attn_v / attn_qkv and ffn_down, Q4_K elsewhere; qwen3 and qwen35).\n"
+    "       The K-quants (q4_k, q5_k, q6_k, q4_k_m) need row widths that are multiples of 256:\n"
+    "       not the tiny presets.\n"
     "       qwen35-tiny and qwen35-0.8b write llama.cpp's qwen35 (Qwen3.5) layout: Gated\n"
     "       DeltaNet layers with a full-attention layer every --full-attn-interval (4), plus\n"
     "       --nextn (1) NextN/MTP blocks; --layers counts the main layers. qwen35-0.8b is the\n"
@@ -50,7 +52,8 @@ static const char model_usage[] =
     "convert rewrites every weight matrix of a model in another storage type (dequantised to\n"
     "       f32, then quantised with the type's own quantiser); norms, what llama.cpp keeps in\n"
     "       f32 (ssm_conv1d, tensors not named *.weight) and all metadata, the tokenizer\n"
-    "       included, are copied unchanged. Converting an already quantised file\n"
+    "       included, are copied unchanged; q4_k_m gives each matrix its type in the mix.\n"
+    "       Converting an already quantised file\n"
     "       compounds the errors: start from the F16 or F32 file.\n";
 
 /* ---- info --------------------------------------------------------------- */
@@ -494,10 +497,9 @@ static int model_convert(int argc, char **argv)
         fprintf(stderr, "splash model convert: --in, --type and --out are required\n");
         return EXIT_USAGE;
     }
-    int wtype = type_from_name(type);
-    if (wtype < 0 || !type_is_computable((uint32_t)wtype)) {
-        fprintf(stderr,
-                "splash model convert: --type '%s' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k\n", type);
+    int wtype = synth_type_from_name(type);
+    if (wtype < 0) {
+        fprintf(stderr, "splash model convert: --type '%s' is not one of %s\n", type, SYNTH_TYPE_NAMES);
         return EXIT_USAGE;
     }
     pool_t *pool = pool_create((int)threads, &err);
@@ -508,7 +510,8 @@ static int model_convert(int argc, char **argv)
     pool_destroy(pool);
     if (rc)
         goto fail;
-    fprintf(stderr, "convert: wrote %s (%s) in %.1f s\n", out, type_name((uint32_t)wtype), (clock_now_ns() - t0) / 1e9);
+    fprintf(stderr, "convert: wrote %s (%s) in %.1f s\n", out, synth_type_name((uint32_t)wtype),
+            (clock_now_ns() - t0) / 1e9);
     return 0;
 bad:
     fprintf(stderr, "splash model convert: %s\n", err.msg);

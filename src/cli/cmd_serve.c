@@ -44,6 +44,8 @@ static const char serve_usage[] =
     "  --cors-origin ORIGIN   let browser pages from ORIGIN (scheme://host[:port], or *) call the API\n"
     "                         (repeatable; default: no cross-origin access)\n"
     "  --drain-timeout S      seconds in-flight requests get on shutdown (default %d)\n"
+    "  --replica-id NAME      name this replica behind a balancer: in /status, /metrics labels and an\n"
+    "                         x-splash-replica response header ([A-Za-z0-9._-], at most 64)\n"
     "engine:\n"
     "  --threads N            kernel threads (default: CPUs available, %d)\n"
     "  --max-seqs N           sequences decoding or prefilling at once (default %d)\n"
@@ -124,6 +126,11 @@ static int parse_http(int argc, char **argv, int *i, serve_opts_t *o, bool *is_m
             return err_set(err, "--cors-origin: '%s' is not an origin (http://host[:port], https://host[:port] or *)",
                            v);
         o->srv.cors_origins[o->srv.n_cors_origins++] = v;
+    } else if (!missing && (v = cli_opt(argc, argv, i, "--replica-id", &missing))) {
+        if (!server_replica_id_valid(v))
+            return err_set(err, "--replica-id: '%s' is not 1 to %d of letters, digits, '.', '_', '-'", v,
+                           SERVER_MAX_REPLICA_ID);
+        o->srv.replica_id = v;
     } else if (missing) {
         return err_set(err, "%s needs a value", argv[*i]);
     } else {

@@ -53,6 +53,8 @@ typedef struct engine_config {
     int max_context;            /* tokens per sequence (prompt + generated); 0: default */
     int queue_size;             /* requests waiting for admission before submissions are refused */
     uint64_t max_memory;        /* bytes for weights + KV + scratch; 0: derived from available RAM */
+    int max_blocks;             /* >0: at most this many KV blocks (at least one full-context sequence's);
+                                   tests and capacity measurements use a small pool */
     int prompt_logit_rows;      /* >0: rows of logits kept per step for requests that ask for
                                    every prompt position's logits (splash run --logits-out) */
     trace_t *trace;             /* NULL: the null sink (no clock read, nothing recorded) */
@@ -243,6 +245,8 @@ typedef struct engine_snapshot {
     int queued, prefilling, decoding;
     uint64_t steps;
     uint64_t prefill_rows, prefill_chunks, decode_rows; /* totals */
+    uint64_t preemptions;     /* running sequences sent back to the queue when the KV pool ran out */
+    uint64_t recomputed_rows; /* prefill rows that rebuilt a preempted sequence's KV (in prefill_rows too) */
     uint64_t decode_width_hist[ENGINE_WIDTH_BUCKETS];
     /* requests */
     uint64_t submitted, completed, cancelled, failed, rejected;

@@ -357,3 +357,38 @@ int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
     fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)(r->vsnap0 + n_accepted) * floats, r->n_kv);
     return 0;
 }
+
+/* Hybrid models: a follow-up turn extends prompt + answer, so answers leave
+ * snapshots too: at the end of the newest cached block, when this step's
+ * committed rows passed it (from the live state, or a verify snapshot of a
+ * row that was accepted). One per sequence is kept, the previous dropped,
+ * so a long answer does not crowd out prompts' snapshots; a finished
+ * sequence's last one stays for the next turn. */
+void decode_snapshot(engine_t *e, engine_req_t *r, int first, int newest)
+{
+    int bs = e->blocks.block_size, end = r->n_hashed * bs;
+    if (!model_is_hybrid(&e->m->cfg) || e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || r->state_slot < 0 ||
+        end <= r->n_prompt || end <= r->dsnap_end || end <= first)
+        return;
+    int32_t live_pos;
+    const float *src = fwd_state_live(&e->fwd, r->state_slot, &live_pos);
+    int j = end - 1 - first - newest; /* the block's last row, counted from the newest token's */
+    size_t floats = e->plan.snapshot_bytes / sizeof(float);
+    if (end != live_pos) {
+        bool has_row =
+            r->vsnap0 >= 0 && j >= 0 && (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY ? j == 0 : j < r->n_drafts);
+        if (!has_row)
+            return; /* passed inside a replayed row or a row without a copy: the next block */
+        src = e->vsnaps + (size_t)(r->vsnap0 + j) * floats;
+    }
+    blk_hash_t h = r->chain; /* cache_full_blocks left the newest block's hash */
+    if (r->dsnap_end)
+        snap_drop(&e->snaps, &r->dsnap_hash);
+    float *dst = snap_reserve(&e->snaps, &h);
+    if (!dst)
+        return;
+    memcpy(dst, src, floats * sizeof(float));
+    snap_commit(&e->snaps);
+    r->dsnap_end = end;
+    r->dsnap_hash = h;
+}

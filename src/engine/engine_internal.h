@@ -1,6 +1,14 @@
-/* The engine's own structures, shared by the files that implement it
- * (engine.c: lifecycle and scheduler; engine_masks.c: structured-output
- * masks). Nothing outside src/engine/ includes this. */
+/* The engine's own structures, shared by the files that implement it:
+ *   engine.c         creation, the engine thread's loop, shutdown
+ *   engine_plan.c    configuration defaults and the memory plan
+ *   engine_req.c     request lifecycle: submission, events, cancellation, finish
+ *   engine_admit.c   admission, the prefix cache, the running set
+ *   engine_kv.c      KV blocks on demand, preemption when the pool runs out
+ *   engine_step.c    the scheduler's step: plan, prepare, forward, consume, apply
+ *   engine_draft.c   drafters and the hybrid models' state rollback
+ *   engine_masks.c   structured-output masks inside the step
+ *   engine_status.c  the published counters and engine_snapshot
+ * Nothing outside src/engine/ includes this. */
 #ifndef SPLASH_ENGINE_INTERNAL_H
 #define SPLASH_ENGINE_INTERNAL_H
 
@@ -63,7 +71,13 @@ struct engine_req {
     int n_rows_want; /* drafts the draft model may still add this step */
     int32_t *tokens; /* (n_prompt + max_tokens) prompt then generated ids */
     int n_prompt, n_tokens, n_prefilled, n_kv, n_generated, n_cached;
-    int32_t *table; /* (n_table) KV blocks in position order */
+    /* where prefill ends: n_prompt, or (a preempted sequence's recompute)
+     * n_tokens - 1, after which it decodes its newest token again */
+    int n_fill;
+    bool is_recomputing; /* prefilling toward n_fill = n_tokens - 1 after a preemption */
+    int n_preempted;     /* times it went back to the queue (sampler, events, constraint carry on) */
+    int n_kv_peak;       /* KV positions it had written before its last preemption (rows below: recomputed) */
+    int32_t *table;      /* (n_table) KV blocks in position order, grown on demand */
     int n_table;
     blk_hash_t chain; /* hash of the last cached (or registered) block's prefix */
     int n_hashed;     /* leading blocks whose chain hash is known */
@@ -88,6 +102,8 @@ struct engine_req {
     int vsnap0;   /* hybrid models: its first verify snapshot this step, or -1 */
     int hid_row, hid_pos, hid_n; /* MTP: rows of the last forward whose state the block has not seen */
     int mtp_row;                 /* MTP: its row in the drafter's last pass, or -1 */
+    int dsnap_end;               /* hybrid models: where its newest decode snapshot ends, or 0 */
+    blk_hash_t dsnap_hash;       /* and that block's chain hash */
     int state_slot;              /* hybrid models: its recurrent-state slot while running, else -1 */
     int restore_snap;            /* hybrid models: the snapshot admission resumes from, or -1 */
     engine_req_t *q_next;        /* admission queue link */
@@ -151,6 +167,7 @@ struct engine {
     uint64_t steps, prefill_rows, prefill_chunks, decode_rows, verify_rows;
     uint64_t width_hist[ENGINE_WIDTH_BUCKETS];
     uint64_t completed, cancelled, failed, prompt_tokens, generated_tokens;
+    uint64_t preemptions, recomputed_rows;
     uint64_t cache_lookups, cache_hit_tokens;
     /* speculation */
     spec_fitter_t fitter;
@@ -180,12 +197,55 @@ struct engine {
     uint64_t snap_seq;
 };
 
+/* KV blocks that n_tokens positions take. */
+static inline int blocks_for(int n_tokens, int block_size)
+{
+    return (n_tokens + block_size - 1) / block_size;
+}
+
 /* A decoding sequence planned for its own rows only (any replay, then the
  * newest token): drafts may still be added to it. */
 static inline bool is_plain_decode(const engine_req_t *r)
 {
     return r->phase == ENGINE_PHASE_DECODE && r->n_rows == 1 + r->n_replay;
 }
+
+/* engine_req.c: the engine thread's side of a request's lifecycle */
+/* Queues an event for the caller; the text (if any) is copied. */
+void req_emit(engine_req_t *r, engine_event_t *ev, const char *text, size_t len);
+/* Ends a request the engine holds: its blocks freed, DONE sent, the engine's reference dropped. */
+void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *message);
+
+/* engine_admit.c: the running set, admission and the prefix cache */
+void admit_queued(engine_t *e);              /* queued requests that ended go; the head is admitted while it fits */
+void reap_running(engine_t *e);              /* cancelled and timed-out running requests end */
+void retire(engine_t *e, const char *error); /* running requests that ended are finished, in order */
+void cache_full_blocks(engine_t *e, engine_req_t *r); /* r's newly full blocks registered in the prefix cache */
+
+/* Removes running[i] (its recurrent-state slot freed), keeping the others' order. */
+void running_remove(engine_t *e, int i);
+/* Blocks admission wants free beside a request's prompt: one block of growth
+ * for each running sequence and the new one (none beyond what the request
+ * can ever use when nothing else runs, so a lone request always fits). */
+int admit_headroom(const engine_t *e, const engine_req_t *r, int prompt_blocks);
+
+/* engine_kv.c: KV blocks on demand */
+/* Before planning: every running sequence gets the blocks this step's rows
+ * may write (prefill chunk; newest token plus drafts), oldest first; when
+ * the pool runs out the newest sequence is preempted (blocks released,
+ * requeued at the head to recompute). */
+void kv_grow(engine_t *e);
+/* Whether r is rebuilding KV it had before a preemption (no logits wanted). */
+static inline bool is_recompute(const engine_req_t *r)
+{
+    return r->is_recomputing;
+}
+
+/* engine_step.c: the scheduler's step */
+void engine_step(engine_t *e, uint64_t loop); /* plans, runs and applies one batch over the running requests */
+/* engine_status.c: the published counters */
+void engine_publish(engine_t *e);       /* after a step: counters and active requests into the snapshot */
+int effective_width(const engine_t *e); /* the verify width in effect: configured, or the fitter's */
 
 /* engine_draft.c: drafters and the hybrid models' state rollback */
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err); /* buffers for the configured drafter */
@@ -209,7 +269,12 @@ float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, i
  * -1 if it cannot (no snapshot). */
 int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted);
 
-/* engine_masks.c: structured output inside the step (engine.c calls these) */
+/* After a decode step's commit, rollback and block caching: the state at
+ * the end of r's newest cached block, when this step's rows (the group
+ * began at position first, newest token at row newest) passed it. */
+void decode_snapshot(engine_t *e, engine_req_t *r, int first, int newest);
+
+/* engine_masks.c: structured output inside the step (the other engine files call these) */
 int masks_engine_init(engine_t *e, err_t *err); /* the vocabulary masker and the mask worker */
 void masks_engine_free(engine_t *e);
 int masks_req_init(engine_t *e, engine_req_t *r, const constrain_spec_t *spec, err_t *err);

@@ -144,7 +144,7 @@ static bool wants_masks(const engine_req_t *r, bool *is_initial)
     if (!r->masks || r->n_rows == 0 || !constrain_is_on(&r->con))
         return false;
     *is_initial = r->phase == ENGINE_PHASE_PREFILL;
-    return r->phase == ENGINE_PHASE_DECODE || r->n_prefilled + r->n_rows == r->n_prompt;
+    return r->phase == ENGINE_PHASE_DECODE || (!is_recompute(r) && r->n_prefilled + r->n_rows == r->n_prompt);
 }
 
 /* The worker's job: every constrained row's mask. */

@@ -25,9 +25,10 @@
 #include "kernels/qunpack.h"
 
 #define AI static inline __attribute__((always_inline))
-#define LANES 8  /* f32 lanes in a ymm register */
-#define TILE_R 4 /* weight rows per micro-kernel */
-#define TILE_C 2 /* activation rows per micro-kernel */
+#define LANES 8                 /* f32 lanes in a ymm register */
+#define TILE_R 4                /* weight rows per micro-kernel */
+#define TILE_C 2                /* activation rows per micro-kernel */
+#include "kernels/tile_drive.h" /* after TILE_R and TILE_C: it sizes its tiles by them */
 
 /* Fixed-order horizontal sum: halves, then pairs, then the last two. */
 AI float hsum(__m256 v)
@@ -178,61 +179,16 @@ AI void tile_q8_0(int R, int C, const uint8_t *w, size_t ws, const float *x, siz
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
-/* A micro-kernel: one fixed R x C instance of tile_float / tile_q8_0. */
-typedef void (*micro_fn)(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n);
-
-/* Covers any n_w x n_x with 4 x 2 tiles, then 4 x 1 for the last activation
- * rows, then 1 x 1 for the last weight rows. */
-static void drive(micro_fn k4x2, micro_fn k4x1, micro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w, const float *x,
-                  size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
-{
-    int64_t r = 0;
-    for (; r + TILE_R <= n_w; r += TILE_R) {
-        int64_t c = 0;
-        for (; c + TILE_C <= n_x; c += TILE_C)
-            k4x2(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-        for (; c < n_x; c++)
-            k4x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-    }
-    for (; r < n_w; r++)
-        for (int64_t c = 0; c < n_x; c++)
-            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-}
-
-/* Per type: the three micro-kernels, dot_f32 (the 1 x 1 one) and dot_tile. */
-#define DEFINE_KERNELS(name, TILE)                                                                                     \
-    static void name##_4x2(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
-    {                                                                                                                  \
-        TILE(4, 2, w, ws, x, xs, y, ys, n);                                                                            \
-    }                                                                                                                  \
-    static void name##_4x1(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
-    {                                                                                                                  \
-        TILE(4, 1, w, ws, x, xs, y, ys, n);                                                                            \
-    }                                                                                                                  \
-    static void name##_1x1(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
-    {                                                                                                                  \
-        TILE(1, 1, w, ws, x, xs, y, ys, n);                                                                            \
-    }                                                                                                                  \
-    static float name##_dot(const void *w, const float *x, int64_t n)                                                  \
-    {                                                                                                                  \
-        float y;                                                                                                       \
-        name##_1x1(w, 0, x, 0, &y, 0, n);                                                                              \
-        return y;                                                                                                      \
-    }                                                                                                                  \
-    static void name##_dot_tile(const void *w, size_t ws, int64_t n_w, const float *x, size_t xs, int64_t n_x,         \
-                                float *y, size_t ys, int64_t n)                                                        \
-    {                                                                                                                  \
-        drive(name##_4x2, name##_4x1, name##_1x1, w, ws, n_w, x, xs, n_x, y, ys, n);                                   \
-    }
+TILE_DEFINE_DRIVE(drive, micro_fn, float, false)
 
 #define F32_TILE(R, C, ...) tile_float(TYPE_F32, R, C, __VA_ARGS__)
 #define F16_TILE(R, C, ...) tile_float(TYPE_F16, R, C, __VA_ARGS__)
 #define BF16_TILE(R, C, ...) tile_float(TYPE_BF16, R, C, __VA_ARGS__)
 
-DEFINE_KERNELS(f32, F32_TILE)
-DEFINE_KERNELS(f16, F16_TILE)
-DEFINE_KERNELS(bf16, BF16_TILE)
-DEFINE_KERNELS(q8_0, tile_q8_0)
+TILE_DEFINE_KERNELS(f32, F32_TILE, drive)
+TILE_DEFINE_KERNELS(f16, F16_TILE, drive)
+TILE_DEFINE_KERNELS(bf16, BF16_TILE, drive)
+TILE_DEFINE_KERNELS(q8_0, tile_q8_0, drive)
 
 /* ---- Q4_0 and the K-quants: dot_f32 ------------------------------------
  * As in simd_avx512.c, at 8 lanes: each weight is dequantised to the very
@@ -547,55 +503,13 @@ AI void qtile_k(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const 
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
-typedef void (*qmicro_fn)(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n);
+TILE_DEFINE_DRIVE(qdrive, qmicro_fn, uint8_t, false)
 
-/* Covers any n_w x n_x with 4 x 2 tiles, then 4 x 1, then 1 x 1. */
-static void qdrive(qmicro_fn k4x2, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w,
-                   const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
-{
-    int64_t r = 0;
-    for (; r + TILE_R <= n_w; r += TILE_R) {
-        int64_t c = 0;
-        for (; c + TILE_C <= n_x; c += TILE_C)
-            k4x2(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-        for (; c < n_x; c++)
-            k4x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-    }
-    for (; r < n_w; r++)
-        for (int64_t c = 0; c < n_x; c++)
-            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-}
-
-#define DEFINE_QKERNELS(name, TILE, TYPE)                                                                              \
-    static void name##_q4x2(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
-    {                                                                                                                  \
-        TILE(TYPE, 4, 2, w, ws, x, xs, y, ys, n);                                                                      \
-    }                                                                                                                  \
-    static void name##_q4x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
-    {                                                                                                                  \
-        TILE(TYPE, 4, 1, w, ws, x, xs, y, ys, n);                                                                      \
-    }                                                                                                                  \
-    static void name##_q1x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
-    {                                                                                                                  \
-        TILE(TYPE, 1, 1, w, ws, x, xs, y, ys, n);                                                                      \
-    }                                                                                                                  \
-    static float name##_dot_q(const void *w, const void *xq, int64_t n)                                                \
-    {                                                                                                                  \
-        float y;                                                                                                       \
-        name##_q1x1(w, 0, xq, 0, &y, 0, n);                                                                            \
-        return y;                                                                                                      \
-    }                                                                                                                  \
-    static void name##_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,       \
-                                  float *y, size_t ys, int64_t n)                                                      \
-    {                                                                                                                  \
-        qdrive(name##_q4x2, name##_q4x1, name##_q1x1, w, ws, n_w, xq, xs, n_x, y, ys, n);                              \
-    }
-
-DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0)
-DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0)
-DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K)
-DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K)
-DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K)
+TILE_DEFINE_QKERNELS(q8_0, qtile32, TYPE_Q8_0, qdrive)
+TILE_DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, qdrive)
+TILE_DEFINE_QKERNELS(q4_k, qtile_k, TYPE_Q4_K, qdrive)
+TILE_DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K, qdrive)
+TILE_DEFINE_QKERNELS(q6_k, qtile_k, TYPE_Q6_K, qdrive)
 
 /* Blocks of bs values (see qact.h for the rule), 8 at a time; cvtps rounds
  * in the default MXCSR mode (to nearest even), as lrintf does. */

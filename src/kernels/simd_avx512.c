@@ -34,9 +34,10 @@
 #include "kernels/simd_exp.h"
 
 #define AI static inline __attribute__((always_inline))
-#define LANES 16 /* f32 lanes in a zmm register */
-#define TILE_R 4 /* weight rows per micro-kernel */
-#define TILE_C 4 /* activation rows per micro-kernel (16 accumulators of 32 registers) */
+#define LANES 16                /* f32 lanes in a zmm register */
+#define TILE_R 4                /* weight rows per micro-kernel */
+#define TILE_C 4                /* activation rows per micro-kernel (16 accumulators of 32 registers) */
+#include "kernels/tile_drive.h" /* after TILE_R and TILE_C: it sizes its tiles by them */
 
 /* Fixed-order horizontal sum: halves, then quarters, then pairs. */
 AI float hsum(__m512 v)
@@ -160,73 +161,22 @@ AI void tile_q8_0(int R, int C, const uint8_t *w, size_t ws, const float *x, siz
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
-/* A micro-kernel: one fixed R x C instance of tile_float / tile_q8_0. */
-typedef void (*micro_fn)(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n);
-
 /* decode_rows_one_by_one: a single activation row (decode) takes the weight
  * rows one at a time, as one sequential stream through memory, rather than
  * four interleaved streams of 1-3 KB rows: the hardware prefetcher follows
  * one long stream far better, and 2-thread decode ran 28-38 % faster for
  * Q8_0 and 12-14 % for Q4_K_M (docs/benchmarks.md). A row's arithmetic is
- * the same in the 1 x 1 and 4 x 1 kernels, so the results are the same bits.
- *
- * Covers any n_w x n_x with 4 x 4 tiles, then 4 x 1 for the last activation
- * rows, then 1 x 1 for the last weight rows. */
-static void drive(micro_fn k4x4, micro_fn k4x1, micro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w, const float *x,
-                  size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
-{
-    if (n_x == 1) { /* decode: see decode_rows_one_by_one */
-        for (int64_t r = 0; r < n_w; r++)
-            k1x1(w + r * ws, ws, x, xs, y + r, ys, n);
-        return;
-    }
-    int64_t r = 0;
-    for (; r + TILE_R <= n_w; r += TILE_R) {
-        int64_t c = 0;
-        for (; c + TILE_C <= n_x; c += TILE_C)
-            k4x4(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-        for (; c < n_x; c++)
-            k4x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-    }
-    for (; r < n_w; r++)
-        for (int64_t c = 0; c < n_x; c++)
-            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-}
-
-/* Per type: the three micro-kernels, dot_f32 (the 1 x 1 one) and dot_tile. */
-#define DEFINE_KERNELS(name, TILE)                                                                                     \
-    static void name##_4x4(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
-    {                                                                                                                  \
-        TILE(4, 4, w, ws, x, xs, y, ys, n);                                                                            \
-    }                                                                                                                  \
-    static void name##_4x1(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
-    {                                                                                                                  \
-        TILE(4, 1, w, ws, x, xs, y, ys, n);                                                                            \
-    }                                                                                                                  \
-    static void name##_1x1(const uint8_t *w, size_t ws, const float *x, size_t xs, float *y, size_t ys, int64_t n)     \
-    {                                                                                                                  \
-        TILE(1, 1, w, ws, x, xs, y, ys, n);                                                                            \
-    }                                                                                                                  \
-    static float name##_dot(const void *w, const float *x, int64_t n)                                                  \
-    {                                                                                                                  \
-        float y;                                                                                                       \
-        name##_1x1(w, 0, x, 0, &y, 0, n);                                                                              \
-        return y;                                                                                                      \
-    }                                                                                                                  \
-    static void name##_dot_tile(const void *w, size_t ws, int64_t n_w, const float *x, size_t xs, int64_t n_x,         \
-                                float *y, size_t ys, int64_t n)                                                        \
-    {                                                                                                                  \
-        drive(name##_4x4, name##_4x1, name##_1x1, w, ws, n_w, x, xs, n_x, y, ys, n);                                   \
-    }
+ * the same in the 1 x 1 and 4 x 1 kernels, so the results are the same bits. */
+TILE_DEFINE_DRIVE(drive, micro_fn, float, true)
 
 #define F32_TILE(R, C, ...) tile_float(TYPE_F32, R, C, __VA_ARGS__)
 #define F16_TILE(R, C, ...) tile_float(TYPE_F16, R, C, __VA_ARGS__)
 #define BF16_TILE(R, C, ...) tile_float(TYPE_BF16, R, C, __VA_ARGS__)
 
-DEFINE_KERNELS(f32, F32_TILE)
-DEFINE_KERNELS(f16, F16_TILE)
-DEFINE_KERNELS(bf16, BF16_TILE)
-DEFINE_KERNELS(q8_0, tile_q8_0)
+TILE_DEFINE_KERNELS(f32, F32_TILE, drive)
+TILE_DEFINE_KERNELS(f16, F16_TILE, drive)
+TILE_DEFINE_KERNELS(bf16, BF16_TILE, drive)
+TILE_DEFINE_KERNELS(q8_0, tile_q8_0, drive)
 
 /* ---- Q4_0 and the K-quants: dot_f32 ------------------------------------
  * Each weight is dequantised to the very f32 the scalar to_f32 gives
@@ -781,29 +731,7 @@ static void ktile_pre_4x1(const qu_kblock_t *u, int64_t nu, const uint8_t *x, si
     ktile_pre(4, 1, u, nu, x, xs, y, ys, n);
 }
 
-/* A micro-kernel of the integer path: one fixed R x C instance. */
-typedef void (*qmicro_fn)(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n);
-
-static void qdrive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w,
-                   const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
-{
-    if (n_x == 1) { /* decode: see decode_rows_one_by_one */
-        for (int64_t r = 0; r < n_w; r++)
-            k1x1(w + r * ws, ws, x, xs, y + r, ys, n);
-        return;
-    }
-    int64_t r = 0;
-    for (; r + TILE_R <= n_w; r += TILE_R) {
-        int64_t c = 0;
-        for (; c + TILE_C <= n_x; c += TILE_C)
-            k4x4(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-        for (; c < n_x; c++)
-            k4x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-    }
-    for (; r < n_w; r++)
-        for (int64_t c = 0; c < n_x; c++)
-            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-}
+TILE_DEFINE_DRIVE(qdrive, qmicro_fn, uint8_t, true) /* decode: see decode_rows_one_by_one */
 
 /* K-quant tiles for a batch: each group of 4 weight rows is unpacked once
  * (up to KQ_PRE_UNITS super-blocks per row, 4 x 32 x 552 bytes of stack)
@@ -877,36 +805,11 @@ static void unpack_q5_k_fn(const uint8_t *blk, qu_kblock_t *u)
     qu_unpack_q5_k(blk, u);
 }
 
-#define DEFINE_QKERNELS(name, TILE, TYPE, DRIVE)                                                                       \
-    static void name##_q4x4(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
-    {                                                                                                                  \
-        TILE(TYPE, 4, 4, w, ws, x, xs, y, ys, n);                                                                      \
-    }                                                                                                                  \
-    static void name##_q4x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
-    {                                                                                                                  \
-        TILE(TYPE, 4, 1, w, ws, x, xs, y, ys, n);                                                                      \
-    }                                                                                                                  \
-    static void name##_q1x1(const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)  \
-    {                                                                                                                  \
-        TILE(TYPE, 1, 1, w, ws, x, xs, y, ys, n);                                                                      \
-    }                                                                                                                  \
-    static float name##_dot_q(const void *w, const void *xq, int64_t n)                                                \
-    {                                                                                                                  \
-        float y;                                                                                                       \
-        name##_q1x1(w, 0, xq, 0, &y, 0, n);                                                                            \
-        return y;                                                                                                      \
-    }                                                                                                                  \
-    static void name##_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,       \
-                                  float *y, size_t ys, int64_t n)                                                      \
-    {                                                                                                                  \
-        DRIVE(name##_q4x4, name##_q4x1, name##_q1x1, w, ws, n_w, xq, xs, n_x, y, ys, n);                               \
-    }
-
 #define Q5K_DRIVE(...) qdrive_k(unpack_q5_k_fn, sizeof(block_q5_k_t), __VA_ARGS__)
 
 #define Q40_DRIVE(...) qdrive32(TYPE_Q4_0, __VA_ARGS__)
-DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, Q40_DRIVE)
-DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K, Q5K_DRIVE)
+TILE_DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, Q40_DRIVE)
+TILE_DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K, Q5K_DRIVE)
 
 /* ---- Q8_0 in 16-row panels ----------------------------------------------
  * The Q8_0 products (decode and batch alike) run on panels: 16 weight rows
@@ -1778,7 +1681,7 @@ AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, co
             y[c * ys + r] = hsum(acc[r][c]);
 }
 
-DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
+TILE_DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
 
 /* F16 batches: each group of 4 weight rows is converted to bfloat16 once,
  * on the stack, and multiplied by the BF16 kernels against every activation
@@ -1807,16 +1710,16 @@ static void f16_bf_drive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const u
         const uint8_t *p = (const uint8_t *)packed;
         int64_t c = 0;
         for (; c + TILE_C <= n_x; c += TILE_C)
-            bf16_bf_q4x4(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+            bf16_bf_qrxc(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
         for (; c < n_x; c++)
-            bf16_bf_q4x1(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+            bf16_bf_qrx1(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
     }
     for (; r < n_w; r++)
         for (int64_t c = 0; c < n_x; c++)
             k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
 }
 
-DEFINE_QKERNELS(f16_bf, tile_bf16dp, TYPE_F16, f16_bf_drive)
+TILE_DEFINE_QKERNELS(f16_bf, tile_bf16dp, TYPE_F16, f16_bf_drive)
 
 /* ACT_BF16 rows: vcvtneps2bf16 rounds as qact_quantize_bf16 does. */
 static void quantize_bf16(const float *x, void *dst, int64_t n)

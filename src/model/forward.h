@@ -95,6 +95,9 @@ size_t fwd_state_snapshot_floats(const model_t *m);
 /* Resumes slot from a snapshot (fwd_state_snapshot_floats floats) taken
  * after position pos - 1: its next row must be at pos. */
 void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos);
+/* Slot's live state (fwd_state_snapshot_floats floats), and in *pos the
+ * position its next row continues at. */
+const float *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos);
 
 /* Runs the batch; logits receives (number of selected rows, vocab) floats.
  * Returns -1 with a message if the batch is malformed (ids, positions or

@@ -9,13 +9,17 @@ uint64_t kv_store_bytes(int n_layers, int n_blocks, int block_size, int kv_dim)
 
 int kv_store_init(kv_store_t *kv, int n_layers, int n_blocks, int block_size, int kv_dim, err_t *err)
 {
-    if (n_layers < 1 || n_blocks < 1 || block_size < 1 || kv_dim < 1)
+    /* no layers is an empty store: a model whose layers are all recurrent */
+    if (n_layers < 0 || n_blocks < 1 || block_size < 1 || kv_dim < 1)
         return err_set(err, "KV store: every dimension must be positive");
     size_t n = (size_t)n_layers * (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim;
     kv->n_layers = n_layers;
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
     kv->kv_dim = kv_dim;
+    kv->k = kv->v = NULL;
+    if (n == 0)
+        return 0;
     kv->k = calloc(n, sizeof(float));
     kv->v = calloc(n, sizeof(float));
     if (!kv->k || !kv->v) {

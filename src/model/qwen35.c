@@ -326,6 +326,12 @@ void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos)
     ctx->state_pos[slot] = pos;
 }
 
+const float *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos)
+{
+    *pos = ctx->state_pos[slot];
+    return ctx->state + (size_t)slot * ctx->n_gdn_layers * ctx->state_floats;
+}
+
 uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
 {
     q35_dims_t d = dims_of(&m->cfg);

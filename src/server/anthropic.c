@@ -24,6 +24,7 @@
 
 #include "base/clock.h"
 #include "server/dialect.h"
+#include "server/fields.h"
 #include "server/sse.h"
 
 /* ---- errors ---- */
@@ -61,14 +62,6 @@ static int bad(reply_t *r, const char *param, const char *fmt, ...)
     return -1;
 }
 
-static bool in_list(const char *key, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(key, *list))
-            return true;
-    return false;
-}
-
 /* Refuses a field not in allowed; where names the object in messages. */
 static int check_keys(const json_t *obj, const char *where, const char *const *allowed, reply_t *r)
 {
@@ -76,7 +69,7 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
     json_t *v;
     json_object_foreach((json_t *)obj, key, v)
     {
-        if (!in_list(key, allowed))
+        if (!field_in_list(key, allowed))
             return bad(r, key, "%s%s%s: unknown or unsupported field", where, where[0] ? "." : "", key);
     }
     return 0;
@@ -630,8 +623,7 @@ typedef struct anth_sse {
     bool is_started; /* message_start went out */
     int block;       /* the open block's kind */
     int n_block;     /* blocks started */
-    char *ws;        /* trailing whitespace of the text so far, held back: dropped before a tool call */
-    size_t n_ws;
+    sse_ws_t held;   /* trailing whitespace of the text so far, held back: dropped before a tool call */
     int64_t t0, t_prev;
     sse_buf_t out; /* framed events not yet handed to the client */
 } anth_sse_t;
@@ -688,29 +680,14 @@ static void text_out(anth_sse_t *st, const char *text, size_t n)
 
 /* Text with its trailing whitespace held back (the whole response drops
  * the blank line before a tool call, so the stream does too). */
+static void text_out_cb(void *cls, const char *text, size_t n)
+{
+    text_out(cls, text, n);
+}
+
 static void text_in(anth_sse_t *st, const char *text, size_t n)
 {
-    size_t keep = n;
-    while (keep && strchr(" \n\t\r", text[keep - 1]))
-        keep--;
-    if (keep) {
-        char *joined = malloc(st->n_ws + keep);
-        if (joined) {
-            if (st->n_ws) /* st->ws is NULL before the first held whitespace */
-                memcpy(joined, st->ws, st->n_ws);
-            memcpy(joined + st->n_ws, text, keep);
-            text_out(st, joined, st->n_ws + keep);
-            free(joined);
-        }
-        st->n_ws = 0;
-    }
-    char *ws = realloc(st->ws, st->n_ws + (n - keep) + 1);
-    if (!ws)
-        return;
-    st->ws = ws;
-    if (n > keep)
-        memcpy(st->ws + st->n_ws, text + keep, n - keep);
-    st->n_ws += n - keep;
+    sse_ws_feed(&st->held, text, n, text_out_cb, st);
 }
 
 static void feed(anth_sse_t *st, const char *text, size_t n, bool is_end)
@@ -727,15 +704,15 @@ static void feed(anth_sse_t *st, const char *text, size_t n, bool is_end)
         text_in(st, d.content, d.n_content);
     for (int i = d.first_call; i < d.first_call + d.n_new_calls; i++) {
         const tool_call_out_t *c = &st->parser.calls[i];
-        st->n_ws = 0;
+        sse_ws_drop(&st->held);
         block_start(st, BLOCK_TOOL,
                     json_pack("{s:s,s:s,s:s,s:{}}", "type", "tool_use", "id", c->id, "name", c->name, "input"));
         delta(st, json_pack("{s:s,s:s}", "type", "input_json_delta", "partial_json", c->arguments));
         block_stop(st);
     }
-    if (is_end && st->parser.n_calls == 0 && st->n_ws) {
-        text_out(st, st->ws, st->n_ws);
-        st->n_ws = 0;
+    if (is_end && st->parser.n_calls == 0 && st->held.n_ws) {
+        text_out(st, st->held.ws, st->held.n_ws);
+        sse_ws_drop(&st->held);
     }
     out_delta_free(&d);
 }
@@ -811,7 +788,7 @@ static void anth_free(void *cls)
     engine_release(st->req); /* cancels it if the client left early */
     out_parser_free(&st->parser);
     json_decref(st->stops);
-    free(st->ws);
+    sse_ws_free(&st->held);
     sse_buf_free(&st->out);
     free(st);
 }

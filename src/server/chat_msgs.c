@@ -1,17 +1,10 @@
 /* Chat messages for the template (chat_msgs.h). */
 #include "server/chat_msgs.h"
+#include "server/fields.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool in_list(const char *key, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(key, *list))
-            return true;
-    return false;
-}
 
 /* Content parts OpenAI defines that carry no text: named in the refusal. */
 static const char *const non_text_parts[] = {"image_url", "input_image", "input_audio", "file",
@@ -38,7 +31,7 @@ static json_t *join_parts(const json_t *content, size_t i, reply_t *r)
             reply_error(r, 400, param, "%s must be an object with a \"type\"", param);
             return NULL;
         }
-        if (in_list(type, non_text_parts)) {
+        if (field_in_list(type, non_text_parts)) {
             reply_error(r, 400, param, "%s: '%s' parts are not supported (this model reads text only)", param, type);
             return NULL;
         }
@@ -110,7 +103,7 @@ static json_t *normalise_message(const json_t *m, size_t i, reply_t *r)
     }
     const json_t *role = json_object_get(m, "role");
     static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
-    if (!json_is_string(role) || !in_list(json_string_value(role), roles)) {
+    if (!json_is_string(role) || !field_in_list(json_string_value(role), roles)) {
         snprintf(param, sizeof param, "messages[%zu].role", i);
         reply_error(r, 400, param, "%s must be one of system, developer, user, assistant, tool", param);
         return NULL;
@@ -123,7 +116,7 @@ static json_t *normalise_message(const json_t *m, size_t i, reply_t *r)
     json_t *v;
     json_object_foreach((json_t *)m, key, v)
     {
-        if (!in_list(key, fields)) {
+        if (!field_in_list(key, fields)) {
             snprintf(param, sizeof param, "messages[%zu].%s", i, key);
             reply_error(r, 400, param, "unknown field %s", param);
             return NULL;

@@ -39,6 +39,7 @@ enum route {
     R_STATUS,
     R_METRICS,
     R_TRACE_DUMP,
+    R_PAGE,
 };
 
 typedef struct route_def {
@@ -66,6 +67,10 @@ static const route_def_t routes[] = {
     {"/status", R_STATUS, false, false, false, false},
     {"/metrics", R_METRICS, false, false, false, false},
     {"/trace/dump", R_TRACE_DUMP, true, false, false, false},
+    /* the web pages are public: code only, no data (pages.c says why) */
+    {"/", R_PAGE, false, true, false, false},
+    {"/dashboard", R_PAGE, false, true, false, false},
+    {"/web/", R_PAGE, false, true, false, false}, /* a prefix: /web/{asset} */
 };
 
 /* One HTTP request's state across libmicrohttpd's calls, from the request
@@ -256,6 +261,14 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
+/* Which replica answered: behind a balancer, how a client (and the cluster
+ * test) sees where its session landed. */
+static void add_replica_header(const server_t *s, struct MHD_Response *resp)
+{
+    if (s->cfg.replica_id)
+        MHD_add_response_header(resp, "x-splash-replica", s->cfg.replica_id);
+}
+
 static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const route_def_t *rt, reply_t *r)
 {
     struct MHD_Response *resp;
@@ -293,6 +306,7 @@ static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const r
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     cors_add_headers(s, c, resp);
+    add_replica_header(s, resp);
     int status = r->status ? r->status : 200;
     if (status >= 100 && status < 600)
         atomic_fetch_add(&s->metrics.by_status[status], 1);
@@ -339,10 +353,11 @@ static void write_too_large(server_t *s, struct MHD_Connection *c, const route_d
     char head[1024];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 413 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n%s%s%s%s\r\n",
+                     "Connection: close\r\n%s%s%s%s%s%s%s\r\n",
                      MHD_get_reason_phrase_for(413), body ? strlen(body) : 0,
                      s->cfg.n_cors_origins ? "Vary: Origin\r\n" : "", origin ? "Access-Control-Allow-Origin: " : "",
-                     origin ? origin : "", origin ? "\r\n" : "");
+                     origin ? origin : "", origin ? "\r\n" : "", s->cfg.replica_id ? "x-splash-replica: " : "",
+                     s->cfg.replica_id ? s->cfg.replica_id : "", s->cfg.replica_id ? "\r\n" : "");
     if (info && body && n > 0 && (size_t)n < sizeof head) {
         atomic_fetch_add(&s->metrics.by_status[413], 1);
         write_all(info->connect_fd, head, (size_t)n);
@@ -361,6 +376,19 @@ static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *te
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     cors_add_headers(s, c, resp);
+    add_replica_header(s, resp);
+    atomic_fetch_add(&s->metrics.by_status[200], 1);
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ok;
+}
+
+static enum MHD_Result send_page(server_t *s, struct MHD_Connection *c, const route_def_t *rt, const char *url)
+{
+    bool is_nomem;
+    struct MHD_Response *resp = pages_response(url, &is_nomem);
+    if (!resp)
+        return send_error(s, c, rt, is_nomem ? 500 : 404, NULL, is_nomem ? "out of memory" : "no such page");
     atomic_fetch_add(&s->metrics.by_status[200], 1);
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
@@ -373,7 +401,7 @@ static const route_def_t *find_route(const char *url)
 {
     for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
         size_t n = strlen(routes[i].path);
-        bool is_prefix = routes[i].path[n - 1] == '/';
+        bool is_prefix = n > 1 && routes[i].path[n - 1] == '/'; /* "/" is exact */
         if (is_prefix ? !strncmp(url, routes[i].path, n) && url[n] : !strcmp(url, routes[i].path))
             return &routes[i];
     }
@@ -443,6 +471,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
         return send_text(s, c, text, len, "text/plain; version=0.0.4; charset=utf-8");
     }
     case R_TRACE_DUMP: api_trace_dump(s, &r); break;
+    case R_PAGE: return send_page(s, c, rt, cc->url_tail);
     case R_NONE: break;
     }
     json_decref(req);
@@ -486,6 +515,8 @@ static enum MHD_Result on_head(server_t *s, struct MHD_Connection *c, conn_t *cc
     if (!cc->route)
         return send_error(s, c, cc->route, 404, NULL, "no such endpoint");
     if (cc->route->route == R_MODEL && !(cc->url_tail = strdup(url + strlen(cc->route->path))))
+        return MHD_NO;
+    if (cc->route->route == R_PAGE && !(cc->url_tail = strdup(url))) /* the whole path names the page */
         return MHD_NO;
     const route_def_t *rt = cc->route;
     if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && s->cfg.n_cors_origins) {

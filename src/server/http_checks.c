@@ -63,6 +63,17 @@ bool server_origin_valid(const char *o)
     return true;
 }
 
+bool server_replica_id_valid(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > SERVER_MAX_REPLICA_ID)
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+            return false;
+    return true;
+}
+
 bool uri_has_control_escape(const char *raw)
 {
     for (const char *p = raw; *p; p++) {
@@ -161,7 +172,8 @@ void cors_add_headers(const server_t *s, struct MHD_Connection *c, struct MHD_Re
     if (!allow)
         return;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, allow);
-    MHD_add_response_header(resp, "Access-Control-Expose-Headers", "Retry-After");
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                            s->cfg.replica_id ? "Retry-After, x-splash-replica" : "Retry-After");
 }
 
 /* Request headers a browser asks to send: echoed when they form a plain

@@ -105,6 +105,10 @@ void cors_add_headers(const server_t *s, struct MHD_Connection *c, struct MHD_Re
 /* The answer to a preflight OPTIONS: the 204 response in *out, or false with
  * r holding the error. */
 bool cors_preflight(const server_t *s, struct MHD_Connection *c, bool is_post, reply_t *r, struct MHD_Response **out);
+/* The web pages (pages.c): the response for a page or asset URL ("/",
+ * "/dashboard", "/web/NAME") with its type, cache and security headers, or
+ * NULL when no page has that URL (*is_nomem tells out of memory apart). */
+struct MHD_Response *pages_response(const char *url, bool *is_nomem);
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "server/fields.h"
 #include "server/responses.h"
 
 static int bad(reply_t *r, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -40,14 +41,6 @@ static int bad_field(reply_t *r, const char *at, const char *field, const char *
     return bad(r, param, "%s %s", param, what);
 }
 
-static bool in_list(const char *key, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(key, *list))
-            return true;
-    return false;
-}
-
 /* Refuses a field not in allowed; where names the object ("" at the top). */
 static int check_keys(const json_t *obj, const char *where, const char *const *allowed, reply_t *r)
 {
@@ -56,7 +49,7 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
     char param[160];
     json_object_foreach((json_t *)obj, key, v)
     {
-        if (!in_list(key, allowed)) {
+        if (!field_in_list(key, allowed)) {
             snprintf(param, sizeof param, "%s%s%s", where, where[0] ? "." : "", key);
             return bad(r, param, "unknown or unsupported parameter '%s'", param);
         }
@@ -148,7 +141,7 @@ static int message_item(inputs_t *in, const json_t *it, const char *at, reply_t 
     const char *role = str_of(it, "role");
     char where[160];
     snprintf(where, sizeof where, "%s.role", at);
-    if (!role || !in_list(role, roles))
+    if (!role || !field_in_list(role, roles))
         return bad(r, where, "%s must be one of user, assistant, system, developer", where);
     snprintf(where, sizeof where, "%s.content", at);
     json_t *parts = text_parts(json_object_get(it, "content"), where, r);
@@ -348,7 +341,7 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
         return 0;
     if (json_is_string(tc)) {
         static const char *const modes[] = {"auto", "none", "required", NULL};
-        if (!in_list(json_string_value(tc), modes))
+        if (!field_in_list(json_string_value(tc), modes))
             return bad(r, "tool_choice",
                        "tool_choice must be \"auto\", \"none\", \"required\" or "
                        "{\"type\": \"function\", \"name\": ...}");
@@ -425,11 +418,11 @@ static int map_reasoning(const json_t *req, json_t *chat, reply_t *r)
         return -1;
     const json_t *e = json_object_get(re, "effort"), *s = json_object_get(re, "summary"),
                  *g = json_object_get(re, "generate_summary");
-    if (is_set(e) && !(json_is_string(e) && in_list(json_string_value(e), efforts)))
+    if (is_set(e) && !(json_is_string(e) && field_in_list(json_string_value(e), efforts)))
         return bad(r, "reasoning.effort",
                    "reasoning.effort must be one of none, minimal, low, medium, high, xhigh (none: thinking off)");
-    if ((is_set(s) && !(json_is_string(s) && in_list(json_string_value(s), summaries))) ||
-        (is_set(g) && !(json_is_string(g) && in_list(json_string_value(g), summaries))))
+    if ((is_set(s) && !(json_is_string(s) && field_in_list(json_string_value(s), summaries))) ||
+        (is_set(g) && !(json_is_string(g) && field_in_list(json_string_value(g), summaries))))
         return bad(r, "reasoning.summary", "reasoning.summary must be auto, concise or detailed");
     if (is_set(e))
         json_object_set_new(chat, "chat_template_kwargs",

@@ -148,8 +148,7 @@ typedef struct resp_sse {
     char *acc;        /* the open item's text so far */
     size_t n_acc, cap_acc;
     int reasoning_tokens;
-    char *ws; /* trailing whitespace of the text so far, held back: dropped before a tool call */
-    size_t n_ws;
+    sse_ws_t held; /* trailing whitespace of the text so far, held back: dropped before a tool call */
     int64_t t0, t_prev;
     sse_buf_t out;
 } resp_sse_t;
@@ -253,35 +252,20 @@ static void text_out(resp_sse_t *st, const char *text, size_t n)
 
 /* Text with its trailing whitespace held back (the whole response drops
  * the blank line before a tool call, so the stream does too). */
+static void text_out_cb(void *cls, const char *text, size_t n)
+{
+    text_out(cls, text, n);
+}
+
 static void text_in(resp_sse_t *st, const char *text, size_t n)
 {
-    size_t keep = n;
-    while (keep && strchr(" \n\t\r", text[keep - 1]))
-        keep--;
-    if (keep) {
-        char *joined = malloc(st->n_ws + keep);
-        if (joined) {
-            if (st->n_ws)
-                memcpy(joined, st->ws, st->n_ws);
-            memcpy(joined + st->n_ws, text, keep);
-            text_out(st, joined, st->n_ws + keep);
-            free(joined);
-        }
-        st->n_ws = 0;
-    }
-    char *ws = realloc(st->ws, st->n_ws + (n - keep) + 1);
-    if (!ws)
-        return;
-    st->ws = ws;
-    if (n > keep)
-        memcpy(st->ws + st->n_ws, text + keep, n - keep);
-    st->n_ws += n - keep;
+    sse_ws_feed(&st->held, text, n, text_out_cb, st);
 }
 
 static void call_out(resp_sse_t *st, const tool_call_out_t *c)
 {
     item_close(st);
-    st->n_ws = 0;
+    sse_ws_drop(&st->held);
     st->index = (int)json_array_size(json_object_get(st->resp, "output"));
     item_id(st->s, "fc", st->id, sizeof st->id);
     item_added(st, call_item(st->id, c, "", "in_progress"));
@@ -309,9 +293,9 @@ static void feed(resp_sse_t *st, const char *text, size_t n, bool is_end)
         text_in(st, d.content, d.n_content);
     for (int i = d.first_call; i < d.first_call + d.n_new_calls; i++)
         call_out(st, &st->parser.calls[i]);
-    if (is_end && st->parser.n_calls == 0 && st->n_ws) {
-        text_out(st, st->ws, st->n_ws);
-        st->n_ws = 0;
+    if (is_end && st->parser.n_calls == 0 && st->held.n_ws) {
+        text_out(st, st->held.ws, st->held.n_ws);
+        sse_ws_drop(&st->held);
     }
     if (is_end && !st->has_message && st->parser.n_calls == 0)
         item_open(st, ITEM_MESSAGE); /* an empty answer is still a message, as the whole response has */
@@ -385,7 +369,7 @@ static void resp_free(void *cls)
     out_parser_free(&st->parser);
     json_decref(st->resp);
     free(st->acc);
-    free(st->ws);
+    sse_ws_free(&st->held);
     sse_buf_free(&st->out);
     free(st);
 }

@@ -33,6 +33,7 @@
 #define SERVER_MAX_CORS_ORIGINS 16
 #define SERVER_DEFAULT_HEADER_TIMEOUT_S 10 /* to receive a request head */
 #define SERVER_DEFAULT_BODY_TIMEOUT_S 60   /* to receive a request body */
+#define SERVER_MAX_REPLICA_ID 64           /* characters in --replica-id */
 
 typedef struct server_config {
     const char *host;                                    /* bind address (default 127.0.0.1) */
@@ -47,13 +48,17 @@ typedef struct server_config {
     int body_timeout_s;    /* total time to receive a request body */
     const char *cors_origins[SERVER_MAX_CORS_ORIGINS]; /* Origin values allowed cross-origin access, or "*" */
     int n_cors_origins;
-    trace_t *trace;        /* bounded trace capture, or NULL */
-    const char *trace_out; /* where POST /trace/dump and shutdown write it */
+    const char *replica_id; /* --replica-id: names this replica in /status, /metrics and x-splash-replica; or NULL */
+    trace_t *trace;         /* bounded trace capture, or NULL */
+    const char *trace_out;  /* where POST /trace/dump and shutdown write it */
 } server_config_t;
 
 void server_config_default(server_config_t *c);
 /* A --cors-origin value: "*" or scheme://host[:port] (http or https, no path). */
 bool server_origin_valid(const char *origin);
+/* A --replica-id value: 1 to SERVER_MAX_REPLICA_ID of [A-Za-z0-9._-], so it
+ * goes unquoted into a header, a Prometheus label and a log line. */
+bool server_replica_id_valid(const char *id);
 
 /* What the server serves, once loaded. All of it outlives the server. */
 typedef struct server_model {

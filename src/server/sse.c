@@ -59,3 +59,35 @@ void sse_buf_free(sse_buf_t *b)
     b->buf = NULL;
     b->len = b->off = b->cap = 0;
 }
+
+void sse_ws_feed(sse_ws_t *h, const char *text, size_t n, void (*out)(void *cls, const char *text, size_t n), void *cls)
+{
+    size_t keep = n;
+    while (keep && strchr(" \n\t\r", text[keep - 1]))
+        keep--;
+    if (keep) {
+        char *joined = malloc(h->n_ws + keep);
+        if (joined) {
+            if (h->n_ws) /* h->ws is NULL before the first held whitespace */
+                memcpy(joined, h->ws, h->n_ws);
+            memcpy(joined + h->n_ws, text, keep);
+            out(cls, joined, h->n_ws + keep);
+            free(joined);
+        }
+        h->n_ws = 0;
+    }
+    char *ws = realloc(h->ws, h->n_ws + (n - keep) + 1);
+    if (!ws)
+        return;
+    h->ws = ws;
+    if (n > keep)
+        memcpy(h->ws + h->n_ws, text + keep, n - keep);
+    h->n_ws += n - keep;
+}
+
+void sse_ws_free(sse_ws_t *h)
+{
+    free(h->ws);
+    h->ws = NULL;
+    h->n_ws = 0;
+}

@@ -28,4 +28,19 @@ void sse_buf_event(sse_buf_t *b, const char *type, json_t *obj);
 ssize_t sse_buf_read(sse_buf_t *b, char *out, size_t max, void (*pump)(void *cls), void *cls);
 void sse_buf_free(sse_buf_t *b);
 
+/* Streamed text whose trailing whitespace is held back until more text
+ * follows (a whole answer drops the blank line before a tool call, so its
+ * stream does too); sse_ws_drop forgets what is held (a call came). */
+typedef struct sse_ws {
+    char *ws;
+    size_t n_ws;
+} sse_ws_t;
+void sse_ws_feed(sse_ws_t *h, const char *text, size_t n, void (*out)(void *cls, const char *text, size_t n),
+                 void *cls);
+static inline void sse_ws_drop(sse_ws_t *h)
+{
+    h->n_ws = 0;
+}
+void sse_ws_free(sse_ws_t *h);
+
 #endif

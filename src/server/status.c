@@ -127,6 +127,7 @@ void api_status(server_t *s, reply_t *r)
     json_t *st = json_pack("{s:i,s:b,s:b,s:o}", "schema_version", STATUS_SCHEMA_VERSION, "ready",
                            ready && !atomic_load(&s->is_draining), "draining", atomic_load(&s->is_draining), "build",
                            build_json(s));
+    json_object_set_new(st, "replica_id", s->cfg.replica_id ? json_string(s->cfg.replica_id) : json_null());
     if (!ready) {
         /* loading: no engine yet, still a fresh, stamped snapshot */
         struct timespec ts, tr;
@@ -182,6 +183,9 @@ void api_status(server_t *s, reply_t *r)
                                   "decode_rows", (json_int_t)snap.decode_rows, "decode_width_histogram", hist));
     json_object_set_new(json_object_get(st, "scheduler"), "verify_rows",
                         json_integer((json_int_t)snap.verify_rows_total));
+    json_object_set_new(json_object_get(st, "scheduler"), "preemptions", json_integer((json_int_t)snap.preemptions));
+    json_object_set_new(json_object_get(st, "scheduler"), "recomputed_rows",
+                        json_integer((json_int_t)snap.recomputed_rows));
     json_t *active = json_array();
     for (int i = 0; i < snap.n_active; i++) {
         const engine_req_info_t *a = &snap.active[i];
@@ -281,6 +285,34 @@ static void tb_hist(text_buf_t *b, const char *name, const char *help, const lat
               atomic_load(&h->sum_us) / 1e6, name, (unsigned long long)atomic_load(&h->n));
 }
 
+/* Every sample line of the exposition text gains replica="ID" as its first
+ * label, so one scrape of several replicas stays apart without relabelling
+ * (the id holds only [A-Za-z0-9._-]: no escaping needed). Frees b. */
+static char *with_replica_label(text_buf_t *b, const char *id, size_t *len)
+{
+    text_buf_t out = {0};
+    for (const char *line = b->p, *end = b->p + b->len; line < end;) {
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
+        size_t n = nl ? (size_t)(nl - line) + 1 : (size_t)(end - line);
+        size_t name_len = strcspn(line, "{ \n");
+        if (line[0] == '#' || name_len >= n)
+            tb_printf(&out, "%.*s", (int)n, line);
+        else if (line[name_len] == '{')
+            tb_printf(&out, "%.*s{replica=\"%s\",%.*s", (int)name_len, line, id, (int)(n - name_len - 1),
+                      line + name_len + 1);
+        else
+            tb_printf(&out, "%.*s{replica=\"%s\"}%.*s", (int)name_len, line, id, (int)(n - name_len), line + name_len);
+        line += n;
+    }
+    free(b->p);
+    if (out.is_oom || !out.p) {
+        free(out.p);
+        return NULL;
+    }
+    *len = out.len;
+    return out.p;
+}
+
 char *api_metrics(server_t *s, size_t *len)
 {
     text_buf_t b = {0};
@@ -347,6 +379,19 @@ char *api_metrics(server_t *s, size_t *len)
                       "# TYPE splash_prefix_cache_evictions_total counter\nsplash_prefix_cache_evictions_total %llu\n",
                       (unsigned long long)snap.steps, (unsigned long long)snap.cache_lookups,
                       (unsigned long long)snap.cache_hit_tokens, (unsigned long long)snap.cache_evictions);
+            /* what a balancer or autoscaler reads: the share of prompt tokens
+             * this replica did not have to prefill (affinity routing raises it) */
+            tb_printf(&b,
+                      "# HELP splash_prefix_cache_hit_ratio Prompt tokens served from the prefix cache over prompt "
+                      "tokens admitted.\n# TYPE splash_prefix_cache_hit_ratio gauge\nsplash_prefix_cache_hit_ratio "
+                      "%.6f\n",
+                      snap.prompt_tokens ? (double)snap.cache_hit_tokens / (double)snap.prompt_tokens : 0.0);
+            tb_printf(&b,
+                      "# HELP splash_preemptions_total Running sequences sent back to the queue when the KV pool "
+                      "ran out.\n# TYPE splash_preemptions_total counter\nsplash_preemptions_total %llu\n"
+                      "# HELP splash_recomputed_rows_total Prefill rows that rebuilt preempted sequences' KV.\n"
+                      "# TYPE splash_recomputed_rows_total counter\nsplash_recomputed_rows_total %llu\n",
+                      (unsigned long long)snap.preemptions, (unsigned long long)snap.recomputed_rows);
             tb_printf(&b,
                       "# HELP splash_kv_blocks KV blocks by state.\n# TYPE splash_kv_blocks gauge\n"
                       "splash_kv_blocks{state=\"total\"} %d\nsplash_kv_blocks{state=\"used\"} %d\n"
@@ -379,6 +424,8 @@ char *api_metrics(server_t *s, size_t *len)
         free(b.p);
         return NULL;
     }
+    if (s->cfg.replica_id)
+        return with_replica_label(&b, s->cfg.replica_id, len);
     *len = b.len;
     return b.p;
 }

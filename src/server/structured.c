@@ -497,6 +497,25 @@ static void append(char **buf, size_t *n, const char *s, size_t k)
     *buf = b;
 }
 
+/* Appends to the held text, its capacity doubling (a long tool call's body
+ * is held piece by piece until </tool_call>). */
+static void hold_put(out_parser_t *p, const char *s, size_t k)
+{
+    if (p->n_hold + k > p->cap_hold) {
+        size_t cap = p->cap_hold ? p->cap_hold : 256;
+        while (cap < p->n_hold + k)
+            cap *= 2;
+        char *b = realloc(p->hold, cap);
+        if (!b)
+            return;
+        p->hold = b;
+        p->cap_hold = cap;
+    }
+    if (k)
+        memcpy(p->hold + p->n_hold, s, k);
+    p->n_hold += k;
+}
+
 /* The first occurrence of tag in s[0..n), or the length of s minus the
  * longest suffix that could begin it (*found false). */
 static size_t scan(const char *s, size_t n, const char *tag, bool *found)
@@ -552,7 +571,7 @@ void out_parser_feed(out_parser_t *p, const char *text, size_t n, bool is_end, o
 {
     memset(d, 0, sizeof *d);
     d->first_call = p->n_calls;
-    append(&p->hold, &p->n_hold, text, n);
+    hold_put(p, text, n);
     size_t at = 0; /* bytes of hold consumed */
     for (bool is_progress = true; is_progress;) {
         is_progress = false;
@@ -622,11 +641,15 @@ void out_parser_feed(out_parser_t *p, const char *text, size_t n, bool is_end, o
             if (found) {
                 at += strlen(CALL_OPEN);
                 p->state = P_CALL;
+                p->n_call_clear = 0;
                 is_progress = true;
             }
             break;
         case P_CALL:
-            i = scan(s, left, CALL_CLOSE, &found);
+            /* the body stays at the start of what is held until the call
+             * ends, so what earlier pieces cleared is not scanned again */
+            i = p->n_call_clear + scan(s + p->n_call_clear, left - p->n_call_clear, CALL_CLOSE, &found);
+            p->n_call_clear = found ? 0 : i;
             if (found) {
                 if (take_call(p, s, i)) {
                     p->state = P_BETWEEN;

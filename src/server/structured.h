@@ -53,6 +53,7 @@ typedef struct out_parser {
     int state;  /* where the parser is (structured.c) */
     char *hold; /* bytes held back: a possible tag start, or a tool call's body */
     size_t n_hold, cap_hold;
+    size_t n_call_clear; /* bytes of the held call body that cannot begin </tool_call>: not scanned again */
     tool_call_out_t calls[SERVER_MAX_TOOL_CALLS];
     int n_calls;
     int n_calls_emitted; /* streaming: calls already sent */

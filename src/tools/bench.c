@@ -38,6 +38,9 @@ const bench_metric_info_t bench_metrics[BM_COUNT] = {
     {"ttft_cold", "TTFT cold prefix (cached)", "ms", false, false},
     {"ttft_cached", "TTFT cached prefix (cached)", "ms", false, true},
     {"ttft_cached_full", "TTFT fully cached (cached)", "ms", false, false},
+    {"session_prefill", "prefilled tokens per turn (sessions)", "tok", false, false},
+    {"session_ttft", "follow-up turn TTFT p50 (sessions)", "ms", false, false},
+    {"session_throughput", "useful-token throughput (sessions)", "tok/s", true, false},
 };
 
 void bench_config_default(bench_config_t *c)
@@ -70,6 +73,11 @@ void bench_config_default(bench_config_t *c)
     c->cached_suffix_tokens = 64;
     c->cached_pairs = 4;
     c->cached_max_tokens = 8;
+    c->sessions = 8;
+    c->sessions_turns = 4;
+    c->sessions_first_tokens = 256;
+    c->sessions_turn_tokens = 64;
+    c->sessions_max_tokens = 8;
     for (int i = 0; i < BM_COUNT; i++)
         if (bench_metrics[i].is_default_decider)
             c->decide_mask |= 1u << i;
@@ -94,20 +102,6 @@ static void add_unique(json_t *arr, const char *s)
         if (!strcmp(json_string_value(json_array_get(arr, i)), s))
             return;
     json_array_append_new(arr, json_string(s));
-}
-
-void bench_slot_invalid(slot_t *s, const char *fmt, ...)
-{
-    if (json_array_size(s->reasons) >= BENCH_MAX_SLOT_REASONS) {
-        s->n_reasons_dropped++;
-        return;
-    }
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    json_array_append_new(s->reasons, json_string(buf));
 }
 
 void bench_unverifiable(run_t *r, const char *check)
@@ -223,7 +217,7 @@ bool bench_record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, cons
     }
     bool is_valid = json_array_size(why) == 0;
     for (size_t i = 0; i < json_array_size(why); i++)
-        bench_slot_invalid(s, "%s request %d: %s", q->kind, idx, json_string_value(json_array_get(why, i)));
+        bench_slot_invalid_at(s, &idx, 1, "%s request %d: %s", q->kind, idx, json_string_value(json_array_get(why, i)));
     json_t *rq = json_pack(
         "{s:s,s:i,s:i,s:s,s:i,s:f,s:f,s:f,s:o,s:s,s:i,s:i,s:i,s:s,s:b,s:o}", "kind", q->kind, "prompt_tokens_sent",
         q->prompt_len, "max_tokens", q->max_tokens, "cache_salt", q->salt, "http_status", st->status, "submit_ms",
@@ -457,6 +451,10 @@ static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
     need += c->seeded_probes * 7 + c->seeded_prompt + 64;
     if (c->do_cached && c->cached_prefix_tokens + c->cached_suffix_tokens + 1 > need)
         need = c->cached_prefix_tokens + c->cached_suffix_tokens + 1;
+    /* conversation i starts at i * 997 (bench_sessions.c); the context wraps, so this only avoids repeats */
+    int session_need = c->sessions_first_tokens + (c->sessions_turns - 1) * c->sessions_turn_tokens;
+    if (c->do_sessions && session_need > need)
+        need = session_need;
     static const char *const words[] = {"river",  "stone",  "quiet",  "lantern", "orbit",  "maple", "signal", "harbor",
                                         "copper", "meadow", "thread", "canyon",  "velvet", "ember", "tide",   "cedar"};
     size_t cap = 1 << 16, len = 0;
@@ -597,9 +595,7 @@ static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
         const char *x = json_string_value(json_object_get(a->fingerprint, k[i]));
         const char *y = json_string_value(json_object_get(fp, k[i]));
         if (x && y && strcmp(x, y)) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "arm %c: %s changed between starts", a->label, k[i]);
-            json_array_append_new(r->reasons, json_string(buf));
+            bench_run_invalid(r, bench_arm_ref(a->label), "arm %c: %s changed between starts", a->label, k[i]);
         }
     }
     json_decref(fp);
@@ -675,12 +671,9 @@ static void check_capture(run_t *r, arm_rt_t *a)
         summary = json_load_file(rpath, 0, NULL);
     }
     bool is_valid = json_array_size(reasons) == 0;
-    for (size_t i = 0; i < json_array_size(reasons); i++) {
-        char buf[2048];
-        snprintf(buf, sizeof buf, "arm %c start %d: trace capture %s invalid: %s", a->label, a->starts, path,
-                 json_string_value(json_array_get(reasons, i)));
-        json_array_append_new(r->reasons, json_string(buf));
-    }
+    for (size_t i = 0; i < json_array_size(reasons); i++)
+        bench_run_invalid(r, bench_arm_ref(a->label), "arm %c start %d: trace capture %s invalid: %s", a->label,
+                          a->starts, path, json_string_value(json_array_get(reasons, i)));
     json_array_append_new(a->traces, json_pack("{s:i,s:s,s:s?,s:b,s:I,s:I,s:o,s:o}", "start", a->starts, "file", path,
                                                "summary_file", summary ? rpath : NULL, "valid", is_valid, "recorded",
                                                (json_int_t)cap.recorded, "dropped", (json_int_t)cap.dropped, "reasons",
@@ -854,6 +847,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     s.j = json_object();
     s.requests = json_array();
     s.reasons = json_array();
+    s.reason_requests = json_array();
     if (bench_http_init(&s.h, a->url, c->api_key, c->request_timeout_s, err))
         return -1;
     bool is_absent;
@@ -878,6 +872,8 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
         bench_workload_strict_json(&s);
     if (c->do_cached)
         bench_workload_cached(&s);
+    if (c->do_sessions)
+        bench_workload_sessions(&s);
     c->clock->sample(c->clock->ctx, &k1);
     double elapsed_ms = bench_ms(clock_now_ns() - s.t0_ns);
     char why[256];
@@ -914,13 +910,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
         r->values[((size_t)m * (size_t)c->rounds + (size_t)round) * 4 + (size_t)pos] = s.metric[m];
     }
     json_object_set_new(s.j, "metrics", metrics);
-    if (s.n_reasons_dropped) {
-        char buf[96];
-        snprintf(buf, sizeof buf, "... and %d more", s.n_reasons_dropped);
-        json_array_append_new(s.reasons, json_string(buf));
-    }
-    json_object_set_new(s.j, "valid", json_boolean(json_array_size(s.reasons) == 0));
-    json_object_set_new(s.j, "reasons", s.reasons);
+    bench_slot_reasons_close(&s);
     json_object_set_new(s.j, "requests", s.requests);
     json_array_append_new(r->slots, s.j);
     bench_http_free(&s.h);
@@ -934,7 +924,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
  * what: the workload, for reasons. */
 static json_t *check_hashes(run_t *r, const char *key, const char *what)
 {
-    const json_t *first[2] = {NULL, NULL};
+    const json_t *first[2] = {NULL, NULL}, *first_slot[2] = {NULL, NULL};
     bool is_same_between = true, has_both = true;
     size_t i;
     json_t *sl;
@@ -946,25 +936,22 @@ static json_t *check_hashes(run_t *r, const char *key, const char *what)
             continue;
         if (!first[ai]) {
             first[ai] = h;
+            first_slot[ai] = sl;
         } else if (!json_equal(first[ai], h)) {
-            char buf[160];
-            snprintf(buf, sizeof buf, "%s outputs of arm %c differ between its own slots (non-deterministic)", what,
-                     ai ? 'B' : 'A');
-            json_array_append_new(r->reasons, json_string(buf));
+            bench_run_invalid(r, json_pack("[o,o]", bench_slot_ref(first_slot[ai], -1), bench_slot_ref(sl, -1)),
+                              "%s outputs of arm %c differ between its own slots (non-deterministic)", what,
+                              ai ? 'B' : 'A');
         }
     }
     if (!first[0] || !first[1])
         has_both = false;
     else
         is_same_between = json_equal(first[0], first[1]);
-    if (has_both && !is_same_between && !r->c->expect_output_change) {
-        char buf[200];
-        snprintf(buf, sizeof buf,
-                 "%s outputs differ between A and B (pass --expect-output-change if the candidate is meant to "
-                 "change outputs)",
-                 what);
-        json_array_append_new(r->reasons, json_string(buf));
-    }
+    if (has_both && !is_same_between && !r->c->expect_output_change)
+        bench_run_invalid(r, json_pack("[o,o]", bench_slot_ref(first_slot[0], -1), bench_slot_ref(first_slot[1], -1)),
+                          "%s outputs differ between A and B (pass --expect-output-change if the candidate is meant "
+                          "to change outputs)",
+                          what);
     return json_pack("{s:b,s:b,s:b}", "compared", has_both, "identical", has_both && is_same_between,
                      "expect_output_change", r->c->expect_output_change);
 }
@@ -1106,6 +1093,7 @@ int bench_run(const bench_config_t *c, err_t *err)
     snprintf(r.run_id, sizeof r.run_id, "%lx-%d", (unsigned long)time(NULL), (int)getpid());
     r.slots = json_array();
     r.reasons = json_array();
+    r.reason_refs = json_array();
     r.unverifiable = json_array();
     r.values = calloc((size_t)BM_COUNT * (size_t)c->rounds * 4, sizeof *r.values);
     for (int i = 0; i < 2; i++) {
@@ -1185,12 +1173,20 @@ int bench_run(const bench_config_t *c, err_t *err)
                                       c->cached_prefix_tokens, "suffix_tokens", c->cached_suffix_tokens, "max_tokens",
                                       c->cached_max_tokens));
     }
+    if (c->do_sessions) {
+        json_t *cfg = json_object_get(report, "config");
+        json_array_append_new(json_object_get(cfg, "workloads"), json_string("sessions"));
+        json_object_set_new(cfg, "sessions",
+                            json_pack("{s:i,s:i,s:i,s:i,s:i}", "sessions", c->sessions, "turns", c->sessions_turns,
+                                      "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens,
+                                      "max_tokens", c->sessions_max_tokens));
+    }
     json_object_set_new(json_object_get(report, "config"), "cpus",
                         json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));
     json_object_set_new(report, "slots", r.slots);
     int exit_code;
     if (rc) {
-        json_array_append_new(r.reasons, json_string(err->msg));
+        bench_run_invalid(&r, NULL, "%s", err->msg);
         json_object_set_new(report, "error", json_string(err->msg));
     }
     json_object_set_new(report, "seeded", check_hashes(&r, "seeded_hashes", "seeded"));
@@ -1199,27 +1195,8 @@ int bench_run(const bench_config_t *c, err_t *err)
     bench_verdict_t v = BENCH_NO_CHANGE;
     json_object_set_new(report, "statistics", rc ? json_object() : statistics(&r, &v));
     json_object_set_new(report, "statistics_rule", json_string(bench_combine_rule));
-    bool is_valid = json_array_size(r.reasons) == 0;
-    json_t *all = json_array();
-    size_t i;
-    json_t *x;
-    for (i = 0; i < json_array_size(r.reasons); i++)
-        json_array_append(all, json_array_get(r.reasons, i));
-    json_array_foreach(r.slots, i, x)
-    {
-        size_t j;
-        json_t *y;
-        json_array_foreach(json_object_get(x, "reasons"), j, y)
-        {
-            char buf[640];
-            snprintf(buf, sizeof buf, "%s (round %lld): %s", json_string_value(json_object_get(x, "slot")),
-                     (long long)bench_jint(x, "round"), json_string_value(y));
-            json_array_append_new(all, json_string(buf));
-            is_valid = false;
-        }
-    }
-    json_decref(r.reasons); /* its reasons are in `all` now */
-    r.reasons = NULL;
+    bool is_valid;
+    json_t *validity = bench_validity(&r, &is_valid);
     bool is_gain_withheld = is_valid && v == BENCH_GAIN && json_array_size(r.unverifiable) > 0;
     v = bench_cap_unverified(v, json_array_size(r.unverifiable) > 0);
     if (!is_valid)
@@ -1227,8 +1204,7 @@ int bench_run(const bench_config_t *c, err_t *err)
     /* a traced run measured the engine while it recorded: diagnostic only */
     bool is_diagnostic = c->is_traced && !rc && v != BENCH_INVALID;
     exit_code = rc ? 1 : is_diagnostic ? BENCH_EXIT_DIAGNOSTIC : bench_verdict_exit(v);
-    json_object_set_new(report, "validity",
-                        json_pack("{s:b,s:o,s:o}", "valid", is_valid, "reasons", all, "unverifiable", r.unverifiable));
+    json_object_set_new(report, "validity", validity);
     char verdict[1024];
     int n = is_diagnostic ? snprintf(verdict, sizeof verdict,
                                      "diagnostic (traced arms: no speed verdict; the metrics alone said %s)",
@@ -1236,7 +1212,7 @@ int bench_run(const bench_config_t *c, err_t *err)
                           : snprintf(verdict, sizeof verdict, "%s", rc ? "error" : bench_verdict_name(v));
     if (json_array_size(r.unverifiable)) {
         n += snprintf(verdict + n, sizeof verdict - (size_t)n, " (unverifiable: ");
-        for (i = 0; i < json_array_size(r.unverifiable) && n < (int)sizeof verdict; i++)
+        for (size_t i = 0; i < json_array_size(r.unverifiable) && n < (int)sizeof verdict; i++)
             n += snprintf(verdict + n, sizeof verdict - (size_t)n, "%s%s", i ? "; " : "",
                           json_string_value(json_array_get(r.unverifiable, i)));
         snprintf(verdict + n, sizeof verdict - (size_t)n, ")");

@@ -20,6 +20,9 @@
 #define BENCH_MAX_PROMPT 1000000 /* longest context bench builds */
 #define BENCH_MAX_JSON_CYCLES 16 /* turns of one strict-json probe */
 #define BENCH_MAX_PAIRS 1000     /* cached pairs per slot */
+#define BENCH_MAX_SESSIONS 256   /* concurrent conversations (a thread each) */
+#define BENCH_MAX_SESSION_TURNS 64
+#define BENCH_MAX_SESSION_REPLICAS 64 /* distinct x-splash-replica values tallied */
 
 typedef struct bench_arm_config {
     const char *cmd;         /* server command bench starts, or NULL */
@@ -38,7 +41,7 @@ typedef struct bench_config {
     int rounds;
     int warmup;        /* unmeasured requests after each server start */
     int warmup_tokens; /* output budget of each (the CLI's default: min(8, max_tokens)) */
-    bool do_serial, do_mixed, do_seeded, do_strict_json, do_cached;
+    bool do_serial, do_mixed, do_seeded, do_strict_json, do_cached, do_sessions;
     /* serial */
     int32_t serial_lens[BENCH_MAX_LENS];
     int n_serial_lens;
@@ -62,6 +65,11 @@ typedef struct bench_config {
      * continuation) and the prefix's cached blocks plus one token (a fully
      * cached one), each generating cached_max_tokens */
     int cached_prefix_tokens, cached_suffix_tokens, cached_pairs, cached_max_tokens;
+    /* sessions: `sessions` conversations at once, each sessions_turns turns;
+     * turn t's prompt is sessions_first_tokens + t * sessions_turn_tokens
+     * long and extends turn t-1's; one cache_salt per conversation; each
+     * turn generates sessions_max_tokens */
+    int sessions, sessions_turns, sessions_first_tokens, sessions_turn_tokens, sessions_max_tokens;
     /* which metrics decide the verdict (bit i = bench_metric i) */
     unsigned decide_mask;
     int poll_ms;
@@ -95,10 +103,13 @@ typedef enum bench_metric {
     BM_GAP_P90,
     BM_GAP_P99,
     BM_GAP_MAX,
-    BM_MASK_NS,          /* grammar mask time per masked token (strict-json, /status deltas), ns */
-    BM_TTFT_COLD,        /* client TTFT of the cold request of each cached pair, ms */
-    BM_TTFT_CACHED,      /* ... of its partial continuation (cached prefix, new suffix), ms */
-    BM_TTFT_CACHED_FULL, /* ... of its fully cached continuation, ms */
+    BM_MASK_NS,            /* grammar mask time per masked token (strict-json, /status deltas), ns */
+    BM_TTFT_COLD,          /* client TTFT of the cold request of each cached pair, ms */
+    BM_TTFT_CACHED,        /* ... of its partial continuation (cached prefix, new suffix), ms */
+    BM_TTFT_CACHED_FULL,   /* ... of its fully cached continuation, ms */
+    BM_SESSION_PREFILL,    /* sessions: prompt tokens a turn had to prefill (not served from the prefix cache), mean */
+    BM_SESSION_TTFT,       /* ... median client TTFT of the follow-up turns (2 and later), ms */
+    BM_SESSION_THROUGHPUT, /* ... completion tokens / s over the workload's wall time */
     BM_COUNT
 } bench_metric_t;
 

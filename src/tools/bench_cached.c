@@ -45,6 +45,7 @@ typedef struct cached_obs {
     long long prefill_rows;   /* /status delta over the request; -1 without /status */
     long long prefill_chunks; /* likewise */
     json_t *rq;               /* the request's record in the slot (borrowed) */
+    int idx;                  /* ... and its index there */
 } cached_obs_t;
 
 static long long status_delta(const json_t *a, const json_t *b, const char *path)
@@ -63,12 +64,13 @@ static void run_request(slot_t *s, const req_spec_t *q, cached_obs_t *o)
     err_t e;
     int rc = bench_stream_request(&s->h, s->arm, q, &o->st, NULL, &e);
     o->is_recorded_valid = bench_record(s, q, &o->st, rc ? e.msg : NULL);
-    o->rq = json_array_get(s->requests, json_array_size(s->requests) - 1);
+    o->idx = (int)json_array_size(s->requests) - 1;
+    o->rq = json_array_get(s->requests, (size_t)o->idx);
     json_t *after = before ? bench_get_status(&s->h, &is_absent) : NULL;
     o->prefill_rows = after ? status_delta(before, after, "scheduler.prefill_rows") : -1;
     o->prefill_chunks = after ? status_delta(before, after, "scheduler.prefill_chunks") : -1;
     if (s->arm->has_status && !after)
-        bench_slot_invalid(s, "cached: /status failed around a %s request", q->kind);
+        bench_slot_invalid_at(s, &o->idx, 1, "cached: /status failed around a %s request", q->kind);
     json_decref(before);
     json_decref(after);
 }
@@ -83,32 +85,34 @@ static bool check_reuse(slot_t *s, int pair, const req_spec_t *q, cached_obs_t *
     if (o->st.status != 200)
         return false; /* bench_record said why */
     if (got < 0) {
-        bench_slot_invalid(s,
-                           "cached pair %d (%s): the server reports no usage.prompt_tokens_details.cached_tokens, so "
-                           "its reuse cannot be measured",
-                           pair, q->kind);
+        bench_slot_invalid_at(
+            s, &o->idx, 1,
+            "cached pair %d (%s): the server reports no usage.prompt_tokens_details.cached_tokens, so "
+            "its reuse cannot be measured",
+            pair, q->kind);
         (*n_bad)++;
         return false;
     }
     if (expected >= 0 && got != expected) {
-        bench_slot_invalid(s, "cached pair %d (%s): the prefix cache reused %d of %d expected tokens", pair, q->kind,
-                           got, expected);
+        bench_slot_invalid_at(s, &o->idx, 1, "cached pair %d (%s): the prefix cache reused %d of %d expected tokens",
+                              pair, q->kind, got, expected);
         (*n_bad)++;
     } else if (expected < 0 && got == 0) {
-        bench_slot_invalid(s,
-                           "cached pair %d (%s): the prefix cache reused 0 tokens of the %d-token prefix sent before "
-                           "under this salt (the exact count is unverifiable without /status)",
-                           pair, q->kind, s->r->c->cached_prefix_tokens);
+        bench_slot_invalid_at(
+            s, &o->idx, 1,
+            "cached pair %d (%s): the prefix cache reused 0 tokens of the %d-token prefix sent before "
+            "under this salt (the exact count is unverifiable without /status)",
+            pair, q->kind, s->r->c->cached_prefix_tokens);
         (*n_bad)++;
     }
     /* the reported reuse against the rows the scheduler computed: a server
      * that claims cached tokens it recomputed (or the reverse) is caught */
     long long rows = o->prefill_rows >= 0 ? o->prefill_rows : (long long)(q->prompt_len - got);
     if (o->prefill_rows >= 0 && rows != q->prompt_len - got) {
-        bench_slot_invalid(s,
-                           "cached pair %d (%s): %d of %d prompt tokens reported cached, but /status counted %lld "
-                           "prefill rows (expected %d)",
-                           pair, q->kind, got, q->prompt_len, rows, q->prompt_len - got);
+        bench_slot_invalid_at(s, &o->idx, 1,
+                              "cached pair %d (%s): %d of %d prompt tokens reported cached, but /status counted %lld "
+                              "prefill rows (expected %d)",
+                              pair, q->kind, got, q->prompt_len, rows, q->prompt_len - got);
         (*n_bad)++;
     }
     bool is_full = bench_cached_is_full(rows);
@@ -188,15 +192,15 @@ void bench_workload_cached(slot_t *s)
         json_object_set_new(o[0].rq, "expected_cached_tokens", json_integer(0));
         if (o[0].st.status == 200 && o[0].st.cached_tokens != 0) {
             if (o[0].st.cached_tokens < 0)
-                bench_slot_invalid(s,
-                                   "cached pair %d (cached-cold): the server reports no "
-                                   "usage.prompt_tokens_details.cached_tokens, so its reuse cannot be measured",
-                                   pair);
+                bench_slot_invalid_at(s, &o[0].idx, 1,
+                                      "cached pair %d (cached-cold): the server reports no "
+                                      "usage.prompt_tokens_details.cached_tokens, so its reuse cannot be measured",
+                                      pair);
             else
-                bench_slot_invalid(s,
-                                   "cached pair %d (cached-cold): %d cached tokens under a fresh cache_salt: a salt "
-                                   "leak (blocks cached under another salt were reused)",
-                                   pair, o[0].st.cached_tokens);
+                bench_slot_invalid_at(s, &o[0].idx, 1,
+                                      "cached pair %d (cached-cold): %d cached tokens under a fresh cache_salt: a salt "
+                                      "leak (blocks cached under another salt were reused)",
+                                      pair, o[0].st.cached_tokens);
             n_leaks += o[0].st.cached_tokens > 0;
         }
         bool is_full1 = check_reuse(s, pair, &q[1], &o[1], exp_partial, &n_bad);

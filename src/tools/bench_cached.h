@@ -10,7 +10,7 @@
 /* Prompt tokens a request of n_prompt tokens takes from the prefix cache
  * when an earlier request under the same salt left its first n_shared
  * tokens cached, with blocks of block_size tokens. The engine's rule
- * (engine.c admit): whole blocks only, matched from the start, and never
+ * (engine_admit.c admit): whole blocks only, matched from the start, and never
  * the last prompt token, whose logits start decoding; so
  * min(floor((n_prompt - 1) / bs), floor(n_shared / bs)) x bs. 0 when an
  * argument is out of range. */

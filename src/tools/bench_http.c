@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/clock.h"
 
@@ -267,6 +268,28 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *cls)
     return n;
 }
 
+/* Keeps the x-splash-replica header: behind a balancer, which replica
+ * served the request (the sessions workload counts reuse per replica). */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *cls)
+{
+    bench_stream_t *s = cls;
+    size_t n = size * nmemb;
+    static const char name[] = "x-splash-replica:";
+    if (n > sizeof name - 1 && !strncasecmp(data, name, sizeof name - 1)) {
+        const char *v = data + sizeof name - 1;
+        size_t len = n - (sizeof name - 1);
+        while (len && (*v == ' ' || *v == '\t'))
+            v++, len--;
+        while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+            len--;
+        if (len < sizeof s->replica) {
+            memcpy(s->replica, v, len);
+            s->replica[len] = 0;
+        }
+    }
+    return n;
+}
+
 int bench_http_stream(bench_http_t *h, const char *path, const json_t *body, bench_stream_t *s,
                       volatile int *is_first_flag, err_t *err)
 {
@@ -281,6 +304,8 @@ int bench_http_stream(bench_http_t *h, const char *path, const json_t *body, ben
     curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_stream);
     curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &c);
     curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, payload);
+    curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, s);
     s->t_submit_ns = clock_now_ns();
     CURLcode rc = curl_easy_perform(h->curl);
     s->t_end_ns = clock_now_ns();

@@ -44,8 +44,9 @@ typedef struct bench_stream {
      * (OpenAI, splash, llama-server), "timings.cache_n" (llama-server builds
      * whose usage has no details), NULL when neither was there */
     const char *cached_tokens_field;
-    bool is_done;    /* data: [DONE] seen */
-    char error[256]; /* an error body or event, if any */
+    char replica[65]; /* the x-splash-replica response header (which replica behind a balancer), or "" */
+    bool is_done;     /* data: [DONE] seen */
+    char error[256];  /* an error body or event, if any */
     /* parser state */
     char *line;
     size_t line_len, line_cap;

@@ -53,6 +53,7 @@ typedef struct run {
     uint64_t n_salts;
     json_t *slots;
     json_t *reasons;      /* run-level invalidity reasons */
+    json_t *reason_refs;  /* ... and, for each, the targets it names (bench_run_invalid) */
     json_t *unverifiable; /* names of checks that could not be made */
     double *values;       /* (metric, round, position) */
     bool has_metric[BM_COUNT];
@@ -65,6 +66,7 @@ typedef struct slot {
     arm_rt_t *arm;
     int round, pos;
     json_t *j, *requests, *reasons;
+    json_t *reason_requests; /* for each reason, the indices of the requests it names */
     int n_reasons_dropped;
     bench_http_t h;
     int64_t t0_ns;
@@ -88,8 +90,27 @@ typedef struct req_spec {
 
 /* ---- shared helpers (bench.c) ---- */
 
+/* ---- validity reasons (bench_reasons.c) ---- */
+
 /* A reason the slot is invalid (kept up to BENCH_MAX_SLOT_REASONS). */
 void bench_slot_invalid(slot_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ... that names n_reqs of the slot's requests (indices into its requests). */
+void bench_slot_invalid_at(slot_t *s, const int *reqs, int n_reqs, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Puts the slot's valid, reasons and reason_requests into its JSON. */
+void bench_slot_reasons_close(slot_t *s);
+/* A reason the run is invalid; targets (stolen, NULL: none) lists what it
+ * names, each {"round","slot"[,"request"]} or {"arm"}. */
+void bench_run_invalid(run_t *r, json_t *targets, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A target naming a slot of the report (request >= 0: one of its requests). */
+json_t *bench_slot_ref(const json_t *slot, int request);
+/* A target list naming arm 'A' or 'B'. */
+json_t *bench_arm_ref(char arm);
+/* The report's validity object: every reason (the run's, then each slot's
+ * prefixed with slot and round), the parallel reason_refs, unverifiable
+ * (the report takes r->unverifiable, r->reasons and r->reason_refs are
+ * spent). */
+json_t *bench_validity(run_t *r, bool *is_valid);
 /* A check that could not be made on some arm (listed once per run). */
 void bench_unverifiable(run_t *r, const char *check);
 double bench_ms(int64_t ns);
@@ -127,5 +148,7 @@ void bench_workload_seeded(slot_t *s);
 void bench_workload_strict_json(slot_t *s);
 /* bench_cached.c: prefix reuse under one salt per pair, cached TTFT */
 void bench_workload_cached(slot_t *s);
+/* bench_sessions.c: concurrent multi-turn conversations, reuse per replica */
+void bench_workload_sessions(slot_t *s);
 
 #endif

@@ -196,6 +196,7 @@ void bench_workload_mixed(slot_t *s)
             __atomic_store_n(&p.is_stop, 1, __ATOMIC_RELEASE);
             pthread_join(tp, NULL);
         }
+        int rq_dl[2] = {(int)json_array_size(s->requests), (int)json_array_size(s->requests) + 1};
         bench_record(s, &d->q, &d->st, d->rc ? d->err.msg : NULL);
         bench_record(s, &l->q, &l->st, l->rc ? l->err.msg : NULL);
         if (l->st.t_first_ns) {
@@ -225,11 +226,12 @@ void bench_workload_mixed(slot_t *s)
                                               "fresh_snapshots", ov.fresh, "stale_snapshots", ov.stale, "failed_polls",
                                               p.n_failed, "overlap_evidence_pairs", ev, "overlap_proven", ev > 0));
         if (has_poller && ev == 0)
-            bench_slot_invalid(s,
-                               "mixed repetition %d: overlap not proven: no two fresh /status snapshots show the long "
-                               "prefill advancing while the decode request generated (%d fresh, %d stale or repeated; "
-                               "if the decode ended first, raise --mixed-decode-tokens)",
-                               rep, ov.fresh, ov.stale);
+            bench_slot_invalid_at(
+                s, rq_dl, 2,
+                "mixed repetition %d: overlap not proven: no two fresh /status snapshots show the long "
+                "prefill advancing while the decode request generated (%d fresh, %d stale or repeated; "
+                "if the decode ended first, raise --mixed-decode-tokens)",
+                rep, ov.fresh, ov.stale);
         evidence += ev;
         fresh += ov.fresh;
         stale += ov.stale;
@@ -323,7 +325,8 @@ void bench_workload_strict_json(slot_t *s)
             err_t e;
             int rc = bench_json_turn(&s->h, s->arm, p, t, messages, q.max_tokens, q.salt, &st, &e);
             bool is_ok = bench_record(s, &q, &st, rc ? e.msg : NULL);
-            json_t *rq = json_array_get(s->requests, json_array_size(s->requests) - 1);
+            int idx = (int)json_array_size(s->requests) - 1;
+            json_t *rq = json_array_get(s->requests, (size_t)idx);
             n_req++;
             n_answered += !rc && st.status == 200;
             n_tokens += st.completion_tokens > 0 ? st.completion_tokens : 0;
@@ -344,7 +347,8 @@ void bench_workload_strict_json(slot_t *s)
                     n_valid++;
                 } else {
                     n_invalid++;
-                    bench_slot_invalid(s, "strict-json probe %d (%s) turn %d: %s: %s", p, name, t + 1, judged, why);
+                    bench_slot_invalid_at(s, &idx, 1, "strict-json probe %d (%s) turn %d: %s: %s", p, name, t + 1,
+                                          judged, why);
                 }
             }
             json_object_set_new(rq, "schema", json_string(name));

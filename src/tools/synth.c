@@ -12,6 +12,7 @@
 #include "kernels/types.h"
 #include "model/gguf_write.h"
 #include "text/tokspec.h"
+#include "tools/quant_mix.h"
 
 #define SYNTH_MAX_TENSORS 4096
 #define SYNTH_QWEN35_MAX_BLOCKS (SYNTH_MAX_TENSORS / 20) /* at most 19 tensors a block, 4 global */
@@ -142,26 +143,6 @@ typedef enum role {
 static const char *const role_suffix[ROLE_COUNT] = {"token_embd",  "output",   "attn_q", "attn_k",  "attn_v",
                                                     "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
 
-/* llama.cpp's layers that get more bits in its _M mixes: the first and last
- * eighth, and every third layer in between. */
-static bool use_more_bits(int layer, int n_layers)
-{
-    return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
-}
-
-static uint32_t matrix_type(uint32_t wtype, role_t role, int layer, const model_config_t *c)
-{
-    if (wtype != SYNTH_TYPE_Q4_K_M)
-        return wtype;
-    switch (role) {
-    case ROLE_OUTPUT: return TYPE_Q6_K;
-    case ROLE_TOKEN_EMBD: return c->is_tied ? TYPE_Q6_K : TYPE_Q4_K; /* tied: it is the output */
-    case ROLE_ATTN_V:
-    case ROLE_FFN_DOWN: return use_more_bits(layer, c->n_layers) ? TYPE_Q6_K : TYPE_Q4_K;
-    default: return TYPE_Q4_K;
-    }
-}
-
 /* ne[0], the quantised row width, of a role's matrix, and its name in messages. */
 static int64_t matrix_width(role_t role, const model_config_t *c, const char **what)
 {
@@ -175,6 +156,22 @@ static int64_t matrix_width(role_t role, const model_config_t *c, const char **w
     }
     *what = "hidden";
     return c->hidden;
+}
+
+#define MIX_FALLBACK_MSG "llama.cpp's Q4_K_M falls back to q5_0 there, which splash does not implement"
+
+/* A matrix's type: wtype, or its type in llama.cpp's Q4_K_M mix (quant_mix.c). */
+static uint32_t matrix_type(uint32_t wtype, role_t role, int layer, const model_config_t *c)
+{
+    if (wtype != SYNTH_TYPE_Q4_K_M)
+        return wtype;
+    char name[64];
+    const char *what;
+    if (role == ROLE_TOKEN_EMBD || role == ROLE_OUTPUT)
+        snprintf(name, sizeof name, "%s.weight", role_suffix[role]);
+    else
+        snprintf(name, sizeof name, "blk.%d.%s.weight", layer, role_suffix[role]);
+    return quant_mix_q4_k_m(name, matrix_width(role, c, &what), c->n_layers, c->is_tied);
 }
 
 static int qwen35_check(const model_config_t *c, uint32_t wtype, err_t *err);
@@ -206,13 +203,17 @@ int synth_check(const model_config_t *c, uint32_t wtype, err_t *err)
             const char *what;
             int64_t width = matrix_width((role_t)r, c, &what);
             int64_t bs = type_traits(type)->block_size;
-            if (width % bs == 0)
+            if (width % bs == 0 && type_is_computable(type))
                 continue;
             char tensor[64];
             if (is_global)
                 snprintf(tensor, sizeof tensor, "%s.weight", role_suffix[r]);
             else
                 snprintf(tensor, sizeof tensor, "blk.%d.%s.weight", layer, role_suffix[r]);
+            if (!type_is_computable(type)) /* the mix's Q4_K -> Q5_0 fallback */
+                return err_set(
+                    err, "%s = %lld is not a multiple of the q4_k block size 256 (the row width of tensor %s): %s",
+                    what, (long long)width, tensor, MIX_FALLBACK_MSG);
             return err_set(err, "%s = %lld is not a multiple of the %s block size %lld (the row width of tensor %s)",
                            what, (long long)width, type_name(type), (long long)bs, tensor);
         }
@@ -401,57 +402,69 @@ static void qwen3_tensors(synth_ctx_t *s, const model_config_t *c, uint32_t wtyp
 /* Every qwen35 tensor with llama.cpp's name and shape. Matrices take wtype;
  * what llama.cpp's converter keeps in f32 stays f32: every 1-D tensor (the
  * norms, ssm_a, ssm_dt.bias) and ssm_conv1d. */
+/* A qwen35 matrix, named n, in wtype or its place in the Q4_K_M mix. */
+static void add_matrix(synth_ctx_t *s, const model_config_t *c, uint32_t wtype, const char *n, int64_t n_in,
+                       int64_t n_out)
+{
+    uint32_t type = wtype;
+    if (wtype == SYNTH_TYPE_Q4_K_M)
+        type = quant_mix_q4_k_m(n, n_in, c->n_layers + c->n_nextn, c->is_tied);
+    add(s, n, type, n_in, n_out, INIT_WEIGHT);
+}
+
 static void qwen35_tensors(synth_ctx_t *s, const model_config_t *c, uint32_t wtype)
 {
     int64_t h = c->hidden, q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
     int64_t dk = (int64_t)c->ssm_state * c->ssm_k_heads, dv = c->ssm_inner, conv_dim = 2 * dk + dv;
-    add(s, "token_embd.weight", wtype, h, c->vocab, INIT_WEIGHT);
+    add_matrix(s, c, wtype, "token_embd.weight", h, c->vocab);
     for (int i = 0; i < c->n_layers + c->n_nextn; i++) {
         char n[96];
 #define BLK(suffix, type, n_in, n_out, init)                                                                           \
     snprintf(n, sizeof n, "blk.%d.%s", i, suffix);                                                                     \
     add(s, n, type, n_in, n_out, init)
+#define MAT(suffix, n_in, n_out)                                                                                       \
+    snprintf(n, sizeof n, "blk.%d.%s", i, suffix);                                                                     \
+    add_matrix(s, c, wtype, n, n_in, n_out)
         BLK("attn_norm.weight", TYPE_F32, h, 1, INIT_NORM);
         BLK("post_attention_norm.weight", TYPE_F32, h, 1, INIT_NORM);
         if (model_is_full_attention(c, i)) {
-            BLK("attn_q.weight", wtype, h, 2 * q_dim, INIT_WEIGHT); /* per head: queries, then the output gate */
-            BLK("attn_k.weight", wtype, h, kv_dim, INIT_WEIGHT);
-            BLK("attn_v.weight", wtype, h, kv_dim, INIT_WEIGHT);
-            BLK("attn_output.weight", wtype, q_dim, h, INIT_WEIGHT);
+            MAT("attn_q.weight", h, 2 * q_dim); /* per head: queries, then the output gate */
+            MAT("attn_k.weight", h, kv_dim);
+            MAT("attn_v.weight", h, kv_dim);
+            MAT("attn_output.weight", q_dim, h);
             BLK("attn_q_norm.weight", TYPE_F32, c->head_dim, 1, INIT_NORM);
             BLK("attn_k_norm.weight", TYPE_F32, c->head_dim, 1, INIT_NORM);
         } else {
-            BLK("attn_qkv.weight", wtype, h, conv_dim, INIT_WEIGHT);
-            BLK("attn_gate.weight", wtype, h, dv, INIT_WEIGHT);
+            MAT("attn_qkv.weight", h, conv_dim);
+            MAT("attn_gate.weight", h, dv);
             BLK("ssm_conv1d.weight", TYPE_F32, c->ssm_conv_kernel, conv_dim, INIT_CONV);
             BLK("ssm_dt.bias", TYPE_F32, c->ssm_v_heads, 1, INIT_DT_BIAS);
             BLK("ssm_a", TYPE_F32, c->ssm_v_heads, 1, INIT_SSM_A);
-            BLK("ssm_beta.weight", wtype, h, c->ssm_v_heads, INIT_WEIGHT);
-            BLK("ssm_alpha.weight", wtype, h, c->ssm_v_heads, INIT_WEIGHT);
+            MAT("ssm_beta.weight", h, c->ssm_v_heads);
+            MAT("ssm_alpha.weight", h, c->ssm_v_heads);
             BLK("ssm_norm.weight", TYPE_F32, dv / c->ssm_v_heads, 1, INIT_NORM);
-            BLK("ssm_out.weight", wtype, dv, h, INIT_WEIGHT);
+            MAT("ssm_out.weight", dv, h);
         }
-        BLK("ffn_gate.weight", wtype, h, c->ffn, INIT_WEIGHT);
-        BLK("ffn_up.weight", wtype, h, c->ffn, INIT_WEIGHT);
-        BLK("ffn_down.weight", wtype, c->ffn, h, INIT_WEIGHT);
+        MAT("ffn_gate.weight", h, c->ffn);
+        MAT("ffn_up.weight", h, c->ffn);
+        MAT("ffn_down.weight", c->ffn, h);
         if (i >= c->n_layers) {
-            BLK("nextn.eh_proj.weight", wtype, 2 * h, h, INIT_WEIGHT);
+            MAT("nextn.eh_proj.weight", 2 * h, h);
             BLK("nextn.enorm.weight", TYPE_F32, h, 1, INIT_NORM);
             BLK("nextn.hnorm.weight", TYPE_F32, h, 1, INIT_NORM);
             BLK("nextn.shared_head_norm.weight", TYPE_F32, h, 1, INIT_NORM);
         }
 #undef BLK
+#undef MAT
     }
     add(s, "output_norm.weight", TYPE_F32, h, 1, INIT_NORM);
     if (!c->is_tied)
-        add(s, "output.weight", wtype, h, c->vocab, INIT_WEIGHT);
+        add_matrix(s, c, wtype, "output.weight", h, c->vocab);
 }
 
 static int qwen35_check(const model_config_t *c, uint32_t wtype, err_t *err)
 {
-    if (wtype == SYNTH_TYPE_Q4_K_M)
-        return err_set(err, "q4_k_m is llama.cpp's Qwen3 mix; the qwen35 presets take one type for every matrix");
-    if (!type_is_computable(wtype))
+    if (wtype != SYNTH_TYPE_Q4_K_M && !type_is_computable(wtype))
         return err_set(err, "weight type %s cannot be written (%s)", type_name(wtype), SYNTH_TYPE_NAMES);
     if (c->n_layers < 1 || c->n_nextn < 0 || c->n_layers + c->n_nextn > SYNTH_QWEN35_MAX_BLOCKS)
         return err_set(err, "layers + nextn must be 2 to %d (at least one main layer)", SYNTH_QWEN35_MAX_BLOCKS);
@@ -481,7 +494,10 @@ static int qwen35_check(const model_config_t *c, uint32_t wtype, err_t *err)
     int rc = 0;
     for (int i = 0; i < s.n && !rc; i++) {
         int64_t bs = type_traits(s.t[i].type)->block_size;
-        if (s.t[i].n_in % bs)
+        if (!type_is_computable(s.t[i].type)) /* the mix's Q4_K -> Q5_0 fallback */
+            rc = err_set(err, "the row width %lld of tensor %s is not a multiple of the q4_k block size 256: %s",
+                         (long long)s.t[i].n_in, s.t[i].name, MIX_FALLBACK_MSG);
+        else if (s.t[i].n_in % bs)
             rc = err_set(err, "the row width %lld of tensor %s is not a multiple of the %s block size %lld",
                          (long long)s.t[i].n_in, s.t[i].name, type_name(s.t[i].type), (long long)bs);
     }

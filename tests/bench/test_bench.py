@@ -13,7 +13,14 @@ part per CTest test (label bench):
           pair, full and partial continuations told apart, cached TTFT
           metrics; a cache shared across salts and a disabled cache each
           make the run invalid with their reason
-  html    the HTML report renders in headless Chromium with its charts
+  sessions  concurrent multi-turn conversations against the real server:
+          each later turn reuses exactly its previous prompt's whole blocks,
+          one salt per conversation, per-replica tallies by x-splash-replica;
+          a server that reuses nothing is valid at 0 % cached
+  html    the HTML report in headless Chromium (DevTools protocol on a pipe,
+          cdp_page.py): no console errors, the environment table, drawn
+          charts for every metric, each validity reason's links resolving to
+          the request rows it names; a tampered copy shows CSP errors
   trace   --trace: captures validated and attached, verdict diagnostic; a URL
           arm and a server that cannot trace refused
   llama   a third-party arm in llama.cpp's llama-server dialect (a stub: CI has
@@ -240,7 +247,7 @@ def part_strict_json(a):
     p, rep = stub_bench(a, "sj-stub-old", "--json valid", "--no-grammar", expect_codes=(1,))
     assert "arm B: the strict-json workload is refused" in p.stderr, p.stderr
     # the workload name and its flags are checked where they enter
-    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded, strict-json or cached"),
+    for bad, why in ((["--workload", "strict"], "is not serial, mixed, seeded, strict-json, cached or sessions"),
                      (["--strict-json-cycles", "0"], "out of range"), (["--strict-json-tokens", "0"], "out of range")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
@@ -309,6 +316,60 @@ def part_cached(a):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
     print("cached: a shared namespace and a disabled cache each invalid with their reason; bad options refused")
+SESSIONS = ["--workload", "sessions", "--sessions", "3", "--session-turns", "3", "--session-first-tokens", "40",
+            "--session-turn-tokens", "24", "--session-max-tokens", "4", "--warmup", "1",
+            "--decide", "session_prefill,session_ttft"]
+
+
+def part_sessions(a):
+    p, rep = bench(a, "sessions", SESSIONS + ["--baseline-args", "--replica-id a", "--candidate-args",
+                                              "--replica-id b"], expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    assert rep["config"]["sessions"] == {"sessions": 3, "turns": 3, "first_tokens": 40, "turn_tokens": 24,
+                                         "max_tokens": 4}
+    lens = [40, 64, 88]
+    for s in rep["slots"]:
+        ss = s["sessions"]
+        bs = ss["block_size"]
+        assert bs > 0 and ss["requests"] == ss["valid"] == 9, ss
+        # one server: every later turn reuses its previous prompt's whole
+        # blocks (never its own last token), nothing else, and the first none
+        want = [0] + [min((lens[t] - 1) // bs, lens[t - 1] // bs) * bs for t in (1, 2)]
+        by_session = {}
+        for q in s["requests"]:
+            assert q["kind"] == "session" and q["prompt_tokens"] == lens[q["turn"] - 1], q
+            assert q["cached_tokens"] == want[q["turn"] - 1], (q, want)
+            by_session.setdefault(q["session"], set()).add(q["cache_salt"])
+        assert sorted(by_session) == [0, 1, 2] and all(len(v) == 1 for v in by_session.values()), by_session
+        assert len(set().union(*by_session.values())) == 3, "one salt per conversation"
+        assert ss["cached_tokens"] == 3 * sum(want) and ss["prompt_tokens"] == 3 * sum(lens), ss
+        name = "a" if s["slot"][0] == "A" else "b"
+        assert list(ss["replicas"]) == [name] and ss["replicas"][name]["requests"] == 9, ss["replicas"]
+        assert s["metrics"]["session_prefill"] == (3 * sum(lens) - ss["cached_tokens"]) / 9, (s["metrics"], ss)
+        for k in ("session_ttft", "session_throughput"):
+            assert s["metrics"][k] > 0, (k, s["metrics"])
+    assert rep["statistics"]["session_prefill"]["decides"] and not rep["statistics"]["session_throughput"]["decides"]
+    assert "sessions: 3 conversations at once" in p.stdout and " a " in p.stdout, p.stdout
+    print(f"sessions: valid, {rep['statistics']['session_prefill']['combined']['a']:.1f} tokens prefilled a turn (A), "
+          f"each later turn reusing its previous prompt's whole blocks")
+    # reuse is measured, not required: a server that reuses nothing is valid: every turn prefills all its prompt
+    p, rep = bench(a, "sessions-off", SESSIONS + ["--candidate-args", "--test-no-prefix-cache"],
+                   expect_codes=(0, 10, 11, 12))
+    assert rep["validity"]["valid"], reasons(rep)
+    for s in rep["slots"]:
+        assert (s["sessions"]["cached_tokens"] == 0) == (s["slot"][0] == "B"), (s["slot"], s["sessions"])
+        if s["slot"][0] == "B":
+            assert s["metrics"]["session_prefill"] == sum(lens) / 3, s["metrics"]
+    assert rep["statistics"]["session_prefill"]["combined"]["verdict"] == "regression", rep["statistics"]["session_prefill"]
+    for bad, why in ((["--sessions", "0"], "out of range"), (["--session-turns", "65"], "out of range"),
+                     (["--session-first-tokens", "0"], "out of range"),
+                     (["--workload", "sessions", "--session-first-tokens", "999999", "--session-turns", "64"],
+                      "exceeds the longest prompt")):
+        p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and why in p.stderr, (bad, p.returncode, p.stderr)
+    print("sessions: no prefix cache prefills every prompt token (a regression, still valid); bad options refused")
+
+
 def start_stub(*args):
     stub = subprocess.Popen([sys.executable, STUB] + list(args), stdout=subprocess.PIPE, text=True)
     return stub, re.search(r"(http://\S+)", stub.stdout.readline()).group(1)
@@ -393,33 +454,102 @@ def part_llama(a):
             x.wait()
 
 
+# what the page reports about itself once Chromium loaded it
+PAGE_FACTS = """(() => {
+  const charts = {};
+  for (const s of document.querySelectorAll('svg.chart')) {
+    const k = s.dataset.metric, b = s.getBBox();
+    charts[k] = charts[k] || {n: 0, drawn: 0};
+    charts[k].n++;
+    if (b.width > 0 && s.querySelectorAll('rect,line,circle').length > 0) charts[k].drawn++;
+  }
+  const reasons = [...document.querySelectorAll('#reasons > li')].map(li => ({
+    text: li.textContent,
+    links: [...li.querySelectorAll('a')].map(a => {
+      const href = a.getAttribute('href'), t = href.startsWith('#') && document.getElementById(href.slice(1));
+      return {href, target: t ? t.tagName : null};
+    })}));
+  return {rows: [...document.querySelectorAll('#env tr[id^="env-"]')].map(r => r.id), charts, reasons,
+          th: getComputedStyle(document.querySelector('#env th')).backgroundColor,
+          scripts: document.scripts.length};
+})()"""
+ENV_ROWS = ["machine", "cpu", "kernel", "build", "binary", "binary-sha256", "model", "model-sha256", "args",
+            "residency", "rounds", "workloads"]
+
+
+def check_page(a, chromium, name, rep):
+    """The report page of run `name` in headless Chromium: no console
+    errors, the environment table, drawn charts for every metric, every
+    validity reason listed with links that resolve (a reason naming a
+    request links to its row); a screenshot is kept beside it."""
+    from cdp_page import Page
+    html = os.path.join(a.dir, name, "report.html")
+    with open(html) as f:
+        src = f.read()
+    assert not any(t in src for t in ("<script", "<link", "<img", "<iframe", "url(")), "the report must not load anything"
+    assert "Content-Security-Policy" in src
+    with Page(chromium, os.path.join(a.dir, "chromium-profile")) as p:
+        p.load("file://" + os.path.abspath(html))
+        facts = p.evaluate(PAGE_FACTS)
+        p.screenshot(os.path.join(a.dir, name, "report.png"))
+        errors = list(p.errors)
+    assert not errors, f"{name}: console errors: {errors}"
+    assert facts["scripts"] == 0, facts["scripts"]
+    # the page's own style sheet applied under its CSP hash
+    assert facts["th"] == "rgb(242, 242, 242)", facts["th"]
+    missing = [r for r in ENV_ROWS if "env-" + r not in facts["rows"]]
+    assert not missing, f"{name}: environment rows missing: {missing} (have {facts['rows']})"
+    for key in rep["statistics"]:
+        c = facts["charts"].get(key, {"n": 0, "drawn": 0})
+        assert c["n"] >= 1 and c["drawn"] == c["n"], f"{name}: charts of {key}: {c}"
+    assert facts["charts"].get("gaps", {}).get("drawn") == 1, facts["charts"]
+    val = rep["validity"]
+    assert len(val["reason_refs"]) == len(val["reasons"]) == len(facts["reasons"]), (val, facts["reasons"])
+    for text, r in zip(val["reasons"], facts["reasons"]):
+        assert r["text"].startswith(text), (text, r["text"])
+        bad = [x["href"] for x in r["links"] if not x["target"]]
+        assert not bad, f"{name}: reason {text!r} links to nothing: {bad}"
+        m = re.match(r"(\w+) \(round (\d+)\): \S+ request (\d+):", text)
+        if m:
+            want = f"#req-{m.group(2)}-{m.group(1)}-{m.group(3)}"
+            assert any(x["href"] == want and x["target"] == "TR" for x in r["links"]), (text, r["links"])
+    n_links = sum(len(r["links"]) for r in facts["reasons"])
+    print(f"html {name}: charts {sum(c['n'] for c in facts['charts'].values())}, environment rows "
+          f"{len(facts['rows'])}, {len(facts['reasons'])} reason(s) with {n_links} link(s), no console errors")
+    return html
+
+
 def part_html(a):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         raise SystemExit("chromium is not installed (deps/debian-packages.txt lists it)")
-    p, rep = bench(a, "html", ["--serial-prompt-tokens", "16", "--serial-repeat", "1", "--max-tokens", "8",
-                               "--mixed-long-prompt", "128", "--mixed-decode-tokens", "64", "--mixed-repeat", "1",
-                               "--mixed-shorts", "1", "--poll-ms", "2", "--warmup", "1", "--seeded-probes", "2"],
-                   expect_codes=(0, 10, 11, 12, 13))
-    html = os.path.join(a.dir, "html", "report.html")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from cdp_page import Page
+    small = ["--serial-prompt-tokens", "16", "--max-tokens", "8", "--mixed-long-prompt", "128",
+             "--mixed-decode-tokens", "64", "--mixed-repeat", "1", "--mixed-shorts", "1", "--poll-ms", "2",
+             "--warmup", "1", "--seeded-probes", "2"]
+    p, rep = bench(a, "html", small + ["--serial-repeat", "1"], expect_codes=(0, 10, 11, 12, 13))
+    check_page(a, chromium, "html", rep)
+    # a run made invalid on purpose: a candidate that shares its cache across
+    # salts names requests in its reasons, each linking to its row
+    p, rep = bench(a, "html-invalid", small + ["--serial-repeat", "2", "--candidate-args", "--test-ignore-cache-salt"],
+                   expect_codes=(13,))
+    assert any(re.search(r" request \d+: cached tokens", r) for r in rep["validity"]["reasons"]), \
+        rep["validity"]["reasons"]
+    html = check_page(a, chromium, "html-invalid", rep)
+    # the checker sees what it must refuse: an inline script (blocked by the
+    # page's CSP) and an external image both show as errors
     with open(html) as f:
-        src = f.read()
-    assert "http://" not in src.split("<code>")[0] and "<script src" not in src and "<link" not in src, \
-        "the report must not load anything"
-    d = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                        f"--user-data-dir={os.path.join(a.dir, 'chromium-profile')}", "--dump-dom",
-                        "file://" + os.path.abspath(html)], capture_output=True, text=True, timeout=120)
-    dom = d.stdout
-    m = re.search(r'data-charts="(\d+)"', dom)
-    drawn = re.search(r'data-charts-drawn="(\d+)"', dom)
-    if not m or not drawn:
-        raise SystemExit(f"chromium did not run the page (exit {d.returncode}): {d.stderr[-2000:]}")
-    n, k = int(m.group(1)), int(drawn.group(1))
-    # one chart per metric (7 with serial + mixed) and the gap distribution
-    assert n >= 8, f"{n} charts"
-    assert k == n, f"only {k} of {n} charts have a drawn box"
-    assert 'id="chart-gaps"' in dom and 'id="chart-throughput"' in dom
-    print(f"html: chromium rendered {k} of {n} charts")
+        bad = f.read().replace("</body>", "<script>document.title='x'</script><img src=\"http://127.0.0.1:9/x.png\">"
+                                          "</body>")
+    bad_path = os.path.join(a.dir, "html-invalid", "tampered.html")
+    with open(bad_path, "w") as f:
+        f.write(bad)
+    with Page(chromium, os.path.join(a.dir, "chromium-profile")) as pg:
+        pg.load("file://" + bad_path)
+        errors, title = list(pg.errors), pg.evaluate("document.title")
+    assert title != "x" and len(errors) >= 2 and all("Content Security Policy" in e for e in errors), (title, errors)
+    print(f"html: a tampered copy shows {len(errors)} CSP error(s), its inline script blocked")
 
 
 def part_trace(a):
@@ -455,7 +585,8 @@ def part_trace(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=["faults", "stub", "strict-json", "cached", "html", "trace", "llama"])
+    ap.add_argument("part", choices=["faults", "stub", "strict-json", "cached", "sessions", "html", "trace",
+                                     "llama"])
     ap.add_argument("--splash", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--dir", required=True)

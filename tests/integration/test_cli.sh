@@ -185,12 +185,33 @@ for d in ngram mtp; do
         cmp -s "$work/q35-ids-$d.txt" "$work/q35-ids-none.txt" && ok || bad "qwen35 --draft $d: $(head -c 300 "$work/err")"
 done
 expect_error 1 "a hybrid \(qwen35\) draft model is not supported" -- "$splash" run --draft "$q35" hi
+# a qwen35 file without a full-attention main layer keeps no KV (it crashed the memory plan once)
+"$splash" model synth --preset qwen35-tiny --layers 3 --type f32 --out "$work/q35-gdn-only.gguf" >/dev/null 2>&1
+expect_ok "$splash" run --model "$work/q35-gdn-only.gguf" --max-tokens 8 --temperature 0 --draft mtp hi
 expect_error 1 "draft mtp: the model \(qwen3\) has no MTP \(NextN\) block" -- "$splash" run --draft mtp hi
 expect_ok "$splash" model convert --in "$q35" --type f16 --out "$work/q35-f16.gguf"
 "$splash" model info --no-hash "$work/q35-f16.gguf" >"$work/info" 2>&1
 grep -qE "blk.0.ssm_conv1d.weight +f32" "$work/info" && grep -qE "blk.0.ssm_a +f32" "$work/info" &&
     grep -qE "blk.0.ssm_alpha.weight +f16" "$work/info" && grep -q "layers: 4 (3 Gated DeltaNet" "$work/info" &&
     ok || bad "qwen35 convert: $(grep -E 'ssm_conv1d|ssm_a |architecture' "$work/info" | head -c 600)"
+# llama.cpp's Q4_K_M mix on qwen35 (rows of 256): converting the f32 file and
+# synthesising directly give the same table; 5 blocks: attn_qkv / attn_v /
+# ffn_down in Q6_K in blocks 2 and 4, the tied embedding Q6_K, ssm_conv1d f32
+k35=(--preset qwen35-tiny --hidden 256 --ffn 512)
+"$splash" model synth "${k35[@]}" --type f32 --out "$work/k35.gguf" 2>/dev/null
+"$splash" model synth "${k35[@]}" --type q4_k_m --out "$work/k35-syn.gguf" 2>/dev/null
+expect_ok "$splash" model convert --in "$work/k35.gguf" --type q4_k_m --out "$work/k35-conv.gguf"
+for f in syn conv; do
+    "$splash" model info --no-hash "$work/k35-$f.gguf" | awk '$1 ~ /^(blk|token_embd|output)/ {print $1, $2}' >"$work/k35-$f.types"
+done
+grep -qx "blk.2.attn_qkv.weight q6_k" "$work/k35-conv.types" && grep -qx "blk.1.attn_qkv.weight q4_k" "$work/k35-conv.types" &&
+    grep -qx "blk.4.attn_v.weight q6_k" "$work/k35-conv.types" && grep -qx "blk.3.attn_v.weight q4_k" "$work/k35-conv.types" &&
+    grep -qx "blk.2.ffn_down.weight q6_k" "$work/k35-conv.types" && grep -qx "token_embd.weight q6_k" "$work/k35-conv.types" &&
+    grep -qx "blk.0.ssm_conv1d.weight f32" "$work/k35-conv.types" && grep -qx "blk.0.ssm_alpha.weight q4_k" "$work/k35-conv.types" &&
+    cmp -s "$work/k35-syn.types" "$work/k35-conv.types" && ok || bad "qwen35 q4_k_m: $(diff "$work/k35-syn.types" "$work/k35-conv.types" | head -5; head -c 400 "$work/k35-conv.types")"
+expect_ok "$splash" run --model "$work/k35-conv.gguf" --prompt-ids 1,2,3 --max-tokens 4 --temperature 0
+expect_error 1 "blk.0.attn_qkv.weight: row width 128 .* falls back to q5_0" -- \
+    "$splash" model convert --in "$q35" --type q4_k_m --out "$work/x.gguf"
 expect_error 2 "--nextn applies to the qwen35 presets only" -- "$splash" model synth --out "$work/x.gguf" --nextn 1
 expect_error 2 "ssm-v-heads 12 must be a multiple of ssm-groups 8" -- \
     "$splash" model synth --preset qwen35-tiny --out "$work/x.gguf" --ssm-v-heads 12

@@ -45,22 +45,35 @@ TYPE_IDS = {"f32": gguf_ref.GGML_F32, "f16": gguf_ref.GGML_F16, "bf16": gguf_ref
             "q5_k": gguf_ref.GGML_Q5_K, "q6_k": gguf_ref.GGML_Q6_K}
 
 
-def expected_type(mix, name, n_layer, has_output):
-    """The storage type --type `mix` should give 2-D tensor `name`.  One type
-    for everything, or q4_k_m: llama.cpp's Q4_K_M rule -- Q6_K for
-    output.weight (token_embd.weight when there is no output.weight), Q6_K
-    for attn_v and ffn_down in layer i when i < n/8, i >= 7n/8 or
-    (i - n/8) % 3 == 2, Q4_K for every other matrix."""
+def expected_type(mix, name, n_layer, has_output, ne0=256):
+    """The storage type --type `mix` should give 2-D tensor `name` (row width
+    ne0) in a file of n_layer blocks (block_count, qwen35's NextN blocks
+    included).  One type for everything, or q4_k_m: llama.cpp's Q4_K_M table
+    (src/llama-quant.cpp, llama_tensor_get_type_impl and tensor_type_fallback;
+    see docs/architecture.md) -- Q6_K for output.weight (token_embd.weight
+    when there is no output.weight; Q8_0 if ne0 % 256), Q6_K for attn_v,
+    attn_qkv (qwen35's GDN input, an attn_v-like tensor there) and ffn_down
+    in block i when i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2, Q4_K for every
+    other matrix; a K-quant row that ne0 does not fill falls back to Q8_0
+    (from Q6_K) or Q5_0 (from Q4_K), F16 if not even 32 divides ne0."""
     if mix != "q4_k_m":
         return TYPE_IDS[mix]
     if name == "output.weight" or (name == "token_embd.weight" and not has_output):
-        return gguf_ref.GGML_Q6_K
+        return gguf_ref.GGML_Q6_K if ne0 % 256 == 0 else gguf_ref.GGML_Q8_0
+    want = gguf_ref.GGML_Q4_K
     parts = name.split(".")
-    if parts[0] == "blk" and parts[2] in ("attn_v", "ffn_down"):
+    if parts[0] == "blk" and parts[2] in ("attn_v", "attn_qkv", "ffn_down"):
         i, n = int(parts[1]), n_layer
         if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2:
-            return gguf_ref.GGML_Q6_K
-    return gguf_ref.GGML_Q4_K
+            want = gguf_ref.GGML_Q6_K
+    if ne0 % 256 == 0:
+        return want
+    if ne0 % 32:
+        return gguf_ref.GGML_F16
+    return gguf_ref.GGML_Q8_0 if want == gguf_ref.GGML_Q6_K else GGML_Q5_0
+
+
+GGML_Q5_0 = 6  # only as an expected type: neither side computes it
 
 # Tolerance on   max over positions of  max_j |c_j - r_j| / max_j |r_j|
 # (the logit error relative to that position's logit scale), for a model of
@@ -371,13 +384,15 @@ def _synth(a, splash, wd, tag):
     big = [n for n, ti in g.tensors.items() if len(ti.ne) == 2]
     # qwen35's conv taps stay F32 whatever the type (llama.cpp's converter keeps ssm_conv1d in F32)
     f32_kept = [n for n in big if arch == "qwen35" and n.endswith(".ssm_conv1d.weight")]
-    wrong = [n for n in big if n not in f32_kept and g.tensors[n].type != expected_type(a.type, n, n_layer, has_output)]
+    def want(n):
+        return expected_type(a.type, n, n_layer, has_output, g.tensors[n].ne[0])
+    wrong = [n for n in big if n not in f32_kept and g.tensors[n].type != want(n)]
     wrong += [n for n in f32_kept if g.tensors[n].type != 0]
     if wrong:
         tn = gguf_ref.TYPE_NAMES
         print("FAIL %s: --type %s but %d 2-D tensor(s) have the wrong type, e.g. %s stored as %s, expected %s" % (
             tag, a.type, len(wrong), wrong[0], tn.get(g.tensors[wrong[0]].type, g.tensors[wrong[0]].type),
-            tn[expected_type(a.type, wrong[0], n_layer, has_output)]))
+            tn.get(want(wrong[0]), want(wrong[0]))))
         return None, 1
     g.close()
     return model, None

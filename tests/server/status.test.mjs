@@ -11,7 +11,8 @@ import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { options, requireDeps, startServer, status, waitStatus } from "./lib.mjs";
+import { get, options, requireDeps, startServer, status, waitStatus } from "./lib.mjs";
+import { spawnSync } from "node:child_process";
 
 const opts = options();
 const Ajv2020 = requireDeps(opts.deps)("ajv/dist/2020").default;
@@ -175,5 +176,58 @@ test("policy and spec counters under --draft ngram for each --verify-rows", asyn
         assert.equal(s.spec.verified, 0);
     } finally {
         assert.equal(await off.stop(), 0);
+    }
+});
+
+// Behind a balancer (deploy/, tests/cluster): --replica-id names the replica
+// in /status, in a response header and as a label on every /metrics sample;
+// /metrics carries what a balancer reads; /ready turns 503 the moment
+// draining starts, while a request is still in flight.
+test("--replica-id in /status, x-splash-replica and /metrics; /ready 503 while draining", async () => {
+    for (const bad of ["", "a b", "x".repeat(65), "r\"1", "r{1}"]) {
+        const r = spawnSync(opts.splash, ["serve", "--model", opts.model, "--replica-id", bad], { encoding: "utf8" });
+        assert.equal(r.status, 2, `--replica-id '${bad}' accepted`);
+        assert.match(r.stderr, /--replica-id/);
+    }
+    const srv = await startServer(opts, ["--replica-id", "r-1.a_b", "--drain-timeout", "10"]);
+    let stopped;
+    try {
+        const s = await check(srv.port, "replica");
+        assert.equal(s.replica_id, "r-1.a_b");
+        const ready = await get(srv.port, "/ready");
+        assert.equal(ready.status, 200);
+        assert.equal(ready.headers["x-splash-replica"], "r-1.a_b");
+        const m = await get(srv.port, "/metrics");
+        assert.equal(m.headers["x-splash-replica"], "r-1.a_b");
+        for (const name of ["splash_queue_depth", "splash_requests_running", "splash_kv_usage_ratio",
+            "splash_prefix_cache_hit_ratio"])
+            assert.match(m.text, new RegExp(`^${name}\\{replica="r-1\\.a_b"\\} [0-9.]+$`, "m"), name);
+        assert.match(m.text, /^splash_http_responses_total\{replica="r-1\.a_b",code="200"\} \d+$/m);
+        const samples = m.text.split("\n").filter((l) => l && !l.startsWith("#"));
+        assert.ok(samples.length > 20);
+        for (const l of samples) assert.match(l, /^[a-z_]+\{replica="r-1\.a_b"[,}]/, l);
+
+        const last = longStream(srv.port, 7);
+        await last.started;
+        stopped = srv.stop();
+        let r;
+        for (let i = 0; i < 500; i++) {
+            r = await get(srv.port, "/ready");
+            if (r.status === 503) break;
+        }
+        assert.equal(r.status, 503, "/ready stayed 200 while draining");
+        const during = await status(srv.port);
+        assert.ok(during.draining && during.requests.active.length === 1, "the in-flight request still runs");
+        last.req.destroy();
+        assert.equal(await stopped, 0);
+    } finally {
+        if (!stopped) await srv.stop();
+    }
+    const plain = await startServer(opts, []);
+    try {
+        assert.equal((await check(plain.port, "no replica id")).replica_id, null);
+        assert.equal((await get(plain.port, "/health")).headers["x-splash-replica"], undefined);
+    } finally {
+        await plain.stop();
     }
 });

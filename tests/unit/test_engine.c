@@ -19,6 +19,7 @@
 #include "engine/blocks.h"
 #include "engine/engine.h"
 #include "engine/evq.h"
+#include "engine/spec.h"
 #include "kernels/types.h"
 #include "model/forward.h"
 #include "model/kv.h"
@@ -549,6 +550,60 @@ static void test_hybrid_batch_invariance(void **state)
         result_free(&alone[i]);
 }
 
+/* A follow-up turn (prompt + answer + more) on a hybrid model resumes at
+ * the answer's newest cached block: decoding leaves a state snapshot there
+ * (one per sequence); the logits equal a cold run's, bit for bit. With
+ * speculation (the snapshot then comes from a verify row's copy or the
+ * live state) the reuse reaches at least the block before. */
+static void test_hybrid_answer_reuse(void **state)
+{
+    fixture_t *f = *state;
+    enum { N_P = 37, GEN = 40, N_NEW = 6 };
+    int32_t q[N_P + GEN + N_NEW];
+    make_prompt(q, N_P, 77);
+    make_prompt(q + N_P + GEN, N_NEW, 78);
+    for (int spec = 0; spec < 2; spec++) {
+        engine_config_t c;
+        engine_config_default(&c);
+        c.n_threads = 2;
+        c.max_seqs = 2;
+        c.batch_tokens = 64;
+        c.prefill_chunk = 24;
+        c.queue_size = 4;
+        c.max_context = TEST_CONTEXT;
+        c.max_memory = 1ull << 30;
+        c.draft_mode = spec ? ENGINE_DRAFT_NGRAM : ENGINE_DRAFT_NONE;
+        c.verify_rows = SPEC_VERIFY_ALL;
+        err_t err;
+        engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
+        if (!e)
+            fail_msg("engine: %s", err.msg);
+        result_t first, again, cold;
+        run_alone(e, q, N_P, GEN, 0, "dave", &first);
+        assert_int_equal(first.n_ids, GEN);
+        memcpy(q + N_P, first.ids, GEN * sizeof(int32_t));
+        run_alone(e, q, N_P + GEN + N_NEW, 3, 0, "dave", &again);
+        /* the answer's KV reaches position N_P + GEN - 2: 4 full blocks */
+        int want = (N_P + GEN - 1) / KV_BLOCK_SIZE * KV_BLOCK_SIZE;
+        print_message("%s: the follow-up reused %d of its %d tokens\n", spec ? "n-gram drafts" : "plain decode",
+                      again.usage.cached_tokens, N_P + GEN + N_NEW);
+        if (spec)
+            assert_true(again.usage.cached_tokens >= want - KV_BLOCK_SIZE && again.usage.cached_tokens <= want);
+        else
+            assert_int_equal(again.usage.cached_tokens, want);
+        assert_no_blocks_held(e);
+        engine_destroy(e);
+        e = make_engine(f, 1, 32, 24, 4);
+        run_alone(e, q, N_P + GEN + N_NEW, 3, 0, NULL, &cold);
+        engine_destroy(e);
+        assert_memory_equal(again.ids, cold.ids, 3 * sizeof(int32_t));
+        assert_memory_equal(again.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+        result_free(&first);
+        result_free(&again);
+        result_free(&cold);
+    }
+}
+
 /* Hybrid prefix reuse (state_snap.h): a prompt that extends a cached prefix
  * resumes from the snapshot at the prefix's last full block; cached_tokens
  * is exactly what was reused and prefill computes only the rest; the logits
@@ -876,6 +931,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_invariance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_prefix_reuse, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_answer_reuse, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_snapshot_eviction, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_prefill_overlaps_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_reuse_by_salt, setup, teardown),

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,45 @@ static void test_tool_calls(void **state)
     expect("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", false, false, "",
            "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", 0, NULL);
     expect("a <tool_ b", true, false, "", "a <tool_ b", 0, NULL);
+    /* a body with near-misses of the closing tag, in every split */
+    static const char *const near[] = {"f|{\"s\":\"</tool_ca</tool_callx</\"}"};
+    expect("<tool_call>{\"name\":\"f\",\"arguments\":{\"s\":\"</tool_ca</tool_callx</\"}}</tool_call>", true, false, "",
+           "", 1, near);
+}
+
+/* A long call fed a few bytes at a time: each piece scans only what it
+ * added and the few bytes before it that could begin </tool_call>, not the
+ * whole body held so far (which made a long call cost O(n^2)). */
+static void test_long_call_linear(void **state)
+{
+    (void)state;
+    enum { LEN = 20000, PIECE = 3 };
+    static char text[LEN + 128];
+    int k = sprintf(text, "<tool_call>\n{\"name\": \"w\", \"arguments\": {\"t\": \"");
+    for (int i = 0; i < LEN; i++)
+        text[k + i] = "ab </tool_cal"[i % 13]; /* near-misses all along */
+    k += LEN;
+    k += sprintf(text + k, "\"}}\n</tool_call>tail");
+    structured_req_t sr = {.has_tools = true};
+    out_parser_t p;
+    out_delta_t d;
+    out_parser_init(&p, &sr);
+    size_t n = (size_t)k, n_close = strlen("</tool_call>"), n_content = 0;
+    for (size_t at = 0; at < n; at += PIECE) {
+        out_parser_feed(&p, text + at, n - at < PIECE ? n - at : PIECE, false, &d);
+        n_content += d.n_content;
+        out_delta_free(&d);
+        if (p.n_calls == 0 && p.n_hold > 64) /* inside the call's body */
+            assert_true(p.n_call_clear + n_close - 1 >= p.n_hold);
+    }
+    out_parser_feed(&p, "", 0, true, &d);
+    n_content += d.n_content;
+    out_delta_free(&d);
+    assert_int_equal(p.n_calls, 1);
+    assert_string_equal(p.calls[0].name, "w");
+    assert_int_equal(strlen(p.calls[0].arguments), LEN + strlen("{\"t\":\"\"}"));
+    assert_int_equal(n_content, strlen("tail"));
+    out_parser_free(&p);
 }
 
 int main(void)
@@ -113,6 +153,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_tool_calls),
+        cmocka_unit_test(test_long_call_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

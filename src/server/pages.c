@@ -1,0 +1,82 @@
+/* The chat page (/) and the engine dashboard (/dashboard), with their scripts
+ * and style sheet under /web/, served from arrays compiled into the binary
+ * (web_assets.h, written from web/ by cmake/embed_web.cmake).
+ *
+ * These are public routes (no API key): a page is code only and holds no
+ * data; every call it makes goes to an API route that checks the key, which
+ * the page asks for once and sends as Authorization: Bearer. The Host
+ * allowlist still applies (http.c checks it before routing), so a
+ * DNS-rebinding page cannot read them through another name either. */
+#include <microhttpd.h>
+#include <string.h>
+
+#include "server/internal.h"
+#include "server/web_assets.h"
+
+#define PAGES_ASSET_PREFIX "/web/"
+
+/* Scripts and styles from this origin only, no inline script or style, no
+ * other origin for anything (images, fonts, frames, fetch), no framing. */
+static const char pages_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                                "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+static const struct {
+    const char *ext;
+    const char *type;
+} pages_types[] = {
+    {".html", "text/html; charset=utf-8"},
+    {".js", "text/javascript; charset=utf-8"},
+    {".css", "text/css; charset=utf-8"},
+    {".svg", "image/svg+xml"},
+};
+
+static const web_asset_t *find_asset(const char *url)
+{
+    const char *name = NULL;
+    if (!strcmp(url, "/"))
+        name = "index.html";
+    else if (!strcmp(url, "/dashboard"))
+        name = "dashboard.html";
+    else if (!strncmp(url, PAGES_ASSET_PREFIX, strlen(PAGES_ASSET_PREFIX)))
+        name = url + strlen(PAGES_ASSET_PREFIX);
+    if (!name || strchr(name, '/'))
+        return NULL;
+    for (size_t i = 0; i < web_n_assets; i++)
+        if (!strcmp(web_assets[i].name, name))
+            return &web_assets[i];
+    return NULL;
+}
+
+static const char *content_type(const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof pages_types / sizeof *pages_types; i++) {
+        size_t m = strlen(pages_types[i].ext);
+        if (n > m && !strcmp(name + n - m, pages_types[i].ext))
+            return pages_types[i].type;
+    }
+    return "application/octet-stream";
+}
+
+struct MHD_Response *pages_response(const char *url, bool *is_nomem)
+{
+    *is_nomem = false;
+    const web_asset_t *a = find_asset(url);
+    if (!a)
+        return NULL;
+    /* the arrays live as long as the process: no copy */
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(a->n_bytes, (void *)(uintptr_t)a->bytes, MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        *is_nomem = true;
+        return NULL;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type(a->name));
+    /* pages change with the binary: revalidate each time (they are small) */
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(resp, "Content-Security-Policy", pages_csp);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    return resp;
+}
