@@ -28,7 +28,8 @@
 #define PERF_PROBE_PASSES 5
 
 static const char perf_usage[] =
-    "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--reps 3] [--json]\n"
+    "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--depth 0] [--reps 3]\n"
+    "                   [--kv-type f16|f32] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,4 --schema S.json [--tg 128] [--reps 4]\n"
     "\n"
@@ -37,7 +38,9 @@ static const char perf_usage[] =
     "rate during decode (bytes of weights read per token x tokens/s) and the machine's read\n"
     "bandwidth measured by a built-in probe with the same thread count (the faster of one forward\n"
     "stream and four side-by-side streams a thread, best of 5 passes). Figures are medians of\n"
-    "--reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips that test.\n"
+    "--reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips that test. --depth D:\n"
+    "the decode steps take positions D .. D + tg - 1 (attention over a long context). --kv-type:\n"
+    "the KV cache's element type (default f16; the engine's --kv-type).\n"
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
     "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
@@ -122,10 +125,16 @@ typedef struct perf_result {
 } perf_result_t;
 
 /* One thread count: prefill and decode, reps times each. */
-static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, perf_result_t *r, err_t *err)
+typedef struct perf_shape {
+    int pp, tg, depth, reps; /* depth: the position of the first decode step */
+    kv_type_t kv_type;
+} perf_shape_t;
+
+static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_result_t *r, err_t *err)
 {
     const model_config_t *c = &m->cfg;
-    int n_ctx = pp > tg ? pp : tg;
+    int pp = sh->pp, tg = sh->tg, depth = sh->depth, reps = sh->reps;
+    int n_ctx = pp > depth + tg ? pp : depth + tg;
     int rows = pp > 1 ? pp : 1;
     int n_blocks = (n_ctx + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE;
     fwd_ctx_t ctx;
@@ -142,14 +151,15 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
     }
     if (fwd_ctx_init(&ctx, m, pool, rows, n_ctx, err))
         goto done;
-    if (kv_store_init(&kv, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
+    if (kv_store_init(&kv, sh->kv_type, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
         goto done_ctx;
     /* touch every page of the KV store now: the warm-up pass below writes
      * one position only, and the page faults of the first writes to the
      * rest would otherwise slow the first rep alone (tg128: 55 tok/s
      * against 61 for the later reps) */
     size_t kv_half =
-        (size_t)(kv_store_bytes(model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) / 2);
+        (size_t)(kv_store_bytes(sh->kv_type, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) /
+                 2);
     memset(kv.k, 0, kv_half);
     memset(kv.v, 0, kv_half);
     rng_t rng;
@@ -178,9 +188,9 @@ static int measure(const model_t *m, pool_t *pool, int pp, int tg, int reps, per
                 goto done_kv;
             r->pp_runs[rep] = pp / ((clock_now_ns() - t0) / 1e9);
         }
-        if (tg > 0) { /* tg single-row steps from an empty context, logits every step */
+        if (tg > 0) { /* tg single-row steps from position depth (0: an empty context), logits every step */
             int64_t t0 = clock_now_ns();
-            for (int i = 0; i < tg; i++) {
+            for (int i = depth; i < depth + tg; i++) {
                 pos[0] = i;
                 want[0] = 1;
                 fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL, NULL, NULL};
@@ -327,7 +337,8 @@ int cmd_perf(int argc, char **argv)
     const char *model_path = cli_default_model();
     int32_t *threads = NULL, *conc = NULL;
     int n_threads = 0, n_conc = 0;
-    int64_t pp = 512, tg = 128, reps = 3;
+    int64_t pp = 512, tg = 128, reps = 3, depth = 0;
+    kv_type_t kv_type = KV_TYPE_DEFAULT;
     bool json = false;
     const char *schema_path = NULL;
     err_t err;
@@ -367,6 +378,12 @@ int cmd_perf(int argc, char **argv)
                 goto bad;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--tg", &missing))) {
             if (cli_parse_i64("--tg", v, 0, 8192, &tg, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--depth", &missing))) {
+            if (cli_parse_i64("--depth", v, 0, 8192, &depth, &err))
+                goto bad;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
+            if (kv_type_parse("--kv-type", v, &kv_type, &err))
                 goto bad;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--reps", &missing))) {
             if (cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &reps, &err))
@@ -422,8 +439,8 @@ int cmd_perf(int argc, char **argv)
         free(conc);
         return rc_conc;
     }
-    if (pp > m->cfg.context_length || tg > m->cfg.context_length) {
-        fprintf(stderr, "splash perf: --pp/--tg exceed the model's context (%d)\n", m->cfg.context_length);
+    if (pp > m->cfg.context_length || depth + tg > m->cfg.context_length) {
+        fprintf(stderr, "splash perf: --pp/--depth + --tg exceed the model's context (%d)\n", m->cfg.context_length);
         model_free(m);
         free(threads);
         return EXIT_USAGE;
@@ -443,7 +460,8 @@ int cmd_perf(int argc, char **argv)
         }
         results[t].threads = threads[t];
         results[t].probe_gbs = probe ? probe_bandwidth(pool, probe, PERF_PROBE_BYTES) : 0;
-        if (measure(m, pool, (int)pp, (int)tg, (int)reps, &results[t], &err))
+        perf_shape_t sh = {(int)pp, (int)tg, (int)depth, (int)reps, kv_type};
+        if (measure(m, pool, &sh, &results[t], &err))
             rc = 1;
         pool_destroy(pool);
     }
@@ -462,9 +480,9 @@ int cmd_perf(int argc, char **argv)
         printf("{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
                ", \"weight_bytes_per_token\": %" PRIu64 ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
                "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
-               "\"reps\": %d, \"results\": [",
+               "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"results\": [",
                model_path, m->arch, m->n_params, streamed, SPLASH_VERSION, SPLASH_GIT_REV, cpu_level_name(cpu_level()),
-               path, weights_memory(m), feats, (int)pp, (int)tg, (int)reps);
+               path, weights_memory(m), feats, (int)pp, (int)tg, (int)reps, (int)depth, kv_type_name(kv_type));
         for (int t = 0; t < n_threads; t++) {
             const perf_result_t *r = &results[t];
             double gbs = r->tg_tps * streamed / 1e9;
@@ -484,7 +502,8 @@ int cmd_perf(int argc, char **argv)
         printf("model: %s (%s, %.1f M parameters, %.1f MiB of weights read per decode token)\n", model_path, m->arch,
                m->n_params / 1e6, streamed / 1048576.0);
         printf("cpu:   %s; kernel path %s (level %s)\n", feats, path, cpu_level_name(cpu_level()));
-        printf("weights: %s\n", weights_memory(m));
+        printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(kv_type),
+               depth ? ", decode from a deep context" : "");
         printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
         printf("| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe |\n",
                (int)reps);
@@ -498,7 +517,7 @@ int cmd_perf(int argc, char **argv)
             }
             if (tg > 0) {
                 double gbs = r->tg_tps * streamed / 1e9;
-                printf("| %d | tg%d | %.2f | ", r->threads, (int)tg, r->tg_tps);
+                printf("| %d | tg%d%s%.0d | %.2f | ", r->threads, (int)tg, depth ? " @ " : "", (int)depth, r->tg_tps);
                 print_runs(r->tg_runs, (int)reps);
                 printf(" | %.2f | %.1f | %.0f %% |\n", gbs, r->probe_gbs,
                        r->probe_gbs > 0 ? 100 * gbs / r->probe_gbs : 0);

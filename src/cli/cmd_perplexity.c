@@ -193,8 +193,8 @@ static int perplexity(const ppl_opts_t *o, err_t *err)
     if (!(pool = pool_create((int)o->threads, err)) || fwd_ctx_init(&s.fwd, m, pool, PPL_CHUNK, ctx, err))
         goto done;
     has_fwd = true;
-    if (kv_store_init(&s.kv, model_kv_layers(&m->cfg), n_blocks, KV_BLOCK_SIZE, m->cfg.n_kv_heads * m->cfg.head_dim,
-                      err))
+    if (kv_store_init(&s.kv, KV_F32, model_kv_layers(&m->cfg), n_blocks, KV_BLOCK_SIZE,
+                      m->cfg.n_kv_heads * m->cfg.head_dim, err))
         goto done;
 
     /* Windows start at 0, stride, 2 * stride, ...; each scores the targets

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/mtp_logits.h"
 #include "engine/engine.h"
+#include "model/kv.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
 #include "text/vocab.h"
@@ -56,6 +57,8 @@ static const char run_usage[] =
     "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
+    "  --kv-type f16|f32      the KV cache's element type (default f16: keys and values rounded to half\n"
+    "                         precision when stored; f32 keeps them exact at twice the memory)\n"
     "  --spec-rollback snapshot|replay  hybrid models: a rejected draft restores the state snapshot after\n"
     "                         the last accepted row (default), or the one after the newest token and\n"
     "                         the accepted rows run again next step\n"
@@ -183,6 +186,11 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
                 o->spec.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
             else
                 o->spec.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
+            kv_type_t kt;
+            if (kv_type_parse("--kv-type", v, &kt, err))
+                return -1;
+            o->spec.kv_type = (int)kt;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--spec-rollback", &missing))) {
             if (!strcmp(v, "snapshot") || !strcmp(v, "replay"))
                 o->spec.spec_rollback = !strcmp(v, "replay") ? ENGINE_ROLLBACK_REPLAY : ENGINE_ROLLBACK_SNAPSHOT;
@@ -354,6 +362,7 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     ec.draft_max = o->spec.draft_max;
     ec.verify_rows = o->spec.verify_rows;
     ec.spec_rollback = o->spec.spec_rollback;
+    ec.kv_type = o->spec.kv_type;
     if (o->draft_path) {
         if (!(s->draft = model_load(o->draft_path, err)))
             return err_prefix(err, "--draft %s: ", o->draft_path);

@@ -18,6 +18,7 @@
 #include "base/sha256.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "model/kv.h"
 #include "server/server.h"
 #include "text/tokenizer.h"
 
@@ -59,6 +60,8 @@ static const char serve_usage[] =
     "                         GGUF model with the same tokenizer (default none)\n"
     "  --draft-max K          drafted tokens per sequence per step (default 4, at most 16)\n"
     "  --verify-rows all|auto|N  verify every draft, an adaptive width (default), or at most N\n"
+    "  --kv-type f16|f32      the KV cache's element type (default f16: keys and values rounded to half\n"
+    "                         precision when stored; f32 keeps them exact at twice the memory)\n"
     "  --spec-rollback snapshot|replay  hybrid models: a rejected draft restores the state snapshot after\n"
     "                         the last accepted row (default), or the one after the newest token and\n"
     "                         the accepted rows run again next step\n"
@@ -241,6 +244,11 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
                 o->eng.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
             else
                 o->eng.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
+            kv_type_t kt;
+            if (kv_type_parse("--kv-type", v, &kt, err))
+                return -1;
+            o->eng.kv_type = (int)kt;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--spec-rollback", &missing))) {
             if (!strcmp(v, "snapshot") || !strcmp(v, "replay"))
                 o->eng.spec_rollback = !strcmp(v, "replay") ? ENGINE_ROLLBACK_REPLAY : ENGINE_ROLLBACK_SNAPSHOT;

@@ -58,8 +58,8 @@ static int mtp_run(mtp_run_t *s, const model_t *m, int n_threads, const int32_t 
         s->want[r] = 0;
     }
     if (!(s->pool = pool_create(n_threads, err)) || fwd_ctx_init(&s->fwd, m, s->pool, n, n, err) ||
-        kv_store_init(&s->kv, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, kv_dim, err) ||
-        kv_store_init(&s->mkv, 1, n_blocks, KV_BLOCK_SIZE, kv_dim, err))
+        kv_store_init(&s->kv, KV_F32, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, kv_dim, err) ||
+        kv_store_init(&s->mkv, KV_F32, 1, n_blocks, KV_BLOCK_SIZE, kv_dim, err))
         return -1;
     /* the prompt through the main model, keeping every row's state */
     fwd_batch_t b = {n, prompt, s->pos, s->tables, s->want, NULL, NULL, s->hidden};

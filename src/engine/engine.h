@@ -53,6 +53,7 @@ typedef struct engine_config {
     int max_context;            /* tokens per sequence (prompt + generated); 0: default */
     int queue_size;             /* requests waiting for admission before submissions are refused */
     uint64_t max_memory;        /* bytes for weights + KV + scratch; 0: derived from available RAM */
+    int kv_type;                /* kv_type_t (model/kv.h): KV_F16 by default, or KV_F32 */
     int max_blocks;             /* >0: at most this many KV blocks (at least one full-context sequence's);
                                    tests and capacity measurements use a small pool */
     int prompt_logit_rows;      /* >0: rows of logits kept per step for requests that ask for
@@ -94,6 +95,8 @@ typedef struct engine_plan {
     int n_blocks;
     int block_size;
     int max_context;
+    int kv_type;           /* kv_type_t of every KV store */
+    uint64_t kv_per_token; /* kv_per_block / block_size */
 } engine_plan_t;
 
 /* Computes the plan without starting anything; -1 with the breakdown in the

@@ -65,12 +65,13 @@ int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
         e->m_hid_out = malloc(rows * hidden * sizeof(float));
         if (!e->hid || !e->m_hid_in || !e->m_hid_out)
             return err_set(err, "draft mtp: out of memory");
-        if (kv_store_init(&e->mkv, 1, plan->n_blocks, KV_BLOCK_SIZE, mc->n_kv_heads * mc->head_dim, err))
+        if (kv_store_init(&e->mkv, (kv_type_t)plan->kv_type, 1, plan->n_blocks, KV_BLOCK_SIZE,
+                          mc->n_kv_heads * mc->head_dim, err))
             return err_prefix(err, "draft mtp: ");
         return 0;
     }
     if (fwd_ctx_init(&e->dfwd, dm, e->pool, e->cfg.batch_tokens, plan->max_context, err) ||
-        kv_store_init(&e->dkv, model_kv_layers(&dm->cfg), plan->n_blocks, KV_BLOCK_SIZE,
+        kv_store_init(&e->dkv, (kv_type_t)plan->kv_type, model_kv_layers(&dm->cfg), plan->n_blocks, KV_BLOCK_SIZE,
                       dm->cfg.n_kv_heads * dm->cfg.head_dim, err))
         return err_prefix(err, "draft model: ");
     return 0;

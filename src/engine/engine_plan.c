@@ -18,6 +18,7 @@ void engine_config_default(engine_config_t *c)
 {
     memset(c, 0, sizeof *c);
     c->n_threads = pool_default_threads();
+    c->kv_type = KV_TYPE_DEFAULT;
     c->max_seqs = ENGINE_DEFAULT_MAX_SEQS;
     c->batch_tokens = ENGINE_DEFAULT_BATCH_TOKENS;
     c->prefill_chunk = ENGINE_DEFAULT_PREFILL_CHUNK;
@@ -102,12 +103,17 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->block_size = KV_BLOCK_SIZE;
     plan->max_context = max_ctx;
     plan->weights = m->weight_bytes + (dm ? dm->weight_bytes : 0);
-    plan->kv_per_block = kv_store_bytes(model_kv_layers(mc), 1, KV_BLOCK_SIZE, kv_dim);
+    kv_type_t kt = (kv_type_t)c->kv_type;
+    if (kt != KV_F32 && kt != KV_F16)
+        return err_set(err, "kv-type %s is not implemented; use f16 or f32", kv_type_name(kt));
+    plan->kv_type = kt;
+    plan->kv_per_block = kv_store_bytes(kt, model_kv_layers(mc), 1, KV_BLOCK_SIZE, kv_dim);
     if (dm) /* the draft model's KV lives in the same blocks */
         plan->kv_per_block +=
-            kv_store_bytes(model_kv_layers(&dm->cfg), 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
+            kv_store_bytes(kt, model_kv_layers(&dm->cfg), 1, KV_BLOCK_SIZE, dm->cfg.n_kv_heads * dm->cfg.head_dim);
     if (c->draft_mode == ENGINE_DRAFT_MTP) /* the MTP block's one layer, in the same blocks */
-        plan->kv_per_block += kv_store_bytes(1, 1, KV_BLOCK_SIZE, kv_dim);
+        plan->kv_per_block += kv_store_bytes(kt, 1, 1, KV_BLOCK_SIZE, kv_dim);
+    plan->kv_per_token = plan->kv_per_block / KV_BLOCK_SIZE;
     int logit_rows = c->max_seqs * (1 + engine_max_drafts(c)) + c->prompt_logit_rows;
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
@@ -172,10 +178,11 @@ void engine_plan_format(const engine_plan_t *p, char *out, size_t cap)
                  (p->snapshots + p->verify_snapshots) / 1048576.0, p->n_snapshots + p->n_verify_snapshots,
                  p->snapshot_bytes / 1048576.0, p->n_verify_snapshots ? ", some for verify rows" : "");
     snprintf(out, cap,
-             "memory plan: weights %.1f MiB + KV %.1f MiB (%d blocks of %d tokens, %.2f MiB each) + scratch %.1f "
+             "memory plan: weights %.1f MiB + KV %.1f MiB (%s, %d blocks of %d tokens, %.2f MiB each, %llu bytes per "
+             "token) + scratch %.1f "
              "MiB%s = %.1f MiB of %.1f MiB limit; context %d",
-             p->weights / 1048576.0, p->kv / 1048576.0, p->n_blocks, p->block_size, p->kv_per_block / 1048576.0,
-             p->scratch / 1048576.0, snaps,
+             p->weights / 1048576.0, p->kv / 1048576.0, kv_type_name((kv_type_t)p->kv_type), p->n_blocks, p->block_size,
+             p->kv_per_block / 1048576.0, (unsigned long long)p->kv_per_token, p->scratch / 1048576.0, snaps,
              (p->weights + p->kv + p->scratch + p->snapshots + p->verify_snapshots) / 1048576.0, p->limit / 1048576.0,
              p->max_context);
 }

@@ -3,16 +3,26 @@
 #include <math.h>
 #include <string.h>
 
-static void attn_one(const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd, float scale,
-                     float *scores, float *out)
+#include "base/fp16.h"
+
+/* Element i of a slot, as f32 (f16 through the exact table). */
+static inline float kv_at(int f16, const void *p, int i)
+{
+    return f16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+/* f16: a constant at each call, so each element type gets its own loops. */
+static inline void attn_one(int f16, const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd,
+                            float scale, float *scores, float *out)
 {
     float max = -INFINITY;
-    attn_cursor_t kc = {.base = kv->k + head_off, .kv = kv};
+    size_t esize = f16 ? sizeof(uint16_t) : sizeof(float);
+    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, esize);
     for (int32_t t = 0; t < n_ctx; t++) {
-        const float *k = attn_next(&kc);
+        const void *k = attn_next_e(&kc, esize);
         float s = 0.0f;
         for (int i = 0; i < hd; i++)
-            s += q[i] * k[i];
+            s += q[i] * kv_at(f16, k, i);
         scores[t] = s * scale;
         max = fmaxf(max, scores[t]);
     }
@@ -22,11 +32,11 @@ static void attn_one(const float *q, const attn_kv_t *kv, int head_off, int32_t 
         sum += scores[t];
     }
     memset(out, 0, (size_t)hd * sizeof *out);
-    attn_cursor_t vc = {.base = kv->v + head_off, .kv = kv};
+    attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off, esize);
     for (int32_t t = 0; t < n_ctx; t++) {
-        const float *v = attn_next(&vc);
+        const void *v = attn_next_e(&vc, esize);
         for (int i = 0; i < hd; i++)
-            out[i] += scores[t] * v[i];
+            out[i] += scores[t] * kv_at(f16, v, i);
     }
     float inv = 1.0f / sum;
     for (int i = 0; i < hd; i++)
@@ -36,8 +46,14 @@ static void attn_one(const float *q, const attn_kv_t *kv, int head_off, int32_t 
 void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
               float scale, float *const scores[], float *const out[])
 {
+    if (kv->type == ATTN_F16) {
+        fp16_init();
+        for (int j = 0; j < nq; j++)
+            attn_one(1, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+        return;
+    }
     for (int j = 0; j < nq; j++)
-        attn_one(q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+        attn_one(0, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
 }
 
 attn_fn attn_for_level(cpu_level_t level)

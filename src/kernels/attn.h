@@ -22,27 +22,43 @@
 
 #define ATTN_MAX_Q 4
 
+/* The element type of the stored keys and values: f16 is converted to f32
+ * in registers as it is read (exactly), so an f16 store gives the result
+ * its f32 path gives on the same values rounded to half precision. */
+typedef enum { ATTN_F32 = 0, ATTN_F16 = 1 } attn_type_t;
+
 typedef struct attn_kv {
-    const float *k;       /* the layer's keys: slot s of block b at k + b * block_stride + s * stride */
-    const float *v;       /* the layer's values, same layout */
-    size_t stride;        /* floats from one slot to the next */
-    size_t block_stride;  /* floats from one block to the next */
+    const void *k;        /* the layer's keys: slot s of block b at element b * block_stride + s * stride */
+    const void *v;        /* the layer's values, same layout */
+    size_t stride;        /* elements from one slot to the next */
+    size_t block_stride;  /* elements from one block to the next */
     const int32_t *table; /* block ids in position order */
     int block_size;       /* slots per block */
+    attn_type_t type;     /* f32 or f16 elements */
 } attn_kv_t;
 
 /* Walks the slots of positions 0, 1, 2, ... in order, counting blocks and
  * slots (no division per position). */
 typedef struct attn_cursor {
-    const float *base; /* kv->k or kv->v, plus the offset within a slot */
+    const char *base; /* kv->k or kv->v, plus the offset within a slot, in bytes */
     const attn_kv_t *kv;
     int32_t block; /* index into the table */
     int slot;
 } attn_cursor_t;
 
-static inline const float *attn_next(attn_cursor_t *c)
+/* The cursor at element `off` of kv->k or kv->v (`base`), esize bytes per element. */
+static inline attn_cursor_t attn_cursor(const attn_kv_t *kv, const void *base, size_t off, size_t esize)
 {
-    const float *p = c->base + (size_t)c->kv->table[c->block] * c->kv->block_stride + (size_t)c->slot * c->kv->stride;
+    attn_cursor_t c = {.base = (const char *)base + off * esize, .kv = kv, .block = 0, .slot = 0};
+    return c;
+}
+
+/* The next slot's first element; esize: bytes per element (a constant at
+ * the call, so the SIMD paths compile one loop per type). */
+static inline const void *attn_next_e(attn_cursor_t *c, size_t esize)
+{
+    const char *p =
+        c->base + ((size_t)c->kv->table[c->block] * c->kv->block_stride + (size_t)c->slot * c->kv->stride) * esize;
     if (++c->slot == c->kv->block_size) {
         c->slot = 0;
         c->block++;
@@ -52,7 +68,7 @@ static inline const float *attn_next(attn_cursor_t *c)
 
 /* nq queries (1..ATTN_MAX_Q): q[j] hd floats; n_ctx[j] >= 1 positions;
  * scores[j] scratch of n_ctx[j] floats; out[j] hd floats. head_off: the
- * key/value head's first float within a slot. */
+ * key/value head's first element within a block. */
 typedef void (*attn_fn)(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
                         int hd, float scale, float *const scores[], float *const out[]);
 

@@ -143,8 +143,10 @@ static void attn_worker(void *arg, int ith, int nth)
      * done by the others. */
     long row_groups = (b->n_rows + job->rows_per_item - 1) / job->rows_per_item;
     long n_items = row_groups * c->n_kv_heads;
-    attn_kv_t view = {.k = kv->k + (size_t)job->layer * layer_slots,
-                      .v = kv->v + (size_t)job->layer * layer_slots,
+    size_t esize = kv_type_size(kv->type);
+    attn_kv_t view = {.k = (const char *)kv->k + (size_t)job->layer * layer_slots * esize,
+                      .v = (const char *)kv->v + (size_t)job->layer * layer_slots * esize,
+                      .type = kv->type == KV_F16 ? ATTN_F16 : ATTN_F32,
                       .stride = (size_t)hd, /* a block holds its slots head by head */
                       .block_stride = (size_t)kv->block_size * (size_t)kv->kv_dim,
                       .block_size = kv->block_size};
@@ -224,10 +226,8 @@ static void qk_store_row(const rows_job_t *job, int r)
     size_t slot = (size_t)(pos % kv->block_size);
     for (int h = 0; h < c->n_kv_heads; h++) {
         size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
-        memcpy(kv_block_k(kv, job->layer, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
-               (size_t)hd * sizeof(float));
-        memcpy(kv_block_v(kv, job->layer, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
-               (size_t)hd * sizeof(float));
+        kv_store_put(kv, job->layer, blk, at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+                     ctx->v + (size_t)r * kv_dim + (size_t)h * hd, hd);
     }
 }
 

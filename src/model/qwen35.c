@@ -533,10 +533,8 @@ static void attn_qk_row(const fwd_ctx_t *ctx, const void *p, int r)
     size_t slot = (size_t)(pos % kv->block_size);
     for (int h = 0; h < c->n_kv_heads; h++) {
         size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
-        memcpy(kv_block_k(kv, a->kv_layer, blk) + at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
-               (size_t)hd * sizeof(float));
-        memcpy(kv_block_v(kv, a->kv_layer, blk) + at, ctx->v + (size_t)r * kv_dim + (size_t)h * hd,
-               (size_t)hd * sizeof(float));
+        kv_store_put(kv, a->kv_layer, blk, at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+                     ctx->v + (size_t)r * kv_dim + (size_t)h * hd, hd);
     }
 }
 

@@ -13,6 +13,7 @@
 #include "build_info.h"
 #include "kernels/dispatch.h"
 #include "kernels/types.h"
+#include "model/kv.h"
 #include "server/internal.h"
 
 #define STATUS_SCHEMA_VERSION 1
@@ -212,11 +213,13 @@ void api_status(server_t *s, reply_t *r)
     sysmem_host(&avail, &total);
     json_object_set_new(
         st, "memory",
-        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)sysmem_resident(),
-                  "weights_bytes", (json_int_t)snap.plan.weights, "kv_bytes", (json_int_t)snap.plan.kv, "scratch_bytes",
-                  (json_int_t)snap.plan.scratch, "state_snapshot_bytes", (json_int_t)snap.plan.snapshots, "limit_bytes",
-                  (json_int_t)snap.plan.limit, "host_available_bytes", (json_int_t)avail, "host_total_bytes",
-                  (json_int_t)total, "host_pressure", total ? 1.0 - (double)avail / (double)total : 0.0));
+        json_pack("{s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)sysmem_resident(),
+                  "weights_bytes", (json_int_t)snap.plan.weights, "kv_bytes", (json_int_t)snap.plan.kv, "kv_type",
+                  kv_type_name((kv_type_t)snap.plan.kv_type), "kv_bytes_per_token", (json_int_t)snap.plan.kv_per_token,
+                  "scratch_bytes", (json_int_t)snap.plan.scratch, "state_snapshot_bytes",
+                  (json_int_t)snap.plan.snapshots, "limit_bytes", (json_int_t)snap.plan.limit, "host_available_bytes",
+                  (json_int_t)avail, "host_total_bytes", (json_int_t)total, "host_pressure",
+                  total ? 1.0 - (double)avail / (double)total : 0.0));
     json_object_set_new(st, "spec", spec_json(&snap));
     json_object_set_new(st, "grammar",
                         json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I}", "requests", (json_int_t)snap.grammar_requests,

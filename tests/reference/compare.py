@@ -258,6 +258,9 @@ def main(argv=None):
     ap.add_argument("--act-quant", choices=["auto", "none", "q8"], default="auto",
                     help="model the engine's int8 activations: auto asks `splash --version` whether its "
                          "kernels use them")
+    ap.add_argument("--kv-type", choices=["f16", "f32"], default="f16",
+                    help="the engine's KV cache type (`splash run --kv-type`, default f16, the engine's default); "
+                         "the reference rounds keys and values the same way")
     ap.add_argument("-v", "--verbose", action="store_true")
     try:
         a = ap.parse_args(argv)
@@ -341,6 +344,8 @@ def _main(a):
         tag += " n_prompt=%d" % a.n_prompt
     if a.n_gen != 32:
         tag += " n_gen=%d" % a.n_gen
+    if a.kv_type != "f16":
+        tag += " kv=%s" % a.kv_type
     if a.run_arg:
         tag += " [%s]" % " ".join(a.run_arg)
     own_tmp = a.workdir is None
@@ -437,7 +442,7 @@ def _compare(a, splash, wd, tag_of_seed):
 
     t0 = time.time()
     try:
-        ref = qwen35_ref.load(model, verbose=a.verbose, act_quant=a.act_quant == "q8",
+        ref = qwen35_ref.load(model, verbose=a.verbose, act_quant=a.act_quant == "q8", kv_type=a.kv_type,
                                 act_bf16_rows=getattr(a, "act_bf16_rows", 0))  # by general.architecture
     except (gguf_ref.GGUFError, KeyError, ValueError) as e:
         print("ERROR %s: the float64 reference cannot load the model: %s" % (tag, e))
@@ -452,6 +457,7 @@ def _compare(a, splash, wd, tag_of_seed):
     tol = max(tolerance(t, ref.n_layer, a.tol, a.act_quant, bf16_path) for t in types)
     int8_path = a.act_quant == "q8" and any(t in INT8_TYPES for t in types)
     report = {"model": model, "types": types, "act_quant": a.act_quant, "int8_path": int8_path,
+              "kv_type": a.kv_type,
               "bf16_path": bf16_path,
               "n_layer": ref.n_layer, "tol_rel": tol, "prompts": []}
     ok_all = True
@@ -495,7 +501,7 @@ def _compare(a, splash, wd, tag_of_seed):
                 print("  %-11s SKIPPED (blind spot): every RMSNorm weight in this model is exactly 1.0, so a "
                       "missing or misrouted norm weight cannot be seen" % name)
                 continue
-            pref = qwen35_ref.load(model, perturb=name, act_quant=a.act_quant == "q8",
+            pref = qwen35_ref.load(model, perturb=name, act_quant=a.act_quant == "q8", kv_type=a.kv_type,
                                 act_bf16_rows=getattr(a, "act_bf16_rows", 0))
             pok, pres = judge(c_logits, c_ids, pref, prompt, a.n_gen, tol, int8_path)
             print("  %-11s %s  max_rel=%.3g  ids: %s" % (
@@ -522,7 +528,7 @@ def _compare_prompt(a, splash, model, wd, tag, ref, seed, tol, int8_path, index,
             os.unlink(p)
     cmd = [splash, "run", "--model", model, "--prompt-ids", ",".join(map(str, prompt)),
            "--max-tokens", str(a.n_gen), "--temperature", "0", "--ignore-eos",
-           "--logits-out", lpath, "--ids-out", ipath] + list(a.run_arg)
+           "--logits-out", lpath, "--ids-out", ipath, "--kv-type", a.kv_type] + list(a.run_arg)
     rc, t_c = _run(cmd, log, a.timeout)
     none = (False, None, None, None, prompt)
     if rc != 0:

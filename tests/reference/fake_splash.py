@@ -42,8 +42,10 @@ def main(argv):
         ap.add_argument("--ignore-eos", action="store_true")
         ap.add_argument("--logits-out")
         ap.add_argument("--ids-out")
+        ap.add_argument("--kv-type", choices=["f32", "f16"], default="f16")
         a = ap.parse_args(argv[1:])
-        m = qwen35_ref.load(a.model, dtype=np.float32, perturb=os.environ.get("FAKE_PERTURB", ""))
+        m = qwen35_ref.load(a.model, dtype=np.float32, perturb=os.environ.get("FAKE_PERTURB", ""),
+                            kv_type=a.kv_type)
         logits, ids = m.run(qwen3_ref.parse_ids(a.prompt_ids), a.max_tokens)
         if a.logits_out:
             logits.astype("<f4").tofile(a.logits_out)

@@ -267,8 +267,9 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
     (exact dequantisation, the int8-activation model); the forward is its own."""
 
     def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, act_quant=False,
-                 gdn_chunk=GDN_CHUNK_DEFAULT):
+                 gdn_chunk=GDN_CHUNK_DEFAULT, kv_type="f32"):
         self.dtype = np.dtype(dtype)
+        self.kv_type = kv_type
         self.act_quant = act_quant
         self.act_block = {}
         self.naive_accum = False
@@ -445,8 +446,8 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
         v = self.mm(h, L["wv"]).reshape(n, nkv, hd)
         q = self.rope(q, positions)
         k = self.rope(k, positions)
-        K = state.k[key] = np.concatenate([state.k[key], k], axis=0)
-        V = state.v[key] = np.concatenate([state.v[key], v], axis=0)
+        K = state.k[key] = np.concatenate([state.k[key], self.kv_round(k)], axis=0)
+        V = state.v[key] = np.concatenate([state.v[key], self.kv_round(v)], axis=0)
         T = K.shape[0]
         kv_of_head = np.arange(nh) // (nh // nkv)
         s = np.einsum("ihd,thd->hit", q, K[:, kv_of_head]) / np.sqrt(hd)
@@ -612,13 +613,16 @@ def main(argv=None):
                     help="chunk of the delta rule's chunked form; 0: token-by-token recurrence")
     ap.add_argument("--prefill-chunk", type=int, default=0, help="feed the prompt in pieces of N tokens")
     ap.add_argument("--act-quant", choices=["none", "q8"], default="none")
+    ap.add_argument("--kv-type", choices=["f32", "f16"], default="f32",
+                    help="f16: round keys and values as the engine's f16 KV cache stores them")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     prompt = qwen3_ref.parse_ids(a.prompt_ids)
     if not prompt:
         ap.error("empty prompt")
     t0 = time.time()
-    m = Qwen35Ref(a.model, verbose=a.verbose, act_quant=a.act_quant == "q8", gdn_chunk=a.gdn_chunk)
+    m = Qwen35Ref(a.model, verbose=a.verbose, act_quant=a.act_quant == "q8", gdn_chunk=a.gdn_chunk,
+                  kv_type=a.kv_type)
     want_mtp = bool(a.mtp_out)
     if want_mtp and not m.has_mtp:
         ap.error("--mtp-out: the file has no NextN block")

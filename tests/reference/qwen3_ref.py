@@ -28,6 +28,12 @@ forward call of at least N tokens, before every product with an F16/BF16
 weight, the activation row's float32 value and the weights are rounded to
 bfloat16 (nearest even, subnormals to zero); the product stays float64.
 
+kv_type="f16" (--kv-type f16; compare.py passes the engine's default, f16)
+models the engine's half-precision KV cache (src/model/kv.h): every key,
+after its norm and RoPE, and every value is rounded to float32 and then to
+float16 (nearest even) when it enters the cache; attention reads the rounded
+values, and everything else stays float64.
+
 REF_PERTURB=<name> deliberately breaks the reference, to prove that
 compare.py can fail.  Names: see PERTURBATIONS below.
 """
@@ -98,8 +104,9 @@ def _kv(g, key, default=None):
 
 class Qwen3Ref(object):
     def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, naive_accum=False, act_quant=False,
-                 act_bf16_rows=0):
+                 act_bf16_rows=0, kv_type="f32"):
         self.dtype = np.dtype(dtype)
+        self.kv_type = kv_type  # "f16": keys and values rounded as the engine's f16 cache stores them
         self.act_quant = act_quant
         self.act_bf16_rows = act_bf16_rows  # 0: the bfloat16 path is not modelled
         self.act_block = {}  # id(weight array) -> activation block of the integer path
@@ -215,6 +222,12 @@ class Qwen3Ref(object):
         return np.concatenate([self._rows(ti, int(t), int(t) + 1) for t in tokens]).astype(self.dtype)
 
     # ---- math ------------------------------------------------------------
+    def kv_round(self, x):
+        """A key or value as the engine's KV cache holds it (kv_type f16: float32, then float16)."""
+        if getattr(self, "kv_type", "f32") != "f16":
+            return x
+        return x.astype(np.float32).astype(np.float16).astype(self.dtype)
+
     def rmsnorm(self, x, w):
         # over the last axis
         ms = np.mean(x * x, axis=-1, keepdims=True)
@@ -303,8 +316,8 @@ class Qwen3Ref(object):
                 k = self.rmsnorm(k, L["k_norm"])
             q = self.rope(q, rope_pos)
             k = self.rope(k, rope_pos)
-            K = self.k_cache[li] = np.concatenate([self.k_cache[li], k], axis=0)  # (T, nkv, hd)
-            V = self.v_cache[li] = np.concatenate([self.v_cache[li], v], axis=0)
+            K = self.k_cache[li] = np.concatenate([self.k_cache[li], self.kv_round(k)], axis=0)  # (T, nkv, hd)
+            V = self.v_cache[li] = np.concatenate([self.v_cache[li], self.kv_round(v)], axis=0)
             Kh = K[:, kv_of_head, :]  # (T, nh, hd)
             Vh = V[:, kv_of_head, :]
             s = np.einsum("ihd,thd->hit", q, Kh) * scale  # (nh, n, T)
@@ -370,13 +383,16 @@ def main(argv=None):
                     help="float32 only for tolerance calibration")
     ap.add_argument("--act-quant", choices=["none", "q8"], default="none",
                     help="q8: model the engine's int8 activations (its SIMD levels)")
+    ap.add_argument("--kv-type", choices=["f32", "f16"], default="f32",
+                    help="f16: round keys and values as the engine's f16 KV cache stores them")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     prompt = parse_ids(a.prompt_ids)
     if not prompt:
         ap.error("empty prompt")
     t0 = time.time()
-    m = Qwen3Ref(a.model, dtype=np.dtype(a.dtype), verbose=a.verbose, act_quant=a.act_quant == "q8")
+    m = Qwen3Ref(a.model, dtype=np.dtype(a.dtype), verbose=a.verbose, act_quant=a.act_quant == "q8",
+                 kv_type=a.kv_type)
     logits, ids = m.run(prompt, a.n_gen)
     if a.logits_out:
         with open(a.logits_out, "wb") as f:

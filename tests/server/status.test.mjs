@@ -128,6 +128,8 @@ test("the schema rejects snapshots that break it", () => {
         "histogram bucket without count": (s) => { delete s.scheduler.decode_width_histogram[0].count; },
         "host_pressure 2": (s) => { s.memory.host_pressure = 2; },
         "trace enabled a number": (s) => { s.trace.enabled = 1; },
+        "kv_type q8_0": (s) => { s.memory.kv_type = "q8_0"; },
+        "kv_bytes_per_token missing": (s) => { delete s.memory.kv_bytes_per_token; },
     };
     for (const [name, mutate] of Object.entries(mutations)) {
         const s = structuredClone(good);
@@ -229,5 +231,28 @@ test("--replica-id in /status, x-splash-replica and /metrics; /ready 503 while d
         assert.equal((await get(plain.port, "/health")).headers["x-splash-replica"], undefined);
     } finally {
         await plain.stop();
+    }
+});
+
+// --kv-type: f16 by default (half the bytes per token of f32), reported by
+// /status; a type the engine lacks is refused with one clear error.
+test("--kv-type f16 (default) and f32 in /status; q8_0 and junk refused", async () => {
+    const perToken = {};
+    for (const [args, want] of [[[], "f16"], [["--kv-type", "f32"], "f32"], [["--kv-type", "f16"], "f16"]]) {
+        const srv = await startServer(opts, args);
+        try {
+            const s = await check(srv.port, `kv ${want}`);
+            assert.equal(s.memory.kv_type, want);
+            assert.ok(s.memory.kv_bytes_per_token > 0);
+            perToken[want] = s.memory.kv_bytes_per_token;
+        } finally {
+            await srv.stop();
+        }
+    }
+    assert.equal(perToken.f32, 2 * perToken.f16, "f16 keys and values take half the bytes of f32");
+    for (const [bad, msg] of [["q8_0", /q8_0 is not implemented/], ["f8", /--kv-type must be f32 or f16, not 'f8'/]]) {
+        const r = spawnSync(opts.splash, ["serve", "--model", opts.model, "--kv-type", bad], { encoding: "utf8" });
+        assert.equal(r.status, 2, `--kv-type ${bad} accepted`);
+        assert.match(r.stderr, msg);
     }
 });

@@ -1,7 +1,9 @@
 /* The attention kernel (kernels/attn.h): every path the CPU has against the
  * scalar reference on random keys and values in a shuffled paged layout,
  * over ragged context lengths and head sizes; and each query's output
- * bit-identical whichever queries share its call (batch invariance). */
+ * bit-identical whichever queries share its call (batch invariance). The
+ * same for an f16 store (model/kv.h's default): every path reads the half
+ * values exactly, so its result equals its f32 result on the rounded values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "base/fp16.h"
 #include "base/rng.h"
 #include "kernels/attn.h"
 
@@ -27,7 +30,9 @@ typedef struct fixture {
     int hd;
     size_t stride;
     int n_blocks;
-    float *k, *v;
+    float *k, *v;      /* f32 keys and values */
+    uint16_t *kh, *vh; /* the same rounded to f16 */
+    float *kr, *vr;    /* the f16 values as f32 */
     int32_t table[MAX_CTX / BLOCK + 1];
 } fixture_t;
 
@@ -45,6 +50,18 @@ static void fixture_init(fixture_t *f, int hd, uint64_t seed)
     assert_non_null(f->v);
     fill_normal(f->k, (int64_t)n, seed, 1.0f);
     fill_normal(f->v, (int64_t)n, seed + 1, 1.0f);
+    fp16_init();
+    f->kh = malloc(n * sizeof(uint16_t));
+    f->vh = malloc(n * sizeof(uint16_t));
+    f->kr = malloc(n * sizeof(float));
+    f->vr = malloc(n * sizeof(float));
+    assert_true(f->kh && f->vh && f->kr && f->vr);
+    for (size_t i = 0; i < n; i++) {
+        f->kh[i] = f32_to_fp16(f->k[i]);
+        f->vh[i] = f32_to_fp16(f->v[i]);
+        f->kr[i] = fp16_to_f32_exact(f->kh[i]);
+        f->vr[i] = fp16_to_f32_exact(f->vh[i]);
+    }
     rng_t rng;
     rng_seed(&rng, seed + 2);
     for (int i = 0; i < f->n_blocks; i++)
@@ -61,34 +78,47 @@ static void fixture_free(fixture_t *f)
 {
     free(f->k);
     free(f->v);
+    free(f->kh);
+    free(f->vh);
+    free(f->kr);
+    free(f->vr);
 }
 
-static attn_kv_t view_of(const fixture_t *f)
+/* The store as f32, as f16, or as f32 holding the f16 values (ROUNDED). */
+enum { VIEW_F32, VIEW_F16, VIEW_ROUNDED };
+
+static attn_kv_t view_of(const fixture_t *f, int which)
 {
-    return (attn_kv_t){.k = f->k,
-                       .v = f->v,
-                       .stride = f->stride,
-                       .block_stride = BLOCK * f->stride,
-                       .table = f->table,
-                       .block_size = BLOCK};
+    attn_kv_t kv = {.k = f->k,
+                    .v = f->v,
+                    .stride = f->stride,
+                    .block_stride = BLOCK * f->stride,
+                    .table = f->table,
+                    .block_size = BLOCK,
+                    .type = ATTN_F32};
+    if (which == VIEW_F16)
+        kv.k = f->kh, kv.v = f->vh, kv.type = ATTN_F16;
+    else if (which == VIEW_ROUNDED)
+        kv.k = f->kr, kv.v = f->vr;
+    return kv;
 }
 
 /* Every path against the reference, within 5e-5: outputs are convex
  * combinations of values of magnitude below about 5, the SIMD exp is within
  * about 2e-7 of expf, and the sums differ only in order. */
-static void test_paths_against_reference(void **state)
+static void paths_against_reference(int which)
 {
-    (void)state;
     static const int hds[] = {64, 128, 256, 48};
     static const int32_t ctxs[] = {1, 2, 15, 16, 17, 33, 100, 257, 700};
     for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++) {
         fixture_t f;
         fixture_init(&f, hds[hi], 100 + hi);
-        attn_kv_t kv = view_of(&f);
+        attn_kv_t kv = view_of(&f, which), rounded = view_of(&f, VIEW_ROUNDED);
         int hd = hds[hi];
         float *q = malloc(ATTN_MAX_Q * (size_t)hd * sizeof(float));
         float *ref = malloc(ATTN_MAX_Q * (size_t)hd * sizeof(float));
         float *got = malloc(ATTN_MAX_Q * (size_t)hd * sizeof(float));
+        float *same = malloc(ATTN_MAX_Q * (size_t)hd * sizeof(float));
         float *sc = malloc(ATTN_MAX_Q * (size_t)MAX_CTX * sizeof(float));
         fill_normal(q, ATTN_MAX_Q * hd, 7 + hi, 0.3f);
         for (cpu_level_t level = CPU_GENERIC; level <= cpu_level(); level++) {
@@ -111,11 +141,19 @@ static void test_paths_against_reference(void **state)
                         fn(nq, qp, &kv, head * hd, n, hd, 0.125f, sp, gp);
                         for (int i = 0; i < nq * hd; i++)
                             assert_true(fabsf(got[i] - ref[i]) <= 5e-5f);
+                        if (which != VIEW_F16)
+                            continue;
+                        /* f16 read exactly: the path's own f32 result on the rounded values */
+                        for (int j = 0; j < nq; j++)
+                            rp[j] = same + (size_t)j * hd;
+                        fn(nq, qp, &rounded, head * hd, n, hd, 0.125f, sp, rp);
+                        assert_memory_equal(got, same, (size_t)nq * hd * sizeof(float));
                     }
         }
         free(q);
         free(ref);
         free(got);
+        free(same);
         free(sc);
         fixture_free(&f);
     }
@@ -123,12 +161,11 @@ static void test_paths_against_reference(void **state)
 
 /* On every path, a query's output is bit-identical alone and in a call with
  * other queries (of other lengths), in any slot of that call. */
-static void test_queries_independent_of_their_call(void **state)
+static void queries_independent_of_their_call(int which)
 {
-    (void)state;
     fixture_t f;
     fixture_init(&f, 128, 5);
-    attn_kv_t kv = view_of(&f);
+    attn_kv_t kv = view_of(&f, which);
     const int hd = 128;
     float q[ATTN_MAX_Q * 128], alone[ATTN_MAX_Q * 128], shared[ATTN_MAX_Q * 128];
     float *sc = malloc(ATTN_MAX_Q * (size_t)MAX_CTX * sizeof(float));
@@ -168,11 +205,37 @@ static void test_queries_independent_of_their_call(void **state)
     fixture_free(&f);
 }
 
+static void test_paths_against_reference(void **state)
+{
+    (void)state;
+    paths_against_reference(VIEW_F32);
+}
+
+static void test_f16_paths_against_reference(void **state)
+{
+    (void)state;
+    paths_against_reference(VIEW_F16);
+}
+
+static void test_queries_independent_of_their_call(void **state)
+{
+    (void)state;
+    queries_independent_of_their_call(VIEW_F32);
+}
+
+static void test_f16_queries_independent_of_their_call(void **state)
+{
+    (void)state;
+    queries_independent_of_their_call(VIEW_F16);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_against_reference),
+        cmocka_unit_test(test_f16_paths_against_reference),
         cmocka_unit_test(test_queries_independent_of_their_call),
+        cmocka_unit_test(test_f16_queries_independent_of_their_call),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -275,7 +275,8 @@ static void test_greedy_matches_direct_forward(void **state)
     err_t err;
     const model_config_t *c = &f->model->cfg;
     assert_int_equal(fwd_ctx_init(&ctx, f->model, pool, 1, 64, &err), 0);
-    assert_int_equal(kv_store_init(&kv, c->n_layers, 4, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    assert_int_equal(
+        kv_store_init(&kv, KV_TYPE_DEFAULT, c->n_layers, 4, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     int32_t table[4] = {3, 0, 2, 1}, toks[64];
     memcpy(toks, prompt, sizeof prompt);
     const int32_t *tables[1] = {table};
@@ -920,11 +921,35 @@ static void test_memory_plan_refuses(void **state)
     assert_non_null(strstr(err.msg, "batch-tokens"));
 }
 
+/* --kv-type: f16 (the default) takes half the bytes per token of f32; a
+ * type the engine lacks is refused. */
+static void test_memory_plan_kv_type(void **state)
+{
+    fixture_t *f = *state;
+    engine_config_t c;
+    engine_config_default(&c);
+    c.max_memory = 1ull << 30;
+    engine_plan_t p16, p32;
+    err_t err;
+    assert_int_equal(c.kv_type, KV_F16);
+    assert_int_equal(engine_plan(f->model, &c, &p16, &err), 0);
+    c.kv_type = KV_F32;
+    assert_int_equal(engine_plan(f->model, &c, &p32, &err), 0);
+    assert_int_equal(p16.kv_type, KV_F16);
+    assert_true(p16.kv_per_token > 0);
+    assert_true(p32.kv_per_token == 2 * p16.kv_per_token);
+    assert_true(p32.kv_per_block == 2 * p16.kv_per_block);
+    c.kv_type = KV_Q8_0;
+    assert_int_equal(engine_plan(f->model, &c, &p32, &err), -1);
+    assert_non_null(strstr(err.msg, "q8_0"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocks_lru_and_verification),
         cmocka_unit_test_setup_teardown(test_greedy_matches_direct_forward, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_plan_kv_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_validation_and_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_while_running_and_destroy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_out_of_memory, setup, teardown),

@@ -83,7 +83,7 @@ static void run_one_by_one(fixture_t *f, pool_t *pool, const int32_t *tokens, in
     fwd_ctx_t ctx;
     kv_store_t kv;
     assert_int_equal(fwd_ctx_init(&ctx, f->model, pool, 1, 64, &err), 0);
-    assert_int_equal(kv_store_init(&kv, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    assert_int_equal(kv_store_init(&kv, KV_F32, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     for (int i = 0; i < n; i++) {
         int32_t pos = i;
         const int32_t *tables[1] = {table};
@@ -110,7 +110,7 @@ static void test_chunked_prefill_equals_decode(void **state)
     fwd_ctx_t ctx;
     kv_store_t kv;
     assert_int_equal(fwd_ctx_init(&ctx, f->model, f->pool, 5, 64, &err), 0);
-    assert_int_equal(kv_store_init(&kv, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    assert_int_equal(kv_store_init(&kv, KV_F32, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     for (int done = 0; done < N_TOK; done += 5) {
         int n = N_TOK - done < 5 ? N_TOK - done : 5;
         int32_t pos[5];
@@ -148,7 +148,7 @@ static void test_batch_of_two_sequences(void **state)
     kv_store_t kv;
     float *out = malloc(2 * (size_t)c->vocab * sizeof(float));
     assert_int_equal(fwd_ctx_init(&ctx, f->model, f->pool, 4, 64, &err), 0);
-    assert_int_equal(kv_store_init(&kv, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    assert_int_equal(kv_store_init(&kv, KV_F32, c->n_layers, 8, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     /* sequence b starts 3 tokens late: its first rows are a 3-row prefill
      * chunk sharing the batch with a's decode rows */
     for (int step = 0; step < N_TOK + 1; step++) {
@@ -212,7 +212,7 @@ static void test_bad_batches_rejected(void **state)
     fwd_ctx_t ctx;
     kv_store_t kv;
     assert_int_equal(fwd_ctx_init(&ctx, f->model, f->pool, 2, 32, &err), 0);
-    assert_int_equal(kv_store_init(&kv, c->n_layers, 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    assert_int_equal(kv_store_init(&kv, KV_F32, c->n_layers, 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     float *out = malloc(2 * (size_t)c->vocab * sizeof(float));
     int32_t table[2] = {0, 1}, bad_table[2] = {0, 9};
     const int32_t *tables[2] = {table, table};

@@ -345,7 +345,7 @@ static bool try_forward(fuzz_t *fz, const model_t *m, float *first_logit)
         expect_message(fz, &err, "fwd_ctx_init");
         return false;
     }
-    if (kv_store_init(&kv, model_kv_layers(c), 1, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err)) {
+    if (kv_store_init(&kv, KV_F32, model_kv_layers(c), 1, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err)) {
         expect_message(fz, &err, "kv_store_init");
         fwd_ctx_free(&ctx);
         return false;

@@ -190,7 +190,8 @@ static void test_forward_state(void **state)
     enum { NA = 11, NB = 7, V = 512 };
     assert_int_equal(c->vocab, V);
     kv_store_t kv;
-    assert_int_equal(kv_store_init(&kv, model_kv_layers(c), 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    assert_int_equal(
+        kv_store_init(&kv, KV_F32, model_kv_layers(c), 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     fwd_ctx_t ctx;
     assert_int_equal(fwd_ctx_init(&ctx, m, f->pool, NA + NB, KV_BLOCK_SIZE, &err), 0);
     assert_int_equal(fwd_ctx_set_state_slots(&ctx, 2, &err), 0);
