@@ -41,7 +41,7 @@ static void try_forward(const model_t *m)
     kv_store_t kv = {0};
     if (fwd_ctx_init(&ctx, m, pool, 2, KV_BLOCK_SIZE, &err))
         return;
-    if (kv_store_init(&kv, model_kv_layers(c), 1, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err) == 0) {
+    if (kv_store_init(&kv, KV_F32, model_kv_layers(c), 1, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err) == 0) {
         float *logits = malloc(2 * (size_t)c->vocab * sizeof(float));
         int32_t tokens[2] = {1, 2}, pos[2] = {0, 1}, table[1] = {0};
         const int32_t *tables[2] = {table, table};
