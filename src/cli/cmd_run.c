@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/atomic_file.h"
 #include "base/cli.h"
 #include "base/clock.h"
 #include "cli/commands.h"
@@ -272,17 +273,6 @@ static void run_free(run_state_t *s)
     model_free(s->model);
 }
 
-static int write_file(const char *path, const void *data, size_t n, err_t *err)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return err_set(err, "%s: %s", path, strerror(errno));
-    size_t w = fwrite(data, 1, n, f);
-    if (fclose(f) != 0 || w != n)
-        return err_set(err, "%s: write failed", path);
-    return 0;
-}
-
 /* The prompt's token ids: --prompt-ids as given, or the text encoded (with
  * special-token text parsed, as llama.cpp's CLI does, and a BOS first when
  * the file asks for one; Qwen's do not). */
@@ -440,17 +430,18 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
         return -1;
     }
     free(message);
-    if (o->logits_out && write_file(o->logits_out, s->prompt_logits, (size_t)n_prompt * c->vocab * sizeof(float), err))
+    if (o->logits_out && afile_write(o->logits_out, s->prompt_logits, (size_t)n_prompt * c->vocab * sizeof(float), err))
         return -1;
     if (o->ids_out) {
-        FILE *f = fopen(o->ids_out, "w");
+        afile_t a;
+        FILE *f = afile_open(&a, o->ids_out, err);
         if (!f)
-            return err_set(err, "%s: %s", o->ids_out, strerror(errno));
+            return -1;
         for (int i = 0; i < n_gen; i++)
             fprintf(f, "%s%d", i ? " " : "", s->gen_ids[i]);
         fputc('\n', f);
-        if (fclose(f) != 0)
-            return err_set(err, "%s: write failed", o->ids_out);
+        if (afile_commit(&a, err))
+            return -1;
     }
     double pre_s = (t1 - t0) / 1e9, dec_s = (t2 - t1) / 1e9;
     /* n_gen tokens took n_gen - 1 decode steps (the first came from prefill) */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "base/pool.h"
 #include "cli/mtp_logits.h"
 #include "model/forward.h"
@@ -78,17 +79,8 @@ int mtp_logits_write(const model_t *m, int n_threads, const int32_t *prompt, int
         return err_set(err, "--mtp-logits-out: the prompt needs at least 2 tokens");
     mtp_run_t s = {0};
     int rc = mtp_run(&s, m, n_threads, prompt, n, err);
-    if (rc == 0) {
-        FILE *f = fopen(path, "wb");
-        size_t want = (size_t)(n - 1) * m->cfg.vocab;
-        if (!f)
-            rc = err_set(err, "%s: %s", path, strerror(errno));
-        else {
-            size_t w = fwrite(s.logits, sizeof(float), want, f);
-            if (fclose(f) != 0 || w != want)
-                rc = err_set(err, "%s: write failed", path);
-        }
-    }
+    if (rc == 0)
+        rc = afile_write(path, s.logits, (size_t)(n - 1) * m->cfg.vocab * sizeof(float), err);
     mtp_run_free(&s);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "kernels/types.h"
 #include "model/gguf.h"
 
@@ -256,26 +257,15 @@ static int file_sink(void *f, const void *p, size_t n, err_t *err)
 
 int gguf_writer_write(gguf_writer_t *w, const char *path, gguf_fill_fn fill, void *ctx, err_t *err)
 {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return err_set(err, "out of memory");
-    snprintf(tmp, n, "%s.partial", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        err_set(err, "%s: %s", tmp, strerror(errno));
-        free(tmp);
+    afile_t a;
+    FILE *f = afile_open(&a, path, err);
+    if (!f)
+        return -1;
+    if (write_all(w, file_sink, f, fill, ctx, err)) {
+        afile_abort(&a);
         return -1;
     }
-    int rc = write_all(w, file_sink, f, fill, ctx, err);
-    if (fclose(f) != 0 && !rc)
-        rc = err_set(err, "%s: %s", tmp, strerror(errno));
-    if (!rc && rename(tmp, path) != 0)
-        rc = err_set(err, "renaming %s to %s: %s", tmp, path, strerror(errno));
-    if (rc)
-        remove(tmp);
-    free(tmp);
-    return rc;
+    return afile_commit(&a, err);
 }
 
 static int mem_sink(void *b, const void *p, size_t n, err_t *err)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/atomic_file.h"
 #include "base/clock.h"
 #include "base/sha256.h"
 #include "base/stats.h"
@@ -660,11 +661,13 @@ static void check_capture(run_t *r, arm_rt_t *a)
         for (int i = 0; i < cap.n_reasons; i++)
             json_array_append_new(reasons, json_string(cap.reasons[i]));
     } else {
-        FILE *f = fopen(rpath, "w");
-        if (!f || tr_report(&cap, true, f, &e))
-            json_array_append_new(reasons, json_string(f ? e.msg : "cannot write the trace summary"));
-        if (f)
-            fclose(f);
+        afile_t af;
+        FILE *f = afile_open(&af, rpath, &e);
+        if (!f || tr_report(&cap, true, f, &e) || afile_commit(&af, &e)) {
+            json_array_append_new(reasons, json_string(e.msg));
+            if (f)
+                afile_abort(&af);
+        }
         summary = json_load_file(rpath, 0, NULL);
     }
     bool is_valid = json_array_size(reasons) == 0;
@@ -1232,8 +1235,8 @@ int bench_run(const bench_config_t *c, err_t *err)
     json_object_set_new(report, "chunk_gaps_ms", dist);
     free(r.values);
     err_t werr;
-    if (c->json_out && json_dump_file(report, c->json_out, JSON_INDENT(1)) != 0)
-        fprintf(stderr, "splash bench: could not write %s\n", c->json_out);
+    if (c->json_out && bench_write_json(report, c->json_out, &werr))
+        fprintf(stderr, "splash bench: %s\n", werr.msg);
     if (c->html_out && bench_write_html(report, c->html_out, &werr))
         fprintf(stderr, "splash bench: %s\n", werr.msg);
     bench_print_summary(report, stdout);

@@ -130,6 +130,8 @@ int bench_run(const bench_config_t *c, err_t *err);
 
 /* Report writers (bench_report.c), from the report JSON bench_run builds. */
 int bench_write_html(const json_t *report, const char *path, err_t *err);
+/* The JSON report, written crash-safe (base/atomic_file.h). */
+int bench_write_json(const json_t *report, const char *path, err_t *err);
 void bench_print_summary(const json_t *report, FILE *f);
 
 #endif

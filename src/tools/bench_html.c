@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "base/sha256.h"
 #include "tools/bench.h"
 #include "tools/bench_html.h"
@@ -281,9 +282,10 @@ static void slot_requests(FILE *f, const json_t *sl)
 
 int bench_write_html(const json_t *rep, const char *path, err_t *err)
 {
-    FILE *f = fopen(path, "w");
+    afile_t out;
+    FILE *f = afile_open(&out, path, err);
     if (!f)
-        return err_set(err, "cannot write %s", path);
+        return -1;
     bool is_valid = json_is_true(json_object_get(json_object_get(rep, "validity"), "valid"));
     head(f, rep);
     verdict(f, rep, is_valid);
@@ -300,7 +302,5 @@ int bench_write_html(const json_t *rep, const char *path, err_t *err)
         slot_requests(f, sl);
     }
     fprintf(f, "</body></html>\n");
-    if (fclose(f))
-        return err_set(err, "writing %s failed", path);
-    return 0;
+    return afile_commit(&out, err);
 }

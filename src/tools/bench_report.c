@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "tools/bench.h"
 
 static double num(const json_t *o, const char *k)
@@ -221,4 +222,17 @@ void bench_print_summary(const json_t *rep, FILE *f)
             str(inh, "why")[0] ? " - " : "", str(inh, "why"));
     fprintf(f, "\nverdict: %s (exit %lld)\n", str(rep, "verdict"),
             (long long)json_integer_value(json_object_get(rep, "exit_code")));
+}
+
+int bench_write_json(const json_t *rep, const char *path, err_t *err)
+{
+    afile_t a;
+    FILE *f = afile_open(&a, path, err);
+    if (!f)
+        return -1;
+    if (json_dumpf(rep, f, JSON_INDENT(1)) != 0) {
+        afile_abort(&a);
+        return err_set(err, "writing %s failed", path);
+    }
+    return afile_commit(&a, err);
 }

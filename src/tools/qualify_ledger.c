@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/atomic_file.h"
 #include "base/sha256.h"
 #include "tools/qualify.h"
 
@@ -466,37 +467,58 @@ int qualify_check_fingerprints(const json_t *ledger, err_t *err)
 
 int qualify_ledger_save(const char *dir, const json_t *ledger, err_t *err)
 {
-    char tmp[PATH_MAX], final[PATH_MAX];
-    snprintf(final, sizeof final, "%s/%s", dir, QUALIFY_LEDGER_NAME);
-    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, QUALIFY_LEDGER_NAME);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return err_set(err, "%s: %s", tmp, strerror(errno));
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, QUALIFY_LEDGER_NAME);
     char *text = json_dumps(ledger, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    size_t n = text ? strlen(text) : 0, done = 0;
-    int rc = text ? 0 : -1;
-    while (rc == 0 && done < n) {
-        ssize_t w = write(fd, text + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            rc = -1;
-        else
-            done += (size_t)w;
-    }
-    if (rc == 0 && (write(fd, "\n", 1) != 1 || fsync(fd)))
-        rc = -1;
-    int saved = errno;
+    if (!text)
+        return err_set(err, "writing %s: out of memory", path);
+    size_t n = strlen(text);
+    text[n] = '\n'; /* the NUL becomes the final newline */
+    int rc = afile_write(path, text, n + 1, err);
     free(text);
-    if (close(fd))
-        rc = -1;
-    if (rc == 0 && rename(tmp, final))
-        rc = -1, saved = errno;
-    if (rc) {
-        unlink(tmp);
-        return err_set(err, "writing %s: %s", final, strerror(saved));
+    return rc;
+}
+
+/* Whether v is an array whose every element is a string (or an object whose
+ * key is a string, when key is given). */
+static bool all_strings(const json_t *v, const char *key)
+{
+    size_t i;
+    const json_t *e;
+    if (!json_is_array(v))
+        return false;
+    json_array_foreach(v, i, e)
+    {
+        if (!json_is_string(key ? json_object_get(e, key) : e))
+            return false;
     }
-    return 0;
+    return true;
+}
+
+/* The fields every reader of a ledger uses without checking (qualify_exec.c,
+ * qualify_summary.c): a hand-edited or damaged ledger is refused here, with
+ * the field named, instead of crashing a reader. Found by tests/fuzz (ledger). */
+static const char *ledger_bad_field(const json_t *l)
+{
+    static const char *const job_strings[] = {"id", "model", "scenario", "status"};
+    const json_t *jobs = json_object_get(l, "jobs"), *vr = json_object_get(l, "verify_rows"), *j;
+    size_t i;
+    if (!all_strings(json_object_get(l, "models"), "name"))
+        return "models[].name";
+    if (!all_strings(json_object_get(l, "scenarios"), NULL))
+        return "scenarios";
+    if (vr && !all_strings(vr, NULL))
+        return "verify_rows";
+    json_array_foreach(jobs, i, j)
+    {
+        for (size_t k = 0; k < sizeof job_strings / sizeof *job_strings; k++)
+            if (!json_is_string(json_object_get(j, job_strings[k])))
+                return "jobs[]: id, model, scenario and status";
+        const json_t *v = json_object_get(j, "verify_rows"), *kind = json_object_get(j, "kind");
+        if ((v && !json_is_string(v)) || (kind && !json_is_string(kind)))
+            return "jobs[]: verify_rows and kind";
+    }
+    return NULL;
 }
 
 json_t *qualify_ledger_load(const char *dir, err_t *err)
@@ -513,6 +535,12 @@ json_t *qualify_ledger_load(const char *dir, err_t *err)
     if (!format || strcmp(format, QUALIFY_FORMAT) || !json_is_array(json_object_get(l, "jobs"))) {
         json_decref(l);
         err_set(err, "%s is not a qualification ledger (prepare one with splash qualify prepare)", path);
+        return NULL;
+    }
+    const char *bad = ledger_bad_field(l);
+    if (bad) {
+        json_decref(l);
+        err_set(err, "%s is damaged: %s must be strings", path, bad);
         return NULL;
     }
     return l;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "tools/qualify.h"
 
 /* The job of model x scenario x setting; setting NULL for a scenario run
@@ -120,10 +121,11 @@ int qualify_summary(const char *dir, err_t *err)
 
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, QUALIFY_MATRIX_NAME);
-    FILE *f = fopen(path, "w");
+    afile_t page;
+    FILE *f = afile_open(&page, path, err);
     if (!f) {
         json_decref(ledger);
-        return err_set(err, "cannot write %s", path);
+        return -1;
     }
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
@@ -187,7 +189,7 @@ int qualify_summary(const char *dir, err_t *err)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n</body></html>\n", f);
-    int rc = fclose(f) ? err_set(err, "writing %s failed", path) : 0;
+    int rc = afile_commit(&page, err);
     if (rc == 0)
         printf("matrix page: %s\n", path);
     json_decref(ledger);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "base/stats.h"
 #include "trace/trace.h"
 
@@ -406,9 +407,10 @@ int tr_report(const tr_capture_t *c, bool json, FILE *out, err_t *err)
 
 int tr_export_chrome(const tr_capture_t *c, const char *path, err_t *err)
 {
-    FILE *f = fopen(path, "w");
+    afile_t a;
+    FILE *f = afile_open(&a, path, err);
     if (!f)
-        return err_set(err, "%s: %s", path, strerror(errno));
+        return -1;
     int64_t t0 = c->n_ev ? c->ev[0].t_ns : 0;
     for (size_t i = 0; i < c->n_ev; i++)
         t0 = c->ev[i].t_ns < t0 ? c->ev[i].t_ns : t0;
@@ -451,7 +453,5 @@ int tr_export_chrome(const tr_capture_t *c, const char *path, err_t *err)
         }
     }
     fputs("\n]}\n", f);
-    if (fclose(f) != 0)
-        return err_set(err, "%s: write failed", path);
-    return 0;
+    return afile_commit(&a, err);
 }

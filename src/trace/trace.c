@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic_file.h"
 #include "base/clock.h"
 
 static const char *const names[TRACE_N_NAMES] = {
@@ -84,11 +85,10 @@ int trace_write(trace_t *t, const trace_meta_t *meta, const char *path, err_t *e
     for (uint64_t i = 0; i < n; i++)
         written += atomic_load_explicit(&t->events[i].is_written, memory_order_acquire);
     bool is_complete = meta->is_complete && written == n;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    afile_t a;
+    FILE *f = afile_open(&a, path, err);
     if (!f)
-        return err_set(err, "%s: %s", tmp, strerror(errno));
+        return -1;
     json_t *h = json_pack(
         "{s:s,s:s,s:s,s:I,s:I,s:I,s:b,s:{s:s,s:s},s:{s:s,s:s}}", "type", "header", "schema", TRACE_SCHEMA, "clock",
         "CLOCK_MONOTONIC", "capacity", (json_int_t)t->capacity, "recorded", (json_int_t)written, "dropped",
@@ -98,8 +98,7 @@ int trace_write(trace_t *t, const trace_meta_t *meta, const char *path, err_t *e
     char *line = h ? json_dumps(h, JSON_COMPACT) : NULL;
     json_decref(h);
     if (!line) {
-        fclose(f);
-        remove(tmp);
+        afile_abort(&a);
         return err_set(err, "trace: out of memory writing the header");
     }
     fprintf(f, "%s\n", line);
@@ -122,13 +121,5 @@ int trace_write(trace_t *t, const trace_meta_t *meta, const char *path, err_t *e
             fprintf(f, ",\"generated\":%u", e->b);
         fputs("}\n", f);
     }
-    if (fclose(f) != 0) {
-        remove(tmp);
-        return err_set(err, "%s: write failed", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        return err_set(err, "%s: %s", path, strerror(errno));
-    }
-    return 0;
+    return afile_commit(&a, err);
 }

@@ -164,7 +164,7 @@ static void test_atomic_write_reload(void **state)
     struct dirent *e;
     int n_temp = 0;
     while ((e = readdir(d)))
-        n_temp += !strncmp(e->d_name, ".ledger.json.", 13);
+        n_temp += !strncmp(e->d_name, QUALIFY_LEDGER_NAME ".tmp-", strlen(QUALIFY_LEDGER_NAME ".tmp-"));
     closedir(d);
     assert_int_equal(n_temp, 0);
     /* a file that is not a ledger is refused */
@@ -173,6 +173,11 @@ static void test_atomic_write_reload(void **state)
     write_text(path, "{\"jobs\": []}");
     assert_null(qualify_ledger_load(dir, &err));
     assert_non_null(strstr(err.msg, "not a qualification ledger"));
+    /* nor is a damaged one: a reader would trust its fields (tests/fuzz, ledger) */
+    write_text(path, "{\"format\": \"" QUALIFY_FORMAT "\", \"models\": [{\"name\": \"m\"}], \"scenarios\": [\"s\"], "
+                     "\"jobs\": [{\"id\": \"j\", \"model\": 7, \"scenario\": \"s\", \"status\": \"passed\"}]}");
+    assert_null(qualify_ledger_load(dir, &err));
+    assert_non_null(strstr(err.msg, "is damaged: jobs[]"));
     json_decref(back);
     json_decref(l);
     remove_dir(dir);
