@@ -14,7 +14,7 @@
 static int run_case(FILE *in, FILE *out)
 {
     int vocab, n_prompt, n_gen, n_draws;
-    sampler_params_t p;
+    sampler_params_t p = sampler_params_default(); /* fields the case file does not set stay off */
     if (fscanf(in, "%d %f %d %f %f %f %f %f %" SCNu64 " %d %d %d", &vocab, &p.temperature, &p.top_k, &p.top_p, &p.min_p,
                &p.presence_penalty, &p.frequency_penalty, &p.repetition_penalty, &p.seed, &n_prompt, &n_gen,
                &n_draws) != 12 ||
