@@ -251,6 +251,8 @@ static json_t *chat_choice(gen_t *g, int i)
 
 static void text_append(choice_t *c, const char *text, size_t len)
 {
+    if (!len)
+        return; /* the buffer may not exist yet */
     if (c->len + len > c->cap) {
         size_t nc = c->cap ? c->cap : 256;
         while (nc < c->len + len)

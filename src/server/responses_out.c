@@ -165,6 +165,8 @@ static void event(resp_sse_t *st, const char *type, json_t *obj)
 
 static void acc_put(resp_sse_t *st, const char *text, size_t n)
 {
+    if (!n)
+        return; /* the buffer may not exist yet */
     if (st->n_acc + n > st->cap_acc) {
         size_t cap = st->cap_acc ? st->cap_acc : 256;
         while (cap < st->n_acc + n)

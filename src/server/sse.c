@@ -6,6 +6,8 @@
 
 void sse_buf_put(sse_buf_t *b, const char *data, size_t n)
 {
+    if (!n)
+        return; /* the buffer may not exist yet */
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)

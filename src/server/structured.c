@@ -671,8 +671,10 @@ void out_parser_feed(out_parser_t *p, const char *text, size_t n, bool is_end, o
             break;
         }
     }
-    memmove(p->hold, p->hold + at, p->n_hold - at);
-    p->n_hold -= at;
+    if (at) { /* hold is NULL until the first byte arrives (an empty answer) */
+        memmove(p->hold, p->hold + at, p->n_hold - at);
+        p->n_hold -= at;
+    }
     d->n_new_calls = p->n_calls - d->first_call;
 }
 

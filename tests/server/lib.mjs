@@ -44,7 +44,14 @@ export function startServer(opts, args = [], env = {}) {
         };
         const timer = setTimeout(() => { proc.kill("SIGKILL"); fail("no ready line after 60 s"); }, 60000);
         proc.stderr.on("data", (d) => { err += d; });
-        proc.on("exit", (code) => { clearTimeout(timer); fail(`exited with ${code} before the ready line`); });
+        let stopping = false;
+        proc.on("exit", (code, sig) => {
+            clearTimeout(timer);
+            const wasReady = done;
+            fail(`exited with ${code} before the ready line`);
+            // a server that dies under a test says why (a sanitizer report, an abort)
+            if (wasReady && (!stopping || code !== 0)) process.stderr.write(`splash serve exited (${code ?? sig}); its stderr:\n${err}\n`);
+        });
         proc.stdout.on("data", (d) => {
             out += d;
             const m = out.match(/^splash serve: ready at http:\/\/127\.0\.0\.1:(\d+) \(model (.+)\)\n/);
@@ -57,7 +64,7 @@ export function startServer(opts, args = [], env = {}) {
                 modelId: m[2],
                 base: `http://127.0.0.1:${port}`,
                 stderr: () => err,
-                stop: async () => { proc.kill("SIGTERM"); return exited; },
+                stop: async () => { stopping = true; proc.kill("SIGTERM"); return exited; },
             });
         });
     });

@@ -148,12 +148,24 @@ static void test_long_call_linear(void **state)
     out_parser_free(&p);
 }
 
+/* An empty answer (a token that renders as nothing, then max_tokens) is
+ * empty in every mode; the parser's buffer was never allocated (UBSan in
+ * CI caught a memmove from NULL here). */
+static void test_empty(void **state)
+{
+    (void)state;
+    for (int tools = 0; tools < 2; tools++)
+        for (int thinking = 0; thinking < 2; thinking++)
+            expect("", tools, thinking, "", "", 0, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_tool_calls),
         cmocka_unit_test(test_long_call_linear),
+        cmocka_unit_test(test_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
