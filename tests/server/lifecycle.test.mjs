@@ -7,8 +7,12 @@
 //    with an answer, never in silence: an OpenAI stream with an error event
 //    and [DONE], an Anthropic stream with its error event, a whole request
 //    with 503.
+//  - --request-timeout ends a whole request with 408 and a stream with an
+//    error event;
+//  - the listening socket is loopback unless --host says otherwise.
 //   node lifecycle.test.mjs --splash BIN --model GGUF
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import { test } from "node:test";
 import { isErrorBody, sseEvents, startServer, status, waitStatus, options } from "./lib.mjs";
@@ -102,4 +106,60 @@ test("streams cut by the drain timeout end with an error event, whole answers wi
     assert.equal(w.status, 503, w.text);
     assert.ok(isErrorBody(JSON.parse(w.text)), w.text);
     assert.match(srv.stderr(), /draining \(up to 1 s\)/);
+});
+
+test("--request-timeout ends a whole request with 408 and a stream with an error event; blocks are freed", async () => {
+    const srv = await startServer(opts, [...SLOW, "--request-timeout", "1"]);
+    try {
+        const whole = open(srv.port, "/v1/completions", { prompt: "Whole", ...LONG });
+        const stream = open(srv.port, "/v1/chat/completions",
+            { messages: [{ role: "user", content: "Tell me everything." }], stream: true, ...LONG });
+        const [w, s] = await Promise.all([whole.done, stream.done]);
+        assert.equal(w.status, 408, w.text);
+        const body = JSON.parse(w.text);
+        assert.ok(isErrorBody(body), w.text);
+        assert.equal(body.error.code, "request_timeout");
+        assert.match(body.error.message, /--request-timeout \(1 s\)/);
+        assert.equal(s.status, 200);
+        assert.ok(s.complete, "the stream was cut without an end");
+        const ev = sseEvents(s.text);
+        assert.equal(ev[ev.length - 1], "[DONE]", s.text.slice(-300));
+        assert.ok(isErrorBody(ev[ev.length - 2]), JSON.stringify(ev[ev.length - 2]));
+        assert.match(ev[ev.length - 2].error.message, /request-timeout/);
+        await waitStatus(srv.port, (st) => st.requests.active.length === 0 && st.cache.blocks_used === 0, 30000,
+            "both requests ended and their blocks freed");
+    } finally {
+        assert.equal(await srv.stop(), 0);
+    }
+});
+
+// The listening sockets of a port, as the kernel lists them: "ADDR" in
+// /proc/net/tcp's hex (0100007F is 127.0.0.1, 00000000 any address).
+function listeners(port) {
+    const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
+    const out = [];
+    for (const f of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+        let text = "";
+        try { text = readFileSync(f, "utf8"); } catch { continue; }
+        for (const line of text.split("\n").slice(1)) {
+            const col = line.trim().split(/\s+/);
+            if (col.length > 3 && col[3] === "0A" && col[1].endsWith(`:${hexPort}`)) out.push(col[1].split(":")[0]);
+        }
+    }
+    return out;
+}
+
+test("the server listens on loopback only unless --host says otherwise", async () => {
+    const local = await startServer(opts);
+    try {
+        assert.deepEqual(listeners(local.port), ["0100007F"]);
+    } finally {
+        assert.equal(await local.stop(), 0);
+    }
+    const any = await startServer(opts, ["--host", "0.0.0.0"]);
+    try {
+        assert.deepEqual(listeners(any.port), ["00000000"]);
+    } finally {
+        assert.equal(await any.stop(), 0);
+    }
 });
