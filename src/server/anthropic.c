@@ -747,7 +747,7 @@ static void pump(anth_sse_t *st)
         if (ev.finish == ENGINE_FINISH_STOP || ev.finish == ENGINE_FINISH_LENGTH) {
             feed(st, ev.text ? ev.text : "", ev.text ? ev.text_len : 0, true);
             block_stop(st);
-            api_done_t done = {ev.finish, ev.usage, ev.stop_index};
+            api_done_t done = {.finish = ev.finish, .usage = ev.usage, .stop_index = ev.stop_index};
             event(st, json_pack("{s:s,s:{s:s,s:o},s:o}", "type", "message_delta", "delta", "stop_reason",
                                 stop_reason(&done, st->parser.n_calls > 0), "stop_sequence",
                                 stop_sequence(st->stops, &done), "usage", usage_json(&ev.usage)));

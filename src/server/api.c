@@ -216,6 +216,7 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
     engine_finish_t finish = ENGINE_FINISH_NONE;
     char message[256] = "";
     *done = (api_done_t){.stop_index = -1};
+    think_counter_t think = {0};
     /* the client is checked every SERVER_CLIENT_POLL_NS: one that left has
      * its request cancelled rather than holding KV to max_tokens */
     bool is_client_gone = false;
@@ -248,6 +249,7 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
                     cap = nc;
                 }
             }
+            think_counter_feed(&think, ev.text, ev.text_len);
             /* a token may complete no text yet (held back for a stop string,
              * or part of a UTF-8 sequence): then text can still be NULL */
             if (ev.text_len && len + ev.text_len <= cap) {
@@ -259,6 +261,7 @@ int api_collect(server_t *s, engine_req_t *req, char **text_out, size_t *len_out
             done->finish = ev.finish;
             done->usage = ev.usage;
             done->stop_index = ev.stop_index;
+            done->reasoning_tokens = think.n;
             if (ev.message)
                 snprintf(message, sizeof message, "%s", ev.message);
         }

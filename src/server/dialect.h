@@ -26,7 +26,8 @@ typedef struct api_job {
 typedef struct api_done {
     engine_finish_t finish;
     engine_usage_t usage;
-    int stop_index; /* the stop string that ended it, or -1 */
+    int stop_index;       /* the stop string that ended it, or -1 */
+    int reasoning_tokens; /* of a <think> block the answer opened with (think_counter_t) */
 } api_done_t;
 
 int api_chat_submit(server_t *s, json_t *req, api_job_t *job, reply_t *r);

@@ -56,16 +56,6 @@ static void response_end(json_t *o, engine_finish_t finish, const engine_usage_t
     json_object_set_new(o, "usage", usage_json(u, reasoning_tokens));
 }
 
-/* Tokens in the reasoning text (the engine counts only all output tokens). */
-static int count_tokens(server_t *s, const char *text, size_t n)
-{
-    tok_ids_t ids = {0};
-    err_t err;
-    int k = n && tok_encode(s->m.tok, text, n, false, &ids, &err) == 0 ? (int)ids.n : 0;
-    tok_ids_free(&ids);
-    return k;
-}
-
 static json_t *reasoning_item(const char *id, const char *text, size_t n, const char *status)
 {
     return json_pack("{s:s,s:s,s:[],s:[{s:s,s:o}],s:s}", "id", id, "type", "reasoning", "summary", "content", "type",
@@ -105,24 +95,31 @@ static void respond_whole(server_t *s, api_job_t *job, json_t *resp, reply_t *r)
     out_parser_feed(&p, text ? text : "", len, true, &d);
     json_t *output = json_object_get(resp, "output");
     char id[64];
-    if (d.n_reasoning) {
-        item_id(s, "rs", id, sizeof id);
-        json_array_append_new(output, reasoning_item(id, d.reasoning, d.n_reasoning, "completed"));
-    }
     size_t n_content = d.n_content;
     if (p.n_calls)
         while (n_content && strchr(" \n\t\r", d.content[n_content - 1]))
             n_content--; /* the blank line before a call */
-    if (n_content || !p.n_calls) {
+    /* an answer cut inside its reasoning is that reasoning item alone; an
+     * empty answer is still a message; the item max_output_tokens cut is
+     * "incomplete" (a call is whole or was never parsed as one) */
+    bool has_message = n_content || (!p.n_calls && !d.n_reasoning);
+    bool is_cut = done.finish == ENGINE_FINISH_LENGTH && !p.n_calls;
+    if (d.n_reasoning) {
+        item_id(s, "rs", id, sizeof id);
+        json_array_append_new(output, reasoning_item(id, d.reasoning, d.n_reasoning,
+                                                     is_cut && !has_message ? "incomplete" : "completed"));
+    }
+    if (has_message) {
         item_id(s, "msg", id, sizeof id);
-        json_array_append_new(
-            output, message_item(id, json_pack("[o]", text_part(n_content ? d.content : "", n_content)), "completed"));
+        json_array_append_new(output,
+                              message_item(id, json_pack("[o]", text_part(n_content ? d.content : "", n_content)),
+                                           is_cut ? "incomplete" : "completed"));
     }
     for (int i = 0; i < p.n_calls; i++) {
         item_id(s, "fc", id, sizeof id);
         json_array_append_new(output, call_item(id, &p.calls[i], p.calls[i].arguments, "completed"));
     }
-    response_end(resp, done.finish, &done.usage, count_tokens(s, d.reasoning, d.n_reasoning));
+    response_end(resp, done.finish, &done.usage, job->sr.is_thinking ? done.reasoning_tokens : 0);
     r->body = resp;
     out_delta_free(&d);
     out_parser_free(&p);
@@ -139,16 +136,17 @@ typedef struct resp_sse {
     json_t *resp; /* the Response object, its output growing as items finish */
     out_parser_t parser;
     int n_prompt;
-    bool is_started;  /* response.created went out */
-    bool has_message; /* a message item went out */
-    int seq;          /* the next sequence_number */
-    int open;         /* the open item's kind */
-    char id[64];      /* the open item's id */
-    int index;        /* the open item's output_index */
-    char *acc;        /* the open item's text so far */
+    bool is_started;    /* response.created went out */
+    bool has_message;   /* a message item went out */
+    bool has_reasoning; /* a reasoning item went out */
+    int seq;            /* the next sequence_number */
+    int open;           /* the open item's kind */
+    char id[64];        /* the open item's id */
+    int index;          /* the open item's output_index */
+    char *acc;          /* the open item's text so far */
     size_t n_acc, cap_acc;
-    int reasoning_tokens;
-    sse_ws_t held; /* trailing whitespace of the text so far, held back: dropped before a tool call */
+    think_counter_t think; /* usage's reasoning_tokens */
+    sse_ws_t held;         /* trailing whitespace of the text so far, held back: dropped before a tool call */
     int64_t t0, t_prev;
     sse_buf_t out;
 } resp_sse_t;
@@ -200,7 +198,9 @@ static void part_event(resp_sse_t *st, const char *type, json_t *part)
         json_pack("{s:s,s:i,s:i,s:o}", "item_id", st->id, "output_index", st->index, "content_index", 0, "part", part));
 }
 
-static void item_close(resp_sse_t *st)
+/* Ends the open item with `status` ("completed", or "incomplete" for the
+ * one max_output_tokens cut). */
+static void item_close(resp_sse_t *st, const char *status)
 {
     const char *a = st->acc ? st->acc : "";
     if (st->open == ITEM_REASONING) {
@@ -209,14 +209,13 @@ static void item_close(resp_sse_t *st)
                         text_json(a, st->n_acc)));
         part_event(st, "response.content_part.done",
                    json_pack("{s:s,s:o}", "type", "reasoning_text", "text", text_json(a, st->n_acc)));
-        item_done(st, reasoning_item(st->id, a, st->n_acc, "completed"));
-        st->reasoning_tokens += count_tokens(st->s, a, st->n_acc);
+        item_done(st, reasoning_item(st->id, a, st->n_acc, status));
     } else if (st->open == ITEM_MESSAGE) {
         event(st, "response.output_text.done",
               json_pack("{s:s,s:i,s:i,s:o,s:[]}", "item_id", st->id, "output_index", st->index, "content_index", 0,
                         "text", text_json(a, st->n_acc), "logprobs"));
         part_event(st, "response.content_part.done", text_part(a, st->n_acc));
-        item_done(st, message_item(st->id, json_pack("[o]", text_part(a, st->n_acc)), "completed"));
+        item_done(st, message_item(st->id, json_pack("[o]", text_part(a, st->n_acc)), status));
     }
     st->open = ITEM_NONE;
     st->n_acc = 0;
@@ -224,10 +223,11 @@ static void item_close(resp_sse_t *st)
 
 static void item_open(resp_sse_t *st, int kind)
 {
-    item_close(st);
+    item_close(st, "completed");
     st->open = kind;
     st->index = (int)json_array_size(json_object_get(st->resp, "output"));
     if (kind == ITEM_REASONING) {
+        st->has_reasoning = true;
         item_id(st->s, "rs", st->id, sizeof st->id);
         item_added(st, json_pack("{s:s,s:s,s:[],s:[],s:s}", "id", st->id, "type", "reasoning", "summary", "content",
                                  "status", "in_progress"));
@@ -266,7 +266,7 @@ static void text_in(resp_sse_t *st, const char *text, size_t n)
 
 static void call_out(resp_sse_t *st, const tool_call_out_t *c)
 {
-    item_close(st);
+    item_close(st, "completed");
     sse_ws_drop(&st->held);
     st->index = (int)json_array_size(json_object_get(st->resp, "output"));
     item_id(st->s, "fc", st->id, sizeof st->id);
@@ -299,7 +299,7 @@ static void feed(resp_sse_t *st, const char *text, size_t n, bool is_end)
         text_out(st, st->held.ws, st->held.n_ws);
         sse_ws_drop(&st->held);
     }
-    if (is_end && !st->has_message && st->parser.n_calls == 0)
+    if (is_end && !st->has_message && !st->has_reasoning && st->parser.n_calls == 0)
         item_open(st, ITEM_MESSAGE); /* an empty answer is still a message, as the whole response has */
     out_delta_free(&d);
 }
@@ -315,9 +315,10 @@ static void finish(resp_sse_t *st, const engine_event_t *ev)
 {
     if (ev->finish == ENGINE_FINISH_STOP || ev->finish == ENGINE_FINISH_LENGTH) {
         feed(st, ev->text ? ev->text : "", ev->text ? ev->text_len : 0, true);
-        item_close(st);
-        response_end(st->resp, ev->finish, &ev->usage, st->reasoning_tokens);
         bool is_cut = ev->finish == ENGINE_FINISH_LENGTH;
+        /* a call is whole or was never parsed as one: only text is cut */
+        item_close(st, is_cut && st->parser.n_calls == 0 ? "incomplete" : "completed");
+        response_end(st->resp, ev->finish, &ev->usage, st->parser.is_thinking ? st->think.n : 0);
         event(st, is_cut ? "response.incomplete" : "response.completed", json_pack("{s:O}", "response", st->resp));
         atomic_fetch_add(&st->s->metrics.completions, 1);
     } else {
@@ -348,6 +349,7 @@ static void pump(void *cls)
         else
             lat_hist_add(&st->s->metrics.itl, ev.time_ns - st->t_prev);
         st->t_prev = ev.time_ns;
+        think_counter_feed(&st->think, ev.text, ev.text_len);
         if (ev.text_len)
             feed(st, ev.text, ev.text_len, false);
     } else if (ev.kind == ENGINE_EV_DONE) {

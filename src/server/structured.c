@@ -687,3 +687,27 @@ json_t *out_call_json(const out_parser_t *p, int i, bool is_stream)
         json_object_set_new(j, "index", json_integer(i));
     return j;
 }
+
+void think_counter_feed(think_counter_t *tc, const char *text, size_t n)
+{
+    static const char open[] = "<think>", close[] = "</think>";
+    if (tc->state == 2)
+        return;
+    tc->n++; /* a token with no text yet (held back) belongs where the answer is */
+    for (size_t i = 0; i < n && tc->state != 2; i++) {
+        if (tc->state == 0) {
+            if (text[i] != open[tc->matched]) {
+                tc->n = 0; /* not a reasoning answer */
+                tc->state = 2;
+            } else if (++tc->matched == (int)strlen(open)) {
+                tc->state = 1;
+                tc->matched = 0;
+            }
+        } else if (text[i] == close[tc->matched]) {
+            if (++tc->matched == (int)strlen(close))
+                tc->state = 2;
+        } else {
+            tc->matched = text[i] == close[0]; /* '<' occurs in "</think>" only at its start */
+        }
+    }
+}

@@ -74,6 +74,21 @@ void out_parser_free(out_parser_t *p);
 /* Feeds text (is_end: the answer is over: whatever is held back comes out). */
 void out_parser_feed(out_parser_t *p, const char *text, size_t n, bool is_end, out_delta_t *d);
 void out_delta_free(out_delta_t *d);
+
+/* Counts an answer's reasoning tokens as generated (usage's
+ * reasoning_tokens): fed each generated token's text in order, it counts
+ * every token from the first while the answer is, or may still become,
+ * "<think>...", up to and including the one that completes "</think>"; an
+ * answer that does not open with <think> counts 0. Re-encoding the
+ * reasoning text would not do: a sampled answer's tokens need not be the
+ * encoder's. */
+typedef struct think_counter {
+    int n;       /* reasoning tokens so far */
+    int state;   /* 0 deciding, 1 inside, 2 done */
+    int matched; /* bytes of "<think>" (deciding) or "</think>" (inside) matched */
+} think_counter_t;
+
+void think_counter_feed(think_counter_t *tc, const char *text, size_t n);
 /* calls[i] as OpenAI's {"id","type","function":{"name","arguments"}} (with "index" when is_stream). */
 json_t *out_call_json(const out_parser_t *p, int i, bool is_stream);
 

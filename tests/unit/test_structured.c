@@ -159,13 +159,37 @@ static void test_empty(void **state)
             expect("", tools, thinking, "", "", 0, NULL);
 }
 
+static int count_think(const char *const *tokens, int n)
+{
+    think_counter_t tc = {0};
+    for (int i = 0; i < n; i++)
+        think_counter_feed(&tc, tokens[i], strlen(tokens[i]));
+    return tc.n;
+}
+
+/* Reasoning tokens are counted as generated: up to the token completing
+ * </think>, tags split across tokens, a held-back token (no text) counted
+ * where the answer is; an answer without <think> counts none. */
+static void test_think_counter(void **state)
+{
+    (void)state;
+    const char *split[] = {"<th", "ink>", "a", "b</", "think>", "x", "y"};
+    assert_int_equal(count_think(split, 7), 5);
+    const char *held[] = {"", "<think>\n", "", "ok", "<</think>\n\n", "answer"};
+    assert_int_equal(count_think(held, 6), 5);
+    const char *open[] = {"<think>", "still", " thinking"};
+    assert_int_equal(count_think(open, 3), 3);
+    const char *plain[] = {"<thin", "g>", "</think>"};
+    assert_int_equal(count_think(plain, 3), 0);
+    const char *none[] = {"hello", "<think>"};
+    assert_int_equal(count_think(none, 2), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reasoning),
-        cmocka_unit_test(test_tool_calls),
-        cmocka_unit_test(test_long_call_linear),
-        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_reasoning), cmocka_unit_test(test_tool_calls),    cmocka_unit_test(test_long_call_linear),
+        cmocka_unit_test(test_empty),     cmocka_unit_test(test_think_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
