@@ -26,12 +26,14 @@ typedef struct choice {
     engine_usage_t usage;
     char message[160];
     bool is_done;
-    out_parser_t parser; /* chat streams: reasoning, content and tool calls out of the text */
+    out_parser_t parser;   /* chat streams: reasoning, content and tool calls out of the text */
+    think_counter_t think; /* chat: reasoning tokens as generated */
 } choice_t;
 
 typedef struct gen {
     server_t *s;
     bool is_chat, is_stream, include_usage, logprobs;
+    bool is_thinking; /* chat with <think> parsed out: usage counts reasoning tokens */
     int n;
     const structured_req_t *sr; /* whole answers only (the request outlives the collection) */
     char id[64];
@@ -67,11 +69,18 @@ static const char *finish_reason(engine_finish_t f)
     return f == ENGINE_FINISH_LENGTH ? "length" : "stop";
 }
 
-static json_t *usage_json(const engine_usage_t *u)
+static json_t *usage_json(const gen_t *g, const engine_usage_t *u)
 {
-    return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", u->prompt_tokens, "completion_tokens",
-                     u->completion_tokens, "total_tokens", u->prompt_tokens + u->completion_tokens,
-                     "prompt_tokens_details", "cached_tokens", u->cached_tokens);
+    json_t *j = json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", u->prompt_tokens, "completion_tokens",
+                          u->completion_tokens, "total_tokens", u->prompt_tokens + u->completion_tokens,
+                          "prompt_tokens_details", "cached_tokens", u->cached_tokens);
+    if (j && g->is_chat) { /* OpenAI's completion_tokens_details, summed over the choices */
+        int reasoning = 0;
+        for (int i = 0; g->is_thinking && i < g->n; i++)
+            reasoning += g->ch[i].think.n;
+        json_object_set_new(j, "completion_tokens_details", json_pack("{s:i}", "reasoning_tokens", reasoning));
+    }
+    return j;
 }
 
 /* The prompt once (choice 0's, with its cached tokens), completions summed. */
@@ -275,6 +284,7 @@ static void on_event(gen_t *g, int i, const engine_event_t *ev)
 {
     choice_t *c = &g->ch[i];
     if (ev->kind == ENGINE_EV_TOKEN) {
+        think_counter_feed(&c->think, ev->text, ev->text_len);
         if (i == 0 && !g->t_prev)
             lat_hist_add(&g->s->metrics.ttft, ev->time_ns - g->t0);
         else if (i == 0)
@@ -360,7 +370,7 @@ static void respond_whole(gen_t *g, reply_t *r)
     engine_usage_t u = usage_sum(g);
     r->body = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o}", "id", g->id, "object",
                         g->is_chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created, "model",
-                        s->m.id, "choices", choices, "usage", usage_json(&u));
+                        s->m.id, "choices", choices, "usage", usage_json(g, &u));
 }
 
 /* ---- streams ---- */
@@ -461,7 +471,7 @@ static void stream_done(gen_t *g, int i, const engine_event_t *ev)
         sse_buf_event(&g->out, NULL,
                       json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", g->id, "object",
                                 g->is_chat ? "chat.completion.chunk" : "text_completion", "created",
-                                (json_int_t)g->created, "model", g->s->m.id, "choices", "usage", usage_json(&u)));
+                                (json_int_t)g->created, "model", g->s->m.id, "choices", "usage", usage_json(g, &u)));
     }
     sse_buf_put(&g->out, "data: [DONE]\n\n", 14);
     g->out.is_done = true;
@@ -561,6 +571,7 @@ void gen_respond(server_t *s, gen_req_t *q, bool is_chat, reply_t *r)
                  .include_usage = q->include_usage,
                  .logprobs = q->p.logprobs,
                  .sr = &q->sr,
+                 .is_thinking = is_chat && q->sr.is_thinking,
                  .created = (int64_t)time(NULL),
                  .t0 = clock_now_ns()};
     make_id(s, is_chat ? "chatcmpl" : "cmpl", g->id, sizeof g->id);

@@ -407,12 +407,16 @@ for (const [label, file] of QUICK ? [["tiny", opts.model]] : [["tiny", opts.mode
                         assert.ok(ch.message.reasoning_content.length > 0, what);
                         assert.ok(!ch.message.reasoning_content.includes("<think>"), what);
                         assert.equal(s.reasoning, ch.message.reasoning_content, what);
+                        const rt = r.usage.completion_tokens_details.reasoning_tokens;
+                        assert.ok(rt > 0 && rt <= r.usage.completion_tokens, `${rt} of ${r.usage.completion_tokens}`);
                         if (ch.finish_reason === "length") {
+                            assert.equal(rt, r.usage.completion_tokens, "cut inside <think>: every token is reasoning");
                             assert.equal(ch.message.tool_calls, undefined, what);
                             assert.equal(ch.message.content, "", what);
                         }
                     } else {
                         assert.equal(s.reasoning, "", what);
+                        assert.equal(r.usage.completion_tokens_details.reasoning_tokens, 0, what);
                         assert.deepEqual(checkCalls(s.calls, what), checkCalls(ch.message.tool_calls, what), what);
                         checkEnd(ch.finish_reason, ch.message.content, what);
                     }
