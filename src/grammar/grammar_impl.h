@@ -1,5 +1,7 @@
-/* Inside the grammar engine (grammar.c, mask.c): the flattened grammar, the
- * interned stack nodes and the lazily built DFA over stack sets.
+/* Inside the grammar engine: the builder's rules (grammar.c), the flattened
+ * grammar gr_build makes of them (build.c), the interned stack nodes and the
+ * lazily built DFA over stack sets (matcher.c), the mask cache (mask.c) and
+ * shortest completions (budget.c).
  *
  * A position is an index into elems[]. A stack is a chain of stack nodes
  * (pos, parent), hash-consed so that equal stacks are one node id; node 0
@@ -25,6 +27,37 @@
 #define GR_MIN_UNKNOWN 0xffffffffu /* gr_dstate_t.min_bytes not computed yet */
 #define GR_MIN_NONE 0xfffffffeu    /* no completion (an unproductive rule) */
 #define GR_MAX_CLOSURE (1u << 16)  /* (pos, parent) pairs visited in one transition: beyond, refused */
+
+/* the builder (grammar.c), read by gr_build (build.c) */
+
+typedef struct br_rule {
+    uint32_t alt_lo, n_alts; /* in b->alts */
+    int32_t name;            /* offset in b->names, -1: anonymous */
+    int32_t body;            /* declared rules: the defined body, -1 */
+    bool is_declared, is_recursive;
+    int32_t inline_len; /* memo, -1 unknown */
+} br_rule_t;
+
+typedef struct br_alt {
+    uint32_t elem_lo, n_elems;
+} br_alt_t;
+
+struct gr_builder {
+    br_rule_t *rules;
+    uint32_t n_rules, cap_rules;
+    br_alt_t *alts;
+    uint32_t n_alts, cap_alts;
+    int32_t *elems; /* >= 0: rule, < 0: byte set -(i + 1) */
+    uint32_t n_elems, cap_elems;
+    uint8_t (*sets)[32];
+    uint32_t n_sets, cap_sets;
+    uint32_t *set_table; /* open addressing over set index + 1 */
+    uint32_t set_table_cap;
+    char *names;
+    size_t n_names, cap_names;
+    bool is_failed;
+    char msg[ERR_MSG_LEN];
+};
 
 typedef struct gr_dstate {
     uint32_t tops_off, n_tops; /* stack nodes in g->tops[tops_off ..] */
@@ -98,6 +131,10 @@ struct gr_state {
     uint32_t ds;
 };
 
+bool gr_grow(void **p, uint32_t *cap, uint32_t need, size_t elem_size); /* grammar.c: *p to >= need elems, doubling */
+int gr_intern_state(grammar_t *g, const uint32_t *tops, uint32_t n, bool can_end, uint32_t *id); /* matcher.c: -1 OOM */
+uint32_t gr_closure_start(grammar_t *g); /* matcher.c: the start state, GR_DS_DEAD when too ambiguous */
+bool gr_grow_visit(grammar_t *g);        /* matcher.c: doubles the closure's visited set */
 uint32_t gr_step_slow(grammar_t *g, uint32_t s, uint8_t b);
 const uint8_t *gr_self_set(grammar_t *g, uint32_t s); /* L(S), computed on first use */
 void gr_mask_cache_clear(grammar_t *g);               /* mask.c */
@@ -126,6 +163,24 @@ static inline int gr_hex_value(char c)
 static inline bool gr_set_has(const uint8_t set[32], uint8_t b)
 {
     return (set[b >> 3] >> (b & 7)) & 1;
+}
+
+/* A 64-bit hash finaliser (murmur3's fmix64) for the open-addressing tables. */
+static inline uint64_t gr_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static inline bool gr_set_empty(const uint8_t s[32])
+{
+    for (int i = 0; i < 32; i++)
+        if (s[i])
+            return false;
+    return true;
 }
 
 #endif

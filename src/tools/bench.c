@@ -1,12 +1,10 @@
-/* splash bench orchestration: arms, residency, rounds A B B A, the three
- * workloads and every validity rule. Everything measured goes into one
- * report JSON object; the verdict comes from bench_stats.c. */
+/* splash bench orchestration: rounds A B B A over the slots, the host
+ * readings, the statistics and the report. Everything measured goes into one
+ * report JSON object; the verdict comes from bench_stats.c. The arms live in
+ * bench_arms.c, the request helpers and /status checks in bench_requests.c. */
 #include "tools/bench_internal.h"
 
 #include <errno.h>
-#include <math.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/atomic_file.h"
 #include "base/clock.h"
-#include "base/sha256.h"
-#include "base/stats.h"
 #include "tools/bench_http.h"
 #include "tools/bench_json.h"
 #include "tools/bench_proc.h"
-#include "tools/trace_report.h"
-
-#define BENCH_IDLE_WAIT_MS 5000  /* how long an arm may take to return to idle */
-#define BENCH_CONTEXT_WORDS 4096 /* words in the text contexts are cut from */
 
 const bench_metric_info_t bench_metrics[BM_COUNT] = {
     {"throughput", "useful-token throughput (serial)", "tok/s", true, true},
@@ -124,247 +115,6 @@ const char *bench_arm_kind_name(bench_arm_kind_t k)
     return k == BENCH_ARM_SPLASH ? "splash" : k == BENCH_ARM_LLAMA_CPP ? "llama.cpp" : "other";
 }
 
-/* ---- requests ---- */
-
-void bench_uncached(const arm_rt_t *a, json_t *body, const char *salt)
-{
-    /* llama-server takes no cache_salt (it ignores unknown fields) and by
-     * default starts a request from the longest prefix its slot still
-     * holds, so bench's prompts, all cut from one context, would come back
-     * mostly cached; cache_prompt false makes it prefill every token. splash
-     * refuses unknown fields, so each server gets only its own word. */
-    if (a->kind == BENCH_ARM_LLAMA_CPP)
-        json_object_set_new(body, "cache_prompt", json_false());
-    else
-        json_object_set_new(body, "cache_salt", json_string(salt));
-}
-
-static json_t *request_body(const arm_rt_t *a, const req_spec_t *q)
-{
-    json_t *ids = json_array();
-    for (int i = 0; i < q->prompt_len; i++)
-        json_array_append_new(ids, json_integer(a->ctx[(q->offset + i) % a->n_ctx]));
-    json_t *b = json_pack("{s:o,s:i,s:b,s:f,s:b,s:{s:b}}", "prompt", ids, "max_tokens", q->max_tokens, "ignore_eos", 1,
-                          "temperature", q->temperature, "stream", 1, "stream_options", "include_usage", 1);
-    bench_uncached(a, b, q->salt);
-    if (q->seed >= 0) {
-        json_object_set_new(b, "seed", json_integer(q->seed));
-        json_object_set_new(b, "top_p", json_real(0.95));
-    }
-    return b;
-}
-
-int bench_stream_request(bench_http_t *h, const arm_rt_t *a, const req_spec_t *q, bench_stream_t *out,
-                         volatile int *is_first, err_t *err)
-{
-    json_t *body = request_body(a, q);
-    int rc = bench_http_stream(h, "/v1/completions", body, out, is_first, err);
-    json_decref(body);
-    return rc;
-}
-
-/* Checks one finished request against every per-request rule and records
- * it (raw timings included) in the slot. Returns whether it was valid. */
-bool bench_record(slot_t *s, const req_spec_t *q, const bench_stream_t *st, const char *transport_err)
-{
-    char hash[SHA256_HEX_LEN] = "";
-    err_t e;
-    sha256_hex(st->text ? st->text : "", st->text_len, hash, &e);
-    json_t *chunks = json_array();
-    for (size_t i = 0; i < st->n_chunks; i++)
-        json_array_append_new(chunks, json_real(bench_ms(st->chunk_ns[i] - s->t0_ns)));
-    json_t *why = json_array();
-    int idx = (int)json_array_size(s->requests);
-    char buf[384];
-    if (transport_err) {
-        json_array_append_new(why, json_string(transport_err));
-    } else if (st->status != 200) {
-        snprintf(buf, sizeof buf, "HTTP %d%s%s", st->status, st->error[0] ? ": " : "", st->error);
-        json_array_append_new(why, json_string(buf));
-    } else {
-        if (st->error[0])
-            json_array_append_new(why, json_string(st->error));
-        if (!st->is_done)
-            json_array_append_new(why, json_string("the stream ended without data: [DONE]"));
-        if (q->is_cache_checked_by_caller) {
-            /* the cached workload expects reuse and checks it itself */
-        } else if (st->cached_tokens < 0) {
-            bench_unverifiable(s->r, "cached tokens (neither usage.prompt_tokens_details.cached_tokens nor "
-                                     "timings.cache_n reported)");
-        } else if (st->cached_tokens > 0) {
-            snprintf(buf, sizeof buf, "cached tokens %d > 0 under %s", st->cached_tokens,
-                     s->arm->kind == BENCH_ARM_LLAMA_CPP ? "cache_prompt false" : "a unique cache_salt");
-            json_array_append_new(why, json_string(buf));
-        }
-        if (q->is_open_ended) {
-            bool is_stop = !strcmp(st->finish_reason, "stop"), is_cut = !strcmp(st->finish_reason, "length");
-            if ((!is_stop && !is_cut) || (is_cut && st->completion_tokens != q->max_tokens) ||
-                st->completion_tokens > q->max_tokens) {
-                snprintf(buf, sizeof buf,
-                         "finish_reason '%s' after %d of %d completion tokens (stop or length expected)",
-                         st->finish_reason[0] ? st->finish_reason : "(none)", st->completion_tokens, q->max_tokens);
-                json_array_append_new(why, json_string(buf));
-            }
-        } else if (st->completion_tokens != q->max_tokens || strcmp(st->finish_reason, "length") != 0) {
-            snprintf(buf, sizeof buf, "output budget not met: %d of %d completion tokens, finish_reason '%s'",
-                     st->completion_tokens, q->max_tokens, st->finish_reason[0] ? st->finish_reason : "(none)");
-            json_array_append_new(why, json_string(buf));
-        }
-        if (!q->is_open_ended && st->prompt_tokens >= 0 && st->prompt_tokens != q->prompt_len) {
-            snprintf(buf, sizeof buf, "prompt tokens %d, sent %d", st->prompt_tokens, q->prompt_len);
-            json_array_append_new(why, json_string(buf));
-        }
-    }
-    bool is_valid = json_array_size(why) == 0;
-    for (size_t i = 0; i < json_array_size(why); i++)
-        bench_slot_invalid_at(s, &idx, 1, "%s request %d: %s", q->kind, idx, json_string_value(json_array_get(why, i)));
-    json_t *rq = json_pack(
-        "{s:s,s:i,s:i,s:s,s:i,s:f,s:f,s:f,s:o,s:s,s:i,s:i,s:i,s:s,s:b,s:o}", "kind", q->kind, "prompt_tokens_sent",
-        q->prompt_len, "max_tokens", q->max_tokens, "cache_salt", q->salt, "http_status", st->status, "submit_ms",
-        bench_ms(st->t_submit_ns - s->t0_ns), "first_ms", st->t_first_ns ? bench_ms(st->t_first_ns - s->t0_ns) : -1.0,
-        "end_ms", bench_ms(st->t_end_ns - s->t0_ns), "chunk_ms", chunks, "finish_reason", st->finish_reason,
-        "prompt_tokens", st->prompt_tokens, "completion_tokens", st->completion_tokens, "cached_tokens",
-        st->cached_tokens, "output_sha256", hash, "valid", is_valid, "reasons", why);
-    if (q->seed >= 0)
-        json_object_set_new(rq, "seed", json_integer(q->seed));
-    if (st->cached_tokens_field)
-        json_object_set_new(rq, "cached_tokens_field", json_string(st->cached_tokens_field));
-    json_array_append_new(s->requests, rq);
-    return is_valid;
-}
-
-bool bench_run_one(slot_t *s, req_spec_t *q, bench_stream_t *st)
-{
-    err_t e;
-    bench_new_salt(s->r, q->salt, sizeof q->salt);
-    int rc = bench_stream_request(&s->h, s->arm, q, st, NULL, &e);
-    return bench_record(s, q, st, rc ? e.msg : NULL);
-}
-
-/* ---- /status ---- */
-
-json_t *bench_get_status(bench_http_t *h, bool *is_absent)
-{
-    int status = 0;
-    json_t *st = NULL;
-    err_t e;
-    *is_absent = false;
-    if (bench_http_get(h, "/status", &status, &st, &e) || status != 200 || !json_is_object(st)) {
-        *is_absent = status == 404 || status == 405;
-        json_decref(st);
-        return NULL;
-    }
-    return st;
-}
-
-int64_t bench_jint(const json_t *o, const char *path)
-{
-    /* dotted path: "cache.blocks_used" */
-    char key[64];
-    const json_t *cur = o;
-    while (cur && *path) {
-        size_t n = strcspn(path, ".");
-        snprintf(key, sizeof key, "%.*s", (int)n, path);
-        cur = json_object_get(cur, key);
-        path += n + (path[n] == '.');
-    }
-    return json_is_integer(cur) ? (int64_t)json_integer_value(cur) : -1;
-}
-
-static const char *jstr(const json_t *o, const char *a, const char *b)
-{
-    return json_string_value(json_object_get(json_object_get(o, a), b));
-}
-
-/* The counters worth comparing before / after a slot. */
-static json_t *status_counters(const json_t *st)
-{
-    if (!st)
-        return json_null();
-    json_t *c = json_object();
-    static const char *const parts[] = {"scheduler", "cache", "spec", "memory", "trace"};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
-        json_t *p = json_object_get(st, parts[i]);
-        if (p)
-            json_object_set(c, parts[i], p);
-    }
-    json_t *rq = json_deep_copy(json_object_get(st, "requests"));
-    if (rq) {
-        json_object_del(rq, "active");
-        json_object_set_new(c, "requests", rq);
-    }
-    json_object_set(c, "snapshot", json_object_get(st, "snapshot"));
-    return c;
-}
-
-/* Whether an effective verify policy is one the declared one may run as:
- * "auto" runs whatever width its fitter chose ("all", or N >= 0, 0 being
- * no speculation for now); N runs N, or "all" when N reaches --draft-max;
- * "all" and "off" run as themselves. */
-static bool is_width(const char *s)
-{
-    return s[0] && strspn(s, "0123456789") == strlen(s);
-}
-
-static bool policy_resolves(const char *want, const char *eff)
-{
-    if (!strcmp(want, eff))
-        return true;
-    if (!strcmp(want, "auto"))
-        return is_width(eff) || !strcmp(eff, "all");
-    return is_width(want) && !strcmp(eff, "all");
-}
-
-static void check_policy(slot_t *s, const json_t *st)
-{
-    const char *want = s->arm->cfg->verify_rows;
-    const char *got = jstr(st, "policy", "verify_rows"), *eff = jstr(st, "policy", "verify_rows_effective");
-    if (!got || !eff) {
-        bench_slot_invalid(s, "policy: /status has no policy.verify_rows / policy.verify_rows_effective");
-        return;
-    }
-    if (strcmp(got, want) || !policy_resolves(want, eff))
-        bench_slot_invalid(s,
-                           "policy mismatch: the arm declares verify_rows '%s', /status reports verify_rows '%s', "
-                           "effective '%s'",
-                           want, got, eff);
-}
-
-static bool is_idle(const json_t *st, char *why, size_t cap)
-{
-    size_t n_active = json_array_size(json_object_get(json_object_get(st, "requests"), "active"));
-    int64_t used = bench_jint(st, "cache.blocks_used"), q = bench_jint(st, "scheduler.queued"),
-            p = bench_jint(st, "scheduler.prefilling"), d = bench_jint(st, "scheduler.decoding");
-    snprintf(why, cap, "%zu active requests, %lld queued, %lld prefilling, %lld decoding, %lld KV blocks held",
-             n_active, (long long)q, (long long)p, (long long)d, (long long)used);
-    return n_active == 0 && used == 0 && q <= 0 && p <= 0 && d <= 0;
-}
-
-/* Polls until idle or BENCH_IDLE_WAIT_MS; returns the last snapshot. */
-static json_t *wait_idle(slot_t *s)
-{
-    int64_t deadline = clock_now_ns() + (int64_t)BENCH_IDLE_WAIT_MS * 1000000;
-    char why[256] = "";
-    for (;;) {
-        bool is_absent;
-        json_t *st = bench_get_status(&s->h, &is_absent);
-        if (!st) {
-            if (!is_absent)
-                bench_slot_invalid(s, "idle: /status failed after the arm");
-            return NULL;
-        }
-        if (is_idle(st, why, sizeof why))
-            return st;
-        if (clock_now_ns() > deadline) {
-            bench_slot_invalid(s, "not idle %d ms after the arm: %s", BENCH_IDLE_WAIT_MS, why);
-            return st;
-        }
-        json_decref(st);
-        struct timespec ts = {0, 20000000};
-        nanosleep(&ts, NULL);
-    }
-}
-
 /* ---- host readings ---- */
 
 static json_t *read_psi(void)
@@ -434,406 +184,6 @@ static json_t *environment(void)
     return env;
 }
 
-/* ---- arms ---- */
-
-/* Token ids to cut exact-length prompts from: a fixed text, tokenised by
- * the arm's own server, long enough for the longest prompt. llama-server's
- * /tokenize reads "content" and "add_special" (and answers an empty list
- * for "prompt"); splash's reads "prompt" and "add_special_tokens" and
- * refuses other fields. */
-static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
-{
-    const bench_config_t *c = r->c;
-    int need = c->mixed_long_prompt;
-    for (int i = 0; i < c->n_serial_lens; i++)
-        if (c->serial_lens[i] > need)
-            need = c->serial_lens[i];
-    need += c->seeded_probes * 7 + c->seeded_prompt + 64;
-    if (c->do_cached && c->cached_prefix_tokens + c->cached_suffix_tokens + 1 > need)
-        need = c->cached_prefix_tokens + c->cached_suffix_tokens + 1;
-    /* conversation i starts at i * 997 (bench_sessions.c); the context wraps, so this only avoids repeats */
-    int session_need = c->sessions_first_tokens + (c->sessions_turns - 1) * c->sessions_turn_tokens;
-    if (c->do_sessions && session_need > need)
-        need = session_need;
-    static const char *const words[] = {"river",  "stone",  "quiet",  "lantern", "orbit",  "maple", "signal", "harbor",
-                                        "copper", "meadow", "thread", "canyon",  "velvet", "ember", "tide",   "cedar"};
-    size_t cap = 1 << 16, len = 0;
-    char *text = malloc(cap);
-    if (!text)
-        return err_set(err, "out of memory");
-    uint32_t x = 12345;
-    for (int words_n = BENCH_CONTEXT_WORDS;; words_n *= 2) {
-        while (len < (size_t)words_n * 8) {
-            x = x * 1103515245u + 12345u;
-            const char *w = words[(x >> 16) % 16];
-            if (len + 32 > cap) {
-                char *t = realloc(text, cap *= 2);
-                if (!t) {
-                    free(text);
-                    return err_set(err, "out of memory");
-                }
-                text = t;
-            }
-            len += (size_t)snprintf(text + len, cap - len, "%s%s", len ? " " : "", w);
-        }
-        bool is_llama = a->kind == BENCH_ARM_LLAMA_CPP;
-        json_t *body = json_pack("{s:s%,s:b}", is_llama ? "content" : "prompt", text, len,
-                                 is_llama ? "add_special" : "add_special_tokens", 0);
-        int status = 0;
-        json_t *out = NULL;
-        int rc = bench_http_post(h, "/tokenize", body, &status, &out, err);
-        json_decref(body);
-        if (rc) {
-            free(text);
-            return -1;
-        }
-        json_t *toks = json_object_get(out, "tokens");
-        if (status != 200 || !json_is_array(toks)) {
-            json_decref(out);
-            free(text);
-            return err_set(err, "%s/tokenize answered HTTP %d: bench builds exact-length prompts with /tokenize",
-                           a->url, status);
-        }
-        if (json_array_size(toks) == 0) {
-            json_decref(out);
-            free(text);
-            return err_set(err, "%s/tokenize answered no tokens for a %zu-byte text (a %s server)", a->url, len,
-                           bench_arm_kind_name(a->kind));
-        }
-        if ((int)json_array_size(toks) >= need || words_n > BENCH_MAX_PROMPT) {
-            a->n_ctx = (int)json_array_size(toks);
-            free(a->ctx);
-            a->ctx = malloc((size_t)(a->n_ctx ? a->n_ctx : 1) * sizeof *a->ctx);
-            for (int i = 0; i < a->n_ctx; i++)
-                a->ctx[i] = (int32_t)json_integer_value(json_array_get(toks, (size_t)i));
-            json_decref(out);
-            free(text);
-            if (a->n_ctx < need)
-                return err_set(err, "could not build a %d-token context", need);
-            return 0;
-        }
-        json_decref(out);
-    }
-}
-
-/* llama-server's GET /props (its build and model), or NULL when the
- * server has none or it is not llama.cpp's (no build_info). */
-static json_t *llama_props(bench_http_t *h)
-{
-    int status = 0;
-    json_t *p = NULL;
-    err_t e;
-    if (bench_http_get(h, "/props", &status, &p, &e) || status != 200 || !json_is_object(p) ||
-        !json_is_string(json_object_get(p, "build_info"))) {
-        json_decref(p);
-        return NULL;
-    }
-    return p;
-}
-
-/* What the arm is and what it runs: splash tells through /status;
- * llama-server through /props (build, model path, slots, context). */
-static int arm_fingerprint(run_t *r, arm_rt_t *a, bench_http_t *h)
-{
-    bool is_absent;
-    json_t *st = bench_get_status(h, &is_absent);
-    json_t *props = st ? NULL : llama_props(h);
-    a->has_status = st != NULL;
-    a->has_grammar = st && json_is_object(json_object_get(st, "grammar"));
-    a->kind = st ? BENCH_ARM_SPLASH : props ? BENCH_ARM_LLAMA_CPP : BENCH_ARM_OTHER;
-    char sha[SHA256_HEX_LEN] = "";
-    err_t e;
-    json_t *fp = json_object();
-    json_object_set_new(fp, "server_kind", json_string(bench_arm_kind_name(a->kind)));
-    json_object_set_new(fp, "uncached_by",
-                        json_string(a->kind == BENCH_ARM_LLAMA_CPP ? "cache_prompt false" : "a unique cache_salt"));
-    json_object_set_new(fp, "command_line", a->cfg->cmd ? json_string(a->srv.cmd) : json_null());
-    json_object_set_new(fp, "url", json_string(a->url));
-    if (a->srv.binary[0]) {
-        json_object_set_new(fp, "binary_path", json_string(a->srv.binary));
-        if (sha256_file_hex(a->srv.binary, sha, &e) == 0)
-            json_object_set_new(fp, "binary_sha256", json_string(sha));
-    }
-    const char *bs = st ? jstr(st, "build", "binary_sha256") : NULL;
-    const char *ms_ = st ? jstr(st, "model", "sha256") : NULL;
-    /* llama-server names its model file but not its hash: hash the file
-     * when it is on this machine, so "the same GGUF" is checked, not
-     * assumed */
-    const char *ppath = json_string_value(json_object_get(props, "model_path"));
-    char msha[SHA256_HEX_LEN] = "";
-    if (!ms_ && ppath && access(ppath, R_OK) == 0 && sha256_file_hex(ppath, msha, &e) == 0)
-        ms_ = msha;
-    json_object_set_new(fp, "status_binary_sha256", bs ? json_string(bs) : json_null());
-    json_object_set_new(fp, "model_sha256", ms_ ? json_string(ms_) : json_null());
-    const char *mpath = st ? jstr(st, "model", "path") : json_string_value(json_object_get(props, "model_path"));
-    const char *bver = st ? jstr(st, "build", "version") : json_string_value(json_object_get(props, "build_info"));
-    json_object_set_new(fp, "model_path", mpath ? json_string(mpath) : json_null());
-    json_object_set_new(fp, "build_version", bver ? json_string(bver) : json_null());
-    if (props) {
-        json_t *n_ctx = json_object_get(json_object_get(props, "default_generation_settings"), "n_ctx");
-        json_object_set_new(fp, "llama_props",
-                            json_pack("{s:O?,s:O?,s:O?}", "total_slots", json_object_get(props, "total_slots"), "n_ctx",
-                                      n_ctx, "model_alias", json_object_get(props, "model_alias")));
-    }
-    json_object_set_new(fp, "git_revision",
-                        st && jstr(st, "build", "git_revision") ? json_string(jstr(st, "build", "git_revision"))
-                                                                : json_null());
-    if (!a->srv.binary[0] && bs)
-        json_object_set_new(fp, "binary_sha256", json_string(bs));
-    if (!st)
-        bench_unverifiable(r, "server memory and /status counters (needs /status)");
-    json_decref(st);
-    json_decref(props);
-    if (!a->fingerprint) {
-        a->fingerprint = fp;
-        return 0;
-    }
-    /* an arm restarted (sequential residency, or fresh servers each round)
-     * must be the same server every time */
-    const char *k[] = {"binary_sha256", "model_sha256"};
-    for (int i = 0; i < 2; i++) {
-        const char *x = json_string_value(json_object_get(a->fingerprint, k[i]));
-        const char *y = json_string_value(json_object_get(fp, k[i]));
-        if (x && y && strcmp(x, y)) {
-            bench_run_invalid(r, bench_arm_ref(a->label), "arm %c: %s changed between starts", a->label, k[i]);
-        }
-    }
-    json_decref(fp);
-    return 0;
-}
-
-/* ---- traced arms ---- */
-
-static void trace_path(const run_t *r, const arm_rt_t *a, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s/trace-%c-%d.jsonl", r->c->work_dir, a->label, a->starts);
-}
-
-/* The arm's command, with the capture flags appended under --trace (the
- * server's own options, so a command that is not splash serve fails to
- * start and is refused). Caller frees. */
-static char *traced_command(const run_t *r, const arm_rt_t *a)
-{
-    if (!r->c->is_traced)
-        return strdup(a->cfg->cmd);
-    char path[1200];
-    trace_path(r, a, path, sizeof path);
-    size_t cap = strlen(a->cfg->cmd) + sizeof path + 64;
-    char *cmd = malloc(cap);
-    if (cmd)
-        snprintf(cmd, cap, "%s --trace-capacity %d --trace-out '%s'", a->cfg->cmd, r->c->trace_capacity, path);
-    return cmd;
-}
-
-/* A traced arm must say in /status that it records. */
-static int check_tracing(const arm_rt_t *a, bench_http_t *h, err_t *err)
-{
-    bool is_absent;
-    json_t *st = bench_get_status(h, &is_absent);
-    const json_t *t = json_object_get(st, "trace");
-    bool is_on = json_is_true(json_object_get(t, "enabled"));
-    json_decref(st);
-    if (!is_on)
-        return err_set(err,
-                       "arm %c cannot trace: %s, so its capture cannot be checked (--trace needs a splash server "
-                       "that records engine traces)",
-                       a->label,
-                       !st  ? "it has no /status"
-                       : !t ? "its /status has no trace object"
-                            : "trace.enabled is false");
-    return 0;
-}
-
-/* After a traced server stopped: its capture validated as splash trace
- * report does, the summary kept beside it and attached to the report; a
- * capture that fails validation makes the run invalid. */
-static void check_capture(run_t *r, arm_rt_t *a)
-{
-    char path[1200], rpath[1300];
-    trace_path(r, a, path, sizeof path);
-    snprintf(rpath, sizeof rpath, "%s.report.json", path);
-    tr_capture_t cap = {0};
-    err_t e = {0};
-    json_t *reasons = json_array(), *summary = NULL;
-    if (tr_load(path, &cap, &e)) {
-        json_array_append_new(reasons, json_string(e.msg));
-    } else if (!tr_validate(&cap)) {
-        for (int i = 0; i < cap.n_reasons; i++)
-            json_array_append_new(reasons, json_string(cap.reasons[i]));
-    } else {
-        afile_t af;
-        FILE *f = afile_open(&af, rpath, &e);
-        if (!f || tr_report(&cap, true, f, &e) || afile_commit(&af, &e)) {
-            json_array_append_new(reasons, json_string(e.msg));
-            if (f)
-                afile_abort(&af);
-        }
-        summary = json_load_file(rpath, 0, NULL);
-    }
-    bool is_valid = json_array_size(reasons) == 0;
-    for (size_t i = 0; i < json_array_size(reasons); i++)
-        bench_run_invalid(r, bench_arm_ref(a->label), "arm %c start %d: trace capture %s invalid: %s", a->label,
-                          a->starts, path, json_string_value(json_array_get(reasons, i)));
-    json_array_append_new(a->traces, json_pack("{s:i,s:s,s:s?,s:b,s:I,s:I,s:o,s:o}", "start", a->starts, "file", path,
-                                               "summary_file", summary ? rpath : NULL, "valid", is_valid, "recorded",
-                                               (json_int_t)cap.recorded, "dropped", (json_int_t)cap.dropped, "reasons",
-                                               reasons, "summary", summary ? summary : json_null()));
-    tr_free(&cap);
-}
-
-static int arm_start(run_t *r, arm_rt_t *a, err_t *err)
-{
-    const bench_config_t *c = r->c;
-    a->starts++;
-    if (a->cfg->cmd) {
-        char log[1024];
-        snprintf(log, sizeof log, "%s/server-%c-%d.log", c->work_dir, a->label, a->starts);
-        char *cmd = traced_command(r, a);
-        if (!cmd)
-            return err_set(err, "arm %c: out of memory", a->label);
-        int rc = bench_server_start(cmd, log, c->start_timeout_s, c->api_key, &c->server_cpus, &a->srv, err);
-        free(cmd);
-        if (rc && c->is_traced)
-            err_prefix(err,
-                       "arm %c cannot trace (--trace starts it with --trace-capacity and --trace-out; a server that "
-                       "cannot trace is refused): ",
-                       a->label);
-        if (rc)
-            return err_prefix(err, "arm %c: ", a->label);
-        snprintf(a->url, sizeof a->url, "%s", a->srv.url);
-        json_array_append_new(a->lifecycle, json_pack("{s:s,s:i,s:s,s:s}", "event", "start", "pid", (int)a->srv.pid,
-                                                      "url", a->url, "log", log));
-    } else {
-        snprintf(a->url, sizeof a->url, "%s", a->cfg->url);
-        if (bench_wait_healthy(a->url, c->api_key, c->start_timeout_s, err))
-            return err_prefix(err, "arm %c: ", a->label);
-    }
-    a->is_running = true;
-    bench_http_t h;
-    if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
-        return -1;
-    arm_fingerprint(r, a, &h);
-    if (c->is_traced && check_tracing(a, &h, err)) {
-        bench_http_free(&h);
-        return -1;
-    }
-    /* a splash without the grammar object cannot show its constraint; a
-     * server without /status at all (llama-server) is judged on its outputs
-     * alone, its grammar counters listed as unverifiable */
-    if (c->do_strict_json && a->has_status && !a->has_grammar) {
-        bench_http_free(&h);
-        return err_set(err,
-                       "arm %c: the strict-json workload is refused: %s has no grammar object in /status (a server "
-                       "without structured output, or an older one), so neither its constraint nor its mask time "
-                       "can be checked; leave strict-json out of --workload for this comparison",
-                       a->label, a->url);
-    }
-    if (!a->ctx && build_context(r, a, &h, err)) {
-        bench_http_free(&h);
-        return err_prefix(err, "arm %c: ", a->label);
-    }
-    bench_http_free(&h);
-    return 0;
-}
-
-/* One strict-json turn of probe p: appends the user's ask for turn t to
- * messages and streams the constrained answer into st (the caller appends
- * it as the assistant's message). Seeds depend only on (p, t), so both arms
- * and every slot sample alike. */
-long long bench_json_seed(int p, int t)
-{
-    return 3000 + 100LL * p + t;
-}
-
-int bench_json_turn(bench_http_t *h, const arm_rt_t *a, int p, int t, json_t *messages, int max_tokens,
-                    const char *salt, bench_stream_t *st, err_t *err)
-{
-    memset(st, 0, sizeof *st);
-    json_array_append_new(messages, json_pack("{s:s,s:s}", "role", "user", "content", bench_json_prompt(p, t)));
-    json_t *body = bench_json_body(p, messages, max_tokens, bench_json_seed(p, t));
-    if (!body)
-        return err_set(err, "out of memory");
-    bench_uncached(a, body, salt);
-    int rc = bench_http_stream(h, "/v1/chat/completions", body, st, NULL, err);
-    json_decref(body);
-    return rc;
-}
-
-/* Warm-up: the same count after every start, so the arms' histories match. */
-static int arm_warm(run_t *r, arm_rt_t *a, err_t *err)
-{
-    const bench_config_t *c = r->c;
-    bench_http_t h;
-    if (bench_http_init(&h, a->url, c->api_key, c->request_timeout_s, err))
-        return -1;
-    for (int i = 0; i < c->warmup; i++) {
-        /* sampled like the serial requests, so a server that learns as it
-         * runs has seen their kind */
-        req_spec_t q = {"warmup",
-                        c->n_serial_lens ? c->serial_lens[0] : 16,
-                        0,
-                        c->warmup_tokens,
-                        c->serial_temperature,
-                        c->serial_temperature > 0 ? 1000000 + i : -1,
-                        "",
-                        false,
-                        false};
-        bench_new_salt(r, q.salt, sizeof q.salt);
-        bench_stream_t st;
-        if (bench_stream_request(&h, a, &q, &st, NULL, err) || st.status != 200) {
-            if (!err->msg[0] || st.status)
-                err_set(err, "warm-up request answered HTTP %d", st.status);
-            bench_stream_free(&st);
-            bench_http_free(&h);
-            return err_prefix(err, "arm %c: ", a->label);
-        }
-        bench_stream_free(&st);
-    }
-    /* strict-json: the whole probe set once, unmeasured, with the measured
-     * seeds: the server caches masks per grammar state, and these outputs
-     * visit the same states every slot, so without this the first slot of
-     * each arm pays for the cache misses and the mask time per token
-     * swings 4x between A1 and A4 (measured on the demo model) */
-    for (int p = 0; c->do_strict_json && c->warmup > 0 && p < c->strict_json_probes; p++) {
-        json_t *msgs = json_array();
-        for (int t = 0; t < c->strict_json_cycles; t++) {
-            char salt[96];
-            bench_new_salt(r, salt, sizeof salt);
-            bench_stream_t st;
-            int rc = bench_json_turn(&h, a, p, t, msgs, c->strict_json_tokens, salt, &st, err);
-            if (rc || st.status != 200) {
-                if (!rc)
-                    err_set(err, "strict-json warm-up request answered HTTP %d%s%s", st.status, st.error[0] ? ": " : "",
-                            st.error);
-                bench_stream_free(&st);
-                json_decref(msgs);
-                bench_http_free(&h);
-                return err_prefix(err, "arm %c: ", a->label);
-            }
-            json_array_append_new(
-                msgs, json_pack("{s:s,s:s%}", "role", "assistant", "content", st.text ? st.text : "", st.text_len));
-            bench_stream_free(&st);
-        }
-        json_decref(msgs);
-    }
-    bench_http_free(&h);
-    return 0;
-}
-
-static void arm_stop(run_t *r, arm_rt_t *a)
-{
-    if (!a->is_running)
-        return;
-    a->is_running = false;
-    if (!a->cfg->cmd)
-        return;
-    char how[128];
-    bench_server_stop(&a->srv, how, sizeof how);
-    json_array_append_new(a->lifecycle, json_pack("{s:s,s:s}", "event", "stop", "how", how));
-    if (r->c->is_traced)
-        check_capture(r, a); /* the server writes its capture as it exits */
-}
-
 /* ---- slots and rounds ---- */
 
 static int run_slot(run_t *r, int round, int pos, err_t *err)
@@ -841,7 +191,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     const bench_config_t *c = r->c;
     int ai = (pos == 0 || pos == 3) ? 0 : 1;
     arm_rt_t *a = &r->arm[ai];
-    if (!a->is_running && (arm_start(r, a, err) || arm_warm(r, a, err)))
+    if (!a->is_running && (bench_arm_start(r, a, err) || bench_arm_warm(r, a, err)))
         return -1;
     slot_t s = {.r = r, .arm = a, .round = round, .pos = pos};
     s.j = json_object();
@@ -853,7 +203,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     bool is_absent;
     json_t *before = bench_get_status(&s.h, &is_absent);
     if (before)
-        check_policy(&s, before);
+        bench_check_policy(&s, before);
     else if (a->has_status)
         bench_slot_invalid(&s, "/status failed before the arm");
     else
@@ -879,7 +229,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     char why[256];
     if (bench_check_suspend(&k0, &k1, why, sizeof why))
         bench_slot_invalid(&s, "%s", why);
-    json_t *after = a->has_status ? wait_idle(&s) : NULL;
+    json_t *after = a->has_status ? bench_wait_idle(&s) : NULL;
     if (!a->has_status)
         bench_unverifiable(r, "idle after arm (needs /status)");
     json_object_set_new(s.j, "round", json_integer(round + 1));
@@ -894,8 +244,8 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
                                   (json_int_t)k0.mono_ns, "wall0_ns", (json_int_t)k0.wall_ns, "boot1_ns",
                                   (json_int_t)k1.boot_ns, "mono1_ns", (json_int_t)k1.mono_ns, "wall1_ns",
                                   (json_int_t)k1.wall_ns));
-    json_object_set_new(s.j, "status_before", status_counters(before));
-    json_object_set_new(s.j, "status_after", status_counters(after));
+    json_object_set_new(s.j, "status_before", bench_status_counters(before));
+    json_object_set_new(s.j, "status_after", bench_status_counters(after));
     int64_t rss = after ? bench_jint(after, "memory.resident_bytes") : -1;
     json_object_set_new(s.j, "server_resident_bytes", rss >= 0 ? json_integer(rss) : json_null());
     json_object_set_new(s.j, "host_memory_pressure", json_pack("{s:o,s:o}", "before", psi0, "after", read_psi()));
@@ -915,7 +265,7 @@ static int run_slot(run_t *r, int round, int pos, err_t *err)
     json_array_append_new(r->slots, s.j);
     bench_http_free(&s.h);
     if (c->is_sequential)
-        arm_stop(r, a);
+        bench_arm_stop(r, a);
     return 0;
 }
 
@@ -1054,10 +404,10 @@ static json_t *statistics(run_t *r, bench_verdict_t *overall)
 static int pair_start(run_t *r, err_t *err)
 {
     for (int i = 0; i < 2; i++)
-        if (!r->arm[i].is_running && arm_start(r, &r->arm[i], err))
+        if (!r->arm[i].is_running && bench_arm_start(r, &r->arm[i], err))
             return -1;
     for (int i = 1; i >= 0; i--)
-        if (arm_warm(r, &r->arm[i], err))
+        if (bench_arm_warm(r, &r->arm[i], err))
             return -1;
     return 0;
 }
@@ -1077,9 +427,124 @@ static int run_all(run_t *r, err_t *err)
         }
         if (c->is_restart_per_round)
             for (int i = 0; i < 2; i++)
-                arm_stop(r, &r->arm[i]);
+                bench_arm_stop(r, &r->arm[i]);
     }
     return 0;
+}
+
+/* The report's arms: what each was, how it was started, what it answered. */
+static json_t *arms_json(run_t *r)
+{
+    json_t *arms = json_array();
+    for (int i = 0; i < 2; i++) {
+        arm_rt_t *a = &r->arm[i];
+        json_array_append_new(arms, json_pack("{s:s,s:s,s:s?,s:s?,s:s,s:b,s:i,s:o,s:o,s:o}", "arm", i ? "B" : "A",
+                                              "role", i ? "candidate" : "baseline", "command", a->cfg->cmd, "url",
+                                              a->cfg->url, "verify_rows_declared", a->cfg->verify_rows, "has_status",
+                                              a->has_status, "starts", a->starts, "fingerprint",
+                                              a->fingerprint ? a->fingerprint : json_null(), "lifecycle", a->lifecycle,
+                                              "traces", a->traces));
+    }
+    return arms;
+}
+
+/* The report's config: residency, rounds and every workload's settings. */
+static json_t *config_json(const bench_config_t *c)
+{
+    json_t *cfg = json_pack(
+        "{s:s,s:s,s:i,s:i,s:i,s:[s?,s?,s?],s:i,s:f,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}", "residency",
+        c->is_sequential ? "sequential" : "paired", "restart",
+        c->is_sequential          ? "slot"
+        : c->is_restart_per_round ? "round"
+                                  : "never",
+        "rounds", c->rounds, "warmup", c->warmup, "warmup_tokens", c->warmup_tokens, "workloads",
+        c->do_serial ? "serial" : NULL, c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL, "serial_repeat",
+        c->serial_repeat, "serial_temperature", c->serial_temperature, "max_tokens", c->max_tokens,
+        "mixed_decode_prompt", c->mixed_decode_prompt, "mixed_decode_tokens", c->mixed_decode_tokens,
+        "mixed_long_prompt", c->mixed_long_prompt, "mixed_long_tokens", c->mixed_long_tokens, "mixed_short_prompt",
+        c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts, "mixed_repeat", c->mixed_repeat, "seeded_probes",
+        c->seeded_probes, "seeded_tokens", c->seeded_tokens, "poll_ms", c->poll_ms, "seeded_prompt", c->seeded_prompt,
+        "expect_output_change", c->expect_output_change);
+    json_t *lens = json_array();
+    for (int i = 0; i < c->n_serial_lens; i++)
+        json_array_append_new(lens, json_integer(c->serial_lens[i]));
+    json_object_set_new(cfg, "serial_prompt_tokens", lens);
+    if (c->do_strict_json) {
+        json_array_append_new(json_object_get(cfg, "workloads"), json_string("strict-json"));
+        json_t *names = json_array();
+        for (int k = 0; k < c->strict_json_probes && k < BENCH_JSON_SCHEMAS; k++)
+            json_array_append_new(names, json_string(bench_json_schema_name(k)));
+        json_object_set_new(cfg, "strict_json",
+                            json_pack("{s:i,s:i,s:i,s:o}", "probes", c->strict_json_probes, "cycles",
+                                      c->strict_json_cycles, "max_tokens", c->strict_json_tokens, "schemas", names));
+    }
+    if (c->do_cached) {
+        json_array_append_new(json_object_get(cfg, "workloads"), json_string("cached"));
+        json_object_set_new(cfg, "cached",
+                            json_pack("{s:i,s:i,s:i,s:i}", "pairs", c->cached_pairs, "prefix_tokens",
+                                      c->cached_prefix_tokens, "suffix_tokens", c->cached_suffix_tokens, "max_tokens",
+                                      c->cached_max_tokens));
+    }
+    if (c->do_sessions) {
+        json_array_append_new(json_object_get(cfg, "workloads"), json_string("sessions"));
+        json_object_set_new(cfg, "sessions",
+                            json_pack("{s:i,s:i,s:i,s:i,s:i}", "sessions", c->sessions, "turns", c->sessions_turns,
+                                      "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens,
+                                      "max_tokens", c->sessions_max_tokens));
+    }
+    json_object_set_new(cfg, "cpus",
+                        json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));
+    return cfg;
+}
+
+/* The validity, the verdict (capped when checks were unverifiable, diagnostic
+ * when traced) and the exit code into the report; returns the exit code. */
+static int set_verdict(run_t *r, json_t *report, int rc, bench_verdict_t v)
+{
+    bool is_valid;
+    json_t *validity = bench_validity(r, &is_valid);
+    bool is_gain_withheld = is_valid && v == BENCH_GAIN && json_array_size(r->unverifiable) > 0;
+    v = bench_cap_unverified(v, json_array_size(r->unverifiable) > 0);
+    if (!is_valid)
+        v = BENCH_INVALID;
+    /* a traced run measured the engine while it recorded: diagnostic only */
+    bool is_diagnostic = r->c->is_traced && !rc && v != BENCH_INVALID;
+    int exit_code = rc ? 1 : is_diagnostic ? BENCH_EXIT_DIAGNOSTIC : bench_verdict_exit(v);
+    json_object_set_new(report, "validity", validity);
+    char verdict[1024];
+    int n = is_diagnostic ? snprintf(verdict, sizeof verdict,
+                                     "diagnostic (traced arms: no speed verdict; the metrics alone said %s)",
+                                     bench_verdict_name(v))
+                          : snprintf(verdict, sizeof verdict, "%s", rc ? "error" : bench_verdict_name(v));
+    if (json_array_size(r->unverifiable)) {
+        n += snprintf(verdict + n, sizeof verdict - (size_t)n, " (unverifiable: ");
+        for (size_t i = 0; i < json_array_size(r->unverifiable) && n < (int)sizeof verdict; i++)
+            n += snprintf(verdict + n, sizeof verdict - (size_t)n, "%s%s", i ? "; " : "",
+                          json_string_value(json_array_get(r->unverifiable, i)));
+        snprintf(verdict + n, sizeof verdict - (size_t)n, ")");
+    }
+    if (is_gain_withheld)
+        snprintf(verdict + strlen(verdict), sizeof verdict - strlen(verdict),
+                 " [the metrics showed a gain; a run with unverifiable checks is never called a gain]");
+    json_object_set_new(report, "verdict", json_string(verdict));
+    json_object_set_new(report, "gain_withheld", json_boolean(is_gain_withheld));
+    json_object_set_new(report, "diagnostic", json_boolean(is_diagnostic));
+    json_object_set_new(report, "exit_code", json_integer(exit_code));
+    return exit_code;
+}
+
+/* Every decode chunk gap per arm (ms), for the distribution; frees them. */
+static json_t *gaps_json(run_t *r)
+{
+    json_t *dist = json_object();
+    for (int k = 0; k < 2; k++) {
+        json_t *g = json_array();
+        for (size_t j = 0; j < r->n_gaps[k]; j++)
+            json_array_append_new(g, json_real(r->gaps[k][j]));
+        json_object_set_new(dist, k ? "B" : "A", g);
+        free(r->gaps[k]);
+    }
+    return dist;
 }
 
 int bench_run(const bench_config_t *c, err_t *err)
@@ -1115,7 +580,7 @@ int bench_run(const bench_config_t *c, err_t *err)
     int64_t t0 = clock_now_ns();
     int rc = run_all(&r, err);
     for (int i = 0; i < 2; i++)
-        arm_stop(&r, &r.arm[i]);
+        bench_arm_stop(&r, &r.arm[i]);
     bench_inhibit_end(&inh);
     json_t *env = json_object_get(report, "environment");
     json_object_set_new(env, "loadavg_end", read_first_line("/proc/loadavg"));
@@ -1123,68 +588,11 @@ int bench_run(const bench_config_t *c, err_t *err)
     json_object_set_new(report, "sleep_inhibit",
                         json_pack("{s:s,s:b,s:s}", "method", "systemd-inhibit", "held", inh.is_held, "why", inh.why));
     json_object_set_new(report, "elapsed_s", json_real((double)(clock_now_ns() - t0) / 1e9));
-    json_t *arms = json_array();
-    for (int i = 0; i < 2; i++) {
-        arm_rt_t *a = &r.arm[i];
-        json_array_append_new(arms, json_pack("{s:s,s:s,s:s?,s:s?,s:s,s:b,s:i,s:o,s:o,s:o}", "arm", i ? "B" : "A",
-                                              "role", i ? "candidate" : "baseline", "command", a->cfg->cmd, "url",
-                                              a->cfg->url, "verify_rows_declared", a->cfg->verify_rows, "has_status",
-                                              a->has_status, "starts", a->starts, "fingerprint",
-                                              a->fingerprint ? a->fingerprint : json_null(), "lifecycle", a->lifecycle,
-                                              "traces", a->traces));
-        free(a->ctx);
-    }
-    json_object_set_new(report, "arms", arms);
-    json_object_set_new(
-        report, "config",
-        json_pack("{s:s,s:s,s:i,s:i,s:i,s:[s?,s?,s?],s:i,s:f,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b}",
-                  "residency", c->is_sequential ? "sequential" : "paired", "restart",
-                  c->is_sequential          ? "slot"
-                  : c->is_restart_per_round ? "round"
-                                            : "never",
-                  "rounds", c->rounds, "warmup", c->warmup, "warmup_tokens", c->warmup_tokens, "workloads",
-                  c->do_serial ? "serial" : NULL, c->do_mixed ? "mixed" : NULL, c->do_seeded ? "seeded" : NULL,
-                  "serial_repeat", c->serial_repeat, "serial_temperature", c->serial_temperature, "max_tokens",
-                  c->max_tokens, "mixed_decode_prompt", c->mixed_decode_prompt, "mixed_decode_tokens",
-                  c->mixed_decode_tokens, "mixed_long_prompt", c->mixed_long_prompt, "mixed_long_tokens",
-                  c->mixed_long_tokens, "mixed_short_prompt", c->mixed_short_prompt, "mixed_shorts", c->mixed_shorts,
-                  "mixed_repeat", c->mixed_repeat, "seeded_probes", c->seeded_probes, "seeded_tokens", c->seeded_tokens,
-                  "poll_ms", c->poll_ms, "seeded_prompt", c->seeded_prompt, "expect_output_change",
-                  c->expect_output_change));
-    json_t *lens = json_array();
-    for (int i = 0; i < c->n_serial_lens; i++)
-        json_array_append_new(lens, json_integer(c->serial_lens[i]));
-    json_object_set_new(json_object_get(report, "config"), "serial_prompt_tokens", lens);
-    if (c->do_strict_json) {
-        json_t *cfg = json_object_get(report, "config");
-        json_array_append_new(json_object_get(cfg, "workloads"), json_string("strict-json"));
-        json_t *names = json_array();
-        for (int k = 0; k < c->strict_json_probes && k < BENCH_JSON_SCHEMAS; k++)
-            json_array_append_new(names, json_string(bench_json_schema_name(k)));
-        json_object_set_new(cfg, "strict_json",
-                            json_pack("{s:i,s:i,s:i,s:o}", "probes", c->strict_json_probes, "cycles",
-                                      c->strict_json_cycles, "max_tokens", c->strict_json_tokens, "schemas", names));
-    }
-    if (c->do_cached) {
-        json_t *cfg = json_object_get(report, "config");
-        json_array_append_new(json_object_get(cfg, "workloads"), json_string("cached"));
-        json_object_set_new(cfg, "cached",
-                            json_pack("{s:i,s:i,s:i,s:i}", "pairs", c->cached_pairs, "prefix_tokens",
-                                      c->cached_prefix_tokens, "suffix_tokens", c->cached_suffix_tokens, "max_tokens",
-                                      c->cached_max_tokens));
-    }
-    if (c->do_sessions) {
-        json_t *cfg = json_object_get(report, "config");
-        json_array_append_new(json_object_get(cfg, "workloads"), json_string("sessions"));
-        json_object_set_new(cfg, "sessions",
-                            json_pack("{s:i,s:i,s:i,s:i,s:i}", "sessions", c->sessions, "turns", c->sessions_turns,
-                                      "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens,
-                                      "max_tokens", c->sessions_max_tokens));
-    }
-    json_object_set_new(json_object_get(report, "config"), "cpus",
-                        json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));
+    json_object_set_new(report, "arms", arms_json(&r));
+    for (int i = 0; i < 2; i++)
+        free(r.arm[i].ctx);
+    json_object_set_new(report, "config", config_json(c));
     json_object_set_new(report, "slots", r.slots);
-    int exit_code;
     if (rc) {
         bench_run_invalid(&r, NULL, "%s", err->msg);
         json_object_set_new(report, "error", json_string(err->msg));
@@ -1195,44 +603,8 @@ int bench_run(const bench_config_t *c, err_t *err)
     bench_verdict_t v = BENCH_NO_CHANGE;
     json_object_set_new(report, "statistics", rc ? json_object() : statistics(&r, &v));
     json_object_set_new(report, "statistics_rule", json_string(bench_combine_rule));
-    bool is_valid;
-    json_t *validity = bench_validity(&r, &is_valid);
-    bool is_gain_withheld = is_valid && v == BENCH_GAIN && json_array_size(r.unverifiable) > 0;
-    v = bench_cap_unverified(v, json_array_size(r.unverifiable) > 0);
-    if (!is_valid)
-        v = BENCH_INVALID;
-    /* a traced run measured the engine while it recorded: diagnostic only */
-    bool is_diagnostic = c->is_traced && !rc && v != BENCH_INVALID;
-    exit_code = rc ? 1 : is_diagnostic ? BENCH_EXIT_DIAGNOSTIC : bench_verdict_exit(v);
-    json_object_set_new(report, "validity", validity);
-    char verdict[1024];
-    int n = is_diagnostic ? snprintf(verdict, sizeof verdict,
-                                     "diagnostic (traced arms: no speed verdict; the metrics alone said %s)",
-                                     bench_verdict_name(v))
-                          : snprintf(verdict, sizeof verdict, "%s", rc ? "error" : bench_verdict_name(v));
-    if (json_array_size(r.unverifiable)) {
-        n += snprintf(verdict + n, sizeof verdict - (size_t)n, " (unverifiable: ");
-        for (size_t i = 0; i < json_array_size(r.unverifiable) && n < (int)sizeof verdict; i++)
-            n += snprintf(verdict + n, sizeof verdict - (size_t)n, "%s%s", i ? "; " : "",
-                          json_string_value(json_array_get(r.unverifiable, i)));
-        snprintf(verdict + n, sizeof verdict - (size_t)n, ")");
-    }
-    if (is_gain_withheld)
-        snprintf(verdict + strlen(verdict), sizeof verdict - strlen(verdict),
-                 " [the metrics showed a gain; a run with unverifiable checks is never called a gain]");
-    json_object_set_new(report, "verdict", json_string(verdict));
-    json_object_set_new(report, "gain_withheld", json_boolean(is_gain_withheld));
-    json_object_set_new(report, "diagnostic", json_boolean(is_diagnostic));
-    json_object_set_new(report, "exit_code", json_integer(exit_code));
-    json_t *dist = json_object();
-    for (int k = 0; k < 2; k++) {
-        json_t *g = json_array();
-        for (size_t j = 0; j < r.n_gaps[k]; j++)
-            json_array_append_new(g, json_real(r.gaps[k][j]));
-        json_object_set_new(dist, k ? "B" : "A", g);
-        free(r.gaps[k]);
-    }
-    json_object_set_new(report, "chunk_gaps_ms", dist);
+    int exit_code = set_verdict(&r, report, rc, v);
+    json_object_set_new(report, "chunk_gaps_ms", gaps_json(&r));
     free(r.values);
     err_t werr;
     if (c->json_out && bench_write_json(report, c->json_out, &werr))

@@ -1,7 +1,8 @@
 /* splash bench internals shared by its files: the run, arm and slot state,
  * the request helpers every workload uses, and the workloads themselves.
- * bench.c owns the arms, slots, rounds and the report; bench_workloads.c
- * the workloads. Not part of the tools' public interface (bench.h). */
+ * bench.c owns the slots, rounds and the report; bench_arms.c the arms;
+ * bench_requests.c the requests and /status checks; bench_workloads.c the
+ * workloads. Not part of the tools' public interface (bench.h). */
 #ifndef SPLASH_BENCH_INTERNAL_H
 #define SPLASH_BENCH_INTERNAL_H
 
@@ -88,7 +89,7 @@ typedef struct req_spec {
     bool is_cache_checked_by_caller;
 } req_spec_t;
 
-/* ---- shared helpers (bench.c) ---- */
+/* ---- shared helpers (bench.c, bench_requests.c, bench_arms.c) ---- */
 
 /* ---- validity reasons (bench_reasons.c) ---- */
 
@@ -132,13 +133,30 @@ bool bench_run_one(slot_t *s, req_spec_t *q, bench_stream_t *st);
 json_t *bench_get_status(bench_http_t *h, bool *is_absent);
 /* An integer at a dotted path ("cache.blocks_used"), -1 when absent. */
 int64_t bench_jint(const json_t *o, const char *path);
-/* A /status grammar counter (0 when absent). */
+/* The string at o.a.b, or NULL. */
+const char *bench_jstr(const json_t *o, const char *a, const char *b);
+/* The /status counters worth comparing before / after a slot (null for NULL). */
+json_t *bench_status_counters(const json_t *st);
+/* Invalidates the slot unless /status reports the arm's declared verify policy. */
+void bench_check_policy(slot_t *s, const json_t *st);
+/* Polls /status until the server is idle (invalid past BENCH_IDLE_WAIT_MS); the last snapshot. */
+json_t *bench_wait_idle(slot_t *s);
+/* A /status grammar counter (0 when absent; bench_workloads.c). */
 int64_t bench_gcount(const json_t *g, const char *key);
 /* The seed of probe p turn t: both arms and every slot sample alike. */
 long long bench_json_seed(int p, int t);
-/* One strict-json turn of probe p (bench.c: the warm-up sends them too). */
+/* One strict-json turn of probe p (bench_arms.c: the warm-up sends them too). */
 int bench_json_turn(bench_http_t *h, const arm_rt_t *a, int p, int t, json_t *messages, int max_tokens,
                     const char *salt, bench_stream_t *st, err_t *err);
+
+/* ---- arms (bench_arms.c) ---- */
+
+/* Starts a's server (or waits on its URL), fingerprints it, checks tracing, cuts its context. */
+int bench_arm_start(run_t *r, arm_rt_t *a, err_t *err);
+/* The warm-up requests on a started arm. */
+int bench_arm_warm(run_t *r, arm_rt_t *a, err_t *err);
+/* Stops a's server if bench started it, checking a traced run's capture. */
+void bench_arm_stop(run_t *r, arm_rt_t *a);
 
 /* ---- workloads (bench_workloads.c): each fills its slot's metrics ---- */
 

@@ -3,7 +3,7 @@
  * through $ref), the chat request of one turn, and the judgement of one
  * output (JSON parse, then the independent validator of schema_check.h;
  * never the grammar engine that produced it). The workload loop itself
- * lives with the others in bench.c. */
+ * lives with the others in bench_workloads.c. */
 #ifndef SPLASH_BENCH_JSON_H
 #define SPLASH_BENCH_JSON_H
 
