@@ -5,24 +5,28 @@
 
 #include "base/fp16.h"
 
-/* Element i of a slot, as f32 (f16 through the exact table). */
-static inline float kv_at(int f16, const void *p, int i)
+/* Element i of a slot, as f32 (f16 through the exact table; q8_0 as d * q,
+ * exact). */
+static inline float kv_at(int et, const void *p, int i)
 {
-    return f16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+    if (et == ATTN_Q8_0) {
+        const block_q8_0_t *b = (const block_q8_0_t *)p + i / QK8_0;
+        return fp16_to_f32(b->d) * (float)b->qs[i % QK8_0];
+    }
+    return et == ATTN_F16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
-/* f16: a constant at each call, so each element type gets its own loops. */
-static inline void attn_one(int f16, const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd,
+/* et: the element type, a constant at each call, so each gets its own loops. */
+static inline void attn_one(int et, const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd,
                             float scale, float *scores, float *out)
 {
     float max = -INFINITY;
-    size_t esize = f16 ? sizeof(uint16_t) : sizeof(float);
-    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, esize);
+    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, et);
     for (int32_t t = 0; t < n_ctx; t++) {
-        const void *k = attn_next_e(&kc, esize);
+        const void *k = attn_next_e(&kc, et);
         float s = 0.0f;
         for (int i = 0; i < hd; i++)
-            s += q[i] * kv_at(f16, k, i);
+            s += q[i] * kv_at(et, k, i);
         scores[t] = s * scale;
         max = fmaxf(max, scores[t]);
     }
@@ -32,11 +36,11 @@ static inline void attn_one(int f16, const float *q, const attn_kv_t *kv, int he
         sum += scores[t];
     }
     memset(out, 0, (size_t)hd * sizeof *out);
-    attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off, esize);
+    attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off, et);
     for (int32_t t = 0; t < n_ctx; t++) {
-        const void *v = attn_next_e(&vc, esize);
+        const void *v = attn_next_e(&vc, et);
         for (int i = 0; i < hd; i++)
-            out[i] += scores[t] * kv_at(f16, v, i);
+            out[i] += scores[t] * kv_at(et, v, i);
     }
     float inv = 1.0f / sum;
     for (int i = 0; i < hd; i++)
@@ -46,14 +50,20 @@ static inline void attn_one(int f16, const float *q, const attn_kv_t *kv, int he
 void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
               float scale, float *const scores[], float *const out[])
 {
-    if (kv->type == ATTN_F16) {
+    if (kv->type == ATTN_F16 || kv->type == ATTN_Q8_0)
         fp16_init();
+    if (kv->type == ATTN_F16) {
         for (int j = 0; j < nq; j++)
-            attn_one(1, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+            attn_one(ATTN_F16, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+        return;
+    }
+    if (kv->type == ATTN_Q8_0) {
+        for (int j = 0; j < nq; j++)
+            attn_one(ATTN_Q8_0, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
         return;
     }
     for (int j = 0; j < nq; j++)
-        attn_one(0, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+        attn_one(ATTN_F32, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
 }
 
 attn_fn attn_for_level(cpu_level_t level)

@@ -32,6 +32,7 @@ typedef struct fixture {
     char path[64];
     model_t *model;
     vocab_t vocab;
+    bool kv_q8_0; /* make_engine's engines keep a q8_0 KV cache */
 } fixture_t;
 
 /* A synthetic model from a synth preset, written to a temporary file and
@@ -76,6 +77,14 @@ static int setup_q35(void **state)
     return setup_preset(state, "qwen35-tiny", true);
 }
 
+/* qwen35-tiny (heads of 64) with a q8_0 KV cache */
+static int setup_q35_q8_0(void **state)
+{
+    setup_preset(state, "qwen35-tiny", true);
+    ((fixture_t *)*state)->kv_q8_0 = true;
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture_t *f = *state;
@@ -97,6 +106,8 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int batch_tokens, int c
     c.queue_size = queue;
     c.max_context = TEST_CONTEXT;
     c.max_memory = 1ull << 30;
+    if (f->kv_q8_0)
+        c.kv_type = KV_Q8_0;
     err_t err;
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     if (!e)
@@ -921,8 +932,8 @@ static void test_memory_plan_refuses(void **state)
     assert_non_null(strstr(err.msg, "batch-tokens"));
 }
 
-/* --kv-type: f16 (the default) takes half the bytes per token of f32; a
- * type the engine lacks is refused. */
+/* --kv-type: f16 (the default) takes half the bytes per token of f32;
+ * q8_0 is refused for heads that are not whole 32-element blocks. */
 static void test_memory_plan_kv_type(void **state)
 {
     fixture_t *f = *state;
@@ -939,9 +950,28 @@ static void test_memory_plan_kv_type(void **state)
     assert_true(p16.kv_per_token > 0);
     assert_true(p32.kv_per_token == 2 * p16.kv_per_token);
     assert_true(p32.kv_per_block == 2 * p16.kv_per_block);
+    /* q8_0 needs heads that are whole 32-element blocks: the tiny shape's are 16 */
     c.kv_type = KV_Q8_0;
     assert_int_equal(engine_plan(f->model, &c, &p32, &err), -1);
-    assert_non_null(strstr(err.msg, "q8_0"));
+    assert_non_null(strstr(err.msg, "q8_0 needs a head_dim that is a multiple of 32 (this model's is 16)"));
+}
+
+/* q8_0 on a model with heads of 64: 34 bytes per 32 elements, 17/32 of f16. */
+static void test_memory_plan_kv_q8_0(void **state)
+{
+    fixture_t *f = *state;
+    engine_config_t c;
+    engine_config_default(&c);
+    c.max_memory = 1ull << 30;
+    engine_plan_t p16, p8;
+    err_t err;
+    assert_int_equal(engine_plan(f->model, &c, &p16, &err), 0);
+    c.kv_type = KV_Q8_0;
+    assert_int_equal(engine_plan(f->model, &c, &p8, &err), 0);
+    assert_int_equal(p8.kv_type, KV_Q8_0);
+    assert_true(p8.kv_per_block * 32 == p16.kv_per_block * 17);
+    assert_true(p8.kv_per_token * 32 == p16.kv_per_token * 17);
+    assert_true(p8.n_blocks >= p16.n_blocks);
 }
 
 int main(void)
@@ -955,6 +985,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_out_of_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_invariance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35_q8_0, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_plan_kv_q8_0, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_prefix_reuse, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_answer_reuse, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_snapshot_eviction, setup_q35, teardown),
