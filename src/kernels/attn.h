@@ -87,7 +87,7 @@ typedef void (*attn_fn)(int nq, const float *const q[], const attn_kv_t *kv, int
 void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
               float scale, float *const scores[], float *const out[]);
 
-/* The AVX-512 path (head_dim 64, 128 or 256; others take the reference). */
+/* The AVX-512 path (head_dim 32, 64, 128 or 256; others take the reference). */
 void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
                  float scale, float *const scores[], float *const out[]);
 

@@ -1935,7 +1935,7 @@ AI void attn_scores_by_chunk(int ET, int NV, int NQ, int KG, int m, const float 
     }
 }
 
-/* NV: head_dim / 16 (4, 8 or 16); NQ queries (1, 2 or 4), each with its own
+/* NV: head_dim / 16 (2, 4, 8 or 16); NQ queries (1, 2 or 4), each with its own
  * order of operations fixed whatever NQ is:
  *   score(j, t): k_t chunk 0 times q_j chunk 0, then an fma per chunk, then
  *     sum16x16's tree (the same tree for every lane), times scale;
@@ -2011,7 +2011,7 @@ AI void attn_nq(int ET, int NV, int NQ, const float *const q[], const attn_kv_t 
 #pragma GCC unroll 16
         for (int i = 0; i < NQ * DV; i++)
             o[i] = _mm512_setzero_ps();
-        /* c0 is even (DV is 4, 8 or 16), so a q8_0 cursor starts on a block */
+        /* c0 is even (DV is 2, 4, 8 or 16), so a q8_0 cursor starts on a block */
         attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off + LANES * (size_t)c0, ET);
         attn_cursor_t vp = vc;
         for (int32_t t = 0; t < ATTN_V_AHEAD && t < n_max; t++)
@@ -2061,6 +2061,7 @@ AI void attn_nq(int ET, int NV, int NQ, const float *const q[], const attn_kv_t 
 /* One element type's cases; ET a constant at each use. */
 #define ATTN_TYPE(ET)                                                                                                  \
     switch (hd) {                                                                                                      \
+    case 32: ATTN_CASES(ET, 2)                                                                                         \
     case 64: ATTN_CASES(ET, 4)                                                                                         \
     case 128: ATTN_CASES(ET, 8)                                                                                        \
     case 256: ATTN_CASES(ET, 16)                                                                                       \

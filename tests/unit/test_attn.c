@@ -136,7 +136,7 @@ static attn_kv_t view_of(const fixture_t *f, int which)
 static void paths_against_reference(int which)
 {
     /* 48 and 96 take the reference on the SIMD paths; q8_0 needs multiples of 32 */
-    static const int hds[] = {64, 128, 256, 48}, hds_q8[] = {64, 128, 256, 96};
+    static const int hds[] = {32, 64, 128, 256, 48}, hds_q8[] = {32, 64, 128, 256, 96};
     static const int32_t ctxs[] = {1, 2, 15, 16, 17, 33, 100, 257, 700};
     for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++) {
         fixture_t f;
