@@ -38,6 +38,8 @@ typedef struct fixture {
 /* A synthetic model from a synth preset, written to a temporary file and
  * loaded; is_hybrid: the qwen35-tiny file (recurrent state per sequence),
  * its value heads tiled over the key heads. */
+static int g_head_dim; /* setup_preset: the preset's head_dim when 0, else this */
+
 static int setup_preset(void **state, const char *preset, bool is_hybrid)
 {
     fixture_t *f = calloc(1, sizeof *f);
@@ -49,6 +51,8 @@ static int setup_preset(void **state, const char *preset, bool is_hybrid)
     model_config_t c;
     assert_int_equal(synth_preset(preset, &c, &err), 0);
     c.context_length = TEST_CONTEXT;
+    if (g_head_dim)
+        c.head_dim = g_head_dim;
     if (is_hybrid) {
         assert_int_equal(c.vocab, TEST_VOCAB);
         c.ssm_v_heads = 2 * c.ssm_k_heads;
@@ -85,6 +89,16 @@ static int setup_q35_q8_0(void **state)
     return 0;
 }
 
+/* tiny with heads of 32 (whole q8_0 blocks) and a q8_0 KV cache */
+static int setup_hd32_q8_0(void **state)
+{
+    g_head_dim = 32;
+    setup_preset(state, "tiny", false);
+    g_head_dim = 0;
+    ((fixture_t *)*state)->kv_q8_0 = true;
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture_t *f = *state;
@@ -106,9 +120,13 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int batch_tokens, int c
     c.queue_size = queue;
     c.max_context = TEST_CONTEXT;
     c.max_memory = 1ull << 30;
-    if (f->kv_q8_0)
-        c.kv_type = KV_Q8_0;
     err_t err;
+    if (f->kv_q8_0) { /* and the plan takes it (the model's heads are whole blocks) */
+        c.kv_type = KV_Q8_0;
+        engine_plan_t plan;
+        if (engine_plan(f->model, &c, &plan, &err) || plan.kv_type != KV_Q8_0)
+            fail_msg("q8_0 plan: %s", err.msg);
+    }
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     if (!e)
         fail_msg("engine: %s", err.msg);
@@ -984,6 +1002,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_while_running_and_destroy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_out_of_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_invariance, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_invariance, setup_hd32_q8_0, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35_q8_0, teardown),
         cmocka_unit_test_setup_teardown(test_memory_plan_kv_q8_0, setup_q35, teardown),
