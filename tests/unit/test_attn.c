@@ -189,12 +189,11 @@ static void paths_against_reference(int which)
 
 /* On every path, a query's output is bit-identical alone and in a call with
  * other queries (of other lengths), in any slot of that call. */
-static void queries_independent_of_their_call(int which)
+static void queries_independent_at(int which, int hd)
 {
     fixture_t f;
-    fixture_init(&f, 128, 5);
+    fixture_init(&f, hd, 5);
     attn_kv_t kv = view_of(&f, which);
-    const int hd = 128;
     float q[ATTN_MAX_Q * 128], alone[ATTN_MAX_Q * 128], shared[ATTN_MAX_Q * 128];
     float *sc = malloc(ATTN_MAX_Q * (size_t)MAX_CTX * sizeof(float));
     fill_normal(q, ATTN_MAX_Q * hd, 9, 0.5f);
@@ -231,6 +230,13 @@ static void queries_independent_of_their_call(int which)
     }
     free(sc);
     fixture_free(&f);
+}
+
+/* at head size 128 and 32 (the smallest the SIMD path takes) */
+static void queries_independent_of_their_call(int which)
+{
+    queries_independent_at(which, 128);
+    queries_independent_at(which, 32);
 }
 
 static void test_paths_against_reference(void **state)
