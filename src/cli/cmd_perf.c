@@ -29,7 +29,7 @@
 
 static const char perf_usage[] =
     "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--depth 0] [--reps 3]\n"
-    "                   [--kv-type f16|f32] [--json]\n"
+    "                   [--kv-type f16|f32|q8_0] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,4 --schema S.json [--tg 128] [--reps 4]\n"
     "\n"
@@ -151,6 +151,8 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
     }
     if (fwd_ctx_init(&ctx, m, pool, rows, n_ctx, err))
         goto done;
+    if (kv_type_check(sh->kv_type, c->head_dim, err))
+        goto done_ctx;
     if (kv_store_init(&kv, sh->kv_type, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
         goto done_ctx;
     /* touch every page of the KV store now: the warm-up pass below writes

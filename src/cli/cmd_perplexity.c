@@ -22,6 +22,7 @@
 
 static const char usage[] =
     "usage: splash perplexity [--model FILE] --file TEXT [--ctx N] [--stride N] [--threads N] [--max-tokens N]\n"
+    "                         [--kv-type f32|f16|q8_0]\n"
     "\n"
     "Perplexity and bits per byte of the model on a text file, computed with the engine's\n"
     "forward pass. The file is tokenized whole (special-token text stays plain text), then\n"
@@ -29,7 +30,9 @@ static const char usage[] =
     "starting every --stride tokens (default ctx / 2): each window starts from an empty\n"
     "cache, and only the tokens no earlier window scored count, so every token after the\n"
     "first is predicted from at least ctx - stride tokens of context (or all before it).\n"
-    "--max-tokens N scores only the first N tokens. Progress goes to stderr; one line to\n"
+    "--max-tokens N scores only the first N tokens. --kv-type: the KV cache's element type\n"
+    "(default f32, exact; the engine's --kv-type, to measure what its rounding costs).\n"
+    "Progress goes to stderr; one line to\n"
     "stdout:\n"
     "  perplexity P bits_per_byte B tokens N bytes M ctx C stride S\n"
     "where N tokens (M bytes of text) were scored, P = exp(mean negative log-likelihood)\n"
@@ -38,11 +41,12 @@ static const char usage[] =
 typedef struct ppl_opts {
     const char *model, *file;
     int64_t ctx, stride, threads, max_tokens;
+    kv_type_t kv_type;
 } ppl_opts_t;
 
 static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
 {
-    *o = (ppl_opts_t){.model = cli_default_model(), .threads = 2};
+    *o = (ppl_opts_t){.model = cli_default_model(), .threads = 2, .kv_type = KV_F32};
     for (int i = 1; i < argc; i++) {
         const char *v;
         bool missing = false;
@@ -58,6 +62,9 @@ static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
                 return -1;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
             if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err))
+                return -1;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
+            if (kv_type_parse("--kv-type", v, &o->kv_type, err))
                 return -1;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-tokens", &missing))) {
             if (cli_parse_i64("--max-tokens", v, 2, INT32_MAX, &o->max_tokens, err))
@@ -193,7 +200,8 @@ static int perplexity(const ppl_opts_t *o, err_t *err)
     if (!(pool = pool_create((int)o->threads, err)) || fwd_ctx_init(&s.fwd, m, pool, PPL_CHUNK, ctx, err))
         goto done;
     has_fwd = true;
-    if (kv_store_init(&s.kv, KV_F32, model_kv_layers(&m->cfg), n_blocks, KV_BLOCK_SIZE,
+    if (kv_type_check(o->kv_type, m->cfg.head_dim, err) ||
+        kv_store_init(&s.kv, o->kv_type, model_kv_layers(&m->cfg), n_blocks, KV_BLOCK_SIZE,
                       m->cfg.n_kv_heads * m->cfg.head_dim, err))
         goto done;
 

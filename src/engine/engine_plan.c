@@ -104,8 +104,10 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->max_context = max_ctx;
     plan->weights = m->weight_bytes + (dm ? dm->weight_bytes : 0);
     kv_type_t kt = (kv_type_t)c->kv_type;
-    if (kt != KV_F32 && kt != KV_F16)
-        return err_set(err, "kv-type %s is not implemented; use f16 or f32", kv_type_name(kt));
+    if (kt != KV_F32 && kt != KV_F16 && kt != KV_Q8_0)
+        return err_set(err, "kv-type: unknown element type %d", (int)kt);
+    if (kv_type_check(kt, mc->head_dim, err) || (dm && kv_type_check(kt, dm->cfg.head_dim, err)))
+        return -1;
     plan->kv_type = kt;
     plan->kv_per_block = kv_store_bytes(kt, model_kv_layers(mc), 1, KV_BLOCK_SIZE, kv_dim);
     if (dm) /* the draft model's KV lives in the same blocks */

@@ -5,25 +5,55 @@
 
 #include "base/fp16.h"
 
-/* Element i of a slot, as f32 (f16 through the exact table). */
-static inline float kv_at(int f16, const void *p, int i)
+/* Element i of an f32 or f16 slot, as f32 (f16 through the exact table). */
+static inline float kv_at(int et, const void *p, int i)
 {
-    return f16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+    return et == ATTN_F16 ? fp16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
-/* f16: a constant at each call, so each element type gets its own loops. */
-static inline void attn_one(int f16, const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd,
+/* q . k over hd elements, in order; q8_0 reads element i as d * q (exact),
+ * each block's scale converted once. */
+static inline float slot_dot(int et, const float *q, const void *k, int hd)
+{
+    float s = 0.0f;
+    if (et == ATTN_Q8_0) {
+        const block_q8_0_t *b = k;
+        for (int i0 = 0; i0 < hd; i0 += QK8_0, b++) {
+            float d = fp16_to_f32(b->d);
+            for (int j = 0; j < QK8_0; j++)
+                s += q[i0 + j] * (d * (float)b->qs[j]);
+        }
+        return s;
+    }
+    for (int i = 0; i < hd; i++)
+        s += q[i] * kv_at(et, k, i);
+    return s;
+}
+
+/* out += w * v over hd elements (q8_0 as slot_dot). */
+static inline void slot_axpy(int et, float w, const void *v, float *out, int hd)
+{
+    if (et == ATTN_Q8_0) {
+        const block_q8_0_t *b = v;
+        for (int i0 = 0; i0 < hd; i0 += QK8_0, b++) {
+            float d = fp16_to_f32(b->d);
+            for (int j = 0; j < QK8_0; j++)
+                out[i0 + j] += w * (d * (float)b->qs[j]);
+        }
+        return;
+    }
+    for (int i = 0; i < hd; i++)
+        out[i] += w * kv_at(et, v, i);
+}
+
+/* et: the element type, a constant at each call, so each gets its own loops. */
+static inline void attn_one(int et, const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd,
                             float scale, float *scores, float *out)
 {
     float max = -INFINITY;
-    size_t esize = f16 ? sizeof(uint16_t) : sizeof(float);
-    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, esize);
+    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, et);
     for (int32_t t = 0; t < n_ctx; t++) {
-        const void *k = attn_next_e(&kc, esize);
-        float s = 0.0f;
-        for (int i = 0; i < hd; i++)
-            s += q[i] * kv_at(f16, k, i);
-        scores[t] = s * scale;
+        scores[t] = slot_dot(et, q, attn_next_e(&kc, et), hd) * scale;
         max = fmaxf(max, scores[t]);
     }
     float sum = 0.0f;
@@ -32,12 +62,9 @@ static inline void attn_one(int f16, const float *q, const attn_kv_t *kv, int he
         sum += scores[t];
     }
     memset(out, 0, (size_t)hd * sizeof *out);
-    attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off, esize);
-    for (int32_t t = 0; t < n_ctx; t++) {
-        const void *v = attn_next_e(&vc, esize);
-        for (int i = 0; i < hd; i++)
-            out[i] += scores[t] * kv_at(f16, v, i);
-    }
+    attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off, et);
+    for (int32_t t = 0; t < n_ctx; t++)
+        slot_axpy(et, scores[t], attn_next_e(&vc, et), out, hd);
     float inv = 1.0f / sum;
     for (int i = 0; i < hd; i++)
         out[i] *= inv;
@@ -46,14 +73,20 @@ static inline void attn_one(int f16, const float *q, const attn_kv_t *kv, int he
 void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
               float scale, float *const scores[], float *const out[])
 {
-    if (kv->type == ATTN_F16) {
+    if (kv->type == ATTN_F16 || kv->type == ATTN_Q8_0)
         fp16_init();
+    if (kv->type == ATTN_F16) {
         for (int j = 0; j < nq; j++)
-            attn_one(1, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+            attn_one(ATTN_F16, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+        return;
+    }
+    if (kv->type == ATTN_Q8_0) {
+        for (int j = 0; j < nq; j++)
+            attn_one(ATTN_Q8_0, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
         return;
     }
     for (int j = 0; j < nq; j++)
-        attn_one(0, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
+        attn_one(ATTN_F32, q[j], kv, head_off, n_ctx[j], hd, scale, scores[j], out[j]);
 }
 
 attn_fn attn_for_level(cpu_level_t level)

@@ -19,13 +19,25 @@
 #include <stdint.h>
 
 #include "base/cpu.h"
+#include "kernels/types.h"
 
 #define ATTN_MAX_Q 4
 
 /* The element type of the stored keys and values: f16 is converted to f32
  * in registers as it is read (exactly), so an f16 store gives the result
- * its f32 path gives on the same values rounded to half precision. */
-typedef enum { ATTN_F32 = 0, ATTN_F16 = 1 } attn_type_t;
+ * its f32 path gives on the same values rounded to half precision. q8_0:
+ * each 32 elements of a slot are one Q8_0 block (kernels/types.h), read as
+ * d * q in f32, which is exact (an 11-bit by 8-bit product), so likewise
+ * the f32 result on the dequantised values. A q8_0 store needs its
+ * offsets, strides and head_dim in multiples of 32 elements. */
+typedef enum { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_Q8_0 = 2 } attn_type_t;
+
+/* Bytes of n elements of type t: a constant t at the call compiles to a
+ * shift (q8_0: n / 32 * 34, through q8_0_bytes). */
+static inline size_t attn_bytes(int t, size_t n)
+{
+    return t == ATTN_Q8_0 ? q8_0_bytes(n) : t == ATTN_F16 ? n * sizeof(uint16_t) : n * sizeof(float);
+}
 
 typedef struct attn_kv {
     const void *k;        /* the layer's keys: slot s of block b at element b * block_stride + s * stride */
@@ -34,7 +46,7 @@ typedef struct attn_kv {
     size_t block_stride;  /* elements from one block to the next */
     const int32_t *table; /* block ids in position order */
     int block_size;       /* slots per block */
-    attn_type_t type;     /* f32 or f16 elements */
+    attn_type_t type;     /* f32, f16 or q8_0 elements */
 } attn_kv_t;
 
 /* Walks the slots of positions 0, 1, 2, ... in order, counting blocks and
@@ -46,19 +58,19 @@ typedef struct attn_cursor {
     int slot;
 } attn_cursor_t;
 
-/* The cursor at element `off` of kv->k or kv->v (`base`), esize bytes per element. */
-static inline attn_cursor_t attn_cursor(const attn_kv_t *kv, const void *base, size_t off, size_t esize)
+/* The cursor at element `off` of kv->k or kv->v (`base`), elements of type t. */
+static inline attn_cursor_t attn_cursor(const attn_kv_t *kv, const void *base, size_t off, int t)
 {
-    attn_cursor_t c = {.base = (const char *)base + off * esize, .kv = kv, .block = 0, .slot = 0};
+    attn_cursor_t c = {.base = (const char *)base + attn_bytes(t, off), .kv = kv, .block = 0, .slot = 0};
     return c;
 }
 
-/* The next slot's first element; esize: bytes per element (a constant at
- * the call, so the SIMD paths compile one loop per type). */
-static inline const void *attn_next_e(attn_cursor_t *c, size_t esize)
+/* The next slot's first element; t: the element type (a constant at the
+ * call, so the SIMD paths compile one loop per type). */
+static inline const void *attn_next_e(attn_cursor_t *c, int t)
 {
     const char *p =
-        c->base + ((size_t)c->kv->table[c->block] * c->kv->block_stride + (size_t)c->slot * c->kv->stride) * esize;
+        c->base + attn_bytes(t, (size_t)c->kv->table[c->block] * c->kv->block_stride + (size_t)c->slot * c->kv->stride);
     if (++c->slot == c->kv->block_size) {
         c->slot = 0;
         c->block++;
@@ -75,7 +87,7 @@ typedef void (*attn_fn)(int nq, const float *const q[], const attn_kv_t *kv, int
 void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
               float scale, float *const scores[], float *const out[]);
 
-/* The AVX-512 path (head_dim 64, 128 or 256; others take the reference). */
+/* The AVX-512 path (head_dim 32, 64, 128 or 256; others take the reference). */
 void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
                  float scale, float *const scores[], float *const out[]);
 

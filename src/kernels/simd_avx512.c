@@ -1837,21 +1837,29 @@ AI __m512 sum16x16(const __m512 a[16])
 
 #define ATTN_V_AHEAD 8 /* positions the value pass prefetches ahead */
 
-/* F16: the store holds f16 elements (kernels/attn.h), converted to f32 as
- * they are loaded (vcvtph2ps, exact); a compile-time 0 or 1 at every call. */
-#define KV_ES(F16) ((F16) ? sizeof(uint16_t) : sizeof(float))
+/* ET: the store's element type (kernels/attn.h), a compile-time constant at
+ * every call: f32; f16, converted as loaded (vcvtph2ps, exact); q8_0, each
+ * 32 elements one block, its int8 values widened and converted to f32 and
+ * multiplied by the block's scale (d * q is exact in f32). */
 
 /* Chunk i (16 elements) of a slot, as f32. */
-AI __m512 kv_load(int F16, const void *p, int i)
+AI __m512 kv_load(int ET, const void *p, int i)
 {
-    return F16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + LANES * i)))
-               : _mm512_loadu_ps((const float *)p + LANES * i);
+    if (ET == ATTN_Q8_0) {
+        const block_q8_0_t *b = (const block_q8_0_t *)p + i / 2;
+        __m512 q =
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b->qs + LANES * (i % 2)))));
+        return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)), q);
+    }
+    return ET == ATTN_F16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + LANES * i)))
+                          : _mm512_loadu_ps((const float *)p + LANES * i);
 }
 
-/* The cache lines of NV chunks of a slot. */
-AI void prefetch_slot(int F16, int NV, const void *p)
+/* The cache lines of NV chunks of a slot (q8_0: 17 bytes a chunk, one line
+ * more for a slot that straddles lines). */
+AI void prefetch_slot(int ET, int NV, const void *p)
 {
-    const int lines = F16 ? (NV + 1) / 2 : NV;
+    const int lines = ET == ATTN_Q8_0 ? (NV * 17 + 63) / 64 + 1 : ET == ATTN_F16 ? (NV + 1) / 2 : NV;
 #pragma GCC unroll 16
     for (int i = 0; i < lines; i++)
         _mm_prefetch((const char *)p + 64 * i, _MM_HINT_T0);
@@ -1870,23 +1878,23 @@ AI void attn_zero_tail(int NQ, int KG, int m, __m512 acc[16])
  * chunk 0, then an fma per chunk in order; `left` positions remain past
  * these for kp to prefetch. Position by position (a key row at a time):
  * the better order for 1 or 2 queries. */
-AI void attn_scores_by_position(int F16, int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
+AI void attn_scores_by_position(int ET, int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
                                 attn_cursor_t *kp, int32_t left, __m512 acc[16])
 {
 #pragma GCC unroll 16
     for (int kk = 0; kk < KG; kk++) {
         if (kk >= m)
             continue;
-        const void *k = attn_next_e(kc, KV_ES(F16));
+        const void *k = attn_next_e(kc, ET);
         if (kk < left)
-            prefetch_slot(F16, NV, attn_next_e(kp, KV_ES(F16)));
-        __m512 k0 = kv_load(F16, k, 0);
+            prefetch_slot(ET, NV, attn_next_e(kp, ET));
+        __m512 k0 = kv_load(ET, k, 0);
 #pragma GCC unroll 4
         for (int j = 0; j < NQ; j++)
             acc[kk * NQ + j] = _mm512_mul_ps(_mm512_loadu_ps(q[j]), k0);
 #pragma GCC unroll 16
         for (int i = 1; i < NV; i++) {
-            __m512 ki = kv_load(F16, k, i);
+            __m512 ki = kv_load(ET, k, i);
 #pragma GCC unroll 4
             for (int j = 0; j < NQ; j++)
                 acc[kk * NQ + j] = _mm512_fmadd_ps(_mm512_loadu_ps(q[j] + LANES * i), ki, acc[kk * NQ + j]);
@@ -1896,7 +1904,7 @@ AI void attn_scores_by_position(int F16, int NV, int NQ, int KG, int m, const fl
 
 /* The same products chunk by chunk, each query's chunk loaded once for the
  * KG positions (4 queries: half the loads of the order above). */
-AI void attn_scores_by_chunk(int F16, int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
+AI void attn_scores_by_chunk(int ET, int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
                              attn_cursor_t *kp, int32_t left, __m512 acc[16])
 {
     const void *kr[16];
@@ -1904,9 +1912,9 @@ AI void attn_scores_by_chunk(int F16, int NV, int NQ, int KG, int m, const float
     for (int kk = 0; kk < KG; kk++) {
         kr[kk] = NULL;
         if (kk < m) {
-            kr[kk] = attn_next_e(kc, KV_ES(F16));
+            kr[kk] = attn_next_e(kc, ET);
             if (kk < left)
-                prefetch_slot(F16, NV, attn_next_e(kp, KV_ES(F16)));
+                prefetch_slot(ET, NV, attn_next_e(kp, ET));
         }
     }
 #pragma GCC unroll 16
@@ -1919,7 +1927,7 @@ AI void attn_scores_by_chunk(int F16, int NV, int NQ, int KG, int m, const float
         for (int kk = 0; kk < KG; kk++) {
             if (kk >= m)
                 continue;
-            __m512 ki = kv_load(F16, kr[kk], i);
+            __m512 ki = kv_load(ET, kr[kk], i);
 #pragma GCC unroll 4
             for (int j = 0; j < NQ; j++)
                 acc[kk * NQ + j] = i == 0 ? _mm512_mul_ps(qi[j], ki) : _mm512_fmadd_ps(qi[j], ki, acc[kk * NQ + j]);
@@ -1927,14 +1935,14 @@ AI void attn_scores_by_chunk(int F16, int NV, int NQ, int KG, int m, const float
     }
 }
 
-/* NV: head_dim / 16 (4, 8 or 16); NQ queries (1, 2 or 4), each with its own
+/* NV: head_dim / 16 (2, 4, 8 or 16); NQ queries (1, 2 or 4), each with its own
  * order of operations fixed whatever NQ is:
  *   score(j, t): k_t chunk 0 times q_j chunk 0, then an fma per chunk, then
  *     sum16x16's tree (the same tree for every lane), times scale;
  *   max, then e = exp_ps(score - max), sum: 16-lane running sum over the
  *     positions in groups of 16, then _mm512_reduce_add_ps;
  *   out: per 16-float chunk, one fma per position in order, times 1 / sum. */
-AI void attn_nq(int F16, int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off,
+AI void attn_nq(int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off,
                 const int32_t n_ctx[], float scale, float *const scores[], float *const out[])
 {
     const int KG = 16 / NQ; /* positions per reduction: KG x NQ scores fill 16 lanes */
@@ -1957,18 +1965,18 @@ AI void attn_nq(int F16, int NV, int NQ, const float *const q[], const attn_kv_t
 #pragma GCC unroll 4
     for (int j = 0; j < NQ; j++)
         vmax[j] = _mm512_set1_ps(-INFINITY);
-    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, KV_ES(F16));
+    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, ET);
     attn_cursor_t kp = kc; /* KG positions ahead: slots sit a few KB apart, past the hardware prefetcher */
     for (int32_t t = 0; t < KG && t < n_max; t++)
-        attn_next_e(&kp, KV_ES(F16));
+        attn_next_e(&kp, ET);
     for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
         int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
         __m512 acc[16];
         attn_zero_tail(NQ, KG, m, acc);
         if (NQ == 4)
-            attn_scores_by_chunk(F16, NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
+            attn_scores_by_chunk(ET, NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
         else
-            attn_scores_by_position(F16, NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
+            attn_scores_by_position(ET, NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
         __m512 s = _mm512_mul_ps(sum16x16(acc), _mm512_set1_ps(scale));
 #pragma GCC unroll 4
         for (int j = 0; j < NQ; j++) {
@@ -2003,18 +2011,19 @@ AI void attn_nq(int F16, int NV, int NQ, const float *const q[], const attn_kv_t
 #pragma GCC unroll 16
         for (int i = 0; i < NQ * DV; i++)
             o[i] = _mm512_setzero_ps();
-        attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off + LANES * (size_t)c0, KV_ES(F16));
+        /* c0 is even (DV is 2, 4, 8 or 16), so a q8_0 cursor starts on a block */
+        attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off + LANES * (size_t)c0, ET);
         attn_cursor_t vp = vc;
         for (int32_t t = 0; t < ATTN_V_AHEAD && t < n_max; t++)
-            attn_next_e(&vp, KV_ES(F16));
+            attn_next_e(&vp, ET);
         for (int32_t t = 0; t < n_max; t++) {
-            const void *v = attn_next_e(&vc, KV_ES(F16));
+            const void *v = attn_next_e(&vc, ET);
             if (t + ATTN_V_AHEAD < n_max)
-                prefetch_slot(F16, DV, attn_next_e(&vp, KV_ES(F16)));
+                prefetch_slot(ET, DV, attn_next_e(&vp, ET));
             if (t < n_min) {
 #pragma GCC unroll 16
                 for (int i = 0; i < DV; i++) {
-                    __m512 vi = kv_load(F16, v, i);
+                    __m512 vi = kv_load(ET, v, i);
 #pragma GCC unroll 4
                     for (int j = 0; j < NQ; j++)
                         o[j * DV + i] = _mm512_fmadd_ps(_mm512_set1_ps(scores[j][t]), vi, o[j * DV + i]);
@@ -2026,8 +2035,7 @@ AI void attn_nq(int F16, int NV, int NQ, const float *const q[], const attn_kv_t
                         continue;
 #pragma GCC unroll 16
                     for (int i = 0; i < DV; i++)
-                        o[j * DV + i] =
-                            _mm512_fmadd_ps(_mm512_set1_ps(scores[j][t]), kv_load(F16, v, i), o[j * DV + i]);
+                        o[j * DV + i] = _mm512_fmadd_ps(_mm512_set1_ps(scores[j][t]), kv_load(ET, v, i), o[j * DV + i]);
                 }
             }
         }
@@ -2039,26 +2047,37 @@ AI void attn_nq(int F16, int NV, int NQ, const float *const q[], const attn_kv_t
     }
 }
 
-#define ATTN_CASES(F16, NV)                                                                                            \
+#define ATTN_CASES(ET, NV)                                                                                             \
     switch (nq) {                                                                                                      \
-    case 1: attn_nq(F16, NV, 1, q, kv, head_off, n_ctx, scale, scores, out); return;                                   \
-    case 2: attn_nq(F16, NV, 2, q, kv, head_off, n_ctx, scale, scores, out); return;                                   \
-    case 4: attn_nq(F16, NV, 4, q, kv, head_off, n_ctx, scale, scores, out); return;                                   \
+    case 1: attn_nq(ET, NV, 1, q, kv, head_off, n_ctx, scale, scores, out); return;                                    \
+    case 2: attn_nq(ET, NV, 2, q, kv, head_off, n_ctx, scale, scores, out); return;                                    \
+    case 4: attn_nq(ET, NV, 4, q, kv, head_off, n_ctx, scale, scores, out); return;                                    \
     default: /* 3: two, then one */                                                                                    \
-        attn_nq(F16, NV, 2, q, kv, head_off, n_ctx, scale, scores, out);                                               \
-        attn_nq(F16, NV, 1, q + 2, kv, head_off, n_ctx + 2, scale, scores + 2, out + 2);                               \
+        attn_nq(ET, NV, 2, q, kv, head_off, n_ctx, scale, scores, out);                                                \
+        attn_nq(ET, NV, 1, q + 2, kv, head_off, n_ctx + 2, scale, scores + 2, out + 2);                                \
         return;                                                                                                        \
+    }
+
+/* One element type's cases; ET a constant at each use. */
+#define ATTN_TYPE(ET)                                                                                                  \
+    switch (hd) {                                                                                                      \
+    case 32: ATTN_CASES(ET, 2)                                                                                         \
+    case 64: ATTN_CASES(ET, 4)                                                                                         \
+    case 128: ATTN_CASES(ET, 8)                                                                                        \
+    case 256: ATTN_CASES(ET, 16)                                                                                       \
+    default: attn_ref(nq, q, kv, head_off, n_ctx, hd, scale, scores, out); return;                                     \
     }
 
 static void attn_avx512_f16(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
                             int hd, float scale, float *const scores[], float *const out[])
 {
-    switch (hd) {
-    case 64: ATTN_CASES(1, 4)
-    case 128: ATTN_CASES(1, 8)
-    case 256: ATTN_CASES(1, 16)
-    default: attn_ref(nq, q, kv, head_off, n_ctx, hd, scale, scores, out); return;
-    }
+    ATTN_TYPE(ATTN_F16)
+}
+
+static void attn_avx512_q8_0(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
+                             int hd, float scale, float *const scores[], float *const out[])
+{
+    ATTN_TYPE(ATTN_Q8_0)
 }
 
 void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
@@ -2068,12 +2087,11 @@ void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_o
         attn_avx512_f16(nq, q, kv, head_off, n_ctx, hd, scale, scores, out);
         return;
     }
-    switch (hd) {
-    case 64: ATTN_CASES(0, 4)
-    case 128: ATTN_CASES(0, 8)
-    case 256: ATTN_CASES(0, 16)
-    default: attn_ref(nq, q, kv, head_off, n_ctx, hd, scale, scores, out); return;
+    if (kv->type == ATTN_Q8_0) {
+        attn_avx512_q8_0(nq, q, kv, head_off, n_ctx, hd, scale, scores, out);
+        return;
     }
+    ATTN_TYPE(ATTN_F32)
 }
 
 /* ---- RMSNorm and SwiGLU (kernels/ops.h) --------------------------------- */

@@ -56,6 +56,14 @@ typedef struct block_q8_0 {
 } block_q8_0_t;
 _Static_assert(sizeof(block_q8_0_t) == 34, "Q8_0 block is 34 bytes");
 
+/* Bytes of the first n elements of a Q8_0 row (n a multiple of QK8_0): the
+ * one place an element offset into Q8_0 storage becomes a byte offset (the
+ * q8_0 KV cache, model/kv.h and kernels/attn.h, addresses it this way). */
+static inline size_t q8_0_bytes(size_t n)
+{
+    return n / QK8_0 * sizeof(block_q8_0_t);
+}
+
 /* Dequantise n elements (n a multiple of block_size) to f32. */
 typedef void (*type_to_f32_fn)(const void *src, float *dst, int64_t n);
 /* Quantise n f32 elements (n a multiple of block_size). */

@@ -10,9 +10,9 @@ int kv_type_parse(const char *flag, const char *s, kv_type_t *out, err_t *err)
     else if (!strcmp(s, "f16"))
         *out = KV_F16;
     else if (!strcmp(s, "q8_0"))
-        return err_set(err, "%s q8_0 is not implemented yet; use f16 (the default) or f32", flag);
+        *out = KV_Q8_0;
     else
-        return err_set(err, "%s must be f32 or f16, not '%s'", flag, s);
+        return err_set(err, "%s must be f32, f16 or q8_0, not '%s'", flag, s);
     return 0;
 }
 
@@ -21,15 +21,18 @@ const char *kv_type_name(kv_type_t t)
     return t == KV_F32 ? "f32" : t == KV_F16 ? "f16" : "q8_0";
 }
 
-size_t kv_type_size(kv_type_t t)
+int kv_type_check(kv_type_t t, int head_dim, err_t *err)
 {
-    return t == KV_F32 ? sizeof(float) : sizeof(uint16_t);
+    if (t == KV_Q8_0 && head_dim % QK8_0 != 0)
+        return err_set(err,
+                       "kv-type q8_0 needs a head_dim that is a multiple of %d (this model's is %d); use f16 or f32",
+                       QK8_0, head_dim);
+    return 0;
 }
 
 uint64_t kv_store_bytes(kv_type_t type, int n_layers, int n_blocks, int block_size, int kv_dim)
 {
-    return 2ull * (uint64_t)n_layers * (uint64_t)n_blocks * (uint64_t)block_size * (uint64_t)kv_dim *
-           kv_type_size(type);
+    return 2ull * (uint64_t)kv_bytes(type, (size_t)n_layers * (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim);
 }
 
 int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, int block_size, int kv_dim, err_t *err)
@@ -37,8 +40,10 @@ int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, in
     /* no layers is an empty store: a model whose layers are all recurrent */
     if (n_layers < 0 || n_blocks < 1 || block_size < 1 || kv_dim < 1)
         return err_set(err, "KV store: every dimension must be positive");
-    if (type != KV_F32 && type != KV_F16)
-        return err_set(err, "KV store: type %s is not implemented", kv_type_name(type));
+    if (type != KV_F32 && type != KV_F16 && type != KV_Q8_0)
+        return err_set(err, "KV store: unknown element type %d", (int)type);
+    if (type == KV_Q8_0 && kv_dim % QK8_0 != 0)
+        return err_set(err, "KV store: q8_0 needs kv_dim a multiple of %d, not %d", QK8_0, kv_dim);
     size_t n = (size_t)n_layers * (size_t)n_blocks * (size_t)block_size * (size_t)kv_dim;
     kv->type = type;
     kv->n_layers = n_layers;
@@ -48,10 +53,10 @@ int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, in
     kv->k = kv->v = NULL;
     if (n == 0)
         return 0;
-    if (type == KV_F16)
-        fp16_init();
-    kv->k = calloc(n, kv_type_size(type));
-    kv->v = calloc(n, kv_type_size(type));
+    if (type != KV_F32)
+        fp16_init(); /* q8_0's scales are f16 */
+    kv->k = calloc(1, kv_bytes(type, n));
+    kv->v = calloc(1, kv_bytes(type, n));
     if (!kv->k || !kv->v) {
         kv_store_free(kv);
         return err_set(err, "KV store: out of memory for %llu bytes",

@@ -7,9 +7,12 @@
  * head by head: one head's keys in a block are contiguous, model/qwen3.c).
  * Its layers are the model's attention layers (model_kv_layers).
  *
- * Elements are f32 or f16 (KV_F16, the default: keys and values are rounded
- * to half precision when written, and the attention kernels read them as
- * they are, kernels/attn.h). */
+ * Elements are f32, f16 (KV_F16, the default: keys and values are rounded
+ * to half precision when written) or q8_0 (KV_Q8_0: each 32 elements of a
+ * head vector quantised as one GGUF Q8_0 block, an f16 scale and 32 int8, 34
+ * bytes; needs a head_dim that is a multiple of 32). The attention kernels
+ * read them as they are (kernels/attn.h). Offsets are in elements
+ * everywhere; kv_bytes turns one into bytes (for q8_0 a multiple of 32). */
 #ifndef SPLASH_KV_H
 #define SPLASH_KV_H
 
@@ -18,6 +21,7 @@
 
 #include "base/err.h"
 #include "base/fp16.h"
+#include "kernels/types.h"
 
 #define KV_BLOCK_SIZE 16 /* default tokens per block */
 
@@ -34,12 +38,21 @@ typedef struct kv_store {
     void *v;        /* (n_layers, n_blocks, block_size * kv_dim) */
 } kv_store_t;
 
-/* "f32", "f16", "q8_0" -> the type; -1 with one clear message otherwise
- * (q8_0 is named but not implemented yet, and refused). `flag` names the
- * option in the message. */
+/* "f32", "f16", "q8_0" -> the type; -1 with one clear message otherwise.
+ * `flag` names the option in the message. */
 int kv_type_parse(const char *flag, const char *s, kv_type_t *out, err_t *err);
 const char *kv_type_name(kv_type_t t);
-size_t kv_type_size(kv_type_t t); /* bytes per element */
+
+/* Whether a model with this head_dim can keep its KV in type t: q8_0 needs
+ * a multiple of 32 (one head vector is whole Q8_0 blocks); -1 with one
+ * clear message otherwise. */
+int kv_type_check(kv_type_t t, int head_dim, err_t *err);
+
+/* Bytes of n elements of type t (for q8_0, n a multiple of 32). */
+static inline size_t kv_bytes(kv_type_t t, size_t n)
+{
+    return t == KV_Q8_0 ? q8_0_bytes(n) : t == KV_F16 ? n * sizeof(uint16_t) : n * sizeof(float);
+}
 
 int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, int block_size, int kv_dim, err_t *err);
 void kv_store_free(kv_store_t *kv);
@@ -52,7 +65,8 @@ static inline size_t kv_block_off(const kv_store_t *kv, int layer, int32_t block
 }
 
 /* Writes n floats of keys and of values at element `at` of a layer's block,
- * rounded to the store's type. */
+ * rounded to the store's type (q8_0: at and n multiples of 32, quantised by
+ * the Q8_0 weight quantiser, kernels/types.c). */
 static inline void kv_store_put(const kv_store_t *kv, int layer, int32_t block, size_t at, const float *k,
                                 const float *v, int n)
 {
@@ -63,6 +77,10 @@ static inline void kv_store_put(const kv_store_t *kv, int layer, int32_t block, 
             kd[i] = f32_to_fp16(k[i]);
             vd[i] = f32_to_fp16(v[i]);
         }
+    } else if (kv->type == KV_Q8_0) {
+        type_from_f32_fn quantise = type_traits(TYPE_Q8_0)->from_f32;
+        quantise(k, (char *)kv->k + kv_bytes(KV_Q8_0, off), n);
+        quantise(v, (char *)kv->v + kv_bytes(KV_Q8_0, off), n);
     } else {
         memcpy((float *)kv->k + off, k, (size_t)n * sizeof(float));
         memcpy((float *)kv->v + off, v, (size_t)n * sizeof(float));

@@ -143,10 +143,12 @@ static void attn_worker(void *arg, int ith, int nth)
      * done by the others. */
     long row_groups = (b->n_rows + job->rows_per_item - 1) / job->rows_per_item;
     long n_items = row_groups * c->n_kv_heads;
-    size_t esize = kv_type_size(kv->type);
-    attn_kv_t view = {.k = (const char *)kv->k + (size_t)job->layer * layer_slots * esize,
-                      .v = (const char *)kv->v + (size_t)job->layer * layer_slots * esize,
-                      .type = kv->type == KV_F16 ? ATTN_F16 : ATTN_F32,
+    size_t layer_bytes = kv_bytes(kv->type, (size_t)job->layer * layer_slots);
+    attn_kv_t view = {.k = (const char *)kv->k + layer_bytes,
+                      .v = (const char *)kv->v + layer_bytes,
+                      .type = kv->type == KV_Q8_0  ? ATTN_Q8_0
+                              : kv->type == KV_F16 ? ATTN_F16
+                                                   : ATTN_F32,
                       .stride = (size_t)hd, /* a block holds its slots head by head */
                       .block_stride = (size_t)kv->block_size * (size_t)kv->kv_dim,
                       .block_size = kv->block_size};
@@ -282,6 +284,8 @@ int fwd_check_rows(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t
         return err_set(err, "forward: %d rows (limit %d)", b->n_rows, ctx->max_rows);
     if (kv->n_layers != n_kv_layers || kv->kv_dim != c->n_kv_heads * c->head_dim)
         return err_set(err, "forward: KV store shape does not match the model");
+    if (kv_type_check(kv->type, c->head_dim, err))
+        return -1;
     for (int r = 0; r < b->n_rows; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab)
             return err_set(err, "forward: row %d: token id %d is outside the vocabulary (%d)", r, b->tokens[r],

@@ -2,19 +2,26 @@
 # Quality bound for one weight type: the demo target converted to TYPE must
 # score a perplexity on the held-out excerpt within MARGIN percent of the
 # same model in F32 (the committed F16 file widened exactly: the baseline).
+# TYPE kv-T instead bounds a KV cache type: the F32 model with `--kv-type T`
+# against the same model with the exact f32 cache.
 #   quality.sh SPLASH MODEL HELDOUT TYPE MARGIN_PERCENT
 set -euo pipefail
 splash=$1 model=$2 heldout=$3 type=$4 margin=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-ppl() { # the perplexity figure of one model file
-    "$splash" perplexity --model "$1" --file "$heldout" --ctx 512 --stride 512 --threads 2 2>/dev/null |
+ppl() { # the perplexity figure of one model file (more perplexity flags after it)
+    "$splash" perplexity --model "$@" --file "$heldout" --ctx 512 --stride 512 --threads 2 2>/dev/null |
         awk '$1 == "perplexity" { print $2 }'
 }
 "$splash" model convert --in "$model" --type f32 --out "$work/f32.gguf" 2>/dev/null
-"$splash" model convert --in "$model" --type "$type" --out "$work/$type.gguf" 2>/dev/null
-base=$(ppl "$work/f32.gguf")
-got=$(ppl "$work/$type.gguf")
+if [[ $type == kv-* ]]; then
+    base=$(ppl "$work/f32.gguf" --kv-type f32)
+    got=$(ppl "$work/f32.gguf" --kv-type "${type#kv-}")
+else
+    "$splash" model convert --in "$model" --type "$type" --out "$work/$type.gguf" 2>/dev/null
+    base=$(ppl "$work/f32.gguf")
+    got=$(ppl "$work/$type.gguf")
+fi
 [ -n "$base" ] && [ -n "$got" ] || { echo "FAIL: no perplexity figure (f32 '$base', $type '$got')"; exit 1; }
 awk -v b="$base" -v g="$got" -v m="$margin" -v t="$type" 'BEGIN {
     d = 100 * (g - b) / b

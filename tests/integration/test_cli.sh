@@ -147,6 +147,15 @@ p32=$("$splash" perplexity --model "$work/h32.gguf" --file "$work/text.txt" --ct
 [ -n "$p0" ] && [ "$p0" = "$p16" ] && [ "$p0" = "$p32" ] && ok || bad "convert changed the model: '$p0' / '$p16' / '$p32'"
 unset SPLASH_BF16_ROWS
 expect_ok "$splash" perplexity --help
+# --kv-type: the built-in model (heads of 32) scores the text within 1 % of
+# its f32-cache figure with q8_0 keys and values; 16-wide heads refuse q8_0
+pf32=$("$splash" perplexity --file "$work/text.txt" --ctx 64 --kv-type f32 2>/dev/null | awk '{ print $2 }')
+pq8=$("$splash" perplexity --file "$work/text.txt" --ctx 64 --kv-type q8_0 2>/dev/null | awk '{ print $2 }')
+awk -v a="$pf32" -v b="$pq8" 'BEGIN { exit !(a > 1 && b > 1 && b / a < 1.01 && a / b < 1.01) }' && ok ||
+    bad "perplexity f32 '$pf32' vs q8_0 '$pq8'"
+expect_error 1 "kv-type q8_0 needs a head_dim that is a multiple of 32 \\(this model's is 16\\)" -- \
+    "$splash" perplexity --model "$work/h.gguf" --file "$work/text.txt" --kv-type q8_0
+expect_error 2 "--kv-type must be f32, f16 or q8_0, not 'q4'" -- "$splash" perplexity --file "$work/text.txt" --kv-type q4
 expect_error 2 "--file TEXT is required" -- "$splash" perplexity --model "$bytes"
 expect_error 2 "--stride 100 exceeds --ctx 64" -- "$splash" perplexity --model "$bytes" --file "$work/text.txt" --ctx 64 --stride 100
 expect_error 1 "--ctx 8192 exceeds the model's context length 4096" -- "$splash" perplexity --model "$bytes" --file "$work/text.txt" --ctx 8192

@@ -258,7 +258,7 @@ def main(argv=None):
     ap.add_argument("--act-quant", choices=["auto", "none", "q8"], default="auto",
                     help="model the engine's int8 activations: auto asks `splash --version` whether its "
                          "kernels use them")
-    ap.add_argument("--kv-type", choices=["f16", "f32"], default="f16",
+    ap.add_argument("--kv-type", choices=["f16", "f32", "q8_0"], default="f16",
                     help="the engine's KV cache type (`splash run --kv-type`, default f16, the engine's default); "
                          "the reference rounds keys and values the same way")
     ap.add_argument("-v", "--verbose", action="store_true")

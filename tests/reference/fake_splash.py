@@ -42,7 +42,7 @@ def main(argv):
         ap.add_argument("--ignore-eos", action="store_true")
         ap.add_argument("--logits-out")
         ap.add_argument("--ids-out")
-        ap.add_argument("--kv-type", choices=["f32", "f16"], default="f16")
+        ap.add_argument("--kv-type", choices=["f32", "f16", "q8_0"], default="f16")
         a = ap.parse_args(argv[1:])
         m = qwen35_ref.load(a.model, dtype=np.float32, perturb=os.environ.get("FAKE_PERTURB", ""),
                             kv_type=a.kv_type)

@@ -613,7 +613,7 @@ def main(argv=None):
                     help="chunk of the delta rule's chunked form; 0: token-by-token recurrence")
     ap.add_argument("--prefill-chunk", type=int, default=0, help="feed the prompt in pieces of N tokens")
     ap.add_argument("--act-quant", choices=["none", "q8"], default="none")
-    ap.add_argument("--kv-type", choices=["f32", "f16"], default="f32",
+    ap.add_argument("--kv-type", choices=["f32", "f16", "q8_0"], default="f32",
                     help="f16: round keys and values as the engine's f16 KV cache stores them")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)

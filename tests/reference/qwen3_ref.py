@@ -32,7 +32,11 @@ kv_type="f16" (--kv-type f16; compare.py passes the engine's default, f16)
 models the engine's half-precision KV cache (src/model/kv.h): every key,
 after its norm and RoPE, and every value is rounded to float32 and then to
 float16 (nearest even) when it enters the cache; attention reads the rounded
-values, and everything else stays float64.
+values, and everything else stays float64.  kv_type="q8_0" models the q8_0
+cache instead: each 32 elements of a head vector, as float32, become one
+GGUF Q8_0 block the way the engine's quantiser makes it (src/kernels/types.c:
+d = max|x| / 127 and id = 1 / d in float32, q = round-half-even(x * id) in
+float32, d stored as float16) and attention reads d * q.
 
 REF_PERTURB=<name> deliberately breaks the reference, to prove that
 compare.py can fail.  Names: see PERTURBATIONS below.
@@ -101,6 +105,19 @@ def _kv(g, key, default=None):
         raise gguf_ref.GGUFError("missing metadata key %s" % key)
     return default
 
+
+
+def q8_0_round(x):
+    """x (..., head_dim), head_dim a multiple of 32: quantised to Q8_0 blocks
+    and back, in float32 as the engine's quantiser does (kernels/types.c)."""
+    x32 = np.asarray(x, dtype=np.float32).reshape(-1, 32)
+    amax = np.max(np.abs(x32), axis=1, keepdims=True)
+    d = amax / np.float32(127.0)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d > 0, np.float32(1.0) / d, np.float32(0.0)).astype(np.float32)
+    q = np.rint(x32 * inv)  # float32 product, nearest even: lrintf
+    dh = d.astype(np.float16).astype(np.float64)
+    return (dh * q.astype(np.float64)).reshape(np.shape(x))
 
 class Qwen3Ref(object):
     def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, naive_accum=False, act_quant=False,
@@ -223,8 +240,12 @@ class Qwen3Ref(object):
 
     # ---- math ------------------------------------------------------------
     def kv_round(self, x):
-        """A key or value as the engine's KV cache holds it (kv_type f16: float32, then float16)."""
-        if getattr(self, "kv_type", "f32") != "f16":
+        """A key or value as the engine's KV cache holds it (kv_type f16: float32, then float16;
+        q8_0: float32, then Q8_0 blocks of 32 along the head)."""
+        kv_type = getattr(self, "kv_type", "f32")
+        if kv_type == "q8_0":
+            return q8_0_round(x).astype(self.dtype)
+        if kv_type != "f16":
             return x
         return x.astype(np.float32).astype(np.float16).astype(self.dtype)
 
@@ -383,7 +404,7 @@ def main(argv=None):
                     help="float32 only for tolerance calibration")
     ap.add_argument("--act-quant", choices=["none", "q8"], default="none",
                     help="q8: model the engine's int8 activations (its SIMD levels)")
-    ap.add_argument("--kv-type", choices=["f32", "f16"], default="f32",
+    ap.add_argument("--kv-type", choices=["f32", "f16", "q8_0"], default="f32",
                     help="f16: round keys and values as the engine's f16 KV cache stores them")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)

@@ -6,7 +6,8 @@
 // must fail the schema, so the validation can fail.
 //   node status.test.mjs --splash BIN --model GGUF --deps DIR
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -128,7 +129,7 @@ test("the schema rejects snapshots that break it", () => {
         "histogram bucket without count": (s) => { delete s.scheduler.decode_width_histogram[0].count; },
         "host_pressure 2": (s) => { s.memory.host_pressure = 2; },
         "trace enabled a number": (s) => { s.trace.enabled = 1; },
-        "kv_type q8_0": (s) => { s.memory.kv_type = "q8_0"; },
+        "kv_type q4_0": (s) => { s.memory.kv_type = "q4_0"; },
         "kv_bytes_per_token missing": (s) => { delete s.memory.kv_bytes_per_token; },
     };
     for (const [name, mutate] of Object.entries(mutations)) {
@@ -234,25 +235,42 @@ test("--replica-id in /status, x-splash-replica and /metrics; /ready 503 while d
     }
 });
 
-// --kv-type: f16 by default (half the bytes per token of f32), reported by
-// /status; a type the engine lacks is refused with one clear error.
-test("--kv-type f16 (default) and f32 in /status; q8_0 and junk refused", async () => {
-    const perToken = {};
-    for (const [args, want] of [[[], "f16"], [["--kv-type", "f32"], "f32"], [["--kv-type", "f16"], "f16"]]) {
-        const srv = await startServer(opts, args);
-        try {
-            const s = await check(srv.port, `kv ${want}`);
-            assert.equal(s.memory.kv_type, want);
-            assert.ok(s.memory.kv_bytes_per_token > 0);
-            perToken[want] = s.memory.kv_bytes_per_token;
-        } finally {
-            await srv.stop();
+// --kv-type: f16 by default (half the bytes per token of f32), q8_0 (34
+// bytes per 32 elements: 17/32 of f16) on a model whose heads are whole
+// 32-element blocks, reported by /status; q8_0 on the tiny model's 16-wide
+// heads and junk are refused with one clear error.
+test("--kv-type f16 (default), f32 and q8_0 in /status; q8_0 on 16-wide heads and junk refused", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "splash-kvq8-"));
+    const wide = path.join(dir, "hd32.gguf");
+    try {
+        const synth = spawnSync(opts.splash, ["model", "synth", "--preset", "tiny", "--type", "q8_0", "--head-dim", "32",
+                                              "--seed", "1", "--out", wide], { encoding: "utf8" });
+        assert.equal(synth.status, 0, synth.stderr);
+        const perToken = {};
+        const runs = [[opts, [], "f16"], [opts, ["--kv-type", "f32"], "f32"], [opts, ["--kv-type", "f16"], "f16"],
+                      [{ ...opts, model: wide }, ["--kv-type", "f16"], "wide f16"],
+                      [{ ...opts, model: wide }, ["--kv-type", "q8_0"], "wide q8_0"]];
+        for (const [o, args, name] of runs) {
+            const srv = await startServer(o, args);
+            try {
+                const s = await check(srv.port, `kv ${name}`);
+                assert.equal(s.memory.kv_type, name.replace("wide ", ""));
+                assert.ok(s.memory.kv_bytes_per_token > 0);
+                perToken[name] = s.memory.kv_bytes_per_token;
+            } finally {
+                await srv.stop();
+            }
         }
+        assert.equal(perToken.f32, 2 * perToken.f16, "f16 keys and values take half the bytes of f32");
+        assert.equal(32 * perToken["wide q8_0"], 17 * perToken["wide f16"], "q8_0 takes 34 bytes per 32 elements");
+    } finally {
+        rmSync(dir, { recursive: true, force: true });
     }
-    assert.equal(perToken.f32, 2 * perToken.f16, "f16 keys and values take half the bytes of f32");
-    for (const [bad, msg] of [["q8_0", /q8_0 is not implemented/], ["f8", /--kv-type must be f32 or f16, not 'f8'/]]) {
-        const r = spawnSync(opts.splash, ["serve", "--model", opts.model, "--kv-type", bad], { encoding: "utf8" });
-        assert.equal(r.status, 2, `--kv-type ${bad} accepted`);
+    for (const [bad, msg] of [["q8_0", /kv-type q8_0 needs a head_dim that is a multiple of 32 \(this model's is 16\)/],
+                              ["f8", /--kv-type must be f32, f16 or q8_0, not 'f8'/]]) {
+        const r = spawnSync(opts.splash, ["serve", "--model", opts.model, "--port", "0", "--kv-type", bad],
+                            { encoding: "utf8", timeout: 60000 });
+        assert.notEqual(r.status, 0, `--kv-type ${bad} accepted`);
         assert.match(r.stderr, msg);
     }
 });

@@ -2,8 +2,9 @@
  * scalar reference on random keys and values in a shuffled paged layout,
  * over ragged context lengths and head sizes; and each query's output
  * bit-identical whichever queries share its call (batch invariance). The
- * same for an f16 store (model/kv.h's default): every path reads the half
- * values exactly, so its result equals its f32 result on the rounded values. */
+ * same for an f16 store (model/kv.h's default) and a q8_0 store: every path
+ * reads the half values (and the q8_0 blocks' d * q) exactly, so its result
+ * equals its f32 result on the rounded (dequantised) values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include "base/fp16.h"
 #include "base/rng.h"
 #include "kernels/attn.h"
+#include "kernels/types.h"
 
 #include "test_util.h"
 
@@ -33,6 +35,8 @@ typedef struct fixture {
     float *k, *v;      /* f32 keys and values */
     uint16_t *kh, *vh; /* the same rounded to f16 */
     float *kr, *vr;    /* the f16 values as f32 */
+    void *kq, *vq;     /* q8_0 blocks (head_dim a multiple of 32; else NULL) */
+    float *kd, *vd;    /* the q8_0 values as f32 */
     int32_t table[MAX_CTX / BLOCK + 1];
 } fixture_t;
 
@@ -62,6 +66,20 @@ static void fixture_init(fixture_t *f, int hd, uint64_t seed)
         f->kr[i] = fp16_to_f32_exact(f->kh[i]);
         f->vr[i] = fp16_to_f32_exact(f->vh[i]);
     }
+    f->kq = f->vq = NULL;
+    f->kd = f->vd = NULL;
+    if (hd % QK8_0 == 0) { /* every slot's head vector starts a block */
+        const type_traits_t *q8 = type_traits(TYPE_Q8_0);
+        f->kq = malloc(q8_0_bytes(n));
+        f->vq = malloc(q8_0_bytes(n));
+        f->kd = malloc(n * sizeof(float));
+        f->vd = malloc(n * sizeof(float));
+        assert_true(f->kq && f->vq && f->kd && f->vd);
+        q8->from_f32(f->k, f->kq, (int64_t)n);
+        q8->from_f32(f->v, f->vq, (int64_t)n);
+        q8->to_f32(f->kq, f->kd, (int64_t)n);
+        q8->to_f32(f->vq, f->vd, (int64_t)n);
+    }
     rng_t rng;
     rng_seed(&rng, seed + 2);
     for (int i = 0; i < f->n_blocks; i++)
@@ -82,10 +100,15 @@ static void fixture_free(fixture_t *f)
     free(f->vh);
     free(f->kr);
     free(f->vr);
+    free(f->kq);
+    free(f->vq);
+    free(f->kd);
+    free(f->vd);
 }
 
-/* The store as f32, as f16, or as f32 holding the f16 values (ROUNDED). */
-enum { VIEW_F32, VIEW_F16, VIEW_ROUNDED };
+/* The store as f32, as f16, as f32 holding the f16 values (ROUNDED), as
+ * q8_0, or as f32 holding the q8_0 values (DEQUANT). */
+enum { VIEW_F32, VIEW_F16, VIEW_ROUNDED, VIEW_Q8_0, VIEW_DEQUANT };
 
 static attn_kv_t view_of(const fixture_t *f, int which)
 {
@@ -100,6 +123,10 @@ static attn_kv_t view_of(const fixture_t *f, int which)
         kv.k = f->kh, kv.v = f->vh, kv.type = ATTN_F16;
     else if (which == VIEW_ROUNDED)
         kv.k = f->kr, kv.v = f->vr;
+    else if (which == VIEW_Q8_0)
+        kv.k = f->kq, kv.v = f->vq, kv.type = ATTN_Q8_0;
+    else if (which == VIEW_DEQUANT)
+        kv.k = f->kd, kv.v = f->vd;
     return kv;
 }
 
@@ -108,13 +135,14 @@ static attn_kv_t view_of(const fixture_t *f, int which)
  * about 2e-7 of expf, and the sums differ only in order. */
 static void paths_against_reference(int which)
 {
-    static const int hds[] = {64, 128, 256, 48};
+    /* 48 and 96 take the reference on the SIMD paths; q8_0 needs multiples of 32 */
+    static const int hds[] = {32, 64, 128, 256, 48}, hds_q8[] = {32, 64, 128, 256, 96};
     static const int32_t ctxs[] = {1, 2, 15, 16, 17, 33, 100, 257, 700};
     for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++) {
         fixture_t f;
-        fixture_init(&f, hds[hi], 100 + hi);
-        attn_kv_t kv = view_of(&f, which), rounded = view_of(&f, VIEW_ROUNDED);
-        int hd = hds[hi];
+        fixture_init(&f, which == VIEW_Q8_0 ? hds_q8[hi] : hds[hi], 100 + hi);
+        attn_kv_t kv = view_of(&f, which), rounded = view_of(&f, which == VIEW_Q8_0 ? VIEW_DEQUANT : VIEW_ROUNDED);
+        int hd = f.hd;
         float *q = malloc(ATTN_MAX_Q * (size_t)hd * sizeof(float));
         float *ref = malloc(ATTN_MAX_Q * (size_t)hd * sizeof(float));
         float *got = malloc(ATTN_MAX_Q * (size_t)hd * sizeof(float));
@@ -141,9 +169,9 @@ static void paths_against_reference(int which)
                         fn(nq, qp, &kv, head * hd, n, hd, 0.125f, sp, gp);
                         for (int i = 0; i < nq * hd; i++)
                             assert_true(fabsf(got[i] - ref[i]) <= 5e-5f);
-                        if (which != VIEW_F16)
+                        if (which != VIEW_F16 && which != VIEW_Q8_0)
                             continue;
-                        /* f16 read exactly: the path's own f32 result on the rounded values */
+                        /* f16 / q8_0 read exactly: the path's own f32 result on the rounded values */
                         for (int j = 0; j < nq; j++)
                             rp[j] = same + (size_t)j * hd;
                         fn(nq, qp, &rounded, head * hd, n, hd, 0.125f, sp, rp);
@@ -161,12 +189,11 @@ static void paths_against_reference(int which)
 
 /* On every path, a query's output is bit-identical alone and in a call with
  * other queries (of other lengths), in any slot of that call. */
-static void queries_independent_of_their_call(int which)
+static void queries_independent_at(int which, int hd)
 {
     fixture_t f;
-    fixture_init(&f, 128, 5);
+    fixture_init(&f, hd, 5);
     attn_kv_t kv = view_of(&f, which);
-    const int hd = 128;
     float q[ATTN_MAX_Q * 128], alone[ATTN_MAX_Q * 128], shared[ATTN_MAX_Q * 128];
     float *sc = malloc(ATTN_MAX_Q * (size_t)MAX_CTX * sizeof(float));
     fill_normal(q, ATTN_MAX_Q * hd, 9, 0.5f);
@@ -205,6 +232,13 @@ static void queries_independent_of_their_call(int which)
     fixture_free(&f);
 }
 
+/* at head size 128 and 32 (the smallest the SIMD path takes) */
+static void queries_independent_of_their_call(int which)
+{
+    queries_independent_at(which, 128);
+    queries_independent_at(which, 32);
+}
+
 static void test_paths_against_reference(void **state)
 {
     (void)state;
@@ -229,6 +263,18 @@ static void test_f16_queries_independent_of_their_call(void **state)
     queries_independent_of_their_call(VIEW_F16);
 }
 
+static void test_q8_0_paths_against_reference(void **state)
+{
+    (void)state;
+    paths_against_reference(VIEW_Q8_0);
+}
+
+static void test_q8_0_queries_independent_of_their_call(void **state)
+{
+    (void)state;
+    queries_independent_of_their_call(VIEW_Q8_0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +282,8 @@ int main(void)
         cmocka_unit_test(test_f16_paths_against_reference),
         cmocka_unit_test(test_queries_independent_of_their_call),
         cmocka_unit_test(test_f16_queries_independent_of_their_call),
+        cmocka_unit_test(test_q8_0_paths_against_reference),
+        cmocka_unit_test(test_q8_0_queries_independent_of_their_call),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,11 +32,14 @@ typedef struct fixture {
     char path[64];
     model_t *model;
     vocab_t vocab;
+    bool kv_q8_0; /* make_engine's engines keep a q8_0 KV cache */
 } fixture_t;
 
 /* A synthetic model from a synth preset, written to a temporary file and
  * loaded; is_hybrid: the qwen35-tiny file (recurrent state per sequence),
  * its value heads tiled over the key heads. */
+static int g_head_dim; /* setup_preset: the preset's head_dim when 0, else this */
+
 static int setup_preset(void **state, const char *preset, bool is_hybrid)
 {
     fixture_t *f = calloc(1, sizeof *f);
@@ -48,6 +51,8 @@ static int setup_preset(void **state, const char *preset, bool is_hybrid)
     model_config_t c;
     assert_int_equal(synth_preset(preset, &c, &err), 0);
     c.context_length = TEST_CONTEXT;
+    if (g_head_dim)
+        c.head_dim = g_head_dim;
     if (is_hybrid) {
         assert_int_equal(c.vocab, TEST_VOCAB);
         c.ssm_v_heads = 2 * c.ssm_k_heads;
@@ -76,6 +81,24 @@ static int setup_q35(void **state)
     return setup_preset(state, "qwen35-tiny", true);
 }
 
+/* qwen35-tiny (heads of 64) with a q8_0 KV cache */
+static int setup_q35_q8_0(void **state)
+{
+    setup_preset(state, "qwen35-tiny", true);
+    ((fixture_t *)*state)->kv_q8_0 = true;
+    return 0;
+}
+
+/* tiny with heads of 32 (whole q8_0 blocks) and a q8_0 KV cache */
+static int setup_hd32_q8_0(void **state)
+{
+    g_head_dim = 32;
+    setup_preset(state, "tiny", false);
+    g_head_dim = 0;
+    ((fixture_t *)*state)->kv_q8_0 = true;
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture_t *f = *state;
@@ -98,6 +121,12 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int batch_tokens, int c
     c.max_context = TEST_CONTEXT;
     c.max_memory = 1ull << 30;
     err_t err;
+    if (f->kv_q8_0) { /* and the plan takes it (the model's heads are whole blocks) */
+        c.kv_type = KV_Q8_0;
+        engine_plan_t plan;
+        if (engine_plan(f->model, &c, &plan, &err) || plan.kv_type != KV_Q8_0)
+            fail_msg("q8_0 plan: %s", err.msg);
+    }
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     if (!e)
         fail_msg("engine: %s", err.msg);
@@ -921,8 +950,8 @@ static void test_memory_plan_refuses(void **state)
     assert_non_null(strstr(err.msg, "batch-tokens"));
 }
 
-/* --kv-type: f16 (the default) takes half the bytes per token of f32; a
- * type the engine lacks is refused. */
+/* --kv-type: f16 (the default) takes half the bytes per token of f32;
+ * q8_0 is refused for heads that are not whole 32-element blocks. */
 static void test_memory_plan_kv_type(void **state)
 {
     fixture_t *f = *state;
@@ -939,9 +968,28 @@ static void test_memory_plan_kv_type(void **state)
     assert_true(p16.kv_per_token > 0);
     assert_true(p32.kv_per_token == 2 * p16.kv_per_token);
     assert_true(p32.kv_per_block == 2 * p16.kv_per_block);
+    /* q8_0 needs heads that are whole 32-element blocks: the tiny shape's are 16 */
     c.kv_type = KV_Q8_0;
     assert_int_equal(engine_plan(f->model, &c, &p32, &err), -1);
-    assert_non_null(strstr(err.msg, "q8_0"));
+    assert_non_null(strstr(err.msg, "q8_0 needs a head_dim that is a multiple of 32 (this model's is 16)"));
+}
+
+/* q8_0 on a model with heads of 64: 34 bytes per 32 elements, 17/32 of f16. */
+static void test_memory_plan_kv_q8_0(void **state)
+{
+    fixture_t *f = *state;
+    engine_config_t c;
+    engine_config_default(&c);
+    c.max_memory = 1ull << 30;
+    engine_plan_t p16, p8;
+    err_t err;
+    assert_int_equal(engine_plan(f->model, &c, &p16, &err), 0);
+    c.kv_type = KV_Q8_0;
+    assert_int_equal(engine_plan(f->model, &c, &p8, &err), 0);
+    assert_int_equal(p8.kv_type, KV_Q8_0);
+    assert_true(p8.kv_per_block * 32 == p16.kv_per_block * 17);
+    assert_true(p8.kv_per_token * 32 == p16.kv_per_token * 17);
+    assert_true(p8.n_blocks >= p16.n_blocks);
 }
 
 int main(void)
@@ -954,7 +1002,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_while_running_and_destroy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_out_of_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_invariance, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_invariance, setup_hd32_q8_0, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35_q8_0, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_plan_kv_q8_0, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_prefix_reuse, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_answer_reuse, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_snapshot_eviction, setup_q35, teardown),

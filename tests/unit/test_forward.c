@@ -237,14 +237,56 @@ static void test_bad_batches_rejected(void **state)
     b = (fwd_batch_t){3, tok, pos, tables, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "rows"));
+    kv_store_free(&kv);
+
+    /* a q8_0 store: kv_dim 32 is whole blocks, but the heads (16) are not */
+    assert_int_equal(kv_store_init(&kv, KV_Q8_0, c->n_layers, 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    b = (fwd_batch_t){1, tok, pos, tables, NULL, NULL, NULL, NULL};
+    assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
+    assert_non_null(strstr(err.msg, "q8_0 needs a head_dim that is a multiple of 32"));
     free(out);
     kv_store_free(&kv);
     fwd_ctx_free(&ctx);
 }
 
+/* The q8_0 store: parsed by name, 34 bytes per 32 elements, a put is the
+ * Q8_0 weight quantiser's blocks at the element offset's byte offset. */
+static void test_kv_q8_0_store(void **state)
+{
+    (void)state;
+    err_t err;
+    kv_type_t t;
+    assert_int_equal(kv_type_parse("--kv-type", "q8_0", &t, &err), 0);
+    assert_int_equal(t, KV_Q8_0);
+    assert_string_equal(kv_type_name(t), "q8_0");
+    assert_int_equal(kv_type_parse("--kv-type", "q4_0", &t, &err), -1);
+    assert_non_null(strstr(err.msg, "must be f32, f16 or q8_0, not 'q4_0'"));
+    assert_int_equal(kv_store_bytes(KV_Q8_0, 3, 5, 16, 64), 2ull * 3 * 5 * 16 * 64 / 32 * 34);
+    assert_int_equal(kv_type_check(KV_Q8_0, 128, &err), 0);
+    assert_int_equal(kv_type_check(KV_F16, 48, &err), 0);
+    assert_int_equal(kv_type_check(KV_Q8_0, 48, &err), -1);
+    kv_store_t kv;
+    assert_int_equal(kv_store_init(&kv, KV_Q8_0, 2, 3, 16, 48, &err), -1);
+    assert_int_equal(kv_store_init(&kv, KV_Q8_0, 2, 3, 16, 64, &err), 0);
+    float k[64], v[64];
+    for (int i = 0; i < 64; i++)
+        k[i] = 0.37f * (float)(i - 20), v[i] = -1.0f / (float)(i + 1);
+    size_t at = (size_t)(7 * 64); /* slot 7 of layer 1, block 2 */
+    kv_store_put(&kv, 1, 2, at, k, v, 64);
+    uint8_t want[2 * 34];
+    size_t off = kv_bytes(KV_Q8_0, kv_block_off(&kv, 1, 2) + at);
+    assert_int_equal(off, ((size_t)(1 * 3 + 2) * 16 * 64 + at) / 32 * 34);
+    type_traits(TYPE_Q8_0)->from_f32(k, want, 64);
+    assert_memory_equal((const uint8_t *)kv.k + off, want, sizeof want);
+    type_traits(TYPE_Q8_0)->from_f32(v, want, 64);
+    assert_memory_equal((const uint8_t *)kv.v + off, want, sizeof want);
+    kv_store_free(&kv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kv_q8_0_store),
         cmocka_unit_test_setup_teardown(test_chunked_prefill_equals_decode, setup_f32, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_prefill_equals_decode, setup_q8, teardown),
         cmocka_unit_test_setup_teardown(test_batch_of_two_sequences, setup_f32, teardown),

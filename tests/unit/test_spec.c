@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "engine/spec.h"
 #include "kernels/types.h"
+#include "model/kv.h"
 #include "tools/synth.h"
 
 #define VOCAB 512
@@ -194,6 +195,7 @@ typedef struct fixture {
     model_t *model;
     model_t *draft; /* a smaller model with the same vocabulary */
     vocab_t vocab;
+    bool kv_q8_0; /* engines keep a q8_0 KV cache (target, MTP block and draft model) */
 } fixture_t;
 
 static int setup(void **state)
@@ -254,6 +256,27 @@ static int setup_hybrid(void **state)
     return 0;
 }
 
+/* The hybrid fixture with a q8_0 KV cache: its draft model's heads are 32
+ * wide (q8_0 needs whole 32-element blocks; the tiny shape's are 16). */
+static int setup_hybrid_q8_0(void **state)
+{
+    setup_hybrid(state);
+    fixture_t *f = *state;
+    model_free(f->draft);
+    model_config_t d;
+    err_t err;
+    assert_int_equal(synth_preset("tiny", &d, &err), 0);
+    d.n_layers = 1, d.hidden = 32, d.ffn = 64, d.n_heads = 2, d.n_kv_heads = 1, d.head_dim = 32;
+    pool_t *pool = pool_create(2, &err);
+    if (synth_write(f->draft_path, "draft", &d, TYPE_Q8_0, 12, 0.1f, NULL, pool, NULL, NULL, &err))
+        fail_msg("synth: %s", err.msg);
+    pool_destroy(pool);
+    f->draft = model_load(f->draft_path, &err);
+    assert_non_null(f->draft);
+    f->kv_q8_0 = true;
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture_t *f = *state;
@@ -285,6 +308,8 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int draft_mode, int ver
     c.draft_max = 4;
     c.verify_rows = verify_rows;
     c.spec_rollback = g_rollback;
+    if (f->kv_q8_0)
+        c.kv_type = KV_Q8_0;
     err_t err;
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     if (!e)
@@ -435,7 +460,9 @@ static void test_exact_greedy_and_seeded(void **state)
  * ids and logits bit for bit, equal decoding without speculation for the
  * n-gram, MTP and draft-model drafters, alone and batched, for both ways of
  * rolling back (snapshot per draft row; replay of the accepted rows);
- * rollbacks and partial acceptances both happen. */
+ * rollbacks and partial acceptances both happen. The same with a q8_0 KV
+ * cache (setup_hybrid_q8_0): a row's keys and values are quantised alone,
+ * so verification rows write what decoding writes. */
 static void test_hybrid_exact(void **state)
 {
     fixture_t *f = *state;
@@ -558,6 +585,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exact_greedy_and_seeded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sampled_distribution_chi_square, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_exact, setup_hybrid, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_exact, setup_hybrid_q8_0, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
