@@ -81,6 +81,7 @@ struct engine_req {
     int n_table;
     blk_hash_t chain; /* hash of the last cached (or registered) block's prefix */
     int n_hashed;     /* leading blocks whose chain hash is known */
+    bool is_unhashed; /* libcrypto failed (out of memory) hashing its prefix: nothing more of it is cached */
     sampler_t sampler;
     bool has_sampler;
     sampler_bias_t *bias; /* (p.sampling.n_bias) the request's own copy of logit_bias */
