@@ -114,7 +114,10 @@ engine_req_t *gen_submit(server_t *s, gen_req_t *g, reply_t *r)
         r->retry_after = "1";
         return NULL;
     case ENGINE_E_DRAINING: reply_error(r, 503, NULL, "%s", err.msg); return NULL;
-    case ENGINE_E_NOMEM: reply_error(r, 500, NULL, "%s", err.msg); return NULL;
+    case ENGINE_E_NOMEM: /* the server is short of memory now, not the request wrong */
+        reply_error(r, 503, NULL, "%s; retry later", err.msg);
+        r->retry_after = "1";
+        return NULL;
     case ENGINE_E_TOO_LONG:
         reply_error(r, 400, g->has_max_tokens ? g->max_tokens_param : g->prompt_param, "%s", err.msg);
         return NULL;
