@@ -913,8 +913,12 @@ static void test_memory_plan_refuses(void **state)
     engine_plan_t plan;
     err_t err;
     assert_int_equal(engine_plan(f->model, &c, &plan, &err), -1);
-    assert_non_null(strstr(err.msg, "does not fit"));
+    assert_non_null(strstr(err.msg, "does not fit in 1.0 MiB (--max-memory)"));
+    /* the breakdown of what one full-context sequence needs */
+    assert_non_null(strstr(err.msg, "needs at least"));
     assert_non_null(strstr(err.msg, "weights"));
+    assert_non_null(strstr(err.msg, "KV"));
+    assert_non_null(strstr(err.msg, "scratch"));
     c.max_memory = 0;
     c.batch_tokens = c.max_seqs - 1;
     assert_int_equal(engine_plan(f->model, &c, &plan, &err), -1);
