@@ -31,6 +31,7 @@ is_clear() { grep -qE '^splash (serve|run): .*(does not fit|cannot map|out of me
 "$splash" model synth --out "$work/q35.gguf" --preset qwen35-tiny --seed 1 2>/dev/null || bad "synth qwen35 failed"
 models=(default "$work/q35.gguf")
 model_args() { [ "$1" = default ] && return; printf '%s\n' --model "$1"; }
+name() { basename "$1" .gguf; }
 engine=(--threads 2 --max-seqs 4 --max-context 512)
 
 # Starts serve in the background with the given arguments (and, in $limit_kb
@@ -74,17 +75,17 @@ declare -A need_mib
 for m in "${models[@]}"; do
     # shellcheck disable=SC2046
     if start_server "${engine[@]}" $(model_args "$m") --max-memory 1M; then
-        bad "$m: serve started with --max-memory 1M"
+        bad "$(name "$m"): serve started with --max-memory 1M"
         stop_server
         continue
     fi
     line=$(grep 'does not fit' "$work/serve.err")
-    [ "$server_rc" -ge 1 ] && [ "$server_rc" -lt 128 ] || bad "$m: --max-memory 1M exited $server_rc"
+    [ "$server_rc" -ge 1 ] && [ "$server_rc" -lt 128 ] || bad "$(name "$m"): --max-memory 1M exited $server_rc"
     for word in "1.0 MiB (--max-memory)" "needs at least" weights KV scratch; do
-        [[ "$line" == *"$word"* ]] || bad "$m: the refusal does not show '$word': $(tail -1 "$work/serve.err")"
+        [[ "$line" == *"$word"* ]] || bad "$(name "$m"): the refusal does not show '$word': $(tail -1 "$work/serve.err")"
     done
     need_mib[$m]=$(sed -n 's/.*needs at least \([0-9.]*\) MiB.*/\1/p' <<<"$line")
-    echo "memory-pressure: $m: --max-memory 1M refused: ${line#splash serve: }"
+    echo "memory-pressure: $(name "$m"): --max-memory 1M refused: ${line#splash serve: }"
 done
 
 # ---- (b) a KV pool exhausted by load: preemption or 429, never 5xx ----
@@ -97,7 +98,7 @@ for m in "${models[@]}"; do
     # shellcheck disable=SC2046
     if ! start_server "${engine[@]}" $(model_args "$m") --queue-size 2 --max-memory "$limit_k" \
         --test-step-delay-us 1000; then
-        bad "$m: serve did not start with --max-memory $limit_k: $(tail -1 "$work/serve.err")"
+        bad "$(name "$m"): serve did not start with --max-memory $limit_k: $(tail -1 "$work/serve.err")"
         continue
     fi
     curl -s -m 10 -o "$work/status" "$url/status"
@@ -108,7 +109,7 @@ for m in "${models[@]}"; do
     p=$(((blocks - 8) / 4)) t=$((blocks / 2 + 2))
     [ "$t" -gt 32 ] && t=32
     n_prompt=$((16 * p - 8)) max_tokens=$((16 * t - 16 * p + 8 - 1))
-    [ "$p" -ge 1 ] && [ $((2 * t)) -gt "$blocks" ] || bad "$m: a pool of $blocks blocks is too large for this test"
+    [ "$p" -ge 1 ] && [ $((2 * t)) -gt "$blocks" ] || bad "$(name "$m"): a pool of $blocks blocks is too large for this test"
     n_req=8 curls=()
     for i in $(seq 1 "$n_req"); do
         /usr/bin/python3 -c "import json,sys; s,n,g=map(int,sys.argv[1:]); print(json.dumps({'prompt': [(s * 7 + j) % 250 + 10 for j in range(n)], 'max_tokens': g, 'temperature': 0, 'ignore_eos': True}))" \
@@ -125,14 +126,14 @@ for m in "${models[@]}"; do
         200)
             n200=$((n200 + 1))
             got=$(json "$work/resp$i" "d['usage']['completion_tokens'], d['choices'][0]['finish_reason']" 2>&1)
-            [ "$got" = "($max_tokens, 'length')" ] || bad "$m: request $i: 200 but $got"
+            [ "$got" = "($max_tokens, 'length')" ] || bad "$(name "$m"): request $i: 200 but $got"
             ;;
         429)
             n429=$((n429 + 1))
-            grep -qi '^retry-after:' "$work/head$i" || bad "$m: request $i: 429 without Retry-After"
-            json "$work/resp$i" "d['error']['message']" >/dev/null 2>&1 || bad "$m: request $i: 429 without a JSON error"
+            grep -qi '^retry-after:' "$work/head$i" || bad "$(name "$m"): request $i: 429 without Retry-After"
+            json "$work/resp$i" "d['error']['message']" >/dev/null 2>&1 || bad "$(name "$m"): request $i: 429 without a JSON error"
             ;;
-        *) bad "$m: request $i answered $code: $(head -c 300 "$work/resp$i")" ;;
+        *) bad "$(name "$m"): request $i answered $code: $(head -c 300 "$work/resp$i")" ;;
         esac
     done
     # the engine publishes its idle state just after the last answer: poll
@@ -143,13 +144,13 @@ for m in "${models[@]}"; do
         [ "$idle" = 0 ] && break
         sleep 0.05
     done
-    [ "$idle" = 0 ] || bad "$m: /status after the flood: active + queued + blocks_used = $idle, not 0"
+    [ "$idle" = 0 ] || bad "$(name "$m"): /status after the flood: active + queued + blocks_used = $idle, not 0"
     stats=$(json "$work/status" "d['scheduler']['preemptions'], d['cache']['blocks_cached'], d['requests']['failed']")
     read -r preemptions cached failed <<<"$(tr -d '(),' <<<"$stats")"
-    [ "$preemptions" -gt 0 ] || bad "$m: no preemption: the pool ($blocks blocks) never ran out"
-    [ "$failed" -eq 0 ] || bad "$m: $failed requests failed"
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/health")" = 200 ] || bad "$m: /health after the flood"
-    echo "memory-pressure: $m: a pool of $blocks blocks (--max-memory $limit_k), $n_req requests of $n_prompt + $max_tokens tokens: $n200 answered 200, $n429 answered 429; $preemptions preemptions; after: nothing active, 0 blocks held, $cached cached"
+    [ "$preemptions" -gt 0 ] || bad "$(name "$m"): no preemption: the pool ($blocks blocks) never ran out"
+    [ "$failed" -eq 0 ] || bad "$(name "$m"): $failed requests failed"
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/health")" = 200 ] || bad "$(name "$m"): /health after the flood"
+    echo "memory-pressure: $(name "$m"): a pool of $blocks blocks (--max-memory $limit_k), $n_req requests of $n_prompt + $max_tokens tokens: $n200 answered 200, $n429 answered 429; $preemptions preemptions; after: nothing active, 0 blocks held, $cached cached"
     stop_server
 done
 
@@ -168,11 +169,11 @@ else
         n_refused=0 saw_plan=0 served=
         for limit_kb in $(seq "$floor" 4096 $((floor + 262144))); do
             # shellcheck disable=SC2046
-            (ulimit -v "$limit_kb" && exec "$splash" run $(model_args "$m") --max-tokens 2 --temperature 0 hi) \
+            (ulimit -v "$limit_kb" && exec timeout 60 "$splash" run $(model_args "$m") --max-tokens 2 --temperature 0 hi) \
                 >/dev/null 2>"$work/run.err"
             rc=$?
             if [ "$rc" -ne 0 ] && { [ "$rc" -ge 128 ] || ! is_clear "$work/run.err"; }; then
-                bad "$m: run under ulimit -v $limit_kb exited $rc: $(tail -2 "$work/run.err")"
+                bad "$(name "$m"): run under ulimit -v $limit_kb exited $rc: $(tail -2 "$work/run.err")"
             fi
             # shellcheck disable=SC2046
             if start_server --threads 2 $(model_args "$m"); then
@@ -182,19 +183,19 @@ else
             n_refused=$((n_refused + 1))
             grep -q 'ulimit -v' "$work/serve.err" && saw_plan=1
             if [ "$server_rc" -ge 128 ] || ! is_clear "$work/serve.err"; then
-                bad "$m: serve under ulimit -v $limit_kb exited $server_rc: $(tail -2 "$work/serve.err")"
+                bad "$(name "$m"): serve under ulimit -v $limit_kb exited $server_rc: $(tail -2 "$work/serve.err")"
             fi
         done
         if [ -z "$served" ]; then
-            bad "$m: serve never started under ulimit -v up to $((floor + 262144)) KiB"
+            bad "$(name "$m"): serve never started under ulimit -v up to $((floor + 262144)) KiB"
             continue
         fi
         code=$(curl -s -m 60 -o "$work/resp" -w '%{http_code}' -H 'content-type: application/json' \
             -d '{"prompt":"hello","max_tokens":4}' "$url/v1/completions")
-        [ "$code" = 200 ] || bad "$m: under ulimit -v $served KiB a request answered $code: $(head -c 300 "$work/resp")"
+        [ "$code" = 200 ] || bad "$(name "$m"): under ulimit -v $served KiB a request answered $code: $(head -c 300 "$work/resp")"
         stop_server
-        [ "$saw_plan" = 1 ] || bad "$m: no refusal under ulimit -v came from the memory plan"
-        echo "memory-pressure: $m: ulimit -v from $floor KiB: $n_refused limits refused with a clear line, served from $served KiB"
+        [ "$saw_plan" = 1 ] || bad "$(name "$m"): no refusal under ulimit -v came from the memory plan"
+        echo "memory-pressure: $(name "$m"): ulimit -v from $floor KiB: $n_refused limits refused with a clear line, served from $served KiB"
     done
     limit_kb=
 fi
