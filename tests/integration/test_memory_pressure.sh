@@ -66,6 +66,7 @@ stop_server() {
     local rc=$?
     server_pid=
     [ "$rc" -eq 0 ] || bad "serve exited $rc after SIGTERM: $(tail -2 "$work/serve.err")"
+    ! grep -qE 'Sanitizer|runtime error' "$work/serve.err" || bad "a sanitizer report: $(grep -m1 -E 'Sanitizer|runtime error' "$work/serve.err")"
 }
 
 json() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
@@ -156,7 +157,7 @@ done
 
 # ---- (c) ulimit -v: serve and run either work or exit with one clear line ----
 if [ -n "$sanitizer" ]; then
-    echo "memory-pressure: ulimit -v part skipped: a $sanitizer sanitizer build reserves terabytes of address space"
+    echo "memory-pressure: ulimit -v part skipped: this is a sanitizer build ($sanitizer), whose shadow memory reserves terabytes of address space"
 else
     # the smallest limit the dynamic loader can map the binary under (below it
     # the loader fails before splash runs), then up in 4 MiB steps
