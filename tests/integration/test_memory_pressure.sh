@@ -113,7 +113,8 @@ for m in "${models[@]}"; do
     [ "$p" -ge 1 ] && [ $((2 * t)) -gt "$blocks" ] || bad "$(name "$m"): a pool of $blocks blocks is too large for this test"
     n_req=8 curls=()
     for i in $(seq 1 "$n_req"); do
-        /usr/bin/python3 -c "import json,sys; s,n,g=map(int,sys.argv[1:]); print(json.dumps({'prompt': [(s * 7 + j) % 250 + 10 for j in range(n)], 'max_tokens': g, 'temperature': 0, 'ignore_eos': True}))" \
+        # odd requests stream: a preempted stream must only pause
+        /usr/bin/python3 -c "import json,sys; s,n,g=map(int,sys.argv[1:]); print(json.dumps({'prompt': [(s * 7 + j) % 250 + 10 for j in range(n)], 'max_tokens': g, 'temperature': 0, 'ignore_eos': True, 'stream': s % 2 == 1}))" \
             "$i" "$n_prompt" "$max_tokens" >"$work/body$i"
         curl -s -m 300 -o "$work/resp$i" -D "$work/head$i" -w '%{http_code}' -H 'content-type: application/json' \
             --data-binary @"$work/body$i" "$url/v1/completions" >"$work/code$i" &
@@ -126,8 +127,14 @@ for m in "${models[@]}"; do
         case "$code" in
         200)
             n200=$((n200 + 1))
-            got=$(json "$work/resp$i" "d['usage']['completion_tokens'], d['choices'][0]['finish_reason']" 2>&1)
-            [ "$got" = "($max_tokens, 'length')" ] || bad "$(name "$m"): request $i: 200 but $got"
+            if [ $((i % 2)) = 1 ]; then
+                [ "$(tail -n 2 "$work/resp$i" | head -n 1)" = "data: [DONE]" ] &&
+                    grep -q '"finish_reason":"length"' "$work/resp$i" && ! grep -q '"error"' "$work/resp$i" ||
+                    bad "$(name "$m"): stream $i: 200 but not a whole stream: $(tail -c 300 "$work/resp$i")"
+            else
+                got=$(json "$work/resp$i" "d['usage']['completion_tokens'], d['choices'][0]['finish_reason']" 2>&1)
+                [ "$got" = "($max_tokens, 'length')" ] || bad "$(name "$m"): request $i: 200 but $got"
+            fi
             ;;
         429)
             n429=$((n429 + 1))
