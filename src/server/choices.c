@@ -555,7 +555,7 @@ void gen_respond(server_t *s, gen_req_t *q, bool is_chat, reply_t *r)
 {
     gen_t *g = calloc(1, sizeof *g);
     if (!g) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "the request's generation state", sizeof *g);
         return;
     }
     *g = (gen_t){.s = s,

@@ -143,6 +143,15 @@ void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...
                         type, "param", param, "code", code);
 }
 
+void reply_nomem(reply_t *r, const char *what, size_t bytes)
+{
+    if (bytes)
+        reply_error(r, 503, NULL, "out of memory for %s (%zu bytes); retry later", what, bytes);
+    else
+        reply_error(r, 503, NULL, "out of memory for %s; retry later", what);
+    r->retry_after = "1";
+}
+
 /* ---- checks ---- */
 
 static bool host_allowed(const server_t *s, struct MHD_Connection *c)
@@ -389,7 +398,8 @@ static enum MHD_Result send_page(server_t *s, struct MHD_Connection *c, const ro
     bool is_nomem;
     struct MHD_Response *resp = pages_response(url, &is_nomem);
     if (!resp)
-        return send_error(s, c, rt, is_nomem ? 500 : 404, NULL, is_nomem ? "out of memory" : "no such page");
+        return send_error(s, c, rt, is_nomem ? 503 : 404, NULL,
+                          is_nomem ? "out of memory for the page; retry later" : "no such page");
     atomic_fetch_add(&s->metrics.by_status[200], 1);
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
@@ -424,7 +434,8 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
         case JSON_BODY_MALFORMED: break;
         case JSON_BODY_U64_RANGE:
             return send_error(s, c, rt, 400, "seed", "'seed' must be an integer in [0, 18446744073709551615]");
-        case JSON_BODY_NOMEM: return send_error(s, c, rt, 500, NULL, "out of memory");
+        case JSON_BODY_NOMEM:
+            return send_error(s, c, rt, 503, NULL, "out of memory parsing the request body; retry later");
         }
         if (!req) {
             char msg[512];
@@ -468,7 +479,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
         size_t len = 0;
         char *text = api_metrics(s, &len);
         if (!text)
-            return send_error(s, c, rt, 500, NULL, "out of memory");
+            return send_error(s, c, rt, 503, NULL, "out of memory for the metrics text; retry later");
         return send_text(s, c, text, len, "text/plain; version=0.0.4; charset=utf-8");
     }
     case R_TRACE_DUMP: api_trace_dump(s, &r); break;

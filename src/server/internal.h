@@ -116,6 +116,10 @@ struct MHD_Response *pages_response(const char *url, bool *is_nomem);
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A request the server is too short of memory to serve now: 503 with
+ * Retry-After, naming what could not be allocated and, when known (> 0),
+ * how many bytes. */
+void reply_nomem(reply_t *r, const char *what, size_t bytes);
 
 /* Endpoints (api.c, status.c). req is the parsed body (POST) or NULL. */
 void api_chat(server_t *s, json_t *req, reply_t *r);
