@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "base/sysmem.h"
 #include "build_info.h"
 #include "cli/commands.h"
 #include "kernels/dispatch.h"
@@ -59,6 +60,7 @@ int main(int argc, char **argv)
         printf("\n");
         return 0;
     }
+    sysmem_fit_address_limit();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);

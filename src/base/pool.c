@@ -8,11 +8,13 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/thread.h"
 /* How a job is handed out and finished.
  *
  * The caller writes the job (fn, ctx, part count) and one lane per thread,
@@ -185,10 +187,11 @@ pool_t *pool_create(int n_threads, err_t *err)
         worker_t *w = &p->workers[i - 1];
         w->pool = p;
         w->ith = i;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        char what[64];
+        snprintf(what, sizeof what, "kernel thread %d of %d", i + 1, n_threads);
+        if (thread_start(&w->thread, worker_main, w, what, err)) {
             p->n_threads = i; /* only join the ones that started */
             pool_destroy(p);
-            err_set(err, "could not start thread %d of the pool", i);
             return NULL;
         }
     }

@@ -1,7 +1,10 @@
 #include "base/sysmem.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 void sysmem_host(uint64_t *available, uint64_t *total)
@@ -31,6 +34,39 @@ uint64_t sysmem_resident(void)
         fclose(f);
     }
     return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+uint64_t sysmem_address_space_left(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return UINT64_MAX;
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long pages = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    uint64_t mapped = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+    return (uint64_t)rl.rlim_cur > mapped ? (uint64_t)rl.rlim_cur - mapped : 0;
+}
+
+uint64_t sysmem_thread_stack(void)
+{
+    size_t stack = 0;
+    pthread_attr_t a;
+    if (pthread_attr_init(&a) == 0) {
+        pthread_attr_getstacksize(&a, &stack);
+        pthread_attr_destroy(&a);
+    }
+    return stack;
+}
+
+void sysmem_fit_address_limit(void)
+{
+    if (sysmem_address_space_left() != UINT64_MAX)
+        mallopt(M_ARENA_MAX, 1);
 }
 
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)

@@ -10,6 +10,18 @@
 void sysmem_host(uint64_t *available, uint64_t *total);
 /* This process's resident set, in bytes (0 if unknown). */
 uint64_t sysmem_resident(void);
+/* Address space this process may still map under its RLIMIT_AS (`ulimit -v`):
+ * the limit less what is mapped now (VmSize); UINT64_MAX when there is no
+ * limit. Every mapping counts, touched or not: thread stacks, malloc arenas. */
+uint64_t sysmem_address_space_left(void);
+/* The stack a new thread maps (glibc's default, from RLIMIT_STACK). */
+uint64_t sysmem_thread_stack(void);
+/* Under an RLIMIT_AS, keeps malloc to one arena: glibc otherwise reserves
+ * 64 MiB of address space for each arena a new thread happens to create,
+ * and how many appear depends on timing, so what is left for the memory
+ * plan would too. No effect without a limit. Call at start-up, before
+ * threads. */
+void sysmem_fit_address_limit(void);
 
 /* Large read-mostly buffers (the weights, the bandwidth probe) on 2 MB
  * pages where the kernel allows transparent huge pages: `bytes` of

@@ -21,7 +21,17 @@ int blk_pool_init(blk_pool_t *p, int n_blocks, int block_size, err_t *err)
     p->buckets = malloc(p->n_buckets * sizeof *p->buckets);
     if (!p->meta || !p->tokens || !p->buckets) {
         blk_pool_free(p);
-        return err_set(err, "block pool: out of memory for %d blocks", n_blocks);
+        return err_set(err, "block pool: out of memory for %d blocks' bookkeeping (%.1f MiB)", n_blocks,
+                       ((double)n_blocks * (sizeof *p->meta + (size_t)block_size * sizeof *p->tokens) +
+                        (double)p->n_buckets * sizeof *p->buckets) /
+                           1048576.0);
+    }
+    /* one hash now: libcrypto's first use allocates its own state (providers,
+     * per-thread data), and here a failure can still be reported */
+    blk_hash_t probe;
+    if (!(p->hasher = EVP_MD_CTX_new()) || !blk_hash_root(p, NULL, &probe)) {
+        blk_pool_free(p);
+        return err_set(err, "block pool: libcrypto could not start SHA-256 for prefix hashes (out of memory)");
     }
     for (uint32_t i = 0; i < p->n_buckets; i++)
         p->buckets[i] = -1;
@@ -42,6 +52,7 @@ void blk_pool_free(blk_pool_t *p)
     free(p->meta);
     free(p->tokens);
     free(p->buckets);
+    EVP_MD_CTX_free(p->hasher);
     memset(p, 0, sizeof *p);
 }
 
@@ -128,27 +139,26 @@ void blk_release(blk_pool_t *p, int32_t b)
     }
 }
 
-static void digest(const void *a, size_t na, const void *b, size_t nb, blk_hash_t *out)
+static bool digest(blk_pool_t *p, const void *a, size_t na, const void *b, size_t nb, blk_hash_t *out)
 {
     /* SHA-256 through libcrypto: a collision-resistant chain, so equal
-     * hashes mean equal prefixes for every practical purpose */
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+     * hashes mean equal prefixes for every practical purpose. In-memory
+     * SHA-256 fails only when libcrypto cannot allocate: the caller then
+     * caches nothing (a served request never dies for a hash). */
     unsigned int len = 0;
-    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || !EVP_DigestUpdate(ctx, a, na) ||
-        !EVP_DigestUpdate(ctx, b, nb) || !EVP_DigestFinal_ex(ctx, out->b, &len) || len != BLK_HASH_BYTES)
-        abort(); /* libcrypto cannot fail on in-memory SHA-256 short of memory exhaustion */
-    EVP_MD_CTX_free(ctx);
+    return p->hasher && EVP_DigestInit_ex(p->hasher, EVP_sha256(), NULL) && EVP_DigestUpdate(p->hasher, a, na) &&
+           EVP_DigestUpdate(p->hasher, b, nb) && EVP_DigestFinal_ex(p->hasher, out->b, &len) && len == BLK_HASH_BYTES;
 }
 
-void blk_hash_root(const char *salt, blk_hash_t *out)
+bool blk_hash_root(blk_pool_t *p, const char *salt, blk_hash_t *out)
 {
     size_t n = salt ? strlen(salt) : 0;
-    digest(blk_root_tag, sizeof blk_root_tag, salt ? salt : "", n, out);
+    return digest(p, blk_root_tag, sizeof blk_root_tag, salt ? salt : "", n, out);
 }
 
-void blk_hash_next(const blk_hash_t *parent, const int32_t *tokens, int block_size, blk_hash_t *out)
+bool blk_hash_next(blk_pool_t *p, const blk_hash_t *parent, const int32_t *tokens, int block_size, blk_hash_t *out)
 {
-    digest(parent->b, BLK_HASH_BYTES, tokens, (size_t)block_size * sizeof *tokens, out);
+    return digest(p, parent->b, BLK_HASH_BYTES, tokens, (size_t)block_size * sizeof *tokens, out);
 }
 
 int32_t blk_lookup(blk_pool_t *p, const blk_hash_t *hash, const int32_t *tokens)

@@ -54,6 +54,7 @@ typedef struct blk_pool {
      * state snapshot with it); NULL: nothing to tell */
     void (*on_evict)(void *arg, const blk_hash_t *hash);
     void *evict_arg;
+    void *hasher; /* libcrypto's EVP_MD_CTX, made once at init and reused by every hash */
 } blk_pool_t;
 
 int blk_pool_init(blk_pool_t *p, int n_blocks, int block_size, err_t *err);
@@ -79,11 +80,14 @@ int32_t blk_alloc(blk_pool_t *p);
  * recent end); an unheld uncached block is free again. */
 void blk_release(blk_pool_t *p, int32_t block);
 
-/* The chain root for a salt (NULL or "" = the shared namespace). */
-void blk_hash_root(const char *salt, blk_hash_t *out);
+/* The chain root for a salt (NULL or "" = the shared namespace). false when
+ * libcrypto fails (only out of memory): *out is then no address, and the
+ * caller caches nothing under it. */
+bool blk_hash_root(blk_pool_t *p, const char *salt, blk_hash_t *out);
 
-/* The hash of the block following parent with these block_size tokens. */
-void blk_hash_next(const blk_hash_t *parent, const int32_t *tokens, int block_size, blk_hash_t *out);
+/* The hash of the block following parent with these block_size tokens;
+ * false as blk_hash_root. */
+bool blk_hash_next(blk_pool_t *p, const blk_hash_t *parent, const int32_t *tokens, int block_size, blk_hash_t *out);
 
 /* A verified cache hit for (hash, tokens): takes a reference and returns the
  * block, or -1. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/pool.h"
+#include "base/thread.h"
 #include "engine/blocks.h"
 #include "engine/spec.h"
 #include "engine/state_snap.h"
@@ -99,7 +100,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     }
     engine_t *e = calloc(1, sizeof *e);
     if (!e) {
-        err_set(err, "engine: out of memory");
+        err_set(err, "engine: out of memory for its state (%zu bytes)", sizeof *e);
         return NULL;
     }
     e->m = m;
@@ -128,7 +129,12 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->pub_active = calloc((size_t)n_info, sizeof *e->pub_active);
     if (!e->logits || !e->running || !e->b_tokens || !e->b_pos || !e->b_tables || !e->b_want || !e->b_req ||
         !e->b_slots || !e->b_snaps || !e->is_slot_busy || !e->scratch_info || !e->pub_active || mark_eog(e)) {
-        err_set(err, "engine: out of memory");
+        err_set(err, "engine: out of memory for %d rows of logits and the batch arrays (%.1f MiB)", e->logit_rows,
+                ((double)e->logit_rows * mc->vocab * sizeof(float) + (double)v->n_tokens * sizeof *e->is_eog +
+                 (double)rows * (sizeof *e->b_tokens + sizeof *e->b_pos + sizeof *e->b_tables + 1 + sizeof *e->b_req +
+                                 sizeof *e->b_slots + sizeof *e->b_snaps) +
+                 (double)n_info * (sizeof *e->scratch_info + sizeof *e->pub_active)) /
+                    1048576.0);
         engine_destroy(e);
         return NULL;
     }
@@ -154,8 +160,8 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->pub.verify_rows = c->draft_mode ? c->verify_rows : 0;
     e->pub.verify_width = effective_width(e);
     engine_publish(e); /* the idle state is version 1 */
-    if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
-        err_set(err, "engine: cannot start the engine thread");
+    if (thread_start(&e->thread, engine_main, e, "the engine thread", err)) {
+        err_prefix(err, "engine: ");
         engine_destroy(e);
         return NULL;
     }

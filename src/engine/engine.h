@@ -79,7 +79,8 @@ void engine_config_default(engine_config_t *c);
 
 /* The memory plan: what start-up needs, and what the pool got. */
 typedef struct engine_plan {
-    uint64_t limit;          /* --max-memory, or the derived default */
+    uint64_t limit;          /* --max-memory, or the derived default; at most what `ulimit -v` leaves */
+    const char *limit_from;  /* where the limit came from, for messages (a string literal) */
     uint64_t weights;        /* bytes of weights the forward reads (memory-mapped) */
     uint64_t scratch;        /* forward scratch, logits, samplers */
     uint64_t kv;             /* KV pool */

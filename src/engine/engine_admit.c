@@ -47,9 +47,10 @@ static bool admit(engine_t *e, engine_req_t *r)
     int hits = 0;
     r->restore_snap = -1;
     blk_hash_t chain;
-    blk_hash_root(e->cfg.test_ignore_cache_salt ? "" : r->salt, &chain);
+    /* libcrypto out of memory: this admission neither reuses nor caches a prefix */
+    r->is_unhashed = !blk_hash_root(bp, e->cfg.test_ignore_cache_salt ? "" : r->salt, &chain);
     /* a prompt-logits request computes every position itself */
-    if (!r->p.prompt_logits) {
+    if (!r->p.prompt_logits && !r->is_unhashed) {
         /* the last prompt token is always computed: its logits start decoding
          * (bench_cached.h expects exactly this; the test knob reuses nothing);
          * a resumed sequence decodes its newest token, so every full block
@@ -62,7 +63,8 @@ static bool admit(engine_t *e, engine_req_t *r)
         blk_hash_t snap_chain = chain;
         while (hits < max_hits) {
             blk_hash_t h;
-            blk_hash_next(&chain, r->tokens + (size_t)hits * bs, bs, &h);
+            if (!blk_hash_next(bp, &chain, r->tokens + (size_t)hits * bs, bs, &h))
+                break; /* chain stays the last good hash */
             int32_t b = blk_lookup(bp, &h, r->tokens + (size_t)hits * bs);
             if (b < 0)
                 break;
@@ -222,10 +224,13 @@ void reap_running(engine_t *e)
 void cache_full_blocks(engine_t *e, engine_req_t *r)
 {
     int bs = e->blocks.block_size;
-    while ((r->n_hashed + 1) * bs <= r->n_kv) {
+    while (!r->is_unhashed && (r->n_hashed + 1) * bs <= r->n_kv) {
         const int32_t *toks = r->tokens + (size_t)r->n_hashed * bs;
         blk_hash_t h;
-        blk_hash_next(&r->chain, toks, bs, &h);
+        if (!blk_hash_next(&e->blocks, &r->chain, toks, bs, &h)) {
+            r->is_unhashed = true; /* libcrypto out of memory: nothing more of it is cached */
+            return;
+        }
         blk_register(&e->blocks, r->table[r->n_hashed], &h, toks);
         r->chain = h;
         r->n_hashed++;

@@ -46,7 +46,8 @@ int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
     const model_config_t *mc = &e->m->cfg;
     size_t rows = (size_t)e->cfg.batch_tokens, hidden = (size_t)mc->hidden;
     if (plan->n_verify_snapshots && !(e->vsnaps = malloc((size_t)plan->n_verify_snapshots * plan->snapshot_bytes)))
-        return err_set(err, "out of memory for %d verify-row state snapshots", plan->n_verify_snapshots);
+        return err_set(err, "out of memory for %d verify-row state snapshots (%.1f MiB)", plan->n_verify_snapshots,
+                       plan->verify_snapshots / 1048576.0);
     const model_t *dm = e->cfg.draft_mode == ENGINE_DRAFT_MODEL ? e->cfg.draft_model : NULL;
     bool is_mtp = e->cfg.draft_mode == ENGINE_DRAFT_MTP;
     if (!dm && !is_mtp)
@@ -58,13 +59,18 @@ int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
     e->d_want = malloc(rows);
     e->d_req = malloc(rows * sizeof *e->d_req);
     if (!e->dlogits || !e->d_tokens || !e->d_pos || !e->d_tables || !e->d_want || !e->d_req)
-        return err_set(err, "drafter: out of memory");
+        return err_set(
+            err, "drafter: out of memory for %d rows of draft logits and its batch arrays (%.1f MiB)", e->cfg.max_seqs,
+            ((double)e->cfg.max_seqs * mc->vocab * sizeof(float) +
+             (double)rows * (sizeof *e->d_tokens + sizeof *e->d_pos + sizeof *e->d_tables + 1 + sizeof *e->d_req)) /
+                1048576.0);
     if (is_mtp) {
         e->hid = malloc(rows * hidden * sizeof(float));
         e->m_hid_in = malloc(rows * hidden * sizeof(float));
         e->m_hid_out = malloc(rows * hidden * sizeof(float));
         if (!e->hid || !e->m_hid_in || !e->m_hid_out)
-            return err_set(err, "draft mtp: out of memory");
+            return err_set(err, "draft mtp: out of memory for three (%zu, %zu) hidden-state buffers (%.1f MiB)", rows,
+                           hidden, 3.0 * (double)rows * (double)hidden * sizeof(float) / 1048576.0);
         if (kv_store_init(&e->mkv, (kv_type_t)plan->kv_type, 1, plan->n_blocks, KV_BLOCK_SIZE,
                           mc->n_kv_heads * mc->head_dim, err))
             return err_prefix(err, "draft mtp: ");

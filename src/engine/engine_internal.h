@@ -40,6 +40,13 @@ int engine_max_drafts(const engine_config_t *c);
 #define ENGINE_SNAPSHOTS_PER_SEQ 4
 #define ENGINE_SNAPSHOT_STRIDE 32
 #define ENGINE_MEMORY_SHARE 0.9 /* of MemAvailable, when --max-memory is not given */
+/* Under a `ulimit -v`, address space the plan leaves for what it does not
+ * count, beyond the stacks of the threads the engine starts: the stacks of
+ * this many more (the server's connection threads), and this many bytes of
+ * request-time allocations (each request's token and block tables, HTTP
+ * bodies, JSON). */
+#define ENGINE_AS_SPARE_THREADS 2
+#define ENGINE_AS_SPARE_BYTES (16ull << 20)
 
 struct engine_req {
     /* shared with the caller, under mu */
@@ -81,6 +88,7 @@ struct engine_req {
     int n_table;
     blk_hash_t chain; /* hash of the last cached (or registered) block's prefix */
     int n_hashed;     /* leading blocks whose chain hash is known */
+    bool is_unhashed; /* libcrypto failed (out of memory) hashing its prefix: nothing more of it is cached */
     sampler_t sampler;
     bool has_sampler;
     sampler_bias_t *bias; /* (p.sampling.n_bias) the request's own copy of logit_bias */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "engine/engine_internal.h"
 
 static void count_mask(engine_t *e, int64_t ns)
@@ -263,11 +264,12 @@ int masks_engine_init(engine_t *e, err_t *err)
     e->has_cvocab = true;
     e->mask_scratch = malloc((size_t)e->cvocab.n_words * sizeof *e->mask_scratch);
     if (!e->mask_scratch)
-        return err_set(err, "out of memory for the mask scratch");
+        return err_set(err, "out of memory for the mask scratch (%zu bytes)",
+                       (size_t)e->cvocab.n_words * sizeof *e->mask_scratch);
     pthread_mutex_init(&e->mask_mu, NULL);
     pthread_cond_init(&e->mask_cv, NULL);
-    if (pthread_create(&e->mask_thread, NULL, mask_main, e))
-        return err_set(err, "cannot start the mask worker thread");
+    if (thread_start(&e->mask_thread, mask_main, e, "the mask worker thread", err))
+        return -1;
     e->has_mask_thread = true;
     return 0;
 }

@@ -27,11 +27,45 @@ void engine_config_default(engine_config_t *c)
     c->verify_rows = SPEC_VERIFY_AUTO;
 }
 
-static uint64_t mem_available(void)
+/* The limit: --max-memory, else a share of the host's available memory; and
+ * under a `ulimit -v` never more than the address space left for what the
+ * plan counts (the weights are mapped already, so they are in it) once the
+ * threads still to start and request-time allocations have theirs. */
+static void plan_limit(const engine_config_t *c, engine_plan_t *plan)
 {
-    uint64_t available, total;
-    sysmem_host(&available, &total);
-    return available;
+    if (c->max_memory) {
+        plan->limit = c->max_memory;
+        plan->limit_from = "--max-memory";
+    } else {
+        uint64_t available, total;
+        sysmem_host(&available, &total);
+        plan->limit = (uint64_t)(ENGINE_MEMORY_SHARE * (double)available);
+        plan->limit_from = "90% of available memory";
+    }
+    uint64_t left = sysmem_address_space_left();
+    if (left == UINT64_MAX)
+        return;
+    /* the engine starts n_threads - 1 kernel threads, its own and the mask worker */
+    uint64_t threads = (uint64_t)c->n_threads + 1 + ENGINE_AS_SPARE_THREADS;
+    uint64_t spare = threads * sysmem_thread_stack() + ENGINE_AS_SPARE_BYTES;
+    uint64_t room = (left > spare ? left - spare : 0) + plan->weights;
+    if (room < plan->limit) {
+        plan->limit = room;
+        plan->limit_from = "the address space ulimit -v leaves";
+    }
+}
+
+/* The refusal: what one sequence at full context needs, item by item, against the limit. */
+static int plan_refuse(const engine_plan_t *p, uint64_t fixed, err_t *err)
+{
+    uint64_t need = fixed + p->kv_min;
+    return err_set(err,
+                   "the model does not fit in %.1f MiB (%s): it needs at least %.1f MiB = weights %.1f MiB + KV %.1f "
+                   "MiB (one %d-token sequence, %s, %llu bytes per token) + scratch %.1f MiB; raise the limit or "
+                   "lower --max-context, --max-seqs or --batch-tokens",
+                   p->limit / 1048576.0, p->limit_from, need / 1048576.0, p->weights / 1048576.0, p->kv_min / 1048576.0,
+                   p->max_context, kv_type_name((kv_type_t)p->kv_type), (unsigned long long)p->kv_per_token,
+                   (fixed - p->weights) / 1048576.0);
 }
 
 int engine_max_drafts(const engine_config_t *c)
@@ -128,7 +162,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         plan->scratch += ((uint64_t)c->max_seqs * mc->vocab + 3ull * c->batch_tokens * mc->hidden) * sizeof(float);
     int per_seq = blocks_for(max_ctx, KV_BLOCK_SIZE);
     plan->kv_min = (uint64_t)per_seq * plan->kv_per_block;
-    plan->limit = c->max_memory ? c->max_memory : (uint64_t)(ENGINE_MEMORY_SHARE * (double)mem_available());
+    plan_limit(c, plan);
     uint64_t fixed = plan->weights + plan->scratch;
     plan->snapshot_bytes = (uint64_t)fwd_state_snapshot_floats(m) * sizeof(float);
     /* hybrid models that speculate: a state snapshot per verified draft row
@@ -151,12 +185,8 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         plan->snapshots = (uint64_t)plan->n_snapshots * plan->snapshot_bytes;
         fixed += plan->snapshots;
     }
-    if (plan->limit < fixed + plan->kv_min) {
-        char buf[512];
-        engine_plan_format(plan, buf, sizeof buf);
-        return err_set(err, "the model does not fit in %.1f MiB (one %d-token sequence needs %.1f MiB of KV): %s",
-                       plan->limit / 1048576.0, max_ctx, plan->kv_min / 1048576.0, buf);
-    }
+    if (plan->limit < fixed + plan->kv_min)
+        return plan_refuse(plan, fixed, err);
     /* room for every sequence slot at full context, and as much again for
      * cached prefixes, as far as the limit allows */
     uint64_t want = 2ull * (uint64_t)c->max_seqs * (uint64_t)per_seq;
@@ -182,9 +212,9 @@ void engine_plan_format(const engine_plan_t *p, char *out, size_t cap)
     snprintf(out, cap,
              "memory plan: weights %.1f MiB + KV %.1f MiB (%s, %d blocks of %d tokens, %.2f MiB each, %llu bytes per "
              "token) + scratch %.1f "
-             "MiB%s = %.1f MiB of %.1f MiB limit; context %d",
+             "MiB%s = %.1f MiB of %.1f MiB limit (%s); context %d",
              p->weights / 1048576.0, p->kv / 1048576.0, kv_type_name((kv_type_t)p->kv_type), p->n_blocks, p->block_size,
              p->kv_per_block / 1048576.0, (unsigned long long)p->kv_per_token, p->scratch / 1048576.0, snaps,
              (p->weights + p->kv + p->scratch + p->snapshots + p->verify_snapshots) / 1048576.0, p->limit / 1048576.0,
-             p->max_context);
+             p->limit_from ? p->limit_from : "--max-memory", p->max_context);
 }

@@ -187,7 +187,7 @@ static engine_req_t *req_new(engine_t *e, const engine_params_t *p, engine_statu
 {
     engine_req_t *r = calloc(1, sizeof *r);
     if (!r) {
-        err_set(err, "out of memory");
+        err_set(err, "out of memory for the request's state (%zu bytes)", sizeof *r);
         *st = ENGINE_E_NOMEM;
         return NULL;
     }
@@ -217,7 +217,10 @@ static engine_req_t *req_new(engine_t *e, const engine_params_t *p, engine_statu
     r->p.sampling.bias = r->bias; /* the caller's array is not kept */
     if (!r->tokens || !r->table || !r->salt || !is_bias_ok || stop_init(&r->stop, p->stop, p->n_stop, err)) {
         if (!r->tokens || !r->table || !r->salt || !is_bias_ok)
-            err_set(err, "out of memory");
+            err_set(err, "out of memory for the request's token and block tables (%zu bytes)",
+                    ((size_t)p->n_prompt + (size_t)p->max_tokens) * sizeof *r->tokens +
+                        (size_t)blocks_for(p->n_prompt + p->max_tokens, KV_BLOCK_SIZE) * sizeof *r->table +
+                        (size_t)p->sampling.n_bias * sizeof *r->bias);
         atomic_store(&r->refs, 1);
         req_unref(r);
         *st = ENGINE_E_NOMEM;

@@ -238,14 +238,15 @@ static int plan_rows(engine_t *e)
 static float *snapshot_for(engine_t *e, engine_req_t *r, int pos)
 {
     int bs = e->blocks.block_size, end = pos + 1;
-    if (e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || end % bs || end > r->n_prompt)
+    if (e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || r->is_unhashed || end % bs || end > r->n_prompt)
         return NULL;
     int n_blk = end / bs;
     if (n_blk != r->n_prompt / bs && n_blk != (r->n_prompt - 1) / bs && n_blk % ENGINE_SNAPSHOT_STRIDE)
         return NULL;
     blk_hash_t h = r->chain; /* the chain hash of block n_blk - 1, from the last one known */
     for (int i = r->n_hashed; i < n_blk; i++)
-        blk_hash_next(&h, r->tokens + (size_t)i * bs, bs, &h);
+        if (!blk_hash_next(&e->blocks, &h, r->tokens + (size_t)i * bs, bs, &h))
+            return NULL; /* libcrypto out of memory: no snapshot */
     return snap_reserve(&e->snaps, &h);
 }
 

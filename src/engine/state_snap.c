@@ -16,7 +16,8 @@ int snap_store_init(snap_store_t *s, int n_slots, size_t floats, err_t *err)
     s->last_used = calloc((size_t)n_slots, sizeof *s->last_used);
     if (!s->data || !s->hash || !s->status || !s->last_used) {
         snap_store_free(s);
-        return err_set(err, "state snapshots: out of memory for %d of %zu floats", n_slots, floats);
+        return err_set(err, "state snapshots: out of memory for %d of %zu floats (%.1f MiB)", n_slots, floats,
+                       (double)n_slots * (double)floats * sizeof *s->data / 1048576.0);
     }
     s->n_slots = n_slots;
     s->floats = floats;

@@ -476,7 +476,7 @@ gguf_t *gguf_open(const char *path, err_t *err)
     }
     close(fd);
     if (m == MAP_FAILED) {
-        err_set(err, "%s: mmap failed: %s", path, strerror(errno));
+        err_set(err, "%s: cannot map the file's %.1f MiB: %s", path, (double)st.st_size / 1048576.0, strerror(errno));
         return NULL;
     }
     gguf_t *g = gguf_open_memory(m, (size_t)st.st_size, err);

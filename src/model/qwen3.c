@@ -81,7 +81,8 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
     if (!ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->gate || !ctx->up || !ctx->scores ||
         !ctx->out_rows || !ctx->rope_cos || !ctx->rope_sin || !ctx->xq) {
         fwd_ctx_free(ctx);
-        return err_set(err, "forward: out of memory for scratch buffers");
+        return err_set(err, "forward: out of memory for the scratch buffers (%.1f MiB for %d rows, context %d)",
+                       fwd_ctx_bytes(m, pool_size(pool), max_rows, max_ctx) / 1048576.0, max_rows, max_ctx);
     }
     if (c->arch_id == MODEL_ARCH_QWEN35 && qwen35_ctx_init(ctx, err)) {
         fwd_ctx_free(ctx);

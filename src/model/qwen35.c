@@ -357,7 +357,8 @@ int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err)
         free(pos);
         free(next);
         free(seen);
-        return err_set(err, "forward: out of memory for %d sequences' recurrent state", n_slots);
+        return err_set(err, "forward: out of memory for %d sequences' recurrent state (%.1f MiB)", n_slots,
+                       (double)n_slots * (double)per_slot * sizeof(float) / 1048576.0);
     }
     free(ctx->state);
     free(ctx->state_pos);
@@ -383,11 +384,16 @@ int qwen35_ctx_init(fwd_ctx_t *ctx, err_t *err)
     ctx->mix = malloc(rows * (size_t)c->hidden * sizeof(float));
     ctx->gdn_tmp = malloc((size_t)pool_size(ctx->pool) * (size_t)d.dv * sizeof(float));
     if (c->n_nextn && !(ctx->mtp_cat = malloc(rows * 2 * (size_t)c->hidden * sizeof(float))))
-        return err_set(err, "forward: out of memory for the MTP block's scratch");
+        return err_set(err, "forward: out of memory for the MTP block's scratch (%.1f MiB)",
+                       (double)rows * 2 * c->hidden * sizeof(float) / 1048576.0);
     ctx->n_gdn_layers = n_gdn_layers(c);
     ctx->state_floats = state_floats(c);
     if (!ctx->qkv || !ctx->zg || !ctx->beta || !ctx->alpha || !ctx->mix || !ctx->gdn_tmp)
-        return err_set(err, "forward: out of memory for scratch buffers");
+        return err_set(err, "forward: out of memory for the Gated DeltaNet scratch buffers (%.1f MiB for %zu rows)",
+                       (double)(qwen35_ctx_bytes(ctx->model, pool_size(ctx->pool), ctx->max_rows) -
+                                fwd_state_bytes(ctx->model, 1)) /
+                           1048576.0,
+                       rows);
     return fwd_ctx_set_state_slots(ctx, 1, err);
 }
 

@@ -143,7 +143,7 @@ static json_t *join_text(const json_t *content, const char *where, reply_t *r)
         char *buf = malloc(n0 + n1 + 2);
         if (!buf) {
             json_decref(out);
-            reply_error(r, 500, NULL, "out of memory");
+            reply_nomem(r, "joining text blocks", n0 + n1 + 2);
             return NULL;
         }
         memcpy(buf, json_string_value(out), n0);
@@ -203,7 +203,7 @@ static int map_user(const json_t *content, size_t i, json_t *msgs, reply_t *r)
                 char *s = malloc(n + 8);
                 if (!s) {
                     json_decref(text);
-                    reply_error(r, 500, NULL, "out of memory");
+                    reply_nomem(r, "a tool result's text", n + 8);
                     goto fail;
                 }
                 memcpy(s, "Error: ", 7);
@@ -817,7 +817,7 @@ void api_messages(server_t *s, json_t *req, reply_t *r)
         engine_release(job.req);
         structured_free(&job.sr);
         json_decref(chat);
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "the stream's state", sizeof *st);
         return;
     }
     st->s = s;

@@ -437,7 +437,7 @@ static int parse_prompt(server_t *s, const json_t *v, const char *param, tok_ids
     size_t n = json_array_size(v);
     ids->v = malloc((n ? n : 1) * sizeof *ids->v);
     if (!ids->v) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "the prompt's token ids", (n ? n : 1) * sizeof *ids->v);
         return -1;
     }
     ids->cap = n;

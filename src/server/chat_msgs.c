@@ -47,7 +47,7 @@ static json_t *join_parts(const json_t *content, size_t i, reply_t *r)
     }
     char *joined = malloc(total + 1);
     if (!joined) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "joining a message's text parts", total + 1);
         return NULL;
     }
     size_t at = 0;
@@ -124,7 +124,7 @@ static json_t *normalise_message(const json_t *m, size_t i, reply_t *r)
     }
     json_t *copy = json_deep_copy(m);
     if (!copy) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "a copy of a message", 0);
         return NULL;
     }
     json_object_del(copy, "parsed");

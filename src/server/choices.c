@@ -123,7 +123,10 @@ engine_req_t *gen_submit(server_t *s, gen_req_t *g, reply_t *r)
         r->retry_after = "1";
         return NULL;
     case ENGINE_E_DRAINING: reply_error(r, 503, NULL, "%s", err.msg); return NULL;
-    case ENGINE_E_NOMEM: reply_error(r, 500, NULL, "%s", err.msg); return NULL;
+    case ENGINE_E_NOMEM: /* the server is short of memory now, not the request wrong */
+        reply_error(r, 503, NULL, "%s; retry later", err.msg);
+        r->retry_after = "1";
+        return NULL;
     case ENGINE_E_TOO_LONG:
         reply_error(r, 400, g->has_max_tokens ? g->max_tokens_param : g->prompt_param, "%s", err.msg);
         return NULL;
@@ -562,7 +565,7 @@ void gen_respond(server_t *s, gen_req_t *q, bool is_chat, reply_t *r)
 {
     gen_t *g = calloc(1, sizeof *g);
     if (!g) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "the request's generation state", sizeof *g);
         return;
     }
     *g = (gen_t){.s = s,

@@ -140,7 +140,7 @@ int field_logit_bias(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
         return 0;
     g->bias = malloc(json_object_size(v) * sizeof *g->bias);
     if (!g->bias) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "logit_bias", json_object_size(v) * sizeof *g->bias);
         return -1;
     }
     const int vocab = s->m.model->cfg.vocab;
@@ -226,7 +226,7 @@ int field_echo(server_t *s, const json_t *req, gen_req_t *g, reply_t *r)
         }
     }
     if (!g->echo) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "the echoed prompt", g->echo_len + 1);
         return -1;
     }
     return 0;

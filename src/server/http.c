@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/sha256.h"
+#include "base/sysmem.h"
 #include "server/internal.h"
 #include "server/json_body.h"
 
@@ -140,6 +141,15 @@ void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...
     r->status = status;
     r->body = json_pack("{s:{s:o,s:s,s:s?,s:s?}}", "error", "message", m ? m : json_string("invalid request"), "type",
                         type, "param", param, "code", code);
+}
+
+void reply_nomem(reply_t *r, const char *what, size_t bytes)
+{
+    if (bytes)
+        reply_error(r, 503, NULL, "out of memory for %s (%zu bytes); retry later", what, bytes);
+    else
+        reply_error(r, 503, NULL, "out of memory for %s; retry later", what);
+    r->retry_after = "1";
 }
 
 /* ---- checks ---- */
@@ -388,7 +398,8 @@ static enum MHD_Result send_page(server_t *s, struct MHD_Connection *c, const ro
     bool is_nomem;
     struct MHD_Response *resp = pages_response(url, &is_nomem);
     if (!resp)
-        return send_error(s, c, rt, is_nomem ? 500 : 404, NULL, is_nomem ? "out of memory" : "no such page");
+        return send_error(s, c, rt, is_nomem ? 503 : 404, NULL,
+                          is_nomem ? "out of memory for the page; retry later" : "no such page");
     atomic_fetch_add(&s->metrics.by_status[200], 1);
     enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
@@ -423,7 +434,8 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
         case JSON_BODY_MALFORMED: break;
         case JSON_BODY_U64_RANGE:
             return send_error(s, c, rt, 400, "seed", "'seed' must be an integer in [0, 18446744073709551615]");
-        case JSON_BODY_NOMEM: return send_error(s, c, rt, 500, NULL, "out of memory");
+        case JSON_BODY_NOMEM:
+            return send_error(s, c, rt, 503, NULL, "out of memory parsing the request body; retry later");
         }
         if (!req) {
             char msg[512];
@@ -467,7 +479,7 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
         size_t len = 0;
         char *text = api_metrics(s, &len);
         if (!text)
-            return send_error(s, c, rt, 500, NULL, "out of memory");
+            return send_error(s, c, rt, 503, NULL, "out of memory for the metrics text; retry later");
         return send_text(s, c, text, len, "text/plain; version=0.0.4; charset=utf-8");
     }
     case R_TRACE_DUMP: api_trace_dump(s, &r); break;
@@ -615,11 +627,28 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+/* libmicrohttpd's own messages (client resets and the like) are not errors
+ * of ours, except running out of memory: a connection whose thread cannot be
+ * started (its stack is address space, scarce under `ulimit -v`) is closed
+ * unanswered, and the log says why, at most once a second. */
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
-    (void)fmt;
-    (void)ap; /* libmicrohttpd's own messages (client resets and the like) are not errors of ours */
+    server_t *s = cls;
+    if (!strstr(fmt, "thread") && !strstr(fmt, "memory"))
+        return;
+    if (!atomic_load(&s->is_mhd_up)) { /* starting: server_start reports it */
+        atomic_store(&s->is_mhd_short, true);
+        return;
+    }
+    int64_t now_s = clock_now_ns() / 1000000000LL, last = atomic_load(&s->mhd_logged_s);
+    if (now_s == last || !atomic_compare_exchange_strong(&s->mhd_logged_s, &last, now_s))
+        return;
+    char msg[256];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    bool is_conn = strstr(fmt, "create") && strstr(fmt, "thread");
+    fprintf(stderr, "splash serve: libmicrohttpd: %s%s\n", msg,
+            is_conn ? " (a connection was closed unanswered: no memory for its thread's stack)" : "");
 }
 
 server_t *server_start(const server_config_t *cfg, err_t *err)
@@ -666,9 +695,8 @@ server_t *server_start(const server_config_t *cfg, err_t *err)
         server_stop(s);
         return NULL;
     }
-    s->guard = guard_create(cfg->max_connections, cfg->header_timeout_s, cfg->body_timeout_s);
+    s->guard = guard_create(cfg->max_connections, cfg->header_timeout_s, cfg->body_timeout_s, err);
     if (!s->guard) {
-        err_set(err, "cannot start the connection watchdog");
         server_stop(s);
         return NULL;
     }
@@ -678,13 +706,18 @@ server_t *server_start(const server_config_t *cfg, err_t *err)
                             (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
                             120u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY_BYTES,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, guard_notify,
-                            s->guard, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+                            s->guard, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s,
                             MHD_OPTION_END);
-    if (!s->d) {
+    if (!s->d && atomic_load(&s->is_mhd_short)) /* log_mhd saw it: no thread, or no memory */
+        err_set(err, "cannot start the HTTP daemon on %s:%d: out of memory for its listening thread's %.1f MiB stack",
+                cfg->host, cfg->port, sysmem_thread_stack() / 1048576.0);
+    else if (!s->d)
         err_set(err, "cannot listen on %s:%d (address in use, or not permitted)", cfg->host, cfg->port);
+    if (!s->d) {
         server_stop(s);
         return NULL;
     }
+    atomic_store(&s->is_mhd_up, true);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : cfg->port;
     return s;

@@ -198,7 +198,7 @@ bool cors_preflight(const server_t *s, struct MHD_Connection *c, bool is_post, r
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     if (!resp) {
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "the preflight response", 0);
         return false;
     }
     const char *want = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "server/internal.h"
 
 #define GUARD_TICK_NS 100000000LL /* how often the watchdog looks */
@@ -76,11 +77,13 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
-guard_t *guard_create(int max_open, int header_timeout_s, int body_timeout_s)
+guard_t *guard_create(int max_open, int header_timeout_s, int body_timeout_s, err_t *err)
 {
     guard_t *g = calloc(1, sizeof *g);
-    if (!g)
+    if (!g) {
+        err_set(err, "out of memory for the connection watchdog");
         return NULL;
+    }
     g->max_open = max_open;
     g->header_ns = (int64_t)header_timeout_s * 1000000000LL;
     g->body_ns = (int64_t)body_timeout_s * 1000000000LL;
@@ -91,10 +94,11 @@ guard_t *guard_create(int max_open, int header_timeout_s, int body_timeout_s)
     pthread_condattr_destroy(&ca);
     if (rc) {
         free(g);
+        err_set(err, "cannot make the connection watchdog's condition variable");
         return NULL;
     }
     pthread_mutex_init(&g->mu, NULL);
-    if (pthread_create(&g->thread, NULL, watchdog, g)) {
+    if (thread_start(&g->thread, watchdog, g, "the connection watchdog", err)) {
         pthread_cond_destroy(&g->cv);
         pthread_mutex_destroy(&g->mu);
         free(g);

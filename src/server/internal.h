@@ -50,7 +50,8 @@ typedef enum guard_phase {
 } guard_phase_t;
 struct MHD_Connection;
 enum MHD_ConnectionNotificationCode;
-guard_t *guard_create(int max_open, int header_timeout_s, int body_timeout_s);
+/* NULL with a message when the watchdog cannot be started */
+guard_t *guard_create(int max_open, int header_timeout_s, int body_timeout_s, err_t *err);
 void guard_destroy(guard_t *g);
 uint64_t guard_n_cut(guard_t *g); /* connections closed by a deadline */
 /* MHD_OPTION_NOTIFY_CONNECTION callback; cls is the guard */
@@ -67,8 +68,11 @@ struct server {
     int port;
     atomic_bool is_ready;
     atomic_bool is_draining;
-    atomic_int in_flight; /* API requests being handled */
-    server_model_t m;     /* valid once is_ready */
+    atomic_int in_flight;             /* API requests being handled */
+    atomic_int_fast64_t mhd_logged_s; /* when a libmicrohttpd message was last logged (monotonic seconds) */
+    atomic_bool is_mhd_short;         /* libmicrohttpd ran out of threads or memory while starting */
+    atomic_bool is_mhd_up;            /* MHD_start_daemon has returned the daemon */
+    server_model_t m;                 /* valid once is_ready */
     char binary_sha256[65];
     int64_t started_unix;
     atomic_uint_fast64_t next_id;
@@ -112,6 +116,10 @@ struct MHD_Response *pages_response(const char *url, bool *is_nomem);
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A request the server is too short of memory to serve now: 503 with
+ * Retry-After, naming what could not be allocated and, when known (> 0),
+ * how many bytes. */
+void reply_nomem(reply_t *r, const char *what, size_t bytes);
 
 /* Endpoints (api.c, status.c). req is the parsed body (POST) or NULL. */
 void api_chat(server_t *s, json_t *req, reply_t *r);

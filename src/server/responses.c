@@ -228,7 +228,7 @@ static int reasoning_item(inputs_t *in, const json_t *it, const char *at, reply_
         char *buf = malloc(n0 + n1 + 2);
         if (!buf) {
             json_decref(text);
-            reply_error(r, 500, NULL, "out of memory");
+            reply_nomem(r, "joining summary or content parts", n0 + n1 + 2);
             return -1;
         }
         memcpy(buf, json_string_value(text), n0);

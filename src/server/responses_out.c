@@ -406,7 +406,7 @@ void api_responses(server_t *s, json_t *req, reply_t *r)
         engine_release(job.req);
         structured_free(&job.sr);
         json_decref(resp);
-        reply_error(r, 500, NULL, "out of memory");
+        reply_nomem(r, "the stream's state", sizeof *st);
         return;
     }
     st->s = s;

@@ -250,11 +250,11 @@ static void test_blocks_lru_and_verification(void **state)
     assert_int_equal(blk_pool_init(&p, 3, 4, &err), 0);
     int32_t toks_a[4] = {1, 2, 3, 4}, toks_b[4] = {1, 2, 3, 5};
     blk_hash_t root, ha, hb, hs;
-    blk_hash_root(NULL, &root);
-    blk_hash_next(&root, toks_a, 4, &ha);
-    blk_hash_next(&root, toks_b, 4, &hb);
+    assert_true(blk_hash_root(&p, NULL, &root));
+    assert_true(blk_hash_next(&p, &root, toks_a, 4, &ha));
+    assert_true(blk_hash_next(&p, &root, toks_b, 4, &hb));
     assert_memory_not_equal(ha.b, hb.b, BLK_HASH_BYTES);
-    blk_hash_root("tenant", &hs);
+    assert_true(blk_hash_root(&p, "tenant", &hs));
     assert_memory_not_equal(root.b, hs.b, BLK_HASH_BYTES);
 
     int32_t a = blk_alloc(&p), b = blk_alloc(&p);
@@ -942,8 +942,12 @@ static void test_memory_plan_refuses(void **state)
     engine_plan_t plan;
     err_t err;
     assert_int_equal(engine_plan(f->model, &c, &plan, &err), -1);
-    assert_non_null(strstr(err.msg, "does not fit"));
+    assert_non_null(strstr(err.msg, "does not fit in 1.0 MiB (--max-memory)"));
+    /* the breakdown of what one full-context sequence needs */
+    assert_non_null(strstr(err.msg, "needs at least"));
     assert_non_null(strstr(err.msg, "weights"));
+    assert_non_null(strstr(err.msg, "KV"));
+    assert_non_null(strstr(err.msg, "scratch"));
     c.max_memory = 0;
     c.batch_tokens = c.max_seqs - 1;
     assert_int_equal(engine_plan(f->model, &c, &plan, &err), -1);
