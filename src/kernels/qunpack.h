@@ -1,5 +1,5 @@
 /* Weight unpacking for the integer (int8-activation) SIMD kernels, shared by
- * simd_avx2.c and simd_avx512.c (plain C, compiled with each file's flags so
+ * simd_avx2.c and simd_avx512_*.c (plain C, compiled with each file's flags so
  * the compiler vectorises the loops for that ISA).
  *
  * The integer kernels work on 256-value units of a weight row and see every

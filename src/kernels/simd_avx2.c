@@ -351,7 +351,7 @@ static float q4_0_dot(const void *w, const float *x, int64_t n)
 }
 
 /* ---- the integer path: int8 activations (AVX2) --------------------------
- * As in simd_avx512.c, on 32-value chunks and without VNNI:
+ * As in simd_avx512_int.c, on 32-value chunks and without VNNI:
  *   Q8_0 / Q4_0: vpmaddubsw(|w|, sign(x, w)) (no saturation: |w| <= 128,
  *     |x| <= 127), vpmaddwd by ones into 8 int32 lanes: p = the block's
  *     sum w x split over lanes; acc = fma(float(p), dw * dx, acc).

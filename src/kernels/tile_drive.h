@@ -1,5 +1,5 @@
 /* The tile scaffolding the per-ISA kernel files share (simd_avx2.c,
- * simd_avx512.c). Each file has tile routines that compute an R x C tile
+ * simd_avx512*.c). Each file has tile routines that compute an R x C tile
  * (R weight rows, C activation rows) for constant R and C; from one such
  * routine the macros here make a type's three micro-kernels (TILE_R x TILE_C,
  * TILE_R x 1, 1 x 1), its one-row dot product and its tile entry point, and

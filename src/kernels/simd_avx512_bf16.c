@@ -1,0 +1,112 @@
+/* AVX-512 kernels, the bfloat16 path: F16 / BF16 weights, ACT_BF16
+ * activations (compiled with the AVX-512 flags like simd_avx512.c, which
+ * registers these when the CPU has AVX-512 BF16 and SPLASH_BF16_ROWS asks).
+ *
+ * AVX-512 BF16 multiplies 32 pairs of bfloat16 per vdpbf16ps into 16 f32
+ * lanes: twice the products of an f32 fma. Per 32 elements the weights
+ * become 32 bfloat16 (BF16 as loaded; F16 by two vcvtph2ps and one
+ * vcvtne2ps2bf16, qact.h's rounding), then one vdpbf16ps per (weight row,
+ * activation row) into that element's own accumulator; a short last chunk
+ * is zero-padded by masked loads; then avx512_hsum. Every tile shape does the same
+ * for an element, so dot_q_tile equals dot_q bit for bit. */
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/simd_avx512_common.h"
+
+TILE_DEFINE_DRIVE(qdrive, qmicro_fn, uint8_t, true) /* decode: see decode_rows_one_by_one (simd_avx512.c) */
+
+AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
+{
+    if (type == TYPE_BF16)
+        return (__m512bh)_mm512_maskz_loadu_epi16(m, w);
+    __m256i lo = _mm256_maskz_loadu_epi16((__mmask16)m, w);
+    __m256i hi = _mm256_maskz_loadu_epi16((__mmask16)(m >> 16), w + 32);
+    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
+}
+
+AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                    size_t ys, int64_t n)
+{
+    __m512 acc[TILE_R][TILE_C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 32) {
+        __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+        __m512bh xv[TILE_C];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            xv[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, x + c * xs + 2 * i);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            if (R > 1)
+                avx512_prefetch_next_rows(w + r * ws + 2 * i, R, ws);
+            __m512bh wv = bf16_weights(type, w + r * ws + 2 * i, m);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, xv[c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            y[c * ys + r] = avx512_hsum(acc[r][c]);
+}
+
+TILE_DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
+
+/* F16 batches: each group of 4 weight rows is converted to bfloat16 once,
+ * on the stack, and multiplied by the BF16 kernels against every activation
+ * row (converting in every 4 x 4 tile cost a fifth of prefill speed). The
+ * converted values are the ones the F16 kernels make in registers, so the
+ * results are the same bits. */
+#define BF16_PACK_MAX 8192 /* widest F16 row converted ahead (4 rows: 64 KB of stack) */
+
+static void f16_bf_drive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws, int64_t n_w,
+                         const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    if (n_x < TILE_C || n > BF16_PACK_MAX) {
+        qdrive(k4x4, k4x1, k1x1, w, ws, n_w, x, xs, n_x, y, ys, n);
+        return;
+    }
+    _Alignas(64) uint16_t packed[TILE_R * BF16_PACK_MAX];
+    const size_t ps = (size_t)n * sizeof(uint16_t); /* packed row stride, bytes */
+    int64_t r = 0;
+    for (; r + TILE_R <= n_w; r += TILE_R) {
+        for (int rr = 0; rr < TILE_R; rr++)
+            for (int64_t i = 0; i < n; i += 32) {
+                __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+                __m512bh v = bf16_weights(TYPE_F16, w + (r + rr) * ws + 2 * i, m);
+                _mm512_mask_storeu_epi16((uint8_t *)packed + rr * ps + 2 * i, m, (__m512i)v);
+            }
+        const uint8_t *p = (const uint8_t *)packed;
+        int64_t c = 0;
+        for (; c + TILE_C <= n_x; c += TILE_C)
+            bf16_bf_qrxc(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+        for (; c < n_x; c++)
+            bf16_bf_qrx1(p, ps, x + c * xs, xs, y + c * ys + r, ys, n);
+    }
+    for (; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
+}
+
+TILE_DEFINE_QKERNELS(f16_bf, tile_bf16dp, TYPE_F16, f16_bf_drive)
+AVX512_EXPORT_QKERNELS(bf16_bf)
+AVX512_EXPORT_QKERNELS(f16_bf)
+
+/* ACT_BF16 rows: vcvtneps2bf16 rounds as qact_quantize_bf16 does. */
+void avx512_quantize_bf16(const float *x, void *dst, int64_t n)
+{
+    uint16_t *b = dst;
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+        _mm256_mask_storeu_epi16(b + i, m, (__m256i)v);
+    }
+}

@@ -1,0 +1,211 @@
+/* What the AVX-512 kernel files share (simd_avx512.c and its
+ * simd_avx512_*.c concerns): the tile sizes, the helpers every section
+ * uses, the 16-row panel scaffolding both panel families use, and the
+ * kernels one file defines for simd_avx512.c's registration.
+ *
+ * Include it only from a file compiled with the AVX-512 flags
+ * (CMakeLists.txt, SPLASH_AVX512_SOURCES): its helpers are static inline
+ * AVX-512 code, and the check below stops a file built for the generic
+ * level from taking them in. */
+#ifndef SPLASH_KERNELS_SIMD_AVX512_COMMON_H
+#define SPLASH_KERNELS_SIMD_AVX512_COMMON_H
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VL__) || !defined(__AVX512VNNI__) ||           \
+    !defined(__AVX512BF16__)
+/* (not #error: cppcheck, which reads every file without the flags, would skip the file) */
+_Static_assert(0, "kernels/simd_avx512_common.h needs the AVX-512 flags (CMakeLists.txt, SPLASH_AVX512_SOURCES)");
+#endif
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/dispatch.h"
+#include "kernels/kquants.h"
+#include "kernels/types.h"
+
+#define AI static inline __attribute__((always_inline))
+#define LANES 16                /* f32 lanes in a zmm register */
+#define TILE_R 4                /* weight rows per micro-kernel */
+#define TILE_C 4                /* activation rows per micro-kernel (16 accumulators of 32 registers) */
+#include "kernels/tile_drive.h" /* after TILE_R and TILE_C: it sizes its tiles by them */
+
+/* Fixed-order horizontal sum: halves, then quarters, then pairs. */
+AI float avx512_hsum(__m512 v)
+{
+    __m256 lo = _mm512_castps512_ps256(v);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+    return _mm_cvtss_f32(s1);
+}
+
+/* An R x 1 kernel (the last activation rows of a batch) streams R weight
+ * rows at once: the hardware prefetcher, seeing short row segments, starts
+ * too late, so each load first asks for the same offset in the next group of
+ * R rows (R * ws bytes ahead). Decode itself takes rows one at a time and
+ * leaves the single stream to the hardware (decode_rows_one_by_one, simd_avx512.c). A
+ * prefetch is a hint: it never faults, even past the end of the rows. */
+AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
+{
+    _mm_prefetch((const char *)(p + (size_t)R * ws), _MM_HINT_T0);
+}
+
+/* An f16 at any address (blocks are read bytewise), as f32. */
+AI float avx512_f16_at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* Bytes of one block of a quantised type (Q8_0, Q4_0 or a K-quant). */
+AI size_t avx512_block_bytes(uint32_t type)
+{
+    switch (type) {
+    case TYPE_Q8_0: return sizeof(block_q8_0_t);
+    case TYPE_Q4_0: return sizeof(block_q4_0_t);
+    case TYPE_Q4_K: return sizeof(block_q4_k_t);
+    case TYPE_Q5_K: return sizeof(block_q5_k_t);
+    default: return sizeof(block_q6_k_t);
+    }
+}
+
+/* ---- 16-row panels (simd_avx512_panels_q8.c, simd_avx512_panels_k.c) ---- */
+
+#define P16_COLS 6 /* activation rows per Q8_0 panel tile: 2 x 6 x 2 accumulators of 32 registers */
+
+/* The accumulators of a chunk of an RG x C panel tile (the K-quant tiles
+ * use the first PK_COLS columns) start from 0 at the first chunk and from
+ * the partial sums in y after it (a float stored and loaded back is the
+ * same float), and end in y; lanes past nr rows are masked off. */
+AI void avx512_panel_acc_load(int RG, int C, int nr, int64_t b0, const float *y, size_t ys, __m512 acc[2][P16_COLS],
+                              __mmask16 m[2])
+{
+#pragma GCC unroll 2
+    for (int g = 0; g < RG; g++) {
+        int left = nr - 16 * g;
+        m[g] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+        for (int g = 0; g < RG; g++)
+            acc[g][c] = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[g], y + c * ys + 16 * g);
+}
+
+/* The accumulators back into y, lanes past nr rows masked off (m from avx512_panel_acc_load). */
+AI void avx512_panel_acc_store(int RG, int C, const __mmask16 m[2], __m512 acc[2][P16_COLS], float *y, size_t ys)
+{
+#pragma GCC unroll 6
+    for (int c = 0; c < C; c++)
+#pragma GCC unroll 2
+        for (int g = 0; g < RG; g++)
+            _mm512_mask_storeu_ps(y + c * ys + 16 * g, m[g], acc[g][c]);
+}
+
+/* A panel tile instance (either family): blocks [b0, b0 + nb) of RG packed
+ * panels, in the family's layout, against C activation rows, through y. */
+typedef void (*avx512_panel_tile_fn)(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,
+                                     size_t xs, float *y, size_t ys, int64_t n);
+
+/* tr[c] lane r = v[r] lane c (a 16 x 16 dword transpose). */
+AI void avx512_transpose16(const __m512i v[16], __m512i tr[16])
+{
+    __m512i t[16], u[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) { /* u[4i + c], 128-bit lane L: rows 4i .. 4i + 3 of column 4L + c */
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        __m512i a0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        __m512i b0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88),
+                b1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        tr[c] = _mm512_shuffle_i32x4(a0, b0, 0x88);
+        tr[8 + c] = _mm512_shuffle_i32x4(a0, b0, 0xdd);
+        tr[4 + c] = _mm512_shuffle_i32x4(a1, b1, 0x88);
+        tr[12 + c] = _mm512_shuffle_i32x4(a1, b1, 0xdd);
+    }
+}
+
+/* A family of panel kernels for one weight type, as the batch driver sees it. */
+typedef struct avx512_panel_kind {
+    uint32_t type;
+    int block_values; /* values per block the chunks count */
+    int chunk;        /* blocks packed at a time */
+    int cols;         /* activation rows per tile */
+    void (*pack)(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel);
+    avx512_panel_tile_fn tiles[2][P16_COLS + 1]; /* [RG - 1][C] */
+} avx512_panel_kind_t;
+
+/* The bytes of one panel's chunk, the larger of the two families' (Q8_0:
+ * 64 blocks of 576 bytes; Q4_K / Q6_K: 8 super-blocks of 5760): each panel
+ * file checks that its own family's chunk fits. */
+#define AVX512_PANEL_BUF_BYTES 46080
+
+/* A batch (n_x >= 2) of one panel family: each group of up to 32 weight rows
+ * packed into two panels per chunk of blocks, swept across every activation row. */
+void avx512_panel_drive(const avx512_panel_kind_t *k, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs,
+                        int64_t n_x, float *y, size_t ys, int64_t n);
+
+/* ---- kernels one file defines for kernels_register_avx512 ---------------- */
+
+/* Q4_0 and Q5_K on the integer path, and the activation quantisers
+ * (simd_avx512_int.c). */
+float avx512_q4_0_dot_q(const void *w, const void *xq, int64_t n);
+void avx512_q4_0_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                            size_t ys, int64_t n);
+float avx512_q5_k_dot_q(const void *w, const void *xq, int64_t n);
+void avx512_q5_k_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                            size_t ys, int64_t n);
+void avx512_quantize_q8_32(const float *x, void *dst, int64_t n);
+void avx512_quantize_q8_256(const float *x, void *dst, int64_t n);
+
+/* Q8_0 in 16-row panels, decode and batch (simd_avx512_panels_q8.c). */
+float avx512_q8_0_dot_q(const void *w, const void *xq, int64_t n);
+void avx512_q8_0_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                            size_t ys, int64_t n);
+
+/* Q4_K and Q6_K in 16-row panels, decode and batch (simd_avx512_panels_k.c). */
+float avx512_q4_k_pk_dot(const void *w, const void *xq, int64_t n);
+void avx512_q4_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                         size_t ys, int64_t n);
+float avx512_q6_k_pk_dot(const void *w, const void *xq, int64_t n);
+void avx512_q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                         size_t ys, int64_t n);
+
+/* F16 / BF16 weights against ACT_BF16 rows, and their quantiser (simd_avx512_bf16.c). */
+float avx512_f16_bf_dot_q(const void *w, const void *xq, int64_t n);
+void avx512_f16_bf_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                              size_t ys, int64_t n);
+float avx512_bf16_bf_dot_q(const void *w, const void *xq, int64_t n);
+void avx512_bf16_bf_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                               size_t ys, int64_t n);
+void avx512_quantize_bf16(const float *x, void *dst, int64_t n);
+
+/* Exports a TILE_DEFINE_QKERNELS family's static dot_q and dot_q_tile under
+ * the avx512_ names declared above. */
+#define AVX512_EXPORT_QKERNELS(name)                                                                                   \
+    float avx512_##name##_dot_q(const void *w, const void *xq, int64_t n)                                              \
+    {                                                                                                                  \
+        return name##_dot_q(w, xq, n);                                                                                 \
+    }                                                                                                                  \
+    void avx512_##name##_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,     \
+                                    float *y, size_t ys, int64_t n)                                                    \
+    {                                                                                                                  \
+        name##_dot_q_tile(w, ws, n_w, xq, xs, n_x, y, ys, n);                                                          \
+    }
+
+#endif
