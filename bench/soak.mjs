@@ -12,12 +12,14 @@
 //     change (the first round is the reference).
 // The server's RSS (/proc/PID/status) is sampled every 5 s. At the end:
 //   zero 5xx; every 429 carries Retry-After; RSS growth over the last half of
-//   the run (the last 30 minutes of an hour) under --rss-growth (1 %);
+//   the run (the last 30 minutes of an hour) under --rss-growth (1 %), both
+//   resting level and peaks (rssGrowth says how);
 //   /status: no active or queued request, no KV block held by anything but
 //   the prefix cache; seeded probes unchanged.
 // Writes OUT/soak.json (every figure) and prints a verdict table; exits 1
 // when a verdict fails.
 //   node bench/soak.mjs --port P --pid PID --duration S --out DIR [options]
+//   node bench/soak.mjs --rescore DIR/soak.json   (the verdicts again)
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -26,7 +28,8 @@ const opt = {
     port: 0, pid: 0, duration: 3600, out: ".", clients: 6, disconnect: 0.1, burst: 24, "burst-every": 60,
     "probe-every": 300, "rss-growth": 1.0, seed: 1,
 };
-for (let i = 2; i < process.argv.length; i += 2) {
+const RESCORE = process.argv[2] === "--rescore" ? process.argv[3] : null;
+for (let i = 2; !RESCORE && i < process.argv.length; i += 2) {
     const k = process.argv[i].replace(/^--/, "");
     if (!(k in opt) || process.argv[i + 1] === undefined) {
         console.error(`soak.mjs: unknown or incomplete option '${process.argv[i]}'`);
@@ -34,7 +37,7 @@ for (let i = 2; i < process.argv.length; i += 2) {
     }
     opt[k] = k === "out" ? process.argv[i + 1] : Number(process.argv[i + 1]);
 }
-if (!opt.port || !opt.pid) {
+if (!RESCORE && (!opt.port || !opt.pid)) {
     console.error("soak.mjs: --port and --pid are required");
     process.exit(2);
 }
@@ -208,44 +211,71 @@ async function main() {
     rssSamples.push({ t: elapsed(), rss: rss() });
     await sleep(2000); // a hung-up stream's cancellation reaches the engine
     const status = JSON.parse((await get("/status")).body);
-    return verdicts(rssSamples, status);
+    return finish(rssSamples, status);
 }
 
-function verdicts(rssSamples, status) {
-    // growth over the last half: the median of the first minute of that half
-    // against the largest sample after it
-    const half = opt.duration / 2;
-    const late = rssSamples.filter((s) => s.t >= half);
-    const first = late.filter((s) => s.t < half + 60).map((s) => s.rss).sort((a, b) => a - b);
-    const base = first.length ? first[first.length >> 1] : late[0]?.rss ?? 0;
-    const peak = Math.max(...late.map((s) => s.rss));
-    const growth = base ? (100 * (peak - base)) / base : 0;
+// RSS growth over the last half, like with like: the samples of its first
+// window (5 minutes of an hour) against those of the run's last window, by
+// median (the resting level) and by peak (a burst lifts RSS by a few MiB
+// for seconds; a peak against a median would call every burst growth).
+function rssGrowth(samples, duration) {
+    const win = Math.min(300, duration / 10), half = duration / 2;
+    const pick = (lo, hi) => samples.filter((s) => s.t >= lo && s.t < hi).map((s) => s.rss).sort((a, b) => a - b);
+    const a = pick(half, half + win), b = pick(duration - win, Infinity);
+    const med = (v) => v[v.length >> 1] ?? 0, peak = (v) => v[v.length - 1] ?? 0;
+    const pct = (x, y) => (x ? (100 * (y - x)) / x : 0);
+    return { window_s: win, from_median: med(a), to_median: med(b), from_peak: peak(a), to_peak: peak(b),
+        median_percent: pct(med(a), med(b)), peak_percent: pct(peak(a), peak(b)) };
+}
+
+const MIB = (x) => (x / 2 ** 20).toFixed(2);
+
+// The verdicts from what the run recorded (also `--rescore soak.json`).
+function verdicts(r) {
+    const { tally, probes, status_end: status } = r;
+    const g = rssGrowth(r.rss, r.options.duration);
+    const limit = r.options["rss-growth"];
     const c = status.cache;
     const held = c.blocks_used; // blocks some sequence holds (the prefix cache's are counted apart)
-    const reference = JSON.stringify(probeRounds[0].texts);
-    const changed = probeRounds.filter((r) => JSON.stringify(r.texts) !== reference).map((r) => r.t);
+    const reference = JSON.stringify(probes[0].texts);
+    const changed = probes.filter((p) => JSON.stringify(p.texts) !== reference).map((p) => p.t);
     const checks = [
         ["zero 5xx", tally.http_5xx === 0, `${tally.http_5xx} of ${tally.requests}`],
         ["every 429 has Retry-After", tally.r429_without_retry_after === 0,
             `${tally.by_status[429] || 0} answered 429, ${tally.r429_without_retry_after} without it`],
         ["bursts went past the queue", tally.burst_429 > 0, `${tally.burst_429} 429s in ${tally.bursts} bursts`],
         ["no transport error", tally.transport_errors === 0, `${tally.transport_errors} ${tally.transport_error_samples.join("; ")}`],
-        [`RSS growth over the last half < ${opt["rss-growth"]} %`, growth < opt["rss-growth"],
-            `${(base / 2 ** 20).toFixed(1)} -> peak ${(peak / 2 ** 20).toFixed(1)} MiB (${growth.toFixed(2)} %)`],
+        [`RSS growth over the last half < ${limit} % (median and peak of ${g.window_s} s windows)`,
+            g.median_percent < limit && g.peak_percent < limit,
+            `median ${MIB(g.from_median)} -> ${MIB(g.to_median)} MiB (${g.median_percent.toFixed(2)} %), ` +
+            `peak ${MIB(g.from_peak)} -> ${MIB(g.to_peak)} MiB (${g.peak_percent.toFixed(2)} %)`],
         ["/status: no active or queued request", status.requests.active.length === 0 && status.scheduler.queued === 0,
             `${status.requests.active.length} active, ${status.scheduler.queued} queued`],
         ["/status: no KV block leaked", held === 0, `${c.blocks_used} used, ${c.blocks_cached} cached`],
-        ["seeded probes unchanged", changed.length === 0, `${probeRounds.length} rounds; changed at ${changed.join(", ") || "none"} s`],
+        ["seeded probes unchanged", changed.length === 0, `${probes.length} rounds; changed at ${changed.join(", ") || "none"} s`],
     ];
-    const report = { options: opt, duration_s: elapsed(), tally, probes: probeRounds, rss: rssSamples,
-        rss_growth_percent: growth, status_end: { requests: status.requests, scheduler: status.scheduler, cache: c,
-            spec: status.spec, memory: status.memory }, checks: checks.map(([name, ok, detail]) => ({ name, ok, detail })) };
-    fs.writeFileSync(path.join(opt.out, "soak.json"), JSON.stringify(report, null, 1));
-    console.log(`soak: ${tally.requests} requests in ${elapsed().toFixed(0)} s; statuses ${JSON.stringify(tally.by_status)}; ` +
+    r.rss_growth = g;
+    r.checks = checks.map(([name, ok, detail]) => ({ name, ok, detail }));
+    console.log(`soak: ${tally.requests} requests in ${r.duration_s.toFixed(0)} s; statuses ${JSON.stringify(tally.by_status)}; ` +
         `${tally.client_disconnects} hung up by the client; prefix cache ${tally.cached_tokens} of ${tally.prompt_tokens} prompt tokens; ` +
         `spec accepted ${status.spec.accepted} of ${status.spec.drafted}`);
     for (const [name, ok, detail] of checks) console.log(`  ${ok ? "PASS" : "FAIL"}  ${name}: ${detail}`);
     return checks.every(([, ok]) => ok) ? 0 : 1;
 }
 
+function finish(rssSamples, status) {
+    const report = { options: opt, duration_s: elapsed(), tally, probes: probeRounds, rss: rssSamples,
+        status_end: { requests: status.requests, scheduler: status.scheduler, cache: status.cache,
+            spec: status.spec, memory: status.memory } };
+    const code = verdicts(report);
+    fs.writeFileSync(path.join(opt.out, "soak.json"), JSON.stringify(report, null, 1));
+    return code;
+}
+
+if (RESCORE) { // the verdicts again from a finished run's soak.json
+    const r = JSON.parse(fs.readFileSync(RESCORE, "utf8"));
+    const code = verdicts(r);
+    fs.writeFileSync(RESCORE, JSON.stringify(r, null, 1));
+    process.exit(code);
+}
 main().then((code) => process.exit(code), (e) => { console.error(`soak.mjs: ${e.stack || e}`); process.exit(2); });
