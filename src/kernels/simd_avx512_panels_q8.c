@@ -18,13 +18,16 @@
  *
  * The repacking is an 8 x 8 dword transpose in each half of a zmm, once per
  * 16 rows per block: a batch packs a group of up to 32 rows (two panels)
- * once for a chunk of blocks and reuses it across every activation row;
- * decode packs and uses it at once, and asks for the next group's bytes
- * ahead (its rows read 16 at a time would otherwise defeat the hardware
- * prefetcher, which follows one stream best). */
+ * once for a chunk of blocks and reuses it across every activation row.
+ * Decode, and batches of up to 6 rows (concurrent decodes, short
+ * verifications), read the weights row after row instead, in two passes
+ * (q8_0_decode), and ask for the next bytes ahead (rows read 16 at a time
+ * would defeat the hardware prefetcher, which follows one stream best). */
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/qact.h"
@@ -230,44 +233,75 @@ AI void dec_row(const uint8_t *row, const uint8_t *xb, int nb, __m512i *v, uint1
     }
 }
 
-/* Rows [0, n_w) of w against one activation row x, into y. */
-static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t *x, float *y, int64_t n)
+/* Rows [0, n_w) of w against C (1..DEC_MAX_X) activation rows x + c xs,
+ * into y + c ys. A weight row's first pass runs once per activation row,
+ * one after the other: the first streams the row's bytes from memory, the
+ * others find them in L1 (DEC_BLOCKS blocks of a row are 4.3 KB), so a few
+ * rows cost about one row's memory traffic, where the panel path's packing
+ * reads 16 rows side by side (the slow pattern above). Each (weight row,
+ * activation row) element sees the single-row operations, so the bits are
+ * decode's, the panels' and dot_q's. */
+#define DEC_MAX_X 8     /* activation rows this path can take */
+#define DEC_DEFAULT_X 6 /* and does take: 2-6 rows gain 19-44 %, 8 none (docs/benchmarks.md) */
+/* Activation rows up to which the decode path is taken: 6 by default
+ * (SPLASH_Q8_DEC_ROWS, 1..DEC_MAX_X, overrides it for measuring). Read once;
+ * threads that race to read it store the same value. */
+static int q8_0_decode_max_x(void)
+{
+    static _Atomic int max_x;
+    int m = atomic_load_explicit(&max_x, memory_order_relaxed);
+    if (!m) {
+        const char *e = getenv("SPLASH_Q8_DEC_ROWS");
+        int v = e ? atoi(e) : DEC_DEFAULT_X;
+        m = v < 1 ? 1 : v > DEC_MAX_X ? DEC_MAX_X : v;
+        atomic_store_explicit(&max_x, m, memory_order_relaxed);
+    }
+    return m;
+}
+
+static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t *x, size_t xs, int C, float *y,
+                        size_t ys, int64_t n)
 {
     const int64_t nb_all = n / 32, ng = (n_w + 15) / 16;
-    const float *dx = qact_d(x, n);
-    const int16_t *sx = qact_sums32(x, n);
-    _Alignas(64) __m512i v[16][DEC_BLOCKS / 16];
+    _Alignas(64) __m512i v[DEC_MAX_X][16][DEC_BLOCKS / 16];
     _Alignas(64) uint16_t d[DEC_BLOCKS][16];
     for (int64_t b0 = 0; b0 < nb_all; b0 += DEC_BLOCKS) {
         int nb = nb_all - b0 < DEC_BLOCKS ? (int)(nb_all - b0) : DEC_BLOCKS;
         for (int64_t g = 0; g < ng; g++) {
             int nr = n_w - 16 * g < 16 ? (int)(n_w - 16 * g) : 16;
             __mmask16 live = (__mmask16)((1u << nr) - 1);
-            for (int r = 0; r < 16; r++) {
-                if (r < nr) {
-                    dec_row(w + (16 * g + r) * ws + (size_t)b0 * sizeof(block_q8_0_t), x + 32 * b0, nb, v[r], d, r);
-                } else {
-                    for (int m = 0; 16 * m < nb; m++)
-                        v[r][m] = _mm512_setzero_si512();
-                    for (int b = 0; b < nb; b++)
-                        d[b][r] = 0;
+            for (int r = 0; r < 16; r++)
+                for (int c = 0; c < C; c++) {
+                    if (r < nr) {
+                        dec_row(w + (16 * g + r) * ws + (size_t)b0 * sizeof(block_q8_0_t), x + c * xs + 32 * b0, nb,
+                                v[c][r], d, r);
+                    } else {
+                        for (int m = 0; 16 * m < nb; m++)
+                            v[c][r][m] = _mm512_setzero_si512();
+                        for (int b = 0; b < nb; b++)
+                            d[b][r] = 0;
+                    }
                 }
-            }
-            __m512 acc = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(live, y + 16 * g);
-            for (int m = 0; 16 * m < nb; m++) {
-                __m512i col[16], tr[16];
+            for (int c = 0; c < C; c++) {
+                const float *dx = qact_d(x + c * xs, n);
+                const int16_t *sx = qact_sums32(x + c * xs, n);
+                float *yc = y + c * ys + 16 * g;
+                __m512 acc = b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(live, yc);
+                for (int m = 0; 16 * m < nb; m++) {
+                    __m512i col[16], tr[16];
 #pragma GCC unroll 16
-                for (int r = 0; r < 16; r++)
-                    col[r] = v[r][m];
-                avx512_transpose16(col, tr);
-                for (int q = 0; q < 16 && 16 * m + q < nb; q++) {
-                    int64_t b = b0 + 16 * m + q;
-                    __m512i pr = _mm512_sub_epi32(tr[dec_lane[q]], _mm512_set1_epi32(128 * sx[b]));
-                    __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)d[16 * m + q]));
-                    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pr), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b])), acc);
+                    for (int r = 0; r < 16; r++)
+                        col[r] = v[c][r][m];
+                    avx512_transpose16(col, tr);
+                    for (int q = 0; q < 16 && 16 * m + q < nb; q++) {
+                        int64_t b = b0 + 16 * m + q;
+                        __m512i pr = _mm512_sub_epi32(tr[dec_lane[q]], _mm512_set1_epi32(128 * sx[b]));
+                        __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)d[16 * m + q]));
+                        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(pr), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b])), acc);
+                    }
                 }
+                _mm512_mask_storeu_ps(yc, live, acc);
             }
-            _mm512_mask_storeu_ps(y + 16 * g, live, acc);
         }
     }
 }
@@ -308,8 +342,8 @@ void avx512_panel_drive(const avx512_panel_kind_t *k, const void *w, size_t ws, 
 void avx512_q8_0_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                             size_t ys, int64_t n)
 {
-    if (n_x == 1)
-        q8_0_decode(w, ws, n_w, xq, y, n);
+    if (n_x <= q8_0_decode_max_x())
+        q8_0_decode(w, ws, n_w, xq, xs, (int)n_x, y, ys, n);
     else
         avx512_panel_drive(&panel_q8_0, w, ws, n_w, xq, xs, n_x, y, ys, n);
 }
