@@ -4,9 +4,11 @@
  * batches and one row at a time for decode. The batch driver is the one
  * Q8_0 uses (avx512_panel_drive, simd_avx512_panels_q8.c). */
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/qact.h"
@@ -473,21 +475,45 @@ static void pk_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t 
 PK_KIND(q4_k, TYPE_Q4_K)
 PK_KIND(q6_k, TYPE_Q6_K)
 
-/* Q4_K / Q6_K: decode takes the rows one at a time, one stream
- * (decode_rows_one_by_one, simd_avx512.c). */
+/* Q4_K / Q6_K: decode, and batches of up to PK_DEC_ROWS rows (concurrent
+ * decodes), take the weight rows one at a time, one stream
+ * (decode_rows_one_by_one, simd_avx512.c): a weight row (a few KB) read for
+ * the first activation row is in L1 for the others, where the panel path
+ * would read 16 rows side by side to pack them. pk_row_decode gives the
+ * panels' bits, so the path never changes a result (test_qdot). Q4_K reads
+ * the activations in q4_k_xperm's order when they fit the buffer. */
+#define PK_DEC_ROWS 4 /* 2 rows gain about 50 %, 4 about 17 %, 6 lose 26 % (docs/benchmarks.md) */
+
+/* PK_DEC_ROWS, or SPLASH_PK_DEC_ROWS (1..PK_DEC_ROWS) for measuring; read once. */
+static int pk_dec_rows(void)
+{
+    static _Atomic int rows;
+    int m = atomic_load_explicit(&rows, memory_order_relaxed);
+    if (!m) {
+        const char *e = getenv("SPLASH_PK_DEC_ROWS");
+        int v = e ? atoi(e) : PK_DEC_ROWS;
+        m = v < 1 ? 1 : v > PK_DEC_ROWS ? PK_DEC_ROWS : v;
+        atomic_store_explicit(&rows, m, memory_order_relaxed);
+    }
+    return m;
+}
+
 static void pk_dot_q_tile(const avx512_panel_kind_t *k, const void *w, size_t ws, int64_t n_w, const void *xq,
                           size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    if (n_x == 1 && k->type == TYPE_Q4_K && n <= PK_XPERM_MAX) {
-        _Alignas(64) uint8_t xp[PK_XPERM_MAX];
-        q4_k_xperm(xq, xp, n);
-        for (int64_t r = 0; r < n_w; r++)
-            y[r] = pk_row_decode(TYPE_Q4_K, (const uint8_t *)w + (size_t)r * ws, xq, xp, n);
-    } else if (n_x == 1) {
-        for (int64_t r = 0; r < n_w; r++)
-            y[r] = pk_row_decode(k->type, (const uint8_t *)w + (size_t)r * ws, xq, NULL, n);
-    } else
+    if (n_x > pk_dec_rows()) {
         avx512_panel_drive(k, w, ws, n_w, xq, xs, n_x, y, ys, n);
+        return;
+    }
+    _Alignas(64) uint8_t xp[PK_XPERM_MAX];
+    const uint8_t *x = xq;
+    bool perm = k->type == TYPE_Q4_K && n_x * n <= PK_XPERM_MAX;
+    for (int64_t c = 0; perm && c < n_x; c++)
+        q4_k_xperm(x + (size_t)c * xs, xp + c * n, n);
+    for (int64_t r = 0; r < n_w; r++)
+        for (int64_t c = 0; c < n_x; c++)
+            y[(size_t)c * ys + (size_t)r] = pk_row_decode(k->type, (const uint8_t *)w + (size_t)r * ws,
+                                                          x + (size_t)c * xs, perm ? xp + c * n : NULL, n);
 }
 
 void avx512_q4_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
