@@ -319,6 +319,21 @@ static float q4_0_dot(const void *w, const float *x, int64_t n)
  * differently from the same request cold (tests/server/tools.test.mjs). */
 #define BF16_MIN_ROWS 32
 
+int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
+{
+    int v = atomic_load_explicit(cache, memory_order_relaxed);
+    if (!v) {
+        const char *env = getenv(name);
+        char *end = NULL;
+        long x = env ? strtol(env, &end, 10) : def;
+        if (env && (end == env || *end))
+            x = def; /* a malformed value: the default */
+        v = x < 1 ? 1 : x > max ? max : (int)x;
+        atomic_store_explicit(cache, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 static int bf16_min_rows(void)
 {
     const char *env = getenv("SPLASH_BF16_ROWS");

@@ -17,6 +17,7 @@ _Static_assert(0, "kernels/simd_avx512_common.h needs the AVX-512 flags (CMakeLi
 #endif
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -172,6 +173,12 @@ void avx512_q5_k_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *x
                             size_t ys, int64_t n);
 void avx512_quantize_q8_32(const float *x, void *dst, int64_t n);
 void avx512_quantize_q8_256(const float *x, void *dst, int64_t n);
+
+/* A batch-size knob of the panel files, for measuring: the environment
+ * variable `name` as an integer clamped to [1, max] (unset or malformed:
+ * def), read once into *cache (0: not read yet; racing readers store the
+ * same value). */
+int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max);
 
 /* Q8_0 in 16-row panels, decode and batch (simd_avx512_panels_q8.c). */
 float avx512_q8_0_dot_q(const void *w, const void *xq, int64_t n);

@@ -4,11 +4,9 @@
  * batches and one row at a time for decode. The batch driver is the one
  * Q8_0 uses (avx512_panel_drive, simd_avx512_panels_q8.c). */
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/qact.h"
@@ -484,18 +482,11 @@ PK_KIND(q6_k, TYPE_Q6_K)
  * the activations in q4_k_xperm's order when they fit the buffer. */
 #define PK_DEC_ROWS 4 /* 2 rows gain about 50 %, 4 about 17 %, 6 lose 26 % (docs/benchmarks.md) */
 
-/* PK_DEC_ROWS, or SPLASH_PK_DEC_ROWS (1..PK_DEC_ROWS) for measuring; read once. */
+/* PK_DEC_ROWS, or SPLASH_PK_DEC_ROWS (1..PK_DEC_ROWS) for measuring. */
 static int pk_dec_rows(void)
 {
-    static _Atomic int rows;
-    int m = atomic_load_explicit(&rows, memory_order_relaxed);
-    if (!m) {
-        const char *e = getenv("SPLASH_PK_DEC_ROWS");
-        int v = e ? atoi(e) : PK_DEC_ROWS;
-        m = v < 1 ? 1 : v > PK_DEC_ROWS ? PK_DEC_ROWS : v;
-        atomic_store_explicit(&rows, m, memory_order_relaxed);
-    }
-    return m;
+    static atomic_int cache;
+    return avx512_rows_knob(&cache, "SPLASH_PK_DEC_ROWS", PK_DEC_ROWS, PK_DEC_ROWS);
 }
 
 static void pk_dot_q_tile(const avx512_panel_kind_t *k, const void *w, size_t ws, int64_t n_w, const void *xq,

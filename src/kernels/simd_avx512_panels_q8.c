@@ -24,10 +24,8 @@
  * (q8_0_decode), and ask for the next bytes ahead (rows read 16 at a time
  * would defeat the hardware prefetcher, which follows one stream best). */
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/qact.h"
@@ -243,20 +241,12 @@ AI void dec_row(const uint8_t *row, const uint8_t *xb, int nb, __m512i *v, uint1
  * decode's, the panels' and dot_q's. */
 #define DEC_MAX_X 8     /* activation rows this path can take */
 #define DEC_DEFAULT_X 6 /* and does take: 2-6 rows gain 19-44 %, 8 none (docs/benchmarks.md) */
-/* Activation rows up to which the decode path is taken: 6 by default
- * (SPLASH_Q8_DEC_ROWS, 1..DEC_MAX_X, overrides it for measuring). Read once;
- * threads that race to read it store the same value. */
+/* Activation rows up to which the decode path is taken: DEC_DEFAULT_X
+ * (SPLASH_Q8_DEC_ROWS, 1..DEC_MAX_X, overrides it for measuring). */
 static int q8_0_decode_max_x(void)
 {
-    static _Atomic int max_x;
-    int m = atomic_load_explicit(&max_x, memory_order_relaxed);
-    if (!m) {
-        const char *e = getenv("SPLASH_Q8_DEC_ROWS");
-        int v = e ? atoi(e) : DEC_DEFAULT_X;
-        m = v < 1 ? 1 : v > DEC_MAX_X ? DEC_MAX_X : v;
-        atomic_store_explicit(&max_x, m, memory_order_relaxed);
-    }
-    return m;
+    static atomic_int cache;
+    return avx512_rows_knob(&cache, "SPLASH_Q8_DEC_ROWS", DEC_DEFAULT_X, DEC_MAX_X);
 }
 
 static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t *x, size_t xs, int C, float *y,
