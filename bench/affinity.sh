@@ -8,18 +8,23 @@
 # Each arm is its own cluster.sh cluster (own replicas, own HAProxy); only the
 # arm being measured is busy. Prints bench's summary, then each replica's
 # prefix-cache hit rate from its own /status; reports in WORKDIR.
-# --replicas N sets the affinity comparison's replica count (default 2).
-#   bench/affinity.sh affinity|split [--model FILE] [--rounds 3] [--replicas 2] [--dir WORKDIR] [-- BENCH ARGS]
+# --replicas N sets the affinity comparison's replica count (default 2);
+# --replica-args 'ARGS' adds serve flags to every replica of both arms (the
+# last of a flag wins: e.g. '--max-memory 80M --max-context 1024' bounds each
+# replica's KV pool below the conversations' working set, as many users do).
+#   bench/affinity.sh affinity|split [--model FILE] [--rounds 3] [--replicas 2] [--replica-args 'ARGS']
+#                     [--dir WORKDIR] [-- BENCH ARGS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:?usage: bench/affinity.sh affinity|split [--model FILE] [--rounds N] [--dir WORKDIR] [-- BENCH ARGS]}
 shift
-model=build/models/default.gguf rounds=3 replicas=2 dir=$(mktemp -d /tmp/splash-affinity.XXXXXX)
+model=build/models/default.gguf rounds=3 replicas=2 rargs="" dir=$(mktemp -d /tmp/splash-affinity.XXXXXX)
 while [ $# -gt 0 ]; do
     case "$1" in
         --model) model=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --replicas) replicas=$2; shift 2 ;;
+        --replica-args) rargs=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --) shift; break ;;
         *) echo "bench/affinity.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -35,8 +40,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 pa=$(free_port) pb=$(free_port)
 down() { for arm in a b; do SPLASH_CLUSTER_DIR=$dir/$arm bash deploy/cluster.sh down || true; done; }
 trap down EXIT
-SPLASH_CLUSTER_DIR=$dir/a bash deploy/cluster.sh up "${a[@]}" --model "$model" --port "$pa"
-SPLASH_CLUSTER_DIR=$dir/b bash deploy/cluster.sh up "${b[@]}" --model "$model" --port "$pb"
+read -r -a extra <<<"$rargs"
+SPLASH_CLUSTER_DIR=$dir/a bash deploy/cluster.sh up "${a[@]}" --model "$model" --port "$pa" -- "${extra[@]}"
+SPLASH_CLUSTER_DIR=$dir/b bash deploy/cluster.sh up "${b[@]}" --model "$model" --port "$pb" -- "${extra[@]}"
 "$SPLASH" bench --baseline-url "http://127.0.0.1:$pa" --candidate-url "http://127.0.0.1:$pb" \
     --workload sessions --rounds "$rounds" --warmup 2 --decide session_prefill,session_ttft \
     --work-dir "$dir/bench" --quiet "$@" || true
