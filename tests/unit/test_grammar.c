@@ -194,6 +194,35 @@ static void test_repeat_bounds(void **state)
     grammar_unref(g);
 }
 
+/* A run of '*', '+', '?' on one item is one repetition with the product of
+ * their bounds (what nesting them means), however long the run. */
+static void test_stacked_postfix(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *ops;
+        bool empty, one, many;
+    } cases[] = {
+        {"++", false, true, true}, {"+*", true, true, true}, {"*+", true, true, true},
+        {"?+", true, true, true},  {"+?", true, true, true}, {"??", true, true, false},
+        {"?*", true, true, true},  {"**", true, true, true}, {"++++++++++++++++++++++++++++++", false, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[96];
+        snprintf(text, sizeof text, "root ::= \"<\" \"a\"%s \">\"", cases[i].ops);
+        grammar_t *g = gbnf(text);
+        assert_int_equal(matches(g, "<>"), cases[i].empty);
+        assert_int_equal(matches(g, "<a>"), cases[i].one);
+        assert_int_equal(matches(g, "<aaaa>"), cases[i].many);
+        grammar_unref(g);
+    }
+    /* a bounded count after the run applies to the run's result */
+    grammar_t *g = gbnf("root ::= (\"a\"?+){2}");
+    assert_true(matches(g, ""));
+    assert_true(matches(g, "aaa"));
+    grammar_unref(g);
+}
+
 static void test_recursion(void **state)
 {
     (void)state;
@@ -629,12 +658,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_literal_and_seq), cmocka_unit_test(test_codepoints),
-        cmocka_unit_test(test_repeat_bounds),   cmocka_unit_test(test_recursion),
-        cmocka_unit_test(test_can_end_is_done), cmocka_unit_test(test_dedupe),
-        cmocka_unit_test(test_build_refusals),  cmocka_unit_test(test_gbnf_valid),
-        cmocka_unit_test(test_gbnf_refusals),   cmocka_unit_test(test_masks_json),
-        cmocka_unit_test(test_masks_forced),    cmocka_unit_test(test_masks_eog),
-        cmocka_unit_test(test_min_bytes),
+        cmocka_unit_test(test_repeat_bounds),   cmocka_unit_test(test_stacked_postfix),
+        cmocka_unit_test(test_recursion),       cmocka_unit_test(test_can_end_is_done),
+        cmocka_unit_test(test_dedupe),          cmocka_unit_test(test_build_refusals),
+        cmocka_unit_test(test_gbnf_valid),      cmocka_unit_test(test_gbnf_refusals),
+        cmocka_unit_test(test_masks_json),      cmocka_unit_test(test_masks_forced),
+        cmocka_unit_test(test_masks_eog),       cmocka_unit_test(test_min_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
