@@ -346,7 +346,7 @@ int cmd_serve(int argc, char **argv)
         if (!strcmp(o.model, cli_default_model()) && access(o.model, F_OK) != 0)
             err_set(&err, "the built-in model %s is missing (the build writes it; or pass --model)", o.model);
         rc = 1;
-    } else if ((o.draft_path && !(draft = model_load(o.draft_path, &err))) ||
+    } else if ((o.draft_path && !(draft = model_load_draft(o.draft_path, &err))) ||
                vocab_load(&vocab, m->gguf, m->cfg.vocab, &err) || !(has_vocab = true) ||
                !(tok = tok_load(&vocab, m->gguf, &err)) || sha256_hex(m->gguf->base, m->gguf->size, sha, &err) ||
                !((o.eng.draft_model = draft), engine = engine_create(m, &vocab, &o.eng, &err))) {

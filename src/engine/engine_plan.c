@@ -136,7 +136,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     int kv_dim = mc->n_kv_heads * mc->head_dim;
     plan->block_size = KV_BLOCK_SIZE;
     plan->max_context = max_ctx;
-    plan->weights = m->weight_bytes + (dm ? dm->weight_bytes : 0);
+    plan->weights = model_weight_memory(m) + (dm ? model_weight_memory(dm) : 0);
     kv_type_t kt = (kv_type_t)c->kv_type;
     if (kt != KV_F32 && kt != KV_F16 && kt != KV_Q8_0)
         return err_set(err, "kv-type: unknown element type %d", (int)kt);
