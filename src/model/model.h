@@ -163,10 +163,11 @@ model_t *model_load_draft(const char *path, err_t *err);
 
 /* Packs the matrices whose kernels at this CPU level run on a packed layout
  * (Q8_0 with AVX-512 VNNI: kernels/prepack.h) into one anonymous huge-page
- * buffer, sets their `packed`, and gives back the raw pages of those no one
- * reads raw (all but the embedding table, which the tied output shares);
- * done once, before anything runs on the model, with a short-lived thread
- * pool. SPLASH_PREPACK=0 turns it off (for measuring); out of memory, the
+ * buffer, sets their `packed`, and gives their raw pages back (gguf_release:
+ * `data` still reads the same bytes, from the file, so a tied output's
+ * embedding rows, looked up a few a token, and every other raw reader keep
+ * working); done once, before anything runs on the model, with a
+ * short-lived thread pool. SPLASH_PREPACK=0 turns it off (for measuring); out of memory, the
  * model simply stays unpacked. Idempotent. */
 void model_prepack(model_t *m);
 

@@ -11,7 +11,7 @@
 #include "kernels/prepack.h"
 #include "model/model.h"
 
-#define PREPACK_MAX 4096       /* matrices packed: a layer has at most 12 */
+#define PREPACK_MAX 4096       /* matrices packed at most (12 a layer; any past it stay raw) */
 #define PREPACK_ALIGN 64       /* each packed matrix starts on a cache line */
 #define PREPACK_PART_GROUPS 64 /* groups of 16 rows a pool part packs */
 
