@@ -168,7 +168,8 @@ model_t *model_load_draft(const char *path, err_t *err);
  * embedding rows, looked up a few a token, and every other raw reader keep
  * working); done once, before anything runs on the model, with a
  * short-lived thread pool. SPLASH_PREPACK=0 turns it off (for measuring); out of memory, the
- * model simply stays unpacked. Idempotent. */
+ * model simply stays unpacked. Called again, it only gives back the raw pages
+ * read since (serve hashes the whole file after loading). */
 void model_prepack(model_t *m);
 
 /* Bytes the weights hold in memory, as the memory plan counts them: the

@@ -26,7 +26,7 @@ typedef struct prepack_job {
 
 static void add(prepack_job_t *job, matrix_t *w)
 {
-    if (w->data && w->type == TYPE_Q8_0 && !w->packed && job->n < PREPACK_MAX)
+    if (w->data && w->type == TYPE_Q8_0 && job->n < PREPACK_MAX)
         job->mats[job->n++] = w;
 }
 
@@ -64,16 +64,32 @@ static bool prepack_wanted(void)
     return !env || strcmp(env, "0") != 0;
 }
 
+/* Called again: the packed matrices' raw pages read since (a hash of the
+ * file) go back again. */
+static void give_back_again(model_t *m, const prepack_job_t *job)
+{
+    m->released_bytes = 0;
+    for (int i = 0; i < job->n; i++)
+        if (job->mats[i]->packed)
+            m->released_bytes +=
+                gguf_release(m->gguf, job->mats[i]->data, job->mats[i]->row_bytes * (size_t)job->mats[i]->n_out);
+}
+
 void model_prepack(model_t *m)
 {
     type_pack_panels_fn pack = type_kernels(TYPE_Q8_0)->pack_panels;
-    if (m->packed_mem || !pack || !prepack_wanted())
+    if (!pack || (!m->packed_mem && !prepack_wanted()))
         return;
     prepack_job_t *job = calloc(1, sizeof *job);
     if (!job)
         return;
     job->pack = pack;
     collect(m, job);
+    if (m->packed_mem) {
+        give_back_again(m, job);
+        free(job);
+        return;
+    }
     size_t total = 0;
     for (int i = 0; i < job->n; i++) {
         job->offset[i] = total;

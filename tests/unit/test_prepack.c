@@ -177,7 +177,12 @@ static void check_model(const char *preset)
     assert_non_null(raw);
     assert_non_null(packed);
     model_prepack(packed);
-    model_prepack(packed); /* idempotent */
+    const void *first = packed->output.packed;
+    uint64_t released = packed->released_bytes;
+    assert_memory_equal(raw->gguf->base, packed->gguf->base, raw->gguf->size); /* reads every page back in */
+    model_prepack(packed); /* again: the same panels, the same pages given back again */
+    assert_ptr_equal(packed->output.packed, first);
+    assert_int_equal(packed->released_bytes, released);
     if (!packing_kernels()) {
         assert_null(packed->packed_mem);
         assert_null(packed->output.packed);
