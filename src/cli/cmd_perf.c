@@ -221,16 +221,21 @@ done:
 /* How the weights are held (gguf.c decides). */
 static const char *weights_memory(const model_t *m)
 {
+    if (m->packed_mem) /* model_prepack */
+        return m->gguf->is_huge_copy ? "Q8_0 packed into panels, the rest read into huge-page memory"
+                                     : "Q8_0 packed into panels, the rest file mapped";
     return m->gguf->is_huge_copy ? "read into huge-page memory" : "file mapped (SPLASH_MMAP, no THP, or little memory)";
 }
 
 /* Bytes of weights one decode step reads: every layer matrix and norm, the
  * output projection, and one embedding row (the whole table only when tied,
- * as it is then the output projection). */
+ * as it is then the output projection); the panels of packed ones. */
 static uint64_t streamed_bytes(const model_t *m)
 {
     uint64_t embd = (uint64_t)m->tok_embd.row_bytes * (uint64_t)m->tok_embd.n_out;
-    return m->weight_bytes - (m->cfg.is_tied ? 0 : embd) + m->tok_embd.row_bytes;
+    /* packed matrices stream their panels (1.059 x their raw bytes) */
+    return m->weight_bytes - (m->cfg.is_tied ? 0 : embd) + m->tok_embd.row_bytes + m->packed_bytes -
+           m->packed_raw_bytes;
 }
 
 static void print_runs(const double *runs, int reps)

@@ -366,7 +366,7 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     ec.spec_rollback = o->spec.spec_rollback;
     ec.kv_type = o->spec.kv_type;
     if (o->draft_path) {
-        if (!(s->draft = model_load(o->draft_path, err)))
+        if (!(s->draft = model_load_draft(o->draft_path, err)))
             return err_prefix(err, "--draft %s: ", o->draft_path);
         ec.draft_model = s->draft;
     }

@@ -294,6 +294,17 @@ static void model_id(const char *path, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)n, base);
 }
 
+/* The file's SHA-256 (/status model.sha256); the hash reads every byte,
+ * so the packed matrices' raw pages it brought back go back again
+ * (model_prepack). */
+static int hash_model(model_t *m, char *sha, err_t *err)
+{
+    if (sha256_hex(m->gguf->base, m->gguf->size, sha, err))
+        return -1;
+    model_prepack(m);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -346,9 +357,9 @@ int cmd_serve(int argc, char **argv)
         if (!strcmp(o.model, cli_default_model()) && access(o.model, F_OK) != 0)
             err_set(&err, "the built-in model %s is missing (the build writes it; or pass --model)", o.model);
         rc = 1;
-    } else if ((o.draft_path && !(draft = model_load(o.draft_path, &err))) ||
+    } else if ((o.draft_path && !(draft = model_load_draft(o.draft_path, &err))) ||
                vocab_load(&vocab, m->gguf, m->cfg.vocab, &err) || !(has_vocab = true) ||
-               !(tok = tok_load(&vocab, m->gguf, &err)) || sha256_hex(m->gguf->base, m->gguf->size, sha, &err) ||
+               !(tok = tok_load(&vocab, m->gguf, &err)) || hash_model(m, sha, &err) ||
                !((o.eng.draft_model = draft), engine = engine_create(m, &vocab, &o.eng, &err))) {
         rc = 1;
     }

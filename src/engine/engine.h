@@ -81,7 +81,7 @@ void engine_config_default(engine_config_t *c);
 typedef struct engine_plan {
     uint64_t limit;          /* --max-memory, or the derived default; at most what `ulimit -v` leaves */
     const char *limit_from;  /* where the limit came from, for messages (a string literal) */
-    uint64_t weights;        /* bytes of weights the forward reads (memory-mapped) */
+    uint64_t weights;        /* bytes the weights hold in memory (model_weight_memory) */
     uint64_t scratch;        /* forward scratch, logits, samplers */
     uint64_t kv;             /* KV pool */
     uint64_t kv_per_block;   /* bytes per block (all layers, keys and values) */

@@ -29,9 +29,11 @@ void engine_config_default(engine_config_t *c)
 
 /* The limit: --max-memory, else a share of the host's available memory; and
  * under a `ulimit -v` never more than the address space left for what the
- * plan counts (the weights are mapped already, so they are in it) once the
- * threads still to start and request-time allocations have theirs. */
-static void plan_limit(const engine_config_t *c, engine_plan_t *plan)
+ * plan counts once the threads still to start and request-time allocations
+ * have theirs. The weights are mapped already, so they are in it: `mapped`
+ * bytes of them (packed copies and raw pages given back included: those
+ * hold no memory but still hold address space). */
+static void plan_limit(const engine_config_t *c, engine_plan_t *plan, uint64_t mapped)
 {
     if (c->max_memory) {
         plan->limit = c->max_memory;
@@ -48,7 +50,7 @@ static void plan_limit(const engine_config_t *c, engine_plan_t *plan)
     /* the engine starts n_threads - 1 kernel threads, its own and the mask worker */
     uint64_t threads = (uint64_t)c->n_threads + 1 + ENGINE_AS_SPARE_THREADS;
     uint64_t spare = threads * sysmem_thread_stack() + ENGINE_AS_SPARE_BYTES;
-    uint64_t room = (left > spare ? left - spare : 0) + plan->weights;
+    uint64_t room = (left > spare ? left - spare : 0) + mapped;
     if (room < plan->limit) {
         plan->limit = room;
         plan->limit_from = "the address space ulimit -v leaves";
@@ -136,7 +138,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     int kv_dim = mc->n_kv_heads * mc->head_dim;
     plan->block_size = KV_BLOCK_SIZE;
     plan->max_context = max_ctx;
-    plan->weights = m->weight_bytes + (dm ? dm->weight_bytes : 0);
+    plan->weights = model_weight_memory(m) + (dm ? model_weight_memory(dm) : 0);
     kv_type_t kt = (kv_type_t)c->kv_type;
     if (kt != KV_F32 && kt != KV_F16 && kt != KV_Q8_0)
         return err_set(err, "kv-type: unknown element type %d", (int)kt);
@@ -162,7 +164,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         plan->scratch += ((uint64_t)c->max_seqs * mc->vocab + 3ull * c->batch_tokens * mc->hidden) * sizeof(float);
     int per_seq = blocks_for(max_ctx, KV_BLOCK_SIZE);
     plan->kv_min = (uint64_t)per_seq * plan->kv_per_block;
-    plan_limit(c, plan);
+    plan_limit(c, plan, m->weight_bytes + m->packed_bytes + (dm ? dm->weight_bytes + dm->packed_bytes : 0));
     uint64_t fixed = plan->weights + plan->scratch;
     plan->snapshot_bytes = (uint64_t)fwd_state_snapshot_floats(m) * sizeof(float);
     /* hybrid models that speculate: a state snapshot per verified draft row

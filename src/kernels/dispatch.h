@@ -22,6 +22,18 @@ typedef void (*type_dot_tile_fn)(const void *w, size_t w_stride, int64_t n_w, co
 typedef void (*type_dot_q_tile_fn)(const void *w, size_t w_stride, int64_t n_w, const void *xq, size_t x_stride,
                                    int64_t n_x, float *y, size_t y_stride, int64_t n);
 
+/* The same on weights packed once at load (kernels/prepack.h): rows [row0,
+ * row0 + n_w) of the packed matrix (row0 a multiple of Q8_0_PANEL_ROWS),
+ * y pointing at row0's output. Every element is bit-identical to dot_q_tile
+ * on the raw rows. */
+typedef void (*type_dot_q_tile_packed_fn)(const void *packed, int64_t row0, int64_t n_w, const void *xq,
+                                          size_t x_stride, int64_t n_x, float *y, size_t y_stride, int64_t n);
+
+/* Packs rows [row0, row0 + n_w) of a raw matrix (row r at w + r * w_stride,
+ * row0 a multiple of Q8_0_PANEL_ROWS) into their groups of the packed one. */
+typedef void (*type_pack_panels_fn)(const void *w, size_t w_stride, int64_t row0, int64_t n_w, int64_t n_in,
+                                    void *packed);
+
 typedef struct type_kernels {
     type_dot_f32_fn dot_f32;   /* dot of stored weights with f32 activations */
     type_dot_tile_fn dot_tile; /* the same, for a tile of rows; NULL: loop over dot_f32 */
@@ -40,6 +52,11 @@ typedef struct type_kernels {
      * So for these types a row's bits depend on whether its batch reached
      * the threshold (batch invariance holds within each side of it). */
     int q_min_rows;
+    /* Weights packed once at load (kernels/prepack.h, model_prepack): set
+     * where this level's integer path runs on that layout (Q8_0 with
+     * AVX-512 VNNI); NULL elsewhere, and matmul reads the raw rows. */
+    type_pack_panels_fn pack_panels;
+    type_dot_q_tile_packed_fn dot_q_tile_packed;
 } type_kernels_t;
 
 /* The kernels in use for a type (the level is cpu_level(), fixed at first call). */

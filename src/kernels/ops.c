@@ -72,6 +72,27 @@ static void quantize_worker(void *ctx, int ith, int nth)
         job->k[0]->quantize_act(job->x + (size_t)r * job->n_in, job->xq + (size_t)r * job->xq_stride, job->n_in);
 }
 
+/* The same on a matrix packed at load (kernels/prepack.h): lo is a multiple
+ * of 32 (every chunk_rows is), so each call starts on a group. */
+static void matmul_packed_rows(const matmul_job_t *job, int i, long lo, long hi)
+{
+    const matrix_t *w = job->w[i];
+    const type_kernels_t *k = job->k[i];
+    float *y = job->y[i];
+    const size_t n_out = (size_t)w->n_out, xs = job->xq_stride;
+    long x_block = (long)(MATMUL_X_BLOCK_BYTES / xs);
+    x_block = x_block < MATMUL_ROW_UNIT ? MATMUL_ROW_UNIT : x_block;
+    long w_block = job->n_rows == 1 ? hi - lo : MATMUL_W_BLOCK; /* decode: one call streams the rows */
+    for (long o = lo; o < hi; o += w_block) {
+        long n_w = hi - o < w_block ? hi - o : w_block;
+        for (long r = 0; r < job->n_rows; r += x_block) {
+            long n_x = job->n_rows - r < x_block ? job->n_rows - r : x_block;
+            k->dot_q_tile_packed(w->packed, o, n_w, job->xq + (size_t)r * xs, xs, n_x, y + (size_t)r * n_out + o, n_out,
+                                 w->n_in);
+        }
+    }
+}
+
 /* The integer path's product of weight rows [lo, hi) of matrix i: like the
  * tiled f32 one, on quantised rows. */
 static void matmul_q_rows(const matmul_job_t *job, int i, long lo, long hi)
@@ -81,6 +102,10 @@ static void matmul_q_rows(const matmul_job_t *job, int i, long lo, long hi)
     float *y = job->y[i];
     const uint8_t *base = w->data;
     const size_t n_out = (size_t)w->n_out, xs = job->xq_stride;
+    if (w->packed && k->dot_q_tile_packed) {
+        matmul_packed_rows(job, i, lo, hi);
+        return;
+    }
     if (!k->dot_q_tile) {
         for (long o = lo; o < hi; o++)
             for (int r = 0; r < job->n_rows; r++)

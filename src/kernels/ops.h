@@ -15,6 +15,10 @@ typedef struct matrix {
     int64_t n_in;  /* elements per row (GGUF ne[0]) */
     int64_t n_out; /* rows (GGUF ne[1]) */
     size_t row_bytes;
+    /* The same rows packed once at load (kernels/prepack.h), which matmul
+     * reads instead when its kernels can; NULL when not packed. data stays
+     * valid either way (embedding lookups and every other raw reader use it). */
+    const void *packed;
 } matrix_t;
 
 /* y[r][o] = dot(W[o], x[r]) for r < n_rows; split over output rows across

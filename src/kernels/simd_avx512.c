@@ -381,6 +381,10 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
             k->dot_q_tile = quantised[i].dot_q_tile;
         }
     }
+    if (has_vnni) {
+        table[TYPE_Q8_0].pack_panels = avx512_q8_0_pack_panels;
+        table[TYPE_Q8_0].dot_q_tile_packed = avx512_q8_0_dot_q_tile_packed;
+    }
     int min_rows = cpu_features()->avx512bf16 ? bf16_min_rows() : 0;
     if (min_rows > 0) {
         table[TYPE_F16] = (type_kernels_t){.dot_f32 = f16_dot,

@@ -184,6 +184,10 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max);
 float avx512_q8_0_dot_q(const void *w, const void *xq, int64_t n);
 void avx512_q8_0_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                             size_t ys, int64_t n);
+/* ... and on the panels packed once at load (kernels/prepack.h). */
+void avx512_q8_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
+void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n);
 
 /* Q4_K and Q6_K in 16-row panels, decode and batch (simd_avx512_panels_k.c). */
 float avx512_q4_k_pk_dot(const void *w, const void *xq, int64_t n);

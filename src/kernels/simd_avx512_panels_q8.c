@@ -22,18 +22,26 @@
  * Decode, and batches of up to 6 rows (concurrent decodes, short
  * verifications), read the weights row after row instead, in two passes
  * (q8_0_decode), and ask for the next bytes ahead (rows read 16 at a time
- * would defeat the hardware prefetcher, which follows one stream best). */
+ * would defeat the hardware prefetcher, which follows one stream best).
+ *
+ * Weights packed once at load (kernels/prepack.h, model_prepack) are these
+ * panels already, each group of 16 rows one linear stream: then every
+ * product, decode included, runs the panel tiles on them directly
+ * (avx512_q8_0_dot_q_tile_packed), with no packing and no raw rows, so an
+ * extra activation row costs its vpdpbusd only. Same tiles, same bits. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/prepack.h"
 #include "kernels/qact.h"
 #include "kernels/simd_avx512_common.h"
 
 #define P16_BLOCK (64 + 8 * 64) /* bytes of a block of a panel: 16 f32 scales, 8 x 16 x 4 quants */
 #define P16_CHUNK_BATCH 64      /* blocks packed at a time for a batch (2 x 36 KB of stack) */
 _Static_assert(P16_CHUNK_BATCH *P16_BLOCK <= AVX512_PANEL_BUF_BYTES, "a Q8_0 panel chunk fits the panel buffer");
+_Static_assert(P16_BLOCK == Q8_0_PANEL_BLOCK, "the packed layout (kernels/prepack.h) is these panels");
 
 /* Packs rows [0, nr) (nr <= 16; the rest zero) of blocks [b0, b0 + nb) of
  * a Q8_0 matrix into a panel. */
@@ -343,4 +351,41 @@ float avx512_q8_0_dot_q(const void *w, const void *xq, int64_t n)
     float y;
     avx512_q8_0_dot_q_tile(w, 0, 1, xq, 0, 1, &y, 0, n);
     return y;
+}
+
+void avx512_q8_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    const size_t gb = q8_0_panel_group_bytes(n_in);
+    for (int64_t r = 0; r < n_w; r += 16) {
+        int nr = n_w - r < 16 ? (int)(n_w - r) : 16;
+        q8_0_pack16((const uint8_t *)w + (size_t)(row0 + r) * ws, ws, nr, 0, (int)(n_in / 32),
+                    (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
+    }
+}
+
+/* Rows [row0, row0 + n_w) of a packed matrix, 32 at a time (two groups):
+ * up to P16_COLS activation rows take the whole row length in one tile
+ * call (nothing to reuse, no partial sums through y); more take chunks of
+ * P16_CHUNK_BATCH blocks, each swept across every activation row from
+ * cache, as avx512_panel_drive does with the panels it packs. */
+void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const int64_t nb_all = n / 32;
+    const size_t gb = q8_0_panel_group_bytes(n);
+    const int64_t chunk = n_x <= P16_COLS ? nb_all : P16_CHUNK_BATCH;
+    for (int64_t r0 = 0; r0 < n_w; r0 += 32) {
+        int nr = n_w - r0 < 32 ? (int)(n_w - r0) : 32, RG = nr > 16 ? 2 : 1;
+        const uint8_t *g0 = (const uint8_t *)packed + (size_t)((row0 + r0) / 16) * gb;
+        for (int64_t b0 = 0; b0 < nb_all; b0 += chunk) {
+            int nb = nb_all - b0 < chunk ? (int)(nb_all - b0) : (int)chunk;
+            const void *const panel[2] = {g0 + (size_t)b0 * P16_BLOCK,
+                                          RG > 1 ? g0 + gb + (size_t)b0 * P16_BLOCK : NULL};
+            for (int64_t c = 0; c < n_x; c += P16_COLS) {
+                int C = n_x - c < P16_COLS ? (int)(n_x - c) : P16_COLS;
+                panel_q8_0.tiles[RG - 1][C](panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs,
+                                            y + (size_t)c * ys + r0, ys, n);
+            }
+        }
+    }
 }

@@ -474,29 +474,49 @@ gguf_t *gguf_open(const char *path, err_t *err)
         is_copy = false;
         m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     }
-    close(fd);
+    if (!is_copy)
+        close(fd);
     if (m == MAP_FAILED) {
         err_set(err, "%s: cannot map the file's %.1f MiB: %s", path, (double)st.st_size / 1048576.0, strerror(errno));
         return NULL;
     }
     gguf_t *g = gguf_open_memory(m, (size_t)st.st_size, err);
     if (!g) {
+        if (is_copy)
+            close(fd);
         munmap(m, (size_t)st.st_size);
         err_prefix(err, "%s: ", path);
         return NULL;
     }
     g->is_mapped = true;
     g->is_huge_copy = is_copy;
+    g->copy_fd = fd;
     return g;
+}
+
+size_t gguf_release(gguf_t *g, const void *p, size_t n)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)g->base;
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (!g->is_mapped || hi <= lo || lo < base || hi > base + g->size)
+        return 0;
+    size_t len = hi - lo;
+    if (!g->is_huge_copy)
+        return madvise((void *)lo, len, MADV_DONTNEED) == 0 ? len : 0;
+    /* the copy starts 2 MB-aligned, so an address's offset into it is the
+     * file offset, page-aligned as mmap wants */
+    void *r = mmap((void *)lo, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, g->copy_fd, (off_t)(lo - base));
+    return r == MAP_FAILED ? 0 : len;
 }
 
 void gguf_close(gguf_t *g)
 {
     if (!g)
         return;
-    if (g->is_huge_copy)
+    if (g->is_huge_copy) {
         sysmem_huge_free((void *)g->base, g->size);
-    else if (g->is_mapped)
+        close(g->copy_fd);
+    } else if (g->is_mapped)
         munmap((void *)g->base, g->size);
     free(g->kv);
     free(g->tensors);

@@ -84,6 +84,7 @@ typedef struct gguf {
     size_t size;
     bool is_mapped;    /* base is our mapping (unmapped by gguf_close) */
     bool is_huge_copy; /* ... of anonymous huge-page memory holding a copy of the file, not the file mapped */
+    int copy_fd;       /* is_huge_copy: the file, kept open for gguf_release (closed by gguf_close) */
     uint32_t version;
     uint32_t alignment;
     size_t data_offset; /* start of the data section */
@@ -98,6 +99,12 @@ gguf_t *gguf_open(const char *path, err_t *err);
 /* Validates a buffer that stays owned by the caller and must outlive the result. */
 gguf_t *gguf_open_memory(const void *data, size_t size, err_t *err);
 void gguf_close(gguf_t *g);
+/* Gives the pages wholly inside [p, p + n) of the file's bytes back to the
+ * system once a copy of what they hold lives elsewhere (model_prepack):
+ * they read the same afterwards, from the file (a mapping drops them; a
+ * huge-page copy has the file mapped over them). Returns the bytes given
+ * back: 0 for a buffer the caller owns (gguf_open_memory) or on failure. */
+size_t gguf_release(gguf_t *g, const void *p, size_t n);
 
 const char *gguf_vtype_name(uint32_t type);
 bool gguf_str_eq(gguf_str_t s, const char *c);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/fp16.h"
+#include "base/sysmem.h"
 #include "kernels/types.h"
 #include "model/model_bind.h"
 
@@ -261,6 +262,16 @@ model_t *model_load_runnable(const char *path, err_t *err)
         model_free(m);
         return NULL;
     }
+    if (m)
+        model_prepack(m);
+    return m;
+}
+
+model_t *model_load_draft(const char *path, err_t *err)
+{
+    model_t *m = model_load(path, err);
+    if (m)
+        model_prepack(m);
     return m;
 }
 
@@ -268,6 +279,7 @@ void model_free(model_t *m)
 {
     if (!m)
         return;
+    sysmem_huge_free(m->packed_mem, (size_t)m->packed_bytes);
     gguf_close(m->gguf);
     free(m->layers);
     free(m->nextn);

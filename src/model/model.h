@@ -136,6 +136,12 @@ typedef struct model {
     model_nextn_t *nextn;  /* (n_nextn) NextN block i is layers[n_layers + i] */
     uint64_t weight_bytes; /* bytes of all tensors the forward reads */
     uint64_t n_params;
+    /* model_prepack: the packed copies (one huge-page buffer, owned) and the
+     * raw bytes it gave back to the system; all 0 when nothing is packed. */
+    void *packed_mem;
+    uint64_t packed_bytes;
+    uint64_t packed_raw_bytes; /* the raw bytes of the matrices packed */
+    uint64_t released_bytes;
 } model_t;
 
 /* Opens and validates a GGUF model: architecture, every hyperparameter, every
@@ -149,7 +155,28 @@ void model_free(model_t *m);
 /* 0 if the forward pass can run this model, else -1 with one line saying
  * why (qwen35 for now). Everything that would run a model asks first. */
 int model_check_runnable(const model_t *m, err_t *err);
-/* model_load, then model_check_runnable: for the commands that compute. */
+/* model_load, model_check_runnable, then model_prepack: for the commands
+ * that compute. */
 model_t *model_load_runnable(const char *path, err_t *err);
+/* model_load, then model_prepack: a draft model (engine.h checks the rest). */
+model_t *model_load_draft(const char *path, err_t *err);
+
+/* Packs the matrices whose kernels at this CPU level run on a packed layout
+ * (Q8_0 with AVX-512 VNNI: kernels/prepack.h) into one anonymous huge-page
+ * buffer, sets their `packed`, and gives their raw pages back (gguf_release:
+ * `data` still reads the same bytes, from the file, so a tied output's
+ * embedding rows, looked up a few a token, and every other raw reader keep
+ * working); done once, before anything runs on the model, with a
+ * short-lived thread pool. SPLASH_PREPACK=0 turns it off (for measuring); out of memory, the
+ * model simply stays unpacked. Called again, it only gives back the raw pages
+ * read since (serve hashes the whole file after loading). */
+void model_prepack(model_t *m);
+
+/* Bytes the weights hold in memory, as the memory plan counts them: the
+ * tensors, less the raw pages model_prepack gave back, plus its copies. */
+static inline uint64_t model_weight_memory(const model_t *m)
+{
+    return m->weight_bytes - m->released_bytes + m->packed_bytes;
+}
 
 #endif

@@ -174,7 +174,7 @@ static void test_matmul_threads_and_batch_invariance(void **state)
         fill_normal(x, n_in * n_rows, 12, 1.0f);
         for (int64_t o = 0; o < n_out; o++)
             t->from_f32(wf + o * n_in, wq + (size_t)o * row_bytes, n_in);
-        matrix_t m = {wq, computable[ti], n_in, n_out, row_bytes};
+        matrix_t m = {wq, computable[ti], n_in, n_out, row_bytes, NULL};
         err_t err;
         pool_t *p1 = pool_create(1, &err), *p3 = pool_create(3, &err);
         ops_matmul(p1, &m, x, y1, n_rows);

@@ -404,7 +404,7 @@ static void test_matmul_invariance(void **state)
         fill_normal(x, n_in * n_rows, 12, 1.0f);
         for (int64_t o = 0; o < n_out; o++)
             t->from_f32(wf + o * n_in, wq + (size_t)o * row_bytes, n_in);
-        matrix_t m = {wq, kq_types[k], n_in, n_out, row_bytes};
+        matrix_t m = {wq, kq_types[k], n_in, n_out, row_bytes, NULL};
         ops_matmul(p1, &m, x, y1, n_rows);
         ops_matmul(p3, &m, x, y3, n_rows);
         assert_memory_equal(y1, y3, (size_t)(n_out * n_rows) * sizeof(float));

@@ -392,7 +392,7 @@ static void test_matmul_batch_invariance(void **state)
                 int64_t n_in = is_k ? k_shapes[si][0] : shapes[si][0], n_out = is_k ? k_shapes[si][1] : shapes[si][1];
                 size_t rb;
                 type_row_bytes(type, n_in, &rb);
-                matrix_t m = {random_row(type, n_in * n_out, 500 + ti), type, n_in, n_out, rb};
+                matrix_t m = {random_row(type, n_in * n_out, 500 + ti), type, n_in, n_out, rb, NULL};
                 float *x = malloc((size_t)(n_in * max_batch) * sizeof *x);
                 float *y = malloc((size_t)(n_out * max_batch) * sizeof *y);
                 float *want = malloc((size_t)(n_out * max_batch) * sizeof *want);
@@ -445,7 +445,8 @@ static void test_matmul_multi(void **state)
     for (int i = 0; i < N_MATS; i++) {
         size_t rb;
         type_row_bytes(types[i], n_in, &rb);
-        m[i] = (matrix_t){random_row(types[i], n_in * n_outs[i], 700 + (uint64_t)i), types[i], n_in, n_outs[i], rb};
+        m[i] =
+            (matrix_t){random_row(types[i], n_in * n_outs[i], 700 + (uint64_t)i), types[i], n_in, n_outs[i], rb, NULL};
         mp[i] = &m[i];
         y[i] = malloc((size_t)(n_outs[i] * max_batch) * sizeof(float));
         want[i] = malloc((size_t)(n_outs[i] * max_batch) * sizeof(float));

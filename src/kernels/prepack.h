@@ -1,0 +1,43 @@
+/* Q8_0 weights packed once, at load, in the AVX-512 panel layout
+ * (kernels/simd_avx512_panels_q8.c): the layout is a fact shared by the
+ * packer, the kernels that read it and the code that sizes or reads it back,
+ * so it is described here, independent of the ISA.
+ *
+ * A matrix of n_out rows of n_in values (nb = n_in / 32 blocks a row) is
+ * ceil(n_out / 16) groups of 16 rows, stored one after the other; a group is
+ * its nb blocks in order, each Q8_0_PANEL_BLOCK bytes:
+ *   16 f32 scales (row i's f16 scale, widened: exact), then
+ *   8 vectors of 16 dwords: vector k, dword i holds quants 4k .. 4k + 3 of
+ *   row i, each biased to u8 (q + 128).
+ * Rows past n_out in the last group are zeros. So one group's panels for
+ * all blocks are one linear stream, and one block of one activation row is
+ * 8 vpdpbusd for 16 outputs. The packed copy is 576 / (16 * 34) = 1.059
+ * times the raw bytes. */
+#ifndef SPLASH_KERNELS_PREPACK_H
+#define SPLASH_KERNELS_PREPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define Q8_0_PANEL_ROWS 16                 /* weight rows per group */
+#define Q8_0_PANEL_BLOCK (16 * 4 + 8 * 64) /* bytes of one block of a group */
+
+/* Bytes of one group (all n_in / 32 blocks of 16 rows). */
+static inline size_t q8_0_panel_group_bytes(int64_t n_in)
+{
+    return (size_t)(n_in / 32) * Q8_0_PANEL_BLOCK;
+}
+
+/* Bytes of a packed matrix of n_out rows of n_in values. */
+static inline size_t q8_0_panel_bytes(int64_t n_out, int64_t n_in)
+{
+    return (size_t)((n_out + Q8_0_PANEL_ROWS - 1) / Q8_0_PANEL_ROWS) * q8_0_panel_group_bytes(n_in);
+}
+
+/* Row `row` read back from a packed matrix as raw Q8_0 blocks (n_in / 32 of
+ * them, 34 bytes each) into dst: the same bytes as the raw row for every
+ * finite scale (an f16 widened to f32 narrows back exactly; a NaN scale may
+ * come back quieted). Scalar, for any level. */
+void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
+
+#endif
