@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
         --runs) runs=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --input-timeout) input_timeout=$2; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         -*) echo "bench/fuzz.sh: unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
