@@ -79,6 +79,7 @@ static int read_head(http_conn_t *c, http_refusal_t *why)
                 return 0;
             memcpy(c->head_buf, c->in + c->off, end);
             c->head_buf[end] = '\0';
+            c->head_len = end;
             c->off += end;
             return (int)(end > 0);
         }
@@ -263,7 +264,7 @@ bool httpd_serve_one(http_conn_t *c)
     int got = read_head(c, &why);
     if (got == 0)
         return false;
-    bool is_parsed = got > 0 && http_parse_head(c->head_buf, strlen(c->head_buf), &c->head, &why);
+    bool is_parsed = got > 0 && http_parse_head(c->head_buf, c->head_len, &c->head, &why);
     if (!is_parsed) {
         memset(&c->head, 0, sizeof c->head); /* half-parsed fields are not to be trusted */
         refuse(c, h, why.status, why.msg);

@@ -23,6 +23,7 @@ struct http_conn {
     size_t off, len, cap;
     /* the current request */
     char *head_buf; /* its head, parsed in place */
+    size_t head_len;
     http_head_t head;
     char *body;
     size_t body_len, body_cap;
