@@ -233,6 +233,24 @@ test("Expect: 100-continue gets 100 Continue, then the body is read and answered
     assert.equal(r?.status, 401);
 });
 
+test("--host ::1 listens on IPv6 (port 0: the bound port is reported)", async () => {
+    const v6 = await startServer(opts, ["--host", "::1"]);
+    try {
+        assert.ok(v6.port > 0);
+        const r = await new Promise((resolve, reject) => {
+            const req = http.request({ host: "::1", port: v6.port, path: "/health", agent: false, headers: { Host: "[::1]" } }, (res) => {
+                let text = "";
+                res.on("data", (d) => { text += d; });
+                res.on("end", () => resolve({ status: res.statusCode, json: JSON.parse(text) }));
+            });
+            req.on("error", reject);
+            req.end();
+        });
+        assert.equal(r.status, 200);
+        assert.deepEqual(r.json, { status: "ok" });
+    } finally { assert.equal(await v6.stop(), 0); }
+});
+
 // ---- slow clients ----
 
 test("a request head trickling one line at a time is closed by the head deadline", async () => {
