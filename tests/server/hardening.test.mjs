@@ -233,6 +233,20 @@ test("Expect: 100-continue gets 100 Continue, then the body is read and answered
     assert.equal(r?.status, 401);
 });
 
+test("a chunked body with chunk extensions and trailers is read whole; malformed chunks are 400", async () => {
+    const body = JSON.stringify({ prompt: "hello there" });
+    const [p1, p2] = [body.slice(0, 7), body.slice(7)];
+    const ok = await raw(srv.port, JSON_POST(`Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n` +
+        `${p1.length.toString(16)};name=value\r\n${p1}\r\n${p2.length.toString(16).toUpperCase()}\r\n${p2}\r\n` +
+        `0\r\nX-Trailer: t\r\n\r\n`));
+    assert.equal(ok?.status, 200, ok?.body);
+    assert.ok(Array.isArray(ok.json?.tokens));
+    const bad = await raw(srv.port, JSON_POST(`Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`));
+    assert.equal(bad?.status, 400, bad?.body);
+    assert.ok(isErrorBody(bad.json));
+    assert.match(bad.json.error.message, /chunked/);
+});
+
 test("--host ::1 listens on IPv6 (port 0: the bound port is reported)", async () => {
     const v6 = await startServer(opts, ["--host", "::1"]);
     try {
