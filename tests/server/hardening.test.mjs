@@ -247,6 +247,32 @@ test("a chunked body with chunk extensions and trailers is read whole; malformed
     assert.match(bad.json.error.message, /chunked/);
 });
 
+test("a stream is chunked on HTTP/1.1 and close-delimited on HTTP/1.0", async () => {
+    const body = JSON.stringify({ prompt: "hi", max_tokens: 3, stream: true });
+    const head = (v) => `POST /v1/completions HTTP/1.${v}\r\n${HOST}Authorization: Bearer ${KEY}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const s11 = await rawSocket(srv.port);
+    try {
+        s11.sock.write(head(1));
+        for (let i = 0; i < 1000 && !s11.data.toString().endsWith("0\r\n\r\n"); i++) await sleep(10);
+        const r = parse(s11.data);
+        assert.equal(r?.status, 200);
+        assert.equal(r.headers["transfer-encoding"], "chunked");
+        assert.equal(r.headers["content-type"], "text/event-stream");
+        assert.match(r.body, /data: \[DONE\]\n\n\r\n0\r\n\r\n$/);
+        assert.equal(s11.closed, false);
+    } finally { s11.sock.destroy(); }
+    const s10 = await rawSocket(srv.port);
+    s10.sock.write(head(0));
+    for (let i = 0; i < 1000 && !s10.closed; i++) await sleep(10);
+    assert.ok(s10.closed, "an HTTP/1.0 stream ends with the connection");
+    const r = parse(s10.data);
+    assert.equal(r?.status, 200);
+    assert.equal(r.headers["transfer-encoding"], undefined);
+    assert.equal(r.headers.connection, "close");
+    assert.match(r.body, /data: \[DONE\]\n\n$/);
+});
+
 test("--host ::1 listens on IPv6 (port 0: the bound port is reported)", async () => {
     const v6 = await startServer(opts, ["--host", "::1"]);
     try {
