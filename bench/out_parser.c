@@ -4,7 +4,7 @@
  * The parser holds the call's body until </tool_call>, so this is where a
  * per-piece rescan of the held text would cost O(n^2). Prints, per
  * argument length, microseconds per piece, median of ROUNDS runs.
- *   cc -O2 -std=c17 -Isrc bench/out_parser.c build/libsplash_core.a -ljansson -lmicrohttpd -lpcre2-8 \
+ *   cc -O2 -std=c17 -Isrc bench/out_parser.c build/libsplash_core.a -ljansson -lpcre2-8 \
  *      -lutf8proc -lcrypto -lm -lpthread -o /tmp/out_parser && /tmp/out_parser [ROUNDS] [PIECE]
  * (figures: the dialect overhead section of docs/benchmarks.md) */
 #define _POSIX_C_SOURCE 200809L

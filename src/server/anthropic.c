@@ -16,7 +16,6 @@
  * max_tokens; the budget itself is not enforced), seed and ignore_eos
  * (splash extensions, as on the chat endpoint). */
 #include <inttypes.h>
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,6 @@
  * that change nothing for a local server (docs/architecture.md, "OpenAI
  * request fields"). choices.c submits and answers. */
 #include <inttypes.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,25 +1,18 @@
-/* The HTTP layer on libmicrohttpd: binding, connection limits, the checks
+/* The server over the HTTP layer (httpd.c): configuration, the checks
  * every request passes in order (Host allowlist, route, API key, method,
  * readiness, content type, body size, JSON well-formedness and depth), then
  * the endpoint handler, and the reply as JSON or as an SSE stream. */
-#include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/sha256.h"
-#include "base/sysmem.h"
 #include "server/internal.h"
 #include "server/json_body.h"
 
@@ -74,18 +67,11 @@ static const route_def_t routes[] = {
     {"/web/", R_PAGE, false, true, false, false}, /* a prefix: /web/{asset} */
 };
 
-/* One HTTP request's state across libmicrohttpd's calls, from the request
- * line (on_uri) to on_completed. */
+/* One HTTP request's state from its head (on_head) to on_done. */
 typedef struct conn {
     const route_def_t *route;
-    char *body;
-    size_t len, cap;
-    size_t raw_uri_len;
-    bool has_control_escape; /* the raw URI holds a control byte, escaped or not */
-    bool is_head_seen;       /* on_request has had the head */
-    bool is_refused;         /* a 413 went out while the body was arriving */
-    bool is_counted;         /* counted in in_flight */
-    char *url_tail;          /* prefix routes: the path after the prefix */
+    bool is_counted; /* counted in in_flight */
+    char *url_tail;  /* prefix routes: the path after the prefix */
 } conn_t;
 
 const double metrics_lat_bounds[METRICS_LAT_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -154,9 +140,9 @@ void reply_nomem(reply_t *r, const char *what, size_t bytes)
 
 /* ---- checks ---- */
 
-static bool host_allowed(const server_t *s, struct MHD_Connection *c)
+static bool host_allowed(const server_t *s, http_conn_t *c)
 {
-    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    const char *host = http_header(c, "Host");
     if (!host)
         return true; /* HTTP/1.0 clients send none; browsers always do */
     char name[256];
@@ -190,20 +176,20 @@ static bool key_equal(const char *a, const char *b)
     return d == 0;
 }
 
-static bool authorised(const server_t *s, struct MHD_Connection *c)
+static bool authorised(const server_t *s, http_conn_t *c)
 {
     if (!s->api_key)
         return true;
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *auth = http_header(c, "Authorization");
     if (auth && !strncasecmp(auth, "Bearer ", 7) && key_equal(auth + 7, s->api_key))
         return true;
-    const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+    const char *x = http_header(c, "x-api-key");
     return x && key_equal(x, s->api_key);
 }
 
-static bool is_json_type(struct MHD_Connection *c)
+static bool is_json_type(http_conn_t *c)
 {
-    const char *t = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *t = http_header(c, "Content-Type");
     if (!t)
         return false;
     while (*t == ' ')
@@ -237,173 +223,100 @@ static int json_depth(const json_t *v)
     return 0;
 }
 
-bool http_client_gone(struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *ci = conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
-    if (!ci)
-        return false;
-    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0)
-        return false;
-    if (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))
-        return true;
-    /* readable: the end of the stream, or the next pipelined request */
-    char b;
-    ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 /* ---- replies ---- */
-
-/* Blocking write of all of buf on a non-blocking socket, for a bounded time. */
-static void write_all(int fd, const char *buf, size_t len)
-{
-    for (int tries = 0; len && tries < 100; tries++) {
-        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-        if (n > 0) {
-            buf += n, len -= (size_t)n;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            struct pollfd p = {.fd = fd, .events = POLLOUT};
-            poll(&p, 1, 10);
-        } else {
-            return;
-        }
-    }
-}
 
 /* Which replica answered: behind a balancer, how a client (and the cluster
  * test) sees where its session landed. */
-static void add_replica_header(const server_t *s, struct MHD_Response *resp)
+static void add_replica_header(const server_t *s, http_response_t *resp)
 {
     if (s->cfg.replica_id)
-        MHD_add_response_header(resp, "x-splash-replica", s->cfg.replica_id);
+        http_response_field(resp, "x-splash-replica", s->cfg.replica_id);
 }
 
-static enum MHD_Result send_reply(server_t *s, struct MHD_Connection *c, const route_def_t *rt, reply_t *r)
+static void count_status(server_t *s, int status)
 {
-    struct MHD_Response *resp;
+    if (status >= 100 && status < 600)
+        atomic_fetch_add(&s->metrics.by_status[status], 1);
+}
+
+static void send_reply(server_t *s, http_conn_t *c, const route_def_t *rt, reply_t *r)
+{
+    http_response_t resp = {0};
     if (rt && rt->is_anthropic && r->status >= 400)
         anthropic_error_body(r);
     if (r->stream) {
-        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, r->stream_read, r->stream, r->stream_free);
-        if (!resp) {
-            r->stream_free(r->stream);
-            return MHD_NO;
-        }
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-        MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+        resp.stream = r->stream;
+        resp.stream_read = r->stream_read;
+        resp.stream_free = r->stream_free;
+        http_response_field(&resp, "Content-Type", "text/event-stream");
+        http_response_field(&resp, "Cache-Control", "no-cache");
+        http_response_field(&resp, "X-Accel-Buffering", "no");
     } else {
         char *text = r->body ? json_dumps(r->body, JSON_COMPACT) : NULL;
         if (!text) {
-            text = strdup("{\"error\":{\"message\":\"internal error encoding the response\",\"type\":\"server_error\","
-                          "\"param\":null,\"code\":\"internal_error\"}}");
+            static const char fallback[] = "{\"error\":{\"message\":\"internal error encoding the response\","
+                                           "\"type\":\"server_error\",\"param\":null,\"code\":\"internal_error\"}}";
+            resp.body = fallback;
+            resp.len = sizeof fallback - 1;
             r->status = 500;
+        } else {
+            resp.body = text;
+            resp.len = strlen(text);
+            resp.is_owned = true;
         }
-        resp = MHD_create_response_from_buffer(text ? strlen(text) : 0, text, MHD_RESPMEM_MUST_FREE);
-        if (!resp) {
-            free(text);
-            return MHD_NO;
-        }
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        http_response_field(&resp, "Content-Type", "application/json");
     }
     if (r->retry_after)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+        http_response_field(&resp, "Retry-After", r->retry_after);
     if (r->allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-    if (r->is_close)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_response_field(&resp, "Allow", r->allow);
     if (r->status == 401)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    cors_add_headers(s, c, resp);
-    add_replica_header(s, resp);
-    int status = r->status ? r->status : 200;
-    if (status >= 100 && status < 600)
-        atomic_fetch_add(&s->metrics.by_status[status], 1);
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
-    MHD_destroy_response(resp);
+        http_response_field(&resp, "WWW-Authenticate", "Bearer");
+    resp.is_close = r->is_close;
+    cors_add_headers(s, c, &resp);
+    add_replica_header(s, &resp);
+    resp.status = r->status ? r->status : 200;
+    count_status(s, resp.status);
     json_decref(r->body);
     r->body = NULL;
-    return ok;
+    http_respond(c, &resp);
 }
 
-static enum MHD_Result send_error(server_t *s, struct MHD_Connection *c, const route_def_t *rt, int status,
-                                  const char *param, const char *msg)
+static void send_error(server_t *s, http_conn_t *c, const route_def_t *rt, int status, const char *param,
+                       const char *msg)
 {
     reply_t r = {0};
     reply_error(&r, status, param, "%s", msg);
     if (status == 503)
         r.retry_after = "1";
-    return send_reply(s, c, rt, &r);
+    send_reply(s, c, rt, &r);
 }
 
-static enum MHD_Result send_too_large(server_t *s, struct MHD_Connection *c, const route_def_t *rt)
+static void send_too_large(server_t *s, http_conn_t *c, const route_def_t *rt)
 {
     reply_t r = {0};
     reply_error(&r, 413, NULL, "the request body is larger than %llu bytes", (unsigned long long)s->cfg.max_body);
     r.is_close = true; /* the rest of the body is never read */
-    return send_reply(s, c, rt, &r);
+    send_reply(s, c, rt, &r);
 }
 
-/* Writes a 413 straight onto the socket, then ends our side of it: while a
- * body is arriving libmicrohttpd 0.9.75 refuses to queue a response, and a
- * chunked upload over the limit must hear so at once, not after its last
- * chunk. This runs on the connection's own thread, which is the only writer,
- * and nothing of this request's answer has been written yet. */
-static void write_too_large(server_t *s, struct MHD_Connection *c, const route_def_t *rt)
+static void send_text(server_t *s, http_conn_t *c, char *text, size_t len, const char *type)
 {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    reply_t r = {0};
-    reply_error(&r, 413, NULL, "the request body is larger than %llu bytes", (unsigned long long)s->cfg.max_body);
-    if (rt && rt->is_anthropic)
-        anthropic_error_body(&r);
-    char *body = r.body ? json_dumps(r.body, JSON_COMPACT) : NULL;
-    json_decref(r.body);
-    const char *origin = cors_allowed_origin(s, c);
-    char head[1024];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 413 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n%s%s%s%s%s%s%s\r\n",
-                     MHD_get_reason_phrase_for(413), body ? strlen(body) : 0,
-                     s->cfg.n_cors_origins ? "Vary: Origin\r\n" : "", origin ? "Access-Control-Allow-Origin: " : "",
-                     origin ? origin : "", origin ? "\r\n" : "", s->cfg.replica_id ? "x-splash-replica: " : "",
-                     s->cfg.replica_id ? s->cfg.replica_id : "", s->cfg.replica_id ? "\r\n" : "");
-    if (info && body && n > 0 && (size_t)n < sizeof head) {
-        atomic_fetch_add(&s->metrics.by_status[413], 1);
-        write_all(info->connect_fd, head, (size_t)n);
-        write_all(info->connect_fd, body, strlen(body));
-        shutdown(info->connect_fd, SHUT_WR);
-    }
-    free(body);
+    http_response_t resp = {.status = 200, .body = text, .len = len, .is_owned = true};
+    http_response_field(&resp, "Content-Type", type);
+    cors_add_headers(s, c, &resp);
+    add_replica_header(s, &resp);
+    count_status(s, 200);
+    http_respond(c, &resp);
 }
 
-static enum MHD_Result send_text(server_t *s, struct MHD_Connection *c, char *text, size_t len, const char *type)
+static void send_page(server_t *s, http_conn_t *c, const route_def_t *rt, const char *url)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    cors_add_headers(s, c, resp);
-    add_replica_header(s, resp);
-    atomic_fetch_add(&s->metrics.by_status[200], 1);
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ok;
-}
-
-static enum MHD_Result send_page(server_t *s, struct MHD_Connection *c, const route_def_t *rt, const char *url)
-{
-    bool is_nomem;
-    struct MHD_Response *resp = pages_response(url, &is_nomem);
-    if (!resp)
-        return send_error(s, c, rt, is_nomem ? 503 : 404, NULL,
-                          is_nomem ? "out of memory for the page; retry later" : "no such page");
-    atomic_fetch_add(&s->metrics.by_status[200], 1);
-    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ok;
+    http_response_t resp = {.status = 200};
+    if (!pages_response(url, &resp))
+        return send_error(s, c, rt, 404, NULL, "no such page");
+    count_status(s, 200);
+    http_respond(c, &resp);
 }
 
 /* ---- the request handler ---- */
@@ -419,40 +332,61 @@ static const route_def_t *find_route(const char *url)
     return NULL;
 }
 
-static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *cc)
+/* The body, parsed and checked for a JSON route: NULL when refused (answered). */
+static json_t *load_body(server_t *s, http_conn_t *c, const route_def_t *rt, bool *is_refused)
 {
+    json_error_t jerr;
+    json_t *req = NULL;
+    size_t len;
+    const char *body = http_body(c, &len);
+    /* any JSON value parses, so a well-formed non-object gets the clearer
+     * message below; the generation routes' seed is a u64 read from its bytes */
+    bool takes_seed = rt->route == R_CHAT || rt->route == R_COMPLETIONS || rt->route == R_MESSAGES;
+    *is_refused = true;
+    switch (json_body_load(body, len, takes_seed ? "seed" : NULL, &req, &jerr)) {
+    case JSON_BODY_OK:
+    case JSON_BODY_MALFORMED: break;
+    case JSON_BODY_U64_RANGE:
+        send_error(s, c, rt, 400, "seed", "'seed' must be an integer in [0, 18446744073709551615]");
+        return NULL;
+    case JSON_BODY_NOMEM:
+        send_error(s, c, rt, 503, NULL, "out of memory parsing the request body; retry later");
+        return NULL;
+    }
+    char msg[512];
+    if (!req) {
+        snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
+                 jerr.position, jerr.text);
+        send_error(s, c, rt, 400, NULL, msg);
+        return NULL;
+    }
+    if (!json_is_object(req)) {
+        json_decref(req);
+        send_error(s, c, rt, 400, NULL, "the request body must be a JSON object");
+        return NULL;
+    }
+    if (json_depth(req) > SERVER_MAX_JSON_DEPTH) {
+        json_decref(req);
+        snprintf(msg, sizeof msg, "JSON nested deeper than %d levels", SERVER_MAX_JSON_DEPTH);
+        send_error(s, c, rt, 400, NULL, msg);
+        return NULL;
+    }
+    *is_refused = false;
+    return req;
+}
+
+static void on_request(void *cls, http_conn_t *c)
+{
+    server_t *s = cls;
+    conn_t *cc = http_ctx(c);
     const route_def_t *rt = cc->route;
     reply_t r = {.status = 200, .conn = c};
     json_t *req = NULL;
     if (rt->is_post && rt->route != R_TRACE_DUMP) {
-        json_error_t jerr;
-        /* any JSON value parses, so a well-formed non-object gets the clearer
-         * message below; the generation routes' seed is a u64 read from its bytes */
-        bool takes_seed = rt->route == R_CHAT || rt->route == R_COMPLETIONS || rt->route == R_MESSAGES;
-        switch (json_body_load(cc->body ? cc->body : "", cc->len, takes_seed ? "seed" : NULL, &req, &jerr)) {
-        case JSON_BODY_OK:
-        case JSON_BODY_MALFORMED: break;
-        case JSON_BODY_U64_RANGE:
-            return send_error(s, c, rt, 400, "seed", "'seed' must be an integer in [0, 18446744073709551615]");
-        case JSON_BODY_NOMEM:
-            return send_error(s, c, rt, 503, NULL, "out of memory parsing the request body; retry later");
-        }
-        if (!req) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "malformed JSON at line %d, column %d (byte %d): %s", jerr.line, jerr.column,
-                     jerr.position, jerr.text);
-            return send_error(s, c, rt, 400, NULL, msg);
-        }
-        if (!json_is_object(req)) {
-            json_decref(req);
-            return send_error(s, c, rt, 400, NULL, "the request body must be a JSON object");
-        }
-        if (json_depth(req) > SERVER_MAX_JSON_DEPTH) {
-            json_decref(req);
-            char msg[128];
-            snprintf(msg, sizeof msg, "JSON nested deeper than %d levels", SERVER_MAX_JSON_DEPTH);
-            return send_error(s, c, rt, 400, NULL, msg);
-        }
+        bool is_refused;
+        req = load_body(s, c, rt, &is_refused);
+        if (is_refused)
+            return;
     }
     switch (rt->route) {
     case R_CHAT: api_chat(s, req, &r); break;
@@ -487,168 +421,128 @@ static enum MHD_Result dispatch(server_t *s, struct MHD_Connection *c, conn_t *c
     case R_NONE: break;
     }
     json_decref(req);
-    return send_reply(s, c, rt, &r);
+    send_reply(s, c, rt, &r);
 }
 
-/* The request line has been read (before any unescaping): the request's
- * state starts here, so the raw URI can be judged. */
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+/* The checks that need the method and the route: CORS preflight, API key,
+ * method, readiness, content type and declared size. True: read the body. */
+static bool check_route(server_t *s, http_conn_t *c, conn_t *cc)
 {
-    (void)cls;
-    (void)c;
-    conn_t *cc = calloc(1, sizeof *cc);
-    if (cc) {
-        cc->raw_uri_len = strlen(uri);
-        cc->has_control_escape = uri_has_control_escape(uri);
+    const route_def_t *rt = cc->route;
+    const char *method = http_head(c)->method;
+    reply_t r = {0};
+    if (!strcmp(method, "OPTIONS") && s->cfg.n_cors_origins) {
+        http_response_t resp = {.status = 204}; /* a preflight carries no credentials */
+        if (!cors_preflight(s, c, rt->is_post, &r, &resp)) {
+            send_reply(s, c, rt, &r);
+            return false;
+        }
+        count_status(s, 204);
+        http_respond(c, &resp);
+        return false;
     }
-    return cc;
+    if (!rt->is_public && !authorised(s, c)) {
+        send_error(s, c, rt, 401, NULL, "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
+        return false;
+    }
+    bool is_post = !strcmp(method, "POST");
+    bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    if (rt->is_post ? !is_post : !is_get) {
+        reply_error(&r, 405, NULL, "%s is not allowed on %s", method, http_head(c)->path);
+        r.allow = rt->is_post ? "POST" : "GET, HEAD";
+        send_reply(s, c, rt, &r);
+        return false;
+    }
+    if (rt->needs_model && (!atomic_load(&s->is_ready) || atomic_load(&s->is_draining))) {
+        send_error(s, c, rt, 503, NULL,
+                   atomic_load(&s->is_draining) ? "the server is shutting down" : "the model is loading");
+        return false;
+    }
+    if (rt->is_post && rt->route != R_TRACE_DUMP) {
+        if (!is_json_type(c)) {
+            send_error(s, c, rt, 415, NULL, "Content-Type must be application/json");
+            return false;
+        }
+        if (http_head(c)->content_length > s->cfg.max_body) {
+            send_too_large(s, c, rt);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The request head has arrived: every check that needs no body runs now,
  * so a refused request's body is never read. */
-static enum MHD_Result on_head(server_t *s, struct MHD_Connection *c, conn_t *cc, const char *url, const char *method,
-                               const char *version)
+static bool on_head(void *cls, http_conn_t *c)
 {
-    cc->is_head_seen = true;
+    server_t *s = cls;
     reply_t r = {0};
-    if (guard_is_overflow(s->guard, c)) {
+    if (http_is_overflow(c)) {
         reply_error(&r, 503, NULL, "the server is at its connection limit (%d)", s->cfg.max_connections);
         r.retry_after = "1";
         r.is_close = true;
-        return send_reply(s, c, NULL, &r);
+        send_reply(s, c, NULL, &r);
+        return false;
     }
-    if (!http_check_head(c, version, cc->raw_uri_len, &r))
-        return send_reply(s, c, NULL, &r);
-    if (!host_allowed(s, c))
-        return send_error(s, c, NULL, 403, NULL, "the Host header names a host this server does not serve");
-    if (cc->has_control_escape)
-        return send_error(s, c, NULL, 400, NULL, "the request path holds a control character");
-    cc->route = find_route(url);
-    if (!cc->route)
-        return send_error(s, c, cc->route, 404, NULL, "no such endpoint");
-    if (cc->route->route == R_MODEL && !(cc->url_tail = strdup(url + strlen(cc->route->path))))
-        return MHD_NO;
-    if (cc->route->route == R_PAGE && !(cc->url_tail = strdup(url))) /* the whole path names the page */
-        return MHD_NO;
-    const route_def_t *rt = cc->route;
-    if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS) && s->cfg.n_cors_origins) {
-        struct MHD_Response *resp = NULL; /* a preflight carries no credentials */
-        if (!cors_preflight(s, c, rt->is_post, &r, &resp))
-            return send_reply(s, c, rt, &r);
-        atomic_fetch_add(&s->metrics.by_status[204], 1);
-        enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, resp);
-        MHD_destroy_response(resp);
-        return ok;
+    if (!host_allowed(s, c)) {
+        send_error(s, c, NULL, 403, NULL, "the Host header names a host this server does not serve");
+        return false;
     }
-    if (!rt->is_public && !authorised(s, c))
-        return send_error(s, c, rt, 401, NULL, "a valid API key is required (Authorization: Bearer KEY or x-api-key)");
-    bool is_post = !strcmp(method, MHD_HTTP_METHOD_POST);
-    bool is_get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-    if (rt->is_post ? !is_post : !is_get) {
-        reply_error(&r, 405, NULL, "%s is not allowed on %s", method, url);
-        r.allow = rt->is_post ? "POST" : "GET, HEAD";
-        return send_reply(s, c, rt, &r);
+    const char *url = http_head(c)->path;
+    const route_def_t *rt = find_route(url);
+    if (!rt) {
+        send_error(s, c, NULL, 404, NULL, "no such endpoint");
+        return false;
     }
-    if (rt->needs_model && (!atomic_load(&s->is_ready) || atomic_load(&s->is_draining)))
-        return send_error(s, c, rt, 503, NULL,
-                          atomic_load(&s->is_draining) ? "the server is shutting down" : "the model is loading");
-    if (rt->is_post && rt->route != R_TRACE_DUMP) {
-        if (!is_json_type(c))
-            return send_error(s, c, rt, 415, NULL, "Content-Type must be application/json");
-        const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (len && strtoull(len, NULL, 10) > s->cfg.max_body)
-            return send_too_large(s, c, rt);
+    conn_t *cc = calloc(1, sizeof *cc);
+    /* prefix routes keep the path after the prefix; a page's whole path names it */
+    const char *tail = rt->route == R_MODEL ? url + strlen(rt->path) : rt->route == R_PAGE ? url : NULL;
+    if (!cc || (tail && !(cc->url_tail = strdup(tail)))) {
+        free(cc);
+        send_error(s, c, rt, 503, NULL, "out of memory for the request's state; retry later");
+        return false;
     }
+    cc->route = rt;
+    http_set_ctx(c, cc);
+    if (!check_route(s, c, cc))
+        return false;
     if (rt->needs_model) {
         atomic_fetch_add(&s->in_flight, 1);
         cc->is_counted = true;
     }
-    guard_set_phase(s->guard, c, GUARD_BODY);
-    return MHD_YES;
+    return true;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+/* A chunked body crossed --max-body while arriving: 413 at once. */
+static void on_too_large(void *cls, http_conn_t *c)
 {
-    server_t *s = cls;
-    conn_t *cc = *con_cls;
-    if (!cc) /* on_uri found no memory */
-        return MHD_NO;
-    if (!cc->is_head_seen)
-        return on_head(s, c, cc, url, method, version);
-    if (*upload_size) {
-        /* body bytes, kept up to the limit; a chunked upload has no length up
-         * front, so it is refused the moment it crosses the limit */
-        if (cc->is_refused || cc->len + *upload_size > s->cfg.max_body) {
-            if (!cc->is_refused)
-                write_too_large(s, c, cc->route);
-            /* the rest is read and dropped until the client stops (or its
-             * body deadline passes): closing with unread bytes would reset
-             * the connection and could lose the answer on its way */
-            cc->is_refused = true;
-            *upload_size = 0;
-            return MHD_YES;
-        }
-        if (cc->len + *upload_size + 1 > cc->cap) {
-            size_t cap = cc->cap ? cc->cap : 4096;
-            while (cap < cc->len + *upload_size + 1)
-                cap *= 2;
-            char *b = realloc(cc->body, cap);
-            if (!b)
-                return MHD_NO;
-            cc->body = b;
-            cc->cap = cap;
-        }
-        memcpy(cc->body + cc->len, upload, *upload_size);
-        cc->len += *upload_size;
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    if (cc->is_refused)
-        return MHD_NO; /* answered already: close */
-    guard_set_phase(s->guard, c, GUARD_REPLY);
-    return dispatch(s, c, cc);
+    conn_t *cc = http_ctx(c);
+    send_too_large(cls, c, cc ? cc->route : NULL);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+/* A protocol error found by the HTTP layer: the OpenAI error body. */
+static void on_refuse(void *cls, http_conn_t *c, int status, const char *msg)
+{
+    reply_t r = {0};
+    reply_error(&r, status, NULL, "%s", msg);
+    if (status == 503)
+        r.retry_after = "1";
+    r.is_close = true; /* after any of these, nothing more on this connection can be trusted */
+    conn_t *cc = http_ctx(c);
+    send_reply(cls, c, cc ? cc->route : NULL, &r);
+}
+
+static void on_done(void *cls, http_conn_t *c)
 {
     server_t *s = cls;
-    conn_t *cc = *con_cls;
-    (void)toe;
-    if (s->guard) /* a kept-alive connection waits for its next request head */
-        guard_set_phase(s->guard, c, GUARD_HEADERS);
+    conn_t *cc = http_ctx(c);
     if (!cc)
         return;
     if (cc->is_counted)
         atomic_fetch_sub(&s->in_flight, 1);
-    free(cc->body);
     free(cc->url_tail);
     free(cc);
-    *con_cls = NULL;
-}
-
-/* libmicrohttpd's own messages (client resets and the like) are not errors
- * of ours, except running out of memory: a connection whose thread cannot be
- * started (its stack is address space, scarce under `ulimit -v`) is closed
- * unanswered, and the log says why, at most once a second. */
-static void log_mhd(void *cls, const char *fmt, va_list ap)
-{
-    server_t *s = cls;
-    if (!strstr(fmt, "thread") && !strstr(fmt, "memory"))
-        return;
-    if (!atomic_load(&s->is_mhd_up)) { /* starting: server_start reports it */
-        atomic_store(&s->is_mhd_short, true);
-        return;
-    }
-    int64_t now_s = clock_now_ns() / 1000000000LL, last = atomic_load(&s->mhd_logged_s);
-    if (now_s == last || !atomic_compare_exchange_strong(&s->mhd_logged_s, &last, now_s))
-        return;
-    char msg[256];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    msg[strcspn(msg, "\n")] = '\0';
-    bool is_conn = strstr(fmt, "create") && strstr(fmt, "thread");
-    fprintf(stderr, "splash serve: libmicrohttpd: %s%s\n", msg,
-            is_conn ? " (a connection was closed unanswered: no memory for its thread's stack)" : "");
+    http_set_ctx(c, NULL);
 }
 
 server_t *server_start(const server_config_t *cfg, err_t *err)
@@ -677,49 +571,25 @@ server_t *server_start(const server_config_t *cfg, err_t *err)
         s->allowed[s->n_allowed++] = strdup(cfg->host);
     if (sha256_file_hex("/proc/self/exe", s->binary_sha256, err))
         snprintf(s->binary_sha256, sizeof s->binary_sha256, "unknown");
-
-    struct sockaddr_storage addr;
-    memset(&addr, 0, sizeof addr);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)&addr;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&addr;
-    if (inet_pton(AF_INET, cfg->host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)cfg->port);
-    } else if (inet_pton(AF_INET6, cfg->host, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)cfg->port);
-        flags |= MHD_USE_IPv6;
-    } else {
-        err_set(err, "--host '%s' is not an IPv4 or IPv6 address", cfg->host);
-        server_stop(s);
-        return NULL;
-    }
     s->guard = guard_create(cfg->max_connections, cfg->header_timeout_s, cfg->body_timeout_s, err);
     if (!s->guard) {
         server_stop(s);
         return NULL;
     }
     /* beyond --max-connections, a few more are accepted only to be told 503 at once */
-    unsigned limit = (unsigned)cfg->max_connections + SERVER_OVERFLOW_CONNECTIONS;
-    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
-                            120u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONN_MEMORY_BYTES,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, guard_notify,
-                            s->guard, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s,
-                            MHD_OPTION_END);
-    if (!s->d && atomic_load(&s->is_mhd_short)) /* log_mhd saw it: no thread, or no memory */
-        err_set(err, "cannot start the HTTP daemon on %s:%d: out of memory for its listening thread's %.1f MiB stack",
-                cfg->host, cfg->port, sysmem_thread_stack() / 1048576.0);
-    else if (!s->d)
-        err_set(err, "cannot listen on %s:%d (address in use, or not permitted)", cfg->host, cfg->port);
+    httpd_config_t hc = {.host = cfg->host,
+                         .port = cfg->port,
+                         .max_open = cfg->max_connections,
+                         .max_overflow = SERVER_OVERFLOW_CONNECTIONS,
+                         .max_body = cfg->max_body,
+                         .guard = s->guard,
+                         .handler = {s, on_head, on_request, on_too_large, on_refuse, on_done}};
+    s->d = httpd_start(&hc, err);
     if (!s->d) {
         server_stop(s);
         return NULL;
     }
-    atomic_store(&s->is_mhd_up, true);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : cfg->port;
+    s->port = httpd_port(s->d);
     return s;
 }
 
@@ -749,7 +619,7 @@ void server_drain(server_t *s, int64_t grace_ns)
     wait_in_flight(s, clock_now_ns() + grace_ns);
     if (!s->m.engine || atomic_load(&s->in_flight) == 0)
         return;
-    /* what is left ends now; each answer still gets out before the daemon
+    /* what is left ends now; each answer still gets out before the layer
      * closes its socket: a stream its error event and [DONE], a whole
      * answer its 503 (a client that stops reading is not waited for long) */
     engine_cancel_all(s->m.engine);
@@ -759,7 +629,7 @@ void server_drain(server_t *s, int64_t grace_ns)
 void server_close(server_t *s)
 {
     if (s && s->d) {
-        MHD_stop_daemon(s->d); /* joins connection threads; their streams cancel their requests */
+        httpd_stop(s->d); /* joins connection threads; their streams cancel their requests */
         s->d = NULL;
     }
 }
@@ -769,7 +639,7 @@ void server_stop(server_t *s)
     if (!s)
         return;
     server_close(s);
-    guard_destroy(s->guard); /* after the daemon: no connection is left to watch */
+    guard_destroy(s->guard); /* after the layer: no connection is left to watch */
     for (int i = 0; i < s->n_allowed; i++)
         free(s->allowed[i]);
     free(s->api_key);

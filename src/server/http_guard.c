@@ -1,24 +1,19 @@
-/* Connection deadlines and the connection count. libmicrohttpd's own
- * connection timeout restarts on every byte, so a client that trickles one
- * header line every few seconds keeps its connection (and its thread) for
- * ever. Here every connection carries a total deadline for its current
- * phase: the request head (from the connection's start, or from the end of
- * the previous request on a kept-alive connection), then the body. A
- * watchdog thread shuts down the socket of a connection past its deadline;
- * libmicrohttpd's connection thread then sees the end of the stream and
- * closes the connection itself. While a request is being answered there is
- * no deadline here (generation has its own, --request-timeout).
+/* Connection deadlines and the connection count. A read timeout that
+ * restarts on every byte would let a client that trickles one header line
+ * every few seconds keep its connection (and its thread) for ever. Here
+ * every connection carries a total deadline for its current phase: the
+ * request head (from the connection's start, or from the end of the
+ * previous request on a kept-alive connection), then the body. A watchdog
+ * thread shuts down the socket of a connection past its deadline; the
+ * connection's thread then reads the end of the stream and closes it. While
+ * a request is being answered there is no deadline here (generation has its
+ * own, --request-timeout).
  *
- * The registry is one mutex-guarded list. Each entry holds its own
- * duplicate of the connection's descriptor, so the socket cannot be freed
- * and its number reused while the watchdog may still shut it down, whatever
- * order libmicrohttpd closes its descriptor and reports the connection
- * closed in; shutdown() acts on the socket, so it reaches libmicrohttpd's
- * descriptor too. The duplicate is closed when the connection is reported
- * closed, after the entry left the list under the watchdog's mutex. */
+ * The registry is one mutex-guarded list. The connection layer (httpd.c)
+ * takes its entry out of the list (guard_close) before it closes the
+ * socket, so the watchdog never shuts down a descriptor number that has
+ * been reused. */
 #include <errno.h>
-#include <fcntl.h>
-#include <microhttpd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -33,12 +28,11 @@
 
 typedef struct guard_conn {
     struct guard_conn *prev, *next;
-    int fd; /* our duplicate of the connection's socket */
+    int fd; /* the connection's socket */
     guard_phase_t phase;
     int64_t deadline_ns; /* clock_now_ns() time; 0: none (GUARD_REPLY) */
     bool is_overflow;    /* opened beyond max_open: answered 503 */
     bool is_cut;         /* the watchdog shut its socket down */
-    bool is_listed;      /* in the registry (not when its descriptor was unknown) */
 } guard_conn_t;
 
 struct guard {
@@ -116,13 +110,7 @@ void guard_destroy(guard_t *g)
     pthread_cond_signal(&g->cv);
     pthread_mutex_unlock(&g->mu);
     pthread_join(g->thread, NULL);
-    /* the daemon has stopped: every connection reported closed */
-    while (g->head) {
-        guard_conn_t *e = g->head;
-        g->head = e->next;
-        close(e->fd);
-        free(e);
-    }
+    /* the connection layer has stopped: every connection closed */
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
     free(g);
@@ -133,59 +121,48 @@ uint64_t guard_n_cut(guard_t *g)
     return atomic_load(&g->n_cut);
 }
 
-void guard_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code)
+guard_conn_t *guard_open(guard_t *g, int fd, bool *is_overflow)
 {
-    guard_t *g = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        guard_conn_t *e = calloc(1, sizeof *e);
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context = e;
-        if (!e || !info || (e->fd = fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0)) < 0)
-            return; /* unguarded: libmicrohttpd's own idle timeout still applies */
-        e->phase = GUARD_HEADERS;
-        e->deadline_ns = clock_now_ns() + g->header_ns;
-        e->is_listed = true;
-        pthread_mutex_lock(&g->mu);
-        if (g->n_open >= g->max_open)
-            e->is_overflow = true;
-        else
-            g->n_open++;
-        e->next = g->head;
-        if (g->head)
-            g->head->prev = e;
-        g->head = e;
-        pthread_mutex_unlock(&g->mu);
-        return;
-    }
-    guard_conn_t *e = *socket_context;
+    *is_overflow = false;
+    guard_conn_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->fd = fd;
+    e->phase = GUARD_HEADERS;
+    e->deadline_ns = clock_now_ns() + g->header_ns;
+    pthread_mutex_lock(&g->mu);
+    if (g->n_open >= g->max_open)
+        e->is_overflow = true;
+    else
+        g->n_open++;
+    e->next = g->head;
+    if (g->head)
+        g->head->prev = e;
+    g->head = e;
+    pthread_mutex_unlock(&g->mu);
+    *is_overflow = e->is_overflow;
+    return e;
+}
+
+void guard_close(guard_t *g, guard_conn_t *e)
+{
     if (!e)
         return;
-    if (e->is_listed) {
-        pthread_mutex_lock(&g->mu);
-        if (!e->is_overflow)
-            g->n_open--;
-        if (e->prev)
-            e->prev->next = e->next;
-        else
-            g->head = e->next;
-        if (e->next)
-            e->next->prev = e->prev;
-        pthread_mutex_unlock(&g->mu);
-        close(e->fd);
-    }
+    pthread_mutex_lock(&g->mu);
+    if (!e->is_overflow)
+        g->n_open--;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        g->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    pthread_mutex_unlock(&g->mu);
     free(e);
-    *socket_context = NULL;
 }
 
-static guard_conn_t *entry_of(struct MHD_Connection *c)
+void guard_set_phase(guard_t *g, guard_conn_t *e, guard_phase_t phase)
 {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return info ? info->socket_context : NULL;
-}
-
-void guard_set_phase(guard_t *g, struct MHD_Connection *c, guard_phase_t phase)
-{
-    guard_conn_t *e = entry_of(c);
     if (!e)
         return;
     int64_t now = clock_now_ns();
@@ -193,15 +170,4 @@ void guard_set_phase(guard_t *g, struct MHD_Connection *c, guard_phase_t phase)
     e->phase = phase;
     e->deadline_ns = phase == GUARD_HEADERS ? now + g->header_ns : phase == GUARD_BODY ? now + g->body_ns : 0;
     pthread_mutex_unlock(&g->mu);
-}
-
-bool guard_is_overflow(guard_t *g, struct MHD_Connection *c)
-{
-    const guard_conn_t *e = entry_of(c);
-    if (!e)
-        return false;
-    pthread_mutex_lock(&g->mu);
-    bool is_overflow = e->is_overflow;
-    pthread_mutex_unlock(&g->mu);
-    return is_overflow;
 }

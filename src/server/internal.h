@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "server/httpd.h"
 #include "server/server.h"
 
 #define METRICS_LAT_BUCKETS 14 /* latency histogram bounds (seconds), plus +Inf */
@@ -31,14 +32,10 @@ typedef struct metrics {
 
 void lat_hist_add(lat_hist_t *h, int64_t ns);
 
-/* Limits of the HTTP layer (http_checks.c); libmicrohttpd's own, larger
- * memory limit per connection stays above them so ours answer first. */
-#define SERVER_MAX_URI_BYTES 8192
-#define SERVER_MAX_HEAD_BYTES 16384
-#define SERVER_CONN_MEMORY_BYTES (128u << 10)
+/* Limits of the HTTP layer: the head's and URI's are http_parse.h's. */
 #define SERVER_OVERFLOW_CONNECTIONS 32 /* accepted beyond --max-connections only to answer 503 */
 #define SERVER_MAX_CORS_HEADERS_BYTES 1024
-#define SERVER_CORS_MAX_AGE_S 600
+#define SERVER_CORS_MAX_AGE "600" /* seconds a preflight answer may be cached */
 
 /* Connection deadlines (http_guard.c): a watchdog closes a connection whose
  * request head or body has not arrived in time. */
@@ -48,31 +45,28 @@ typedef enum guard_phase {
     GUARD_BODY,    /* head read, body arriving: --body-timeout */
     GUARD_REPLY,   /* request complete, being answered: no deadline here */
 } guard_phase_t;
-struct MHD_Connection;
-enum MHD_ConnectionNotificationCode;
+typedef struct guard_conn guard_conn_t;
 /* NULL with a message when the watchdog cannot be started */
 guard_t *guard_create(int max_open, int header_timeout_s, int body_timeout_s, err_t *err);
 void guard_destroy(guard_t *g);
 uint64_t guard_n_cut(guard_t *g); /* connections closed by a deadline */
-/* MHD_OPTION_NOTIFY_CONNECTION callback; cls is the guard */
-void guard_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode code);
-void guard_set_phase(guard_t *g, struct MHD_Connection *c, guard_phase_t phase);
-bool guard_is_overflow(guard_t *g, struct MHD_Connection *c); /* opened beyond --max-connections */
+/* Registers a connection's socket (deadline: its head) and counts it;
+ * *is_overflow: opened beyond max_open. NULL when out of memory (unguarded). */
+guard_conn_t *guard_open(guard_t *g, int fd, bool *is_overflow);
+void guard_close(guard_t *g, guard_conn_t *e); /* before the socket is closed */
+void guard_set_phase(guard_t *g, guard_conn_t *e, guard_phase_t phase);
 
 struct server {
     server_config_t cfg;
     char *allowed[SERVER_MAX_ALLOWED_HOSTS + 1]; /* copies, plus the bind host */
     int n_allowed;
     char *api_key;
-    struct MHD_Daemon *d;
+    httpd_t *d;
     int port;
     atomic_bool is_ready;
     atomic_bool is_draining;
-    atomic_int in_flight;             /* API requests being handled */
-    atomic_int_fast64_t mhd_logged_s; /* when a libmicrohttpd message was last logged (monotonic seconds) */
-    atomic_bool is_mhd_short;         /* libmicrohttpd ran out of threads or memory while starting */
-    atomic_bool is_mhd_up;            /* MHD_start_daemon has returned the daemon */
-    server_model_t m;                 /* valid once is_ready */
+    atomic_int in_flight; /* API requests being handled */
+    server_model_t m;     /* valid once is_ready */
     char binary_sha256[65];
     int64_t started_unix;
     atomic_uint_fast64_t next_id;
@@ -83,36 +77,28 @@ struct server {
 /* A handler's answer: a JSON body (owned), or a stream; and the
  * connection it goes to, so a long wait can notice the client leave. */
 typedef struct reply {
-    struct MHD_Connection *conn; /* NULL: none to watch */
+    http_conn_t *conn; /* NULL: none to watch */
     int status;
     json_t *body;
     const char *retry_after; /* Retry-After header, or NULL */
     const char *allow;       /* Allow header (405), or NULL */
     bool is_close;           /* Connection: close (protocol errors, overflow) */
-    void *stream;            /* SSE response instead of body: its state, and the libmicrohttpd callbacks */
+    void *stream;            /* SSE response instead of body: its state, and httpd.h's stream callbacks */
     ssize_t (*stream_read)(void *cls, uint64_t pos, char *buf, size_t max);
     void (*stream_free)(void *cls);
 } reply_t;
 
-/* Whether the client of conn has closed its end or reset the connection
- * (a request still pipelined behind this one counts as present). */
-bool http_client_gone(struct MHD_Connection *conn);
-/* Protocol checks and CORS (http_checks.c). */
-bool uri_has_control_escape(const char *raw_uri); /* a control byte, raw or %-escaped */
-/* The request head's shape (version, sizes, Host, length headers); false with r
- * holding the error when it fails. */
-bool http_check_head(struct MHD_Connection *c, const char *version, size_t raw_uri_len, reply_t *r);
+/* CORS (http_checks.c). */
 /* "*" or the request's Origin when --cors-origin lists it, else NULL */
-const char *cors_allowed_origin(const server_t *s, struct MHD_Connection *c);
-struct MHD_Response;
-void cors_add_headers(const server_t *s, struct MHD_Connection *c, struct MHD_Response *resp);
-/* The answer to a preflight OPTIONS: the 204 response in *out, or false with
- * r holding the error. */
-bool cors_preflight(const server_t *s, struct MHD_Connection *c, bool is_post, reply_t *r, struct MHD_Response **out);
+const char *cors_allowed_origin(const server_t *s, http_conn_t *c);
+void cors_add_headers(const server_t *s, http_conn_t *c, http_response_t *resp);
+/* The answer to a preflight OPTIONS: its 204 headers added to resp, or false
+ * with r holding the error. */
+bool cors_preflight(const server_t *s, http_conn_t *c, bool is_post, reply_t *r, http_response_t *resp);
 /* The web pages (pages.c): the response for a page or asset URL ("/",
  * "/dashboard", "/web/NAME") with its type, cache and security headers, or
- * NULL when no page has that URL (*is_nomem tells out of memory apart). */
-struct MHD_Response *pages_response(const char *url, bool *is_nomem);
+ * false when no page has that URL. */
+bool pages_response(const char *url, http_response_t *resp);
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

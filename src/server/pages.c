@@ -7,7 +7,6 @@
  * the page asks for once and sends as Authorization: Bearer. The Host
  * allowlist still applies (http.c checks it before routing), so a
  * DNS-rebinding page cannot read them through another name either. */
-#include <microhttpd.h>
 #include <string.h>
 
 #include "server/internal.h"
@@ -58,25 +57,20 @@ static const char *content_type(const char *name)
     return "application/octet-stream";
 }
 
-struct MHD_Response *pages_response(const char *url, bool *is_nomem)
+bool pages_response(const char *url, http_response_t *resp)
 {
-    *is_nomem = false;
     const web_asset_t *a = find_asset(url);
     if (!a)
-        return NULL;
+        return false;
     /* the arrays live as long as the process: no copy */
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(a->n_bytes, (void *)(uintptr_t)a->bytes, MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        *is_nomem = true;
-        return NULL;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type(a->name));
+    resp->body = (const char *)a->bytes;
+    resp->len = a->n_bytes;
+    http_response_field(resp, "Content-Type", content_type(a->name));
     /* pages change with the binary: revalidate each time (they are small) */
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    MHD_add_response_header(resp, "Content-Security-Policy", pages_csp);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-    return resp;
+    http_response_field(resp, "Cache-Control", "no-cache");
+    http_response_field(resp, "Content-Security-Policy", pages_csp);
+    http_response_field(resp, "X-Content-Type-Options", "nosniff");
+    http_response_field(resp, "Referrer-Policy", "no-referrer");
+    http_response_field(resp, "X-Frame-Options", "DENY");
+    return true;
 }

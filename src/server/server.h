@@ -1,6 +1,6 @@
 /* The HTTP server: OpenAI-compatible endpoints over the engine, plus
  * tokenize / detokenize / apply-template, health, readiness, /status and
- * /metrics. libmicrohttpd runs one thread per connection; a connection
+ * /metrics. The HTTP layer (httpd.c) runs one thread per connection; a connection
  * thread parses and validates its request, submits it to the engine and
  * waits on that request's events. It never touches model state.
  *

@@ -1,6 +1,7 @@
 #include "server/sse.h"
 
-#include <microhttpd.h>
+#include "server/httpd.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,7 @@ ssize_t sse_buf_read(sse_buf_t *b, char *out, size_t max, void (*pump)(void *cls
 {
     while (b->off == b->len) {
         if (b->is_done)
-            return MHD_CONTENT_READER_END_OF_STREAM;
+            return HTTPD_STREAM_END;
         b->off = b->len = 0;
         pump(cls);
     }

@@ -1,5 +1,5 @@
 /* Server-sent-events output shared by the API dialects: a growing buffer of
- * framed events that libmicrohttpd's content reader drains, refilled from
+ * framed events that the HTTP layer's stream reader drains, refilled from
  * the engine by the dialect's pump. OpenAI chat frames `data: JSON`;
  * Anthropic and OpenAI Responses add an `event: TYPE` line. */
 #ifndef SPLASH_SSE_H

@@ -103,19 +103,193 @@ for (const c of PROTOCOL) {
     });
 }
 
-// What libmicrohttpd 0.9.75 refuses itself, before any callback of ours, with
-// its own HTML page: the status is right, the body is not ours (docs/architecture.md).
-const LIBRARY = [
-    { name: "malformed request line", bytes: `GET /health HTTP/1.1 extra\r\n${HOST}\r\n`, status: 400 },
-    { name: "Content-Length not a number", bytes: JSON_POST("Content-Length: abc\r\n\r\n{}"), status: 400 },
-    { name: "HTTP/2.0 request line", bytes: `GET /health HTTP/2.0\r\n${HOST}\r\n`, status: 505 },
+// Shapes an HTTP library would typically answer with its own page: the own
+// parser (src/server/http_parse.c) answers each with the OpenAI error body.
+const SHAPES = [
+    { name: "malformed request line", bytes: `GET /health HTTP/1.1 extra\r\n${HOST}\r\n`, status: 400, match: /request line/ },
+    { name: "method not a token", bytes: `G(T /health HTTP/1.1\r\n${HOST}\r\n`, status: 400, match: /method/ },
+    { name: "Content-Length not a number", bytes: JSON_POST("Content-Length: abc\r\n\r\n{}"), status: 400, match: /Content-Length/ },
+    { name: "negative Content-Length", bytes: JSON_POST("Content-Length: -2\r\n\r\n{}"), status: 400, match: /Content-Length/ },
+    { name: "HTTP/2.0 request line", bytes: `GET /health HTTP/2.0\r\n${HOST}\r\n`, status: 505, match: /HTTP\/2\.0/ },
+    { name: "header line without a colon", bytes: `GET /health HTTP/1.1\r\n${HOST}X-No-Colon\r\n\r\n`, status: 400, match: /colon/ },
+    { name: "whitespace before a header's colon", bytes: `GET /health HTTP/1.1\r\nHost : localhost\r\n\r\n`, status: 400, match: /colon/ },
+    { name: "obs-fold", bytes: `GET /health HTTP/1.1\r\n${HOST}X-A: a\r\n  folded\r\n\r\n`, status: 400, match: /obs-fold/ },
+    { name: "NUL in a header", bytes: `GET /health HTTP/1.1\r\n${HOST}X-A: a\0b\r\n\r\n`, status: 400, match: /NUL/ },
+    { name: "Transfer-Encoding: gzip", bytes: JSON_POST("Transfer-Encoding: gzip\r\n\r\n"), status: 501, match: /Transfer-Encoding/ },
+    { name: "head of 200 KiB", bytes: `GET /health HTTP/1.1\r\n${HOST}X-Big: ${"a".repeat(200 << 10)}\r\n\r\n`, status: 431 },
+    { name: "URI of 200 KiB", bytes: `GET /${"a".repeat(200 << 10)} HTTP/1.1\r\n${HOST}\r\n`, status: 414 },
 ];
-for (const c of LIBRARY) {
-    test(`${c.status} ${c.name} (answered by libmicrohttpd)`, async () => {
+for (const c of SHAPES) {
+    test(`${c.status} ${c.name} (the own parser's JSON body)`, async () => {
         const r = await raw(srv.port, c.bytes);
-        assert.equal(r?.status, c.status);
+        assert.ok(r, "no answer");
+        assert.equal(r.status, c.status, r.body);
+        assert.ok(isErrorBody(r.json), `not an OpenAI error body: ${r.body}`);
+        assert.equal(r.headers["content-type"], "application/json");
+        assert.equal(r.headers.connection, "close");
+        if (c.match) assert.match(r.json.error.message, c.match);
     });
 }
+
+// ---- the connection layer: keep-alive, pipelining, HTTP/1.0, HEAD, 100-continue ----
+
+// Every whole response in buf, in order (HEAD answers have no body).
+function parseAll(buf, heads = []) {
+    const out = [];
+    let off = 0;
+    for (;;) {
+        const text = buf.subarray(off).toString("latin1");
+        const end = text.indexOf("\r\n\r\n");
+        if (end < 0) return out;
+        const r = parse(buf.subarray(off));
+        const len = heads[out.length] ? 0 : Number(r.headers["content-length"] ?? 0);
+        if (buf.length - off < end + 4 + len) return out;
+        r.body = buf.subarray(off + end + 4, off + end + 4 + len).toString("utf8");
+        try { r.json = JSON.parse(r.body); } catch { r.json = undefined; }
+        out.push(r);
+        off += end + 4 + len;
+    }
+}
+
+async function exchange(s, bytes, n, heads) {
+    const before = s.data.length;
+    s.sock.write(bytes);
+    let got = [];
+    for (let i = 0; i < 500 && got.length < n && !s.closed; i++) {
+        await sleep(10);
+        got = parseAll(s.data.subarray(before), heads);
+    }
+    return got;
+}
+
+test("two requests on one kept-alive socket are both answered", async () => {
+    const s = await rawSocket(srv.port);
+    try {
+        const [a] = await exchange(s, `GET /health HTTP/1.1\r\n${HOST}\r\n`, 1);
+        assert.equal(a?.status, 200);
+        assert.equal(a.headers.connection, undefined);
+        const [b] = await exchange(s, `GET /v1/models HTTP/1.1\r\n${HOST}Authorization: Bearer ${KEY}\r\n\r\n`, 1);
+        assert.equal(b?.status, 200);
+        assert.ok(Array.isArray(b.json?.data), b?.body);
+        assert.equal(s.closed, false);
+    } finally { s.sock.destroy(); }
+});
+
+test("pipelined requests on one socket are answered in order", async () => {
+    const s = await rawSocket(srv.port);
+    try {
+        const body = JSON.stringify({ prompt: "hello" });
+        const got = await exchange(s, `GET /v1/models HTTP/1.1\r\n${HOST}Authorization: Bearer ${KEY}\r\n\r\n` +
+            `POST /tokenize HTTP/1.1\r\n${HOST}Authorization: Bearer ${KEY}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${body.length}\r\n\r\n${body}GET /health HTTP/1.1\r\n${HOST}\r\n`, 3);
+        assert.equal(got.length, 3);
+        assert.ok(Array.isArray(got[0].json?.data), got[0].body);
+        assert.ok(Array.isArray(got[1].json?.tokens), got[1].body);
+        assert.deepEqual(got[2].json, { status: "ok" });
+    } finally { s.sock.destroy(); }
+});
+
+test("an HTTP/1.0 request is answered and the connection closed", async () => {
+    const s = await rawSocket(srv.port);
+    s.sock.write("GET /health HTTP/1.0\r\n\r\n");
+    for (let i = 0; i < 500 && !s.closed; i++) await sleep(10);
+    assert.ok(s.closed, "HTTP/1.0 without keep-alive must close");
+    const [r] = parseAll(s.data);
+    assert.equal(r?.status, 200);
+    assert.deepEqual(r.json, { status: "ok" });
+});
+
+test("HEAD has headers and no body on the wire (the next answer follows at once)", async () => {
+    const s = await rawSocket(srv.port);
+    try {
+        const got = await exchange(s, `HEAD /health HTTP/1.1\r\n${HOST}\r\n` + `GET /health HTTP/1.1\r\n${HOST}\r\n`, 2, [true]);
+        assert.equal(got.length, 2);
+        assert.equal(got[0].status, 200);
+        assert.ok(Number(got[0].headers["content-length"]) > 0);
+        assert.equal(got[0].body, "");
+        assert.equal(got[1].status, 200);
+        assert.deepEqual(got[1].json, { status: "ok" });
+    } finally { s.sock.destroy(); }
+});
+
+test("Expect: 100-continue gets 100 Continue, then the body is read and answered", async () => {
+    const s = await rawSocket(srv.port);
+    try {
+        const body = JSON.stringify({ prompt: "x".repeat(2000) });
+        s.sock.write(`POST /tokenize HTTP/1.1\r\n${HOST}Authorization: Bearer ${KEY}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`);
+        for (let i = 0; i < 500 && !s.data.toString().includes("\r\n\r\n") && !s.closed; i++) await sleep(10);
+        assert.match(s.data.toString(), /^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+        const before = s.data.length;
+        s.sock.write(body);
+        let got = [];
+        for (let i = 0; i < 500 && !got.length; i++, await sleep(10)) got = parseAll(s.data.subarray(before));
+        assert.equal(got[0]?.status, 200, got[0]?.body);
+        assert.ok(Array.isArray(got[0].json?.tokens));
+    } finally { s.sock.destroy(); }
+    // refused by its head: no 100 Continue, the refusal at once
+    const r = await raw(srv.port, `POST /tokenize HTTP/1.1\r\n${HOST}Content-Type: application/json\r\n` +
+        `Content-Length: 10\r\nExpect: 100-continue\r\n\r\n`);
+    assert.equal(r?.status, 401);
+});
+
+test("a chunked body with chunk extensions and trailers is read whole; malformed chunks are 400", async () => {
+    const body = JSON.stringify({ prompt: "hello there" });
+    const [p1, p2] = [body.slice(0, 7), body.slice(7)];
+    const ok = await raw(srv.port, JSON_POST(`Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n` +
+        `${p1.length.toString(16)};name=value\r\n${p1}\r\n${p2.length.toString(16).toUpperCase()}\r\n${p2}\r\n` +
+        `0\r\nX-Trailer: t\r\n\r\n`));
+    assert.equal(ok?.status, 200, ok?.body);
+    assert.ok(Array.isArray(ok.json?.tokens));
+    const bad = await raw(srv.port, JSON_POST(`Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`));
+    assert.equal(bad?.status, 400, bad?.body);
+    assert.ok(isErrorBody(bad.json));
+    assert.match(bad.json.error.message, /chunked/);
+});
+
+test("a stream is chunked on HTTP/1.1 and close-delimited on HTTP/1.0", async () => {
+    const body = JSON.stringify({ prompt: "hi", max_tokens: 3, stream: true });
+    const head = (v) => `POST /v1/completions HTTP/1.${v}\r\n${HOST}Authorization: Bearer ${KEY}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const s11 = await rawSocket(srv.port);
+    try {
+        s11.sock.write(head(1));
+        for (let i = 0; i < 1000 && !s11.data.toString().endsWith("0\r\n\r\n"); i++) await sleep(10);
+        const r = parse(s11.data);
+        assert.equal(r?.status, 200);
+        assert.equal(r.headers["transfer-encoding"], "chunked");
+        assert.equal(r.headers["content-type"], "text/event-stream");
+        assert.match(r.body, /data: \[DONE\]\n\n\r\n0\r\n\r\n$/);
+        assert.equal(s11.closed, false);
+    } finally { s11.sock.destroy(); }
+    const s10 = await rawSocket(srv.port);
+    s10.sock.write(head(0));
+    for (let i = 0; i < 1000 && !s10.closed; i++) await sleep(10);
+    assert.ok(s10.closed, "an HTTP/1.0 stream ends with the connection");
+    const r = parse(s10.data);
+    assert.equal(r?.status, 200);
+    assert.equal(r.headers["transfer-encoding"], undefined);
+    assert.equal(r.headers.connection, "close");
+    assert.match(r.body, /data: \[DONE\]\n\n$/);
+});
+
+test("--host ::1 listens on IPv6 (port 0: the bound port is reported)", async () => {
+    const v6 = await startServer(opts, ["--host", "::1"]);
+    try {
+        assert.ok(v6.port > 0);
+        const r = await new Promise((resolve, reject) => {
+            const req = http.request({ host: "::1", port: v6.port, path: "/health", agent: false, headers: { Host: "[::1]" } }, (res) => {
+                let text = "";
+                res.on("data", (d) => { text += d; });
+                res.on("end", () => resolve({ status: res.statusCode, json: JSON.parse(text) }));
+            });
+            req.on("error", reject);
+            req.end();
+        });
+        assert.equal(r.status, 200);
+        assert.deepEqual(r.json, { status: "ok" });
+    } finally { assert.equal(await v6.stop(), 0); }
+});
 
 // ---- slow clients ----
 

@@ -54,7 +54,7 @@ export function startServer(opts, args = [], env = {}) {
         });
         proc.stdout.on("data", (d) => {
             out += d;
-            const m = out.match(/^splash serve: ready at http:\/\/(?:127\.0\.0\.1|0\.0\.0\.0):(\d+) \(model (.+)\)\n/);
+            const m = out.match(/^splash serve: ready at http:\/\/(?:127\.0\.0\.1|0\.0\.0\.0|\[::1\]):(\d+) \(model (.+)\)\n/);
             if (!m || done) return;
             done = true;
             clearTimeout(timer);

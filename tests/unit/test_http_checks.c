@@ -1,7 +1,7 @@
 /* The HTTP layer's pure checks: --cors-origin values (an origin is a scheme,
  * a host and an optional port, nothing more) and control bytes in a raw
  * request URI, escaped or not (a %00 would otherwise truncate the path once
- * libmicrohttpd unescapes it). */
+ * the path is unescaped). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
