@@ -31,8 +31,9 @@ void engine_config_default(engine_config_t *c)
  * under a `ulimit -v` never more than the address space left for what the
  * plan counts once the threads still to start and request-time allocations
  * have theirs. The weights are mapped already, so they are in it: `mapped`
- * bytes of them (packed copies and raw pages given back included: those
- * hold no memory but still hold address space). */
+ * bytes of them, the ones the plan counts (raw pages given back for a
+ * packed copy hold no memory, so the plan does not count them, but they
+ * still hold address space: they stay out of the room). */
 static void plan_limit(const engine_config_t *c, engine_plan_t *plan, uint64_t mapped)
 {
     if (c->max_memory) {
@@ -164,7 +165,10 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
         plan->scratch += ((uint64_t)c->max_seqs * mc->vocab + 3ull * c->batch_tokens * mc->hidden) * sizeof(float);
     int per_seq = blocks_for(max_ctx, KV_BLOCK_SIZE);
     plan->kv_min = (uint64_t)per_seq * plan->kv_per_block;
-    plan_limit(c, plan, m->weight_bytes + m->packed_bytes + (dm ? dm->weight_bytes + dm->packed_bytes : 0));
+    /* the weights the plan counts are mapped already; raw pages given back
+     * for a packed copy hold address space the plan does not count, so
+     * they are not added back */
+    plan_limit(c, plan, plan->weights);
     uint64_t fixed = plan->weights + plan->scratch;
     plan->snapshot_bytes = (uint64_t)fwd_state_snapshot_floats(m) * sizeof(float);
     /* hybrid models that speculate: a state snapshot per verified draft row
