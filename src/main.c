@@ -54,7 +54,7 @@ int main(int argc, char **argv)
          * the integer path quantises activations, which it then models) */
         printf("kernels: %s; quantised weights multiply %s activations", cpu_level_name(cpu_level()),
                type_kernels(TYPE_Q8_0)->dot_q ? "int8" : "f32");
-        if (type_kernels(TYPE_F16)->dot_q) /* the bfloat16 path, which compare.py models too */
+        if (type_kernels(TYPE_F16)->dot_q) /* the bfloat16 path, which compare.py models too (AMX: every batch, >= 1) */
             printf("; f16/bf16 weights multiply bf16 activations in batches of >= %d rows",
                    type_kernels(TYPE_F16)->q_min_rows);
         printf("\n");

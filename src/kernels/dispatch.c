@@ -15,6 +15,8 @@ void kernels_table_for_level(cpu_level_t level, type_kernels_t table[TYPE_COUNT]
         kernels_register_avx2(table);
     if (level >= CPU_AVX512)
         kernels_register_avx512(table);
+    if (level >= CPU_AMX)
+        kernels_register_amx(table);
 }
 
 static void init(void)

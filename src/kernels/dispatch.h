@@ -23,16 +23,20 @@ typedef void (*type_dot_q_tile_fn)(const void *w, size_t w_stride, int64_t n_w, 
                                    int64_t n_x, float *y, size_t y_stride, int64_t n);
 
 /* The same on weights packed once at load (kernels/prepack.h): rows [row0,
- * row0 + n_w) of the packed matrix (row0 a multiple of Q8_0_PANEL_ROWS),
+ * row0 + n_w) of the packed matrix (row0 a multiple of 16),
  * y pointing at row0's output. Every element is bit-identical to dot_q_tile
  * on the raw rows. */
 typedef void (*type_dot_q_tile_packed_fn)(const void *packed, int64_t row0, int64_t n_w, const void *xq,
                                           size_t x_stride, int64_t n_x, float *y, size_t y_stride, int64_t n);
 
 /* Packs rows [row0, row0 + n_w) of a raw matrix (row r at w + r * w_stride,
- * row0 a multiple of Q8_0_PANEL_ROWS) into their groups of the packed one. */
+ * row0 a multiple of 16) into their groups of the packed one. */
 typedef void (*type_pack_panels_fn)(const void *w, size_t w_stride, int64_t row0, int64_t n_w, int64_t n_in,
                                     void *packed);
+
+/* Bytes of a packed matrix of n_out rows of n_in values (n_in a multiple of
+ * 32). */
+typedef size_t (*type_packed_bytes_fn)(int64_t n_out, int64_t n_in);
 
 typedef struct type_kernels {
     type_dot_f32_fn dot_f32;   /* dot of stored weights with f32 activations */
@@ -54,8 +58,11 @@ typedef struct type_kernels {
     int q_min_rows;
     /* Weights packed once at load (kernels/prepack.h, model_prepack): set
      * where this level's integer path runs on that layout (Q8_0 with
-     * AVX-512 VNNI); NULL elsewhere, and matmul reads the raw rows. */
+     * AVX-512 VNNI, F16 / BF16 with AMX); NULL elsewhere, and matmul reads
+     * the raw rows. Packing needs rows of a multiple of 32 values; the
+     * rows are packed in groups of 16. */
     type_pack_panels_fn pack_panels;
+    type_packed_bytes_fn packed_bytes;
     type_dot_q_tile_packed_fn dot_q_tile_packed;
 } type_kernels_t;
 
@@ -68,5 +75,6 @@ void kernels_table_for_level(cpu_level_t level, type_kernels_t table[TYPE_COUNT]
 /* Each ISA file overrides the entries it accelerates. */
 void kernels_register_avx2(type_kernels_t table[TYPE_COUNT]);
 void kernels_register_avx512(type_kernels_t table[TYPE_COUNT]);
+void kernels_register_amx(type_kernels_t table[TYPE_COUNT]);
 
 #endif

@@ -20,3 +20,14 @@ void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
             out[b].qs[j] = (int8_t)(blk[64 + 64 * (j / 4) + 4 * lane + j % 4] ^ 0x80);
     }
 }
+
+void bf16_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
+{
+    const int lane = (int)(row % BF16_TILE_ROWS);
+    const uint8_t *group = (const uint8_t *)packed + (size_t)(row / BF16_TILE_ROWS) * bf16_tile_group_bytes(n_in);
+    for (int64_t i = 0; i < n_in; i++) {
+        const uint8_t *tile = group + (size_t)(i / BF16_TILE_VALUES) * BF16_TILE_BYTES;
+        int v = (int)(i % BF16_TILE_VALUES);
+        memcpy(&dst[i], tile + 64 * (v / 2) + 4 * lane + 2 * (v % 2), sizeof dst[i]);
+    }
+}

@@ -575,14 +575,39 @@ void kernels_register_avx2(type_kernels_t table[TYPE_COUNT])
     table[TYPE_F32] = (type_kernels_t){.dot_f32 = f32_dot, .dot_tile = f32_dot_tile, .path = "avx2"};
     table[TYPE_F16] = (type_kernels_t){.dot_f32 = f16_dot, .dot_tile = f16_dot_tile, .path = "avx2"};
     table[TYPE_BF16] = (type_kernels_t){.dot_f32 = bf16_dot, .dot_tile = bf16_dot_tile, .path = "avx2"};
-    table[TYPE_Q8_0] = (type_kernels_t){q8_0_dot,   q8_0_dot_tile,   "avx2", ACT_Q8_32, quantize_q8_32,
-                                        q8_0_dot_q, q8_0_dot_q_tile, 0,      NULL,      NULL};
-    table[TYPE_Q4_0] =
-        (type_kernels_t){q4_0_dot, NULL, "avx2", ACT_Q8_32, quantize_q8_32, q4_0_dot_q, q4_0_dot_q_tile, 0, NULL, NULL};
-    table[TYPE_Q4_K] = (type_kernels_t){q4_k_dot,        NULL, "avx2", ACT_Q8_256, quantize_q8_256, q4_k_dot_q,
-                                        q4_k_dot_q_tile, 0,    NULL,   NULL};
-    table[TYPE_Q5_K] = (type_kernels_t){q5_k_dot,        NULL, "avx2", ACT_Q8_256, quantize_q8_256, q5_k_dot_q,
-                                        q5_k_dot_q_tile, 0,    NULL,   NULL};
-    table[TYPE_Q6_K] = (type_kernels_t){q6_k_dot,        NULL, "avx2", ACT_Q8_256, quantize_q8_256, q6_k_dot_q,
-                                        q6_k_dot_q_tile, 0,    NULL,   NULL};
+    table[TYPE_Q8_0] = (type_kernels_t){.dot_f32 = q8_0_dot,
+                                        .dot_tile = q8_0_dot_tile,
+                                        .path = "avx2",
+                                        .act_type = ACT_Q8_32,
+                                        .quantize_act = quantize_q8_32,
+                                        .dot_q = q8_0_dot_q,
+                                        .dot_q_tile = q8_0_dot_q_tile};
+    table[TYPE_Q4_0] = (type_kernels_t){.dot_f32 = q4_0_dot,
+                                        .dot_tile = NULL,
+                                        .path = "avx2",
+                                        .act_type = ACT_Q8_32,
+                                        .quantize_act = quantize_q8_32,
+                                        .dot_q = q4_0_dot_q,
+                                        .dot_q_tile = q4_0_dot_q_tile};
+    table[TYPE_Q4_K] = (type_kernels_t){.dot_f32 = q4_k_dot,
+                                        .dot_tile = NULL,
+                                        .path = "avx2",
+                                        .act_type = ACT_Q8_256,
+                                        .quantize_act = quantize_q8_256,
+                                        .dot_q = q4_k_dot_q,
+                                        .dot_q_tile = q4_k_dot_q_tile};
+    table[TYPE_Q5_K] = (type_kernels_t){.dot_f32 = q5_k_dot,
+                                        .dot_tile = NULL,
+                                        .path = "avx2",
+                                        .act_type = ACT_Q8_256,
+                                        .quantize_act = quantize_q8_256,
+                                        .dot_q = q5_k_dot_q,
+                                        .dot_q_tile = q5_k_dot_q_tile};
+    table[TYPE_Q6_K] = (type_kernels_t){.dot_f32 = q6_k_dot,
+                                        .dot_tile = NULL,
+                                        .path = "avx2",
+                                        .act_type = ACT_Q8_256,
+                                        .quantize_act = quantize_q8_256,
+                                        .dot_q = q6_k_dot_q,
+                                        .dot_q_tile = q6_k_dot_q_tile};
 }

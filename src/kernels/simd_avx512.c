@@ -37,6 +37,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/kquants.h"
+#include "kernels/prepack.h"
 #include "kernels/qact.h"
 #include "kernels/simd_avx512_common.h"
 
@@ -383,6 +384,7 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
     }
     if (has_vnni) {
         table[TYPE_Q8_0].pack_panels = avx512_q8_0_pack_panels;
+        table[TYPE_Q8_0].packed_bytes = q8_0_panel_bytes;
         table[TYPE_Q8_0].dot_q_tile_packed = avx512_q8_0_dot_q_tile_packed;
     }
     int min_rows = cpu_features()->avx512bf16 ? bf16_min_rows() : 0;

@@ -1,6 +1,7 @@
-/* model_prepack (model/model.h): the Q8_0 matrices copied once into the
- * panel layout the AVX-512 VNNI kernels read (kernels/prepack.h), so decode
- * and batches alike stream one linear array per 16 rows and never repack. */
+/* model_prepack (model/model.h): the matrices whose type's kernels read a
+ * packed layout (kernels/prepack.h: Q8_0 panels for AVX-512 VNNI, F16 /
+ * BF16 bfloat16 tiles for AMX) copied once into it, so decode and batches
+ * alike stream one linear array per 16 rows and never repack. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -14,6 +15,7 @@
 #define PREPACK_MAX 4096       /* matrices packed at most (12 a layer; any past it stay raw) */
 #define PREPACK_ALIGN 64       /* each packed matrix starts on a cache line */
 #define PREPACK_PART_GROUPS 64 /* groups of 16 rows a pool part packs */
+#define PREPACK_GROUP_ROWS 16  /* rows per group, every packed layout */
 
 typedef struct prepack_job {
     matrix_t *mats[PREPACK_MAX];
@@ -21,12 +23,14 @@ typedef struct prepack_job {
     int n;
     int cur; /* the matrix being packed */
     uint8_t *buf;
-    type_pack_panels_fn pack;
 } prepack_job_t;
 
 static void add(prepack_job_t *job, matrix_t *w)
 {
-    if (w->data && w->type == TYPE_Q8_0 && job->n < PREPACK_MAX)
+    if (!w->data || job->n >= PREPACK_MAX || w->n_in % 32)
+        return;
+    const type_kernels_t *k = type_kernels(w->type);
+    if (k->pack_panels && k->packed_bytes && k->dot_q_tile_packed)
         job->mats[job->n++] = w;
 }
 
@@ -52,9 +56,9 @@ static void pack_part(void *ctx, int part, int n_parts)
     const prepack_job_t *job = ctx;
     const matrix_t *w = job->mats[job->cur];
     (void)n_parts;
-    int64_t rows = PREPACK_PART_GROUPS * Q8_0_PANEL_ROWS, row0 = (int64_t)part * rows;
+    int64_t rows = PREPACK_PART_GROUPS * PREPACK_GROUP_ROWS, row0 = (int64_t)part * rows;
     int64_t n_w = w->n_out - row0 < rows ? w->n_out - row0 : rows;
-    job->pack(w->data, w->row_bytes, row0, n_w, w->n_in, job->buf + job->offset[job->cur]);
+    type_kernels(w->type)->pack_panels(w->data, w->row_bytes, row0, n_w, w->n_in, job->buf + job->offset[job->cur]);
 }
 
 /* Whether packing is on: SPLASH_PREPACK unset, or anything but "0". */
@@ -77,13 +81,11 @@ static void give_back_again(model_t *m, const prepack_job_t *job)
 
 void model_prepack(model_t *m)
 {
-    type_pack_panels_fn pack = type_kernels(TYPE_Q8_0)->pack_panels;
-    if (!pack || (!m->packed_mem && !prepack_wanted()))
+    if (!m->packed_mem && !prepack_wanted())
         return;
     prepack_job_t *job = calloc(1, sizeof *job);
     if (!job)
         return;
-    job->pack = pack;
     collect(m, job);
     if (m->packed_mem) {
         give_back_again(m, job);
@@ -93,8 +95,9 @@ void model_prepack(model_t *m)
     size_t total = 0;
     for (int i = 0; i < job->n; i++) {
         job->offset[i] = total;
-        total += (q8_0_panel_bytes(job->mats[i]->n_out, job->mats[i]->n_in) + PREPACK_ALIGN - 1) &
-                 ~(size_t)(PREPACK_ALIGN - 1);
+        const matrix_t *w = job->mats[i];
+        total +=
+            (type_kernels(w->type)->packed_bytes(w->n_out, w->n_in) + PREPACK_ALIGN - 1) & ~(size_t)(PREPACK_ALIGN - 1);
     }
     err_t err;
     pool_t *pool = total ? pool_create(pool_default_threads(), &err) : NULL;
@@ -106,7 +109,7 @@ void model_prepack(model_t *m)
          * ones just freed (fresh memory can be slow to fault in) */
         for (job->cur = 0; job->cur < job->n; job->cur++) {
             matrix_t *w = job->mats[job->cur];
-            long groups = (long)((w->n_out + Q8_0_PANEL_ROWS - 1) / Q8_0_PANEL_ROWS);
+            long groups = (long)((w->n_out + PREPACK_GROUP_ROWS - 1) / PREPACK_GROUP_ROWS);
             pool_run_parts(pool, (int)((groups + PREPACK_PART_GROUPS - 1) / PREPACK_PART_GROUPS), pack_part, job);
             w->packed = job->buf + job->offset[job->cur];
             m->packed_raw_bytes += w->row_bytes * (size_t)w->n_out;

@@ -6,7 +6,7 @@
  *     a pool that splits the rows;
  *   - a packed model's forward pass gives the same logits as the unpacked
  *     one (decode and a prefill chunk; dense, and hybrid with its NextN
- *     block packed too),
+ *     block packed too; F16 too, where the level packs it: AMX),
  *     its raw bytes still read the same after their pages were given back,
  *     and the memory it reports adds up; SPLASH_PREPACK=0 packs nothing.
  * On a CPU whose level has no packed layout the tests only check that
@@ -159,7 +159,7 @@ static void run_model(const model_t *m, pool_t *pool, int n, float *logits)
     fwd_ctx_free(&ctx);
 }
 
-static void check_model(const char *preset)
+static void check_model(const char *preset, uint32_t type)
 {
     char path[64];
     snprintf(path, sizeof path, "/tmp/splash-test-prepack-XXXXXX");
@@ -171,7 +171,7 @@ static void check_model(const char *preset)
     assert_int_equal(synth_preset(preset, &c, &err), 0);
     pool_t *pool = pool_create(2, &err);
     assert_non_null(pool);
-    if (synth_write(path, "test", &c, TYPE_Q8_0, 7, 0.1f, NULL, pool, NULL, NULL, &err))
+    if (synth_write(path, "test", &c, type, 7, 0.1f, NULL, pool, NULL, NULL, &err))
         fail_msg("synth: %s", err.msg);
     model_t *raw = model_load(path, &err), *packed = model_load(path, &err);
     assert_non_null(raw);
@@ -183,7 +183,8 @@ static void check_model(const char *preset)
     model_prepack(packed); /* again: the same panels, the same pages given back again */
     assert_ptr_equal(packed->output.packed, first);
     assert_int_equal(packed->released_bytes, released);
-    if (!packing_kernels()) {
+    const type_kernels_t *k = type_kernels(type);
+    if (!k->pack_panels || !k->dot_q_tile_packed) {
         assert_null(packed->packed_mem);
         assert_null(packed->output.packed);
     } else {
@@ -224,22 +225,27 @@ static void check_model(const char *preset)
 static void test_model_dense(void **state)
 {
     (void)state;
-    check_model("tiny");
+    check_model("tiny", TYPE_Q8_0);
+}
+
+/* F16: packed where the level has a layout for it (AMX: bfloat16 tiles) */
+static void test_model_f16(void **state)
+{
+    (void)state;
+    check_model("tiny", TYPE_F16);
 }
 
 static void test_model_hybrid(void **state)
 {
     (void)state;
-    check_model("qwen35-tiny");
+    check_model("qwen35-tiny", TYPE_Q8_0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_row_readback),
-        cmocka_unit_test(test_matmul_bits),
-        cmocka_unit_test(test_model_dense),
-        cmocka_unit_test(test_model_hybrid),
+        cmocka_unit_test(test_row_readback), cmocka_unit_test(test_matmul_bits), cmocka_unit_test(test_model_dense),
+        cmocka_unit_test(test_model_hybrid), cmocka_unit_test(test_model_f16),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

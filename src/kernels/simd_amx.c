@@ -1,0 +1,233 @@
+/* AMX kernels (compiled with the AVX-512 and AMX flags: CMakeLists.txt,
+ * SPLASH_AMX_SOURCES), registered over the AVX-512 table when the CPU has
+ * AMX and the kernel granted the tile state (base/cpu.c): F16 / BF16 on the
+ * bfloat16 tiles (simd_amx_bf16.c; by default), and Q8_0 on the integer
+ * tiles here (only with SPLASH_AMX_Q8=on: measured no faster).
+ *
+ * Q8_0 on the panels packed at load (kernels/prepack.h). A panel block is
+ * already an AMX B tile: 8 rows of 64 bytes, row k holding quants 4k ..
+ * 4k + 3 of each of the 16 weight rows, biased to u8 (q + 128). Sixteen
+ * activation rows' int8 quants of the same block are an A tile (16 rows of
+ * 32 bytes, strided by the quantised row's bytes). TDPBSUD (signed A,
+ * unsigned B) gives the 16 x 16 integer sums of the block, each 128 * (the
+ * block's activation sum) too large, and TDPBSSD against a tile of -128
+ * takes that back: the exact sums p the AVX-512 kernel forms with
+ * vpdpbusd. Then, per activation row, that kernel's float step, in its
+ * order (simd_avx512_panels_q8.c):
+ *   acc = fma(float(p), dw * dx, acc)      (blocks in order)
+ * so an element computed here has the same bits as from the AVX-512
+ * kernel, and batches mix the two freely: 16 activation rows at a time take
+ * the tiles, the rest (fewer than 16) the AVX-512 kernel. Batch invariance
+ * and the packed == raw property (tests/unit/test_prepack.c) hold as before.
+ *
+ * Why it does not pay: every 32-value block has its own scales, so the sums
+ * must leave the tile unit after every block (a tile store, then the float
+ * step in the vector units, 3 operations per activation row for 16
+ * outputs), and every block reloads its A and B tiles (24 of the 64-byte
+ * rows the loads move, per 16 x 16 x 32 product). Measured on a Xeon with
+ * AMX (docs/benchmarks.md, "AMX"): 0.96 to 1.09 times the AVX-512 VNNI
+ * kernel, in every arrangement tried (one or two blocks in flight, 1 x 1,
+ * 1 x 2 and 2 x 2 tiles, the correction in the vector units or as a second
+ * product, software prefetch). The F16 tiles, whose sums stay in the tile
+ * unit across the whole row, run 4 to 5 times the f32 kernels. */
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/prepack.h"
+#include "kernels/qact.h"
+#include "kernels/simd_amx_common.h"
+
+#define AMX_AHEAD 4 /* blocks ahead the activation rows' lines are asked for */
+
+/* Tiles of the Q8_0 kernel (literal numbers: gcc's tile intrinsics paste
+ * them into the register names). */
+#define T_C0 0   /* a block's 16 x 16 int32 sums of the slab and group 0 */
+#define T_C1 1   /* ... of group 1 */
+#define T_A 2    /* the block's quants of 16 activation rows */
+#define T_B0 3   /* the block's quants of group 0's 16 weight rows, biased */
+#define T_B1 4   /* ... group 1's */
+#define T_M128 5 /* -128 in every byte */
+
+static void q8_0_tiles_config(void)
+{
+    _Alignas(64) amx_tilecfg_t cfg = {.palette_id = 1};
+    cfg.rows[T_C0] = cfg.rows[T_C1] = cfg.rows[T_A] = AMX_ROWS;
+    cfg.colsb[T_C0] = cfg.colsb[T_C1] = 64;
+    cfg.colsb[T_A] = 32;
+    cfg.rows[T_B0] = cfg.rows[T_B1] = cfg.rows[T_M128] = 8;
+    cfg.colsb[T_B0] = cfg.colsb[T_B1] = cfg.colsb[T_M128] = 64;
+    _tile_loadconfig(&cfg);
+    static const int8_t m128[8 * 64] = {[0 ... 8 * 64 - 1] = -128};
+    _tile_loadd(T_M128, m128, 64);
+}
+
+/* The float steps of one block for 16 activation rows (row m's scales at
+ * d[m]) and G groups (sums c[g], weight scales at block[g]): the AVX-512
+ * kernel's, in its order. Group 0's accumulators are in registers, group
+ * 1's in memory (32 would not leave the registers the step needs). */
+AI void q8_0_amx_step(int G, const int32_t c[2][AMX_ROWS][16], const uint8_t *const block[2],
+                      const float *const d[AMX_ROWS], int64_t b, __m512 acc0[AMX_ROWS], float acc1[AMX_ROWS][16])
+{
+    const __m512 dw0 = _mm512_loadu_ps(block[0]), dw1 = G > 1 ? _mm512_loadu_ps(block[1]) : dw0;
+#pragma GCC unroll 16
+    for (int m = 0; m < AMX_ROWS; m++) {
+        const __m512 dx = _mm512_set1_ps(d[m][b]);
+        acc0[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[0][m])), _mm512_mul_ps(dw0, dx), acc0[m]);
+        if (G > 1)
+            _mm512_store_ps(acc1[m], _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[1][m])),
+                                                     _mm512_mul_ps(dw1, dx), _mm512_load_ps(acc1[m])));
+    }
+}
+
+/* G groups (16 weight rows each, at group[g]; nr real rows in all) against
+ * one slab (16 activation rows at x, stride xs), all nb blocks, into y
+ * (activation row m at y + m * ys). Per block the tile unit forms the exact
+ * sums: the biased weights' products, then every activation times -128
+ * added back as a second product against the -128 tile (the tile unit has
+ * the time; the vector units do not). While it works on block b, the
+ * vector units take block b - 1's float steps from memory; then block b's
+ * sums are stored (a tile store waits for its products, so it goes after
+ * the work that can run meanwhile). */
+AI void q8_0_amx_tile(int G, const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t nb,
+                      float *y, size_t ys)
+{
+    const float *d[AMX_ROWS];
+    __m512 acc0[AMX_ROWS];
+    _Alignas(64) float acc1[AMX_ROWS][16];
+    for (int m = 0; m < AMX_ROWS; m++) {
+        d[m] = qact_d(x + (size_t)m * xs, n);
+        acc0[m] = _mm512_setzero_ps();
+        _mm512_store_ps(acc1[m], _mm512_setzero_ps());
+    }
+    _Alignas(64) int32_t c[2][AMX_ROWS][16]; /* the previous block's sums */
+    for (int64_t b = 0; b <= nb; b++) {
+        if ((b & 1) == 0 && b + AMX_AHEAD < nb) /* a line holds two blocks of a row */
+            for (int m = 0; m < AMX_ROWS; m++)
+                _mm_prefetch((const char *)(x + (size_t)m * xs + 32 * (b + AMX_AHEAD)), _MM_HINT_T0);
+        if (b < nb) {
+            const size_t off = (size_t)b * Q8_0_PANEL_BLOCK + 64;
+            _tile_zero(T_C0);
+            _tile_loadd(T_A, x + 32 * b, (long)xs);
+            _tile_loadd(T_B0, group[0] + off, 64);
+            _tile_dpbsud(T_C0, T_A, T_B0);
+            _tile_dpbssd(T_C0, T_A, T_M128);
+            if (G > 1) {
+                _tile_zero(T_C1);
+                _tile_loadd(T_B1, group[1] + off, 64);
+                _tile_dpbsud(T_C1, T_A, T_B1);
+                _tile_dpbssd(T_C1, T_A, T_M128);
+            }
+        }
+        if (b > 0) {
+            const size_t off = (size_t)(b - 1) * Q8_0_PANEL_BLOCK;
+            const uint8_t *const blk[2] = {group[0] + off, group[1] + off};
+            q8_0_amx_step(G, (const int32_t(*)[AMX_ROWS][16])c, blk, d, b - 1, acc0, acc1);
+        }
+        if (b < nb) {
+            _tile_stored(T_C0, c[0], 64);
+            if (G > 1)
+                _tile_stored(T_C1, c[1], 64);
+        }
+    }
+    const __mmask16 live0 = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
+    const __mmask16 live1 = (__mmask16)(nr >= 32 ? 0xffff : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
+    for (int m = 0; m < AMX_ROWS; m++) {
+        _mm512_mask_storeu_ps(y + (size_t)m * ys, live0, acc0[m]);
+        if (G > 1)
+            _mm512_mask_storeu_ps(y + (size_t)m * ys + 16, live1, _mm512_load_ps(acc1[m]));
+    }
+}
+
+static void q8_0_amx_tile1(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t nb,
+                           float *y, size_t ys)
+{
+    q8_0_amx_tile(1, group, nr, x, xs, n, nb, y, ys);
+}
+
+static void q8_0_amx_tile2(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t nb,
+                           float *y, size_t ys)
+{
+    q8_0_amx_tile(2, group, nr, x, xs, n, nb, y, ys);
+}
+
+/* dot_q_tile_packed for Q8_0: 16 activation rows at a time on the tiles
+ * against 16 weight rows, the rest (fewer than 16 activation rows) on the
+ * AVX-512 kernel, which gives the same bits. Each group of weight rows
+ * stays in L1 while the slabs of activation rows stream past it. */
+void amx_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                float *y, size_t ys, int64_t n)
+{
+    const int64_t nb = n / 32, n_slabs = n_x / AMX_ROWS, n_amx = n_slabs * AMX_ROWS;
+    if (n_amx > 0) {
+        const size_t gb = q8_0_panel_group_bytes(n);
+        q8_0_tiles_config();
+        for (int64_t r = 0; r < n_w; r += 32) {
+            const uint8_t *g0 = (const uint8_t *)packed + (size_t)((row0 + r) / 16) * gb;
+            const uint8_t *const group[2] = {g0, g0 + gb};
+            const int nr = n_w - r < 32 ? (int)(n_w - r) : 32;
+            for (int64_t sl = 0; sl < n_slabs; sl++)
+                (nr > 16 ? q8_0_amx_tile2 : q8_0_amx_tile1)(group, nr, (const uint8_t *)xq + (size_t)sl * 16 * xs, xs,
+                                                            n, nb, y + (size_t)sl * 16 * ys + r, ys);
+        }
+        _tile_release();
+    }
+    if (n_amx < n_x)
+        avx512_q8_0_dot_q_tile_packed(packed, row0, n_w, (const uint8_t *)xq + (size_t)n_amx * xs, xs, n_x - n_amx,
+                                      y + (size_t)n_amx * ys, ys, n);
+}
+
+/* Whether the Q8_0 tiles are on: SPLASH_AMX_Q8=on. Off by default: on the
+ * machine measured they were no faster than the AVX-512 VNNI kernel
+ * (docs/benchmarks.md, "AMX"). */
+static bool amx_q8_wanted(void)
+{
+    const char *env = getenv("SPLASH_AMX_Q8");
+    return env && strcmp(env, "on") == 0;
+}
+
+/* Whether F16 / BF16 take the bfloat16 tiles: unless SPLASH_BF16_ROWS=off
+ * (then the f32 path, as on every other CPU by default). */
+static bool amx_bf16_wanted(void)
+{
+    const char *env = getenv("SPLASH_BF16_ROWS");
+    return !env || strcmp(env, "off") != 0;
+}
+
+void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
+{
+    const cpu_features_t *f = cpu_features();
+    if (f->amx_int8 && f->avx512vnni && amx_q8_wanted() &&
+        table[TYPE_Q8_0].dot_q_tile_packed == avx512_q8_0_dot_q_tile_packed) {
+        table[TYPE_Q8_0].dot_q_tile_packed = amx_q8_0_dot_q_tile_packed;
+        table[TYPE_Q8_0].path = "amx";
+    }
+    /* F16 / BF16: every product on the bfloat16 tiles, decode included
+     * (q_min_rows 1), so a row's bits never depend on its batch */
+    if (f->amx_bf16 && f->avx512bf16 && amx_bf16_wanted()) {
+        table[TYPE_F16] = (type_kernels_t){.dot_f32 = table[TYPE_F16].dot_f32,
+                                           .dot_tile = table[TYPE_F16].dot_tile,
+                                           .path = "amx",
+                                           .act_type = ACT_BF16,
+                                           .quantize_act = avx512_quantize_bf16,
+                                           .dot_q = amx_f16_dot_q,
+                                           .dot_q_tile = amx_f16_dot_q_tile,
+                                           .q_min_rows = 1,
+                                           .pack_panels = amx_f16_pack_tiles,
+                                           .packed_bytes = bf16_tile_bytes,
+                                           .dot_q_tile_packed = amx_bf16_dot_q_tile_packed};
+        table[TYPE_BF16] = (type_kernels_t){.dot_f32 = table[TYPE_BF16].dot_f32,
+                                            .dot_tile = table[TYPE_BF16].dot_tile,
+                                            .path = "amx",
+                                            .act_type = ACT_BF16,
+                                            .quantize_act = avx512_quantize_bf16,
+                                            .dot_q = amx_bf16_dot_q,
+                                            .dot_q_tile = amx_bf16_dot_q_tile,
+                                            .q_min_rows = 1,
+                                            .pack_panels = amx_bf16_pack_tiles,
+                                            .packed_bytes = bf16_tile_bytes,
+                                            .dot_q_tile_packed = amx_bf16_dot_q_tile_packed};
+    }
+}

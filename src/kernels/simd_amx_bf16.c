@@ -1,0 +1,253 @@
+/* AMX kernels, the bfloat16 tiles: F16 / BF16 weights against ACT_BF16
+ * activations (compiled with the AMX flags: CMakeLists.txt,
+ * SPLASH_AMX_SOURCES; registered by simd_amx.c when the CPU has AMX-BF16).
+ *
+ * The weights are packed once at load into AMX B tiles (kernels/prepack.h:
+ * per 16 weight rows and 32 values, 16 tile rows of 16 pairs). Sixteen
+ * activation rows' 32 bfloat16 values are an A tile (16 rows of 64 bytes,
+ * strided by the activation row's bytes). TDPBF16PS multiplies the pairs
+ * (exact in f32) and adds them into 16 x 16 f32 sums that stay in the tile
+ * across the whole row: nothing leaves the tile unit until the end, unlike
+ * the integer tiles of Q8_0, whose per-block scales need a store per block
+ * (simd_amx.c). Up to 2 x 2 tiles of sums (32 activation rows by 32 weight
+ * rows) share their A and B tiles.
+ *
+ * Every element is computed by the same sequence of tile products over its
+ * row, in order, whatever the tile's shape, the number of activation rows
+ * (a last slab of fewer than 16 runs with tiles configured to that many
+ * rows; the tile unit computes each row of sums from its own row of A
+ * alone) or of weight rows: so a row's bits do not depend on its batch, and
+ * decode takes the same path as prefill. The raw-row entry points pack
+ * the rows on the fly into the same tiles, so packed and raw products are
+ * the same bits too. Rows whose length is not a multiple of 32 cannot be
+ * tiled and take the AVX-512 bfloat16 kernels for every batch. */
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/prepack.h"
+#include "kernels/simd_amx_common.h"
+
+/* Tiles: sums of slab s and group g in 2 s + g; slab s's values in A0 + s,
+ * group g's in B0 + g (literal numbers: gcc pastes them into register
+ * names). */
+#define T_A0 4
+#define T_A1 5
+#define T_B0 6
+#define T_B1 7
+
+/* The tiles for slabs of m activation rows (1..16). */
+static void bf16_tiles_config(int m)
+{
+    _Alignas(64) amx_tilecfg_t cfg = {.palette_id = 1};
+    for (int t = 0; t < 4; t++) /* m x 16 f32 sums */
+        cfg.rows[t] = (uint8_t)m, cfg.colsb[t] = 64;
+    cfg.rows[T_A0] = cfg.rows[T_A1] = (uint8_t)m; /* m rows x 32 bfloat16 */
+    cfg.colsb[T_A0] = cfg.colsb[T_A1] = 64;
+    cfg.rows[T_B0] = cfg.rows[T_B1] = 16; /* 16 pairs x 16 weight rows */
+    cfg.colsb[T_B0] = cfg.colsb[T_B1] = 64;
+    _tile_loadconfig(&cfg);
+}
+
+/* Sums tile t (rows: activation rows from y, lanes: weight rows) into y
+ * (stride ys floats), its first `lanes` lanes and `rows` rows. */
+#define BF16_STORE(t, y, ys, rows, lanes)                                                                              \
+    do {                                                                                                               \
+        if ((lanes) == 16) {                                                                                           \
+            _tile_stored(t, y, (long)((ys) * sizeof(float)));                                                          \
+        } else {                                                                                                       \
+            _Alignas(64) float tmp_[AMX_ROWS][16];                                                                     \
+            _tile_stored(t, tmp_, 64);                                                                                 \
+            const __mmask16 live_ = (__mmask16)((1u << (lanes)) - 1);                                                  \
+            for (int m_ = 0; m_ < (rows); m_++)                                                                        \
+                _mm512_mask_storeu_ps((y) + (size_t)m_ * (ys), live_, _mm512_load_ps(tmp_[m_]));                       \
+        }                                                                                                              \
+    } while (0)
+
+/* S slabs (m activation rows each, the tiles configured so; x, stride xs)
+ * times G groups (16 weight rows each at group[g], nr real in all), all n
+ * values, into y. */
+AI void bf16_tile(int S, int G, const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int m, float *y,
+                  size_t ys, int64_t n)
+{
+    _tile_zero(0);
+    if (G > 1)
+        _tile_zero(1);
+    if (S > 1) {
+        _tile_zero(2);
+        if (G > 1)
+            _tile_zero(3);
+    }
+    const uint8_t *x1 = x + (size_t)AMX_ROWS * xs;
+    for (int64_t k = 0; k < n / BF16_TILE_VALUES; k++) {
+        _tile_loadd(T_A0, x + 64 * k, (long)xs);
+        _tile_loadd(T_B0, group[0] + (size_t)k * BF16_TILE_BYTES, 64);
+        _tile_dpbf16ps(0, T_A0, T_B0);
+        if (G > 1) {
+            _tile_loadd(T_B1, group[1] + (size_t)k * BF16_TILE_BYTES, 64);
+            _tile_dpbf16ps(1, T_A0, T_B1);
+        }
+        if (S > 1) {
+            _tile_loadd(T_A1, x1 + 64 * k, (long)xs);
+            _tile_dpbf16ps(2, T_A1, T_B0);
+            if (G > 1)
+                _tile_dpbf16ps(3, T_A1, T_B1);
+        }
+    }
+    const int nr0 = nr < 16 ? nr : 16, nr1 = nr - nr0;
+    BF16_STORE(0, y, ys, m, nr0);
+    if (G > 1)
+        BF16_STORE(1, y + 16, ys, m, nr1);
+    if (S > 1) {
+        float *y1 = y + (size_t)AMX_ROWS * ys;
+        BF16_STORE(2, y1, ys, m, nr0);
+        if (G > 1)
+            BF16_STORE(3, y1 + 16, ys, m, nr1);
+    }
+}
+
+typedef void (*bf16_tile_fn)(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int m, float *y,
+                             size_t ys, int64_t n);
+#define BF16_TILE(S, G)                                                                                                \
+    static void bf16_tile_##S##x##G(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int m,         \
+                                    float *y, size_t ys, int64_t n)                                                    \
+    {                                                                                                                  \
+        bf16_tile(S, G, group, nr, x, xs, m, y, ys, n);                                                                \
+    }
+BF16_TILE(1, 1)
+BF16_TILE(1, 2)
+BF16_TILE(2, 1)
+BF16_TILE(2, 2)
+static const bf16_tile_fn bf16_tiles[2][2] = {{bf16_tile_1x1, bf16_tile_1x2}, {bf16_tile_2x1, bf16_tile_2x2}};
+
+/* n_w weight rows from `groups` (group g at groups + g * gb) against
+ * activation rows [c0, c1) (a multiple of 16 apart, or fewer than 16), the
+ * tiles configured for slabs of m rows. */
+static void bf16_rows(const uint8_t *groups, size_t gb, int64_t n_w, const uint8_t *xq, size_t xs, int64_t c0,
+                      int64_t c1, int m, float *y, size_t ys, int64_t n)
+{
+    for (int64_t c = c0; c < c1; c += 2 * AMX_ROWS) {
+        const int S = c1 - c >= 2 * AMX_ROWS ? 2 : 1;
+        for (int64_t r = 0; r < n_w; r += 32) {
+            const int nr = n_w - r < 32 ? (int)(n_w - r) : 32, G = nr > 16 ? 2 : 1;
+            const uint8_t *g0 = groups + (size_t)(r / 16) * gb;
+            const uint8_t *const group[2] = {g0, g0 + gb};
+            bf16_tiles[S - 1][G - 1](group, nr, xq + (size_t)c * xs, xs, m, y + (size_t)c * ys + r, ys, n);
+        }
+    }
+}
+
+void amx_bf16_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                float *y, size_t ys, int64_t n)
+{
+    const size_t gb = bf16_tile_group_bytes(n);
+    const uint8_t *groups = (const uint8_t *)packed + (size_t)(row0 / BF16_TILE_ROWS) * gb;
+    const int64_t n_full = n_x / AMX_ROWS * AMX_ROWS;
+    if (n_full > 0) {
+        bf16_tiles_config(AMX_ROWS);
+        bf16_rows(groups, gb, n_w, xq, xs, 0, n_full, AMX_ROWS, y, ys, n);
+    }
+    if (n_full < n_x) {
+        bf16_tiles_config((int)(n_x - n_full));
+        bf16_rows(groups, gb, n_w, xq, xs, n_full, n_x, (int)(n_x - n_full), y, ys, n);
+    }
+    _tile_release();
+}
+
+/* ---- packing --------------------------------------------------------------- */
+
+/* 32 values of a row as bfloat16 (F16: qact.h's rounding, as the AVX-512
+ * bfloat16 kernels convert them; BF16: as stored). */
+AI __m512i bf16_row32(uint32_t type, const uint8_t *w)
+{
+    if (type == TYPE_BF16)
+        return _mm512_loadu_si512(w);
+    __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+    __m512 hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* Rows [0, nr) (nr <= 16; the rest zero) of a raw matrix (stride ws) into
+ * one group of tiles: per 32 values, the 16 rows' 16 pairs transposed. */
+AI void bf16_pack16(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t n, uint8_t *group)
+{
+    for (int64_t k = 0; k < n / BF16_TILE_VALUES; k++) {
+        __m512i v[16], t[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++)
+            v[i] = i < nr ? bf16_row32(type, w + (size_t)i * ws + 64 * k) : _mm512_setzero_si512();
+        avx512_transpose16(v, t);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++)
+            _mm512_storeu_si512(group + (size_t)k * BF16_TILE_BYTES + 64 * j, t[j]);
+    }
+}
+
+static void bf16_pack(uint32_t type, const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    const size_t gb = bf16_tile_group_bytes(n_in);
+    for (int64_t r = 0; r < n_w; r += 16)
+        bf16_pack16(type, (const uint8_t *)w + (size_t)(row0 + r) * ws, ws, n_w - r < 16 ? (int)(n_w - r) : 16, n_in,
+                    (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
+}
+
+void amx_f16_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    bf16_pack(TYPE_F16, w, ws, row0, n_w, n_in, packed);
+}
+
+void amx_bf16_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    bf16_pack(TYPE_BF16, w, ws, row0, n_w, n_in, packed);
+}
+
+/* ---- raw rows ------------------------------------------------------------- */
+
+/* Raw rows: 32 at a time packed into a buffer, then the packed product (the
+ * same bits). Without the buffer, or with rows the tiles cannot take, the
+ * AVX-512 bfloat16 kernel (a matrix's rows all take one of the two: its
+ * length decides, or an allocation that failed). */
+static void raw_tile(uint32_t type, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                     float *y, size_t ys, int64_t n)
+{
+    const size_t gb = bf16_tile_group_bytes(n);
+    uint8_t *buf = n % BF16_TILE_VALUES ? NULL : aligned_alloc(64, 2 * gb);
+    if (!buf) {
+        (type == TYPE_F16 ? avx512_f16_bf_dot_q_tile : avx512_bf16_bf_dot_q_tile)(w, ws, n_w, xq, xs, n_x, y, ys, n);
+        return;
+    }
+    for (int64_t r = 0; r < n_w; r += 32) {
+        const int64_t nr = n_w - r < 32 ? n_w - r : 32;
+        bf16_pack(type, (const uint8_t *)w + (size_t)r * ws, ws, 0, nr, n, buf);
+        amx_bf16_dot_q_tile_packed(buf, 0, nr, xq, xs, n_x, y + r, ys, n);
+    }
+    free(buf);
+}
+
+void amx_f16_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                        size_t ys, int64_t n)
+{
+    raw_tile(TYPE_F16, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
+void amx_bf16_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                         size_t ys, int64_t n)
+{
+    raw_tile(TYPE_BF16, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
+float amx_f16_dot_q(const void *w, const void *xq, int64_t n)
+{
+    float y;
+    raw_tile(TYPE_F16, w, 0, 1, xq, 0, 1, &y, 0, n);
+    return y;
+}
+
+float amx_bf16_dot_q(const void *w, const void *xq, int64_t n)
+{
+    float y;
+    raw_tile(TYPE_BF16, w, 0, 1, xq, 0, 1, &y, 0, n);
+    return y;
+}
