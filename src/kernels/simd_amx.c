@@ -59,7 +59,7 @@ static void q8_0_tiles_config(void)
     cfg.colsb[T_A] = 32;
     cfg.rows[T_B0] = cfg.rows[T_B1] = cfg.rows[T_M128] = 8;
     cfg.colsb[T_B0] = cfg.colsb[T_B1] = cfg.colsb[T_M128] = 64;
-    _tile_loadconfig(&cfg);
+    amx_load_config(&cfg);
     static const int8_t m128[8 * 64] = {[0 ... 8 * 64 - 1] = -128};
     _tile_loadd(T_M128, m128, 64);
 }

@@ -48,7 +48,7 @@ static void bf16_tiles_config(int m)
     cfg.colsb[T_A0] = cfg.colsb[T_A1] = 64;
     cfg.rows[T_B0] = cfg.rows[T_B1] = 16; /* 16 pairs x 16 weight rows */
     cfg.colsb[T_B0] = cfg.colsb[T_B1] = 64;
-    _tile_loadconfig(&cfg);
+    amx_load_config(&cfg);
 }
 
 /* Sums tile t (rows: activation rows from y, lanes: weight rows) into y

@@ -30,6 +30,15 @@ typedef struct amx_tilecfg {
 } amx_tilecfg_t;
 _Static_assert(sizeof(amx_tilecfg_t) == 64, "LDTILECFG reads 64 bytes");
 
+/* LDTILECFG. Not gcc 12's _tile_loadconfig: its asm names only the first 8
+ * bytes of the configuration as read, so the stores of the rows and widths
+ * can be optimised away (seen: a build at -O2 configured no tile, and the
+ * first tile instruction faulted). Here the operand is the whole struct. */
+AI void amx_load_config(const amx_tilecfg_t *cfg)
+{
+    __asm__ volatile("ldtilecfg %0" : : "m"(*cfg));
+}
+
 /* Q8_0 on the AVX-512 panels packed at load (simd_amx.c). */
 void amx_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                 float *y, size_t ys, int64_t n);
