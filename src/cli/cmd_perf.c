@@ -222,8 +222,10 @@ done:
 static const char *weights_memory(const model_t *m)
 {
     if (m->packed_mem) /* model_prepack */
-        return m->gguf->is_huge_copy ? "Q8_0 packed into panels, the rest read into huge-page memory"
-                                     : "Q8_0 packed into panels, the rest file mapped";
+        return m->gguf->is_huge_copy ? "matrices packed for their kernels (Q8_0 panels, AMX bfloat16 tiles), the "
+                                       "rest read into huge-page memory"
+                                     : "matrices packed for their kernels (Q8_0 panels, AMX bfloat16 tiles), the "
+                                       "rest file mapped";
     return m->gguf->is_huge_copy ? "read into huge-page memory" : "file mapped (SPLASH_MMAP, no THP, or little memory)";
 }
 
@@ -233,7 +235,7 @@ static const char *weights_memory(const model_t *m)
 static uint64_t streamed_bytes(const model_t *m)
 {
     uint64_t embd = (uint64_t)m->tok_embd.row_bytes * (uint64_t)m->tok_embd.n_out;
-    /* packed matrices stream their panels (1.059 x their raw bytes) */
+    /* packed matrices stream their packed copy (Q8_0 panels: 1.059 x their raw bytes) */
     return m->weight_bytes - (m->cfg.is_tied ? 0 : embd) + m->tok_embd.row_bytes + m->packed_bytes -
            m->packed_raw_bytes;
 }
