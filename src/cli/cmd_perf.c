@@ -218,6 +218,15 @@ done:
     return rc;
 }
 
+/* The kernel path of the bulk of the weights: layer 0's FFN up projection
+ * (every layer of both architectures has one; a qwen35 layer 0 is Gated
+ * DeltaNet, without wq). */
+static const char *kernel_path(const model_t *m)
+{
+    const matrix_t *w = m->layers[0].w_up.data ? &m->layers[0].w_up : &m->layers[0].wq;
+    return type_kernels(w->type)->path;
+}
+
 /* How the weights are held (gguf.c decides). */
 static const char *weights_memory(const model_t *m)
 {
@@ -281,7 +290,7 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
     for (int l = 0; l < n_levels; l++)
         if (res[l].n_seqs == 1)
             base = res[l].tps;
-    const char *path = type_kernels(m->layers[0].wq.type)->path;
+    const char *path = kernel_path(m);
     if (g) {
         if (json)
             printf("{\"schema\": \"splash.perf.constrained.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
@@ -484,7 +493,7 @@ int cmd_perf(int argc, char **argv)
     uint64_t streamed = streamed_bytes(m);
     char feats[256];
     cpu_features_string(feats, sizeof feats);
-    const char *path = type_kernels(m->layers[0].wq.type)->path;
+    const char *path = kernel_path(m);
     if (json) {
         printf("{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
                ", \"weight_bytes_per_token\": %" PRIu64 ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
