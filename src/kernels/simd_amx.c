@@ -196,6 +196,23 @@ static bool amx_bf16_wanted(void)
     return !env || strcmp(env, "off") != 0;
 }
 
+/* A type's entry on the bfloat16 tiles (its f32 kernels kept). */
+static void bf16_tiles_entry(type_kernels_t *k, type_dot_q_fn dot_q, type_dot_q_tile_fn dot_q_tile,
+                             type_pack_panels_fn pack)
+{
+    *k = (type_kernels_t){.dot_f32 = k->dot_f32,
+                          .dot_tile = k->dot_tile,
+                          .path = "amx",
+                          .act_type = ACT_BF16,
+                          .quantize_act = avx512_quantize_bf16,
+                          .dot_q = dot_q,
+                          .dot_q_tile = dot_q_tile,
+                          .q_min_rows = 1,
+                          .pack_panels = pack,
+                          .packed_bytes = bf16_tile_bytes,
+                          .dot_q_tile_packed = amx_bf16_dot_q_tile_packed};
+}
+
 void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
 {
     const cpu_features_t *f = cpu_features();
@@ -207,27 +224,7 @@ void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
     /* F16 / BF16: every product on the bfloat16 tiles, decode included
      * (q_min_rows 1), so a row's bits never depend on its batch */
     if (f->amx_bf16 && f->avx512bf16 && amx_bf16_wanted()) {
-        table[TYPE_F16] = (type_kernels_t){.dot_f32 = table[TYPE_F16].dot_f32,
-                                           .dot_tile = table[TYPE_F16].dot_tile,
-                                           .path = "amx",
-                                           .act_type = ACT_BF16,
-                                           .quantize_act = avx512_quantize_bf16,
-                                           .dot_q = amx_f16_dot_q,
-                                           .dot_q_tile = amx_f16_dot_q_tile,
-                                           .q_min_rows = 1,
-                                           .pack_panels = amx_f16_pack_tiles,
-                                           .packed_bytes = bf16_tile_bytes,
-                                           .dot_q_tile_packed = amx_bf16_dot_q_tile_packed};
-        table[TYPE_BF16] = (type_kernels_t){.dot_f32 = table[TYPE_BF16].dot_f32,
-                                            .dot_tile = table[TYPE_BF16].dot_tile,
-                                            .path = "amx",
-                                            .act_type = ACT_BF16,
-                                            .quantize_act = avx512_quantize_bf16,
-                                            .dot_q = amx_bf16_dot_q,
-                                            .dot_q_tile = amx_bf16_dot_q_tile,
-                                            .q_min_rows = 1,
-                                            .pack_panels = amx_bf16_pack_tiles,
-                                            .packed_bytes = bf16_tile_bytes,
-                                            .dot_q_tile_packed = amx_bf16_dot_q_tile_packed};
+        bf16_tiles_entry(&table[TYPE_F16], amx_f16_dot_q, amx_f16_dot_q_tile, amx_f16_pack_tiles);
+        bf16_tiles_entry(&table[TYPE_BF16], amx_bf16_dot_q, amx_bf16_dot_q_tile, amx_bf16_pack_tiles);
     }
 }

@@ -286,6 +286,17 @@ class Qwen3Ref(object):
             x = round_bf16(x).astype(self.dtype)
             y = np.empty((x.shape[0], W.shape[0]), dtype=self.dtype)
             step = max(1, (1 << 22) // W.shape[1])  # rounded weights a chunk of rows at a time
+            # every call rounds W (AMX: every call, decode too): once, kept
+            # as float32 (bfloat16 values are exact in it), not per call
+            if bf16_rows == 1:
+                cache = self.__dict__.setdefault("bf16_rounded", {})
+                if id(W) not in cache:
+                    cache[id(W)] = np.concatenate([round_bf16(W[r0:r0 + step]).astype(np.float32)
+                                                   for r0 in range(0, W.shape[0], step)])
+                Wr = cache[id(W)]
+                for r0 in range(0, W.shape[0], step):
+                    y[:, r0:r0 + step] = x @ Wr[r0:r0 + step].astype(self.dtype).T
+                return y
             for r0 in range(0, W.shape[0], step):
                 y[:, r0:r0 + step] = x @ round_bf16(W[r0:r0 + step]).astype(self.dtype).T
             return y

@@ -44,22 +44,6 @@ static const int64_t out_counts[] = {16, 17, 32, 45, 64, 131};
 static const int64_t block_counts[] = {1, 2, 3, 32, 65, 129};
 #define MAX_X 70
 
-/* Random quants (every value, -128 too) with sane f16 scales. */
-static uint8_t *random_q8_0(int64_t n_out, int64_t n_in, uint64_t seed)
-{
-    size_t bytes = q8_0_bytes((size_t)n_in) * (size_t)n_out;
-    uint8_t *w = malloc(bytes);
-    rng_t r;
-    rng_seed(&r, seed);
-    for (size_t i = 0; i < bytes; i++)
-        w[i] = (uint8_t)(rng_u64(&r) >> 56);
-    for (size_t b = 0; b < bytes / sizeof(block_q8_0_t); b++) {
-        uint16_t d = f32_to_fp16(0.001f * (float)(1 + (int)(b % 11)));
-        memcpy(w + b * sizeof(block_q8_0_t), &d, sizeof d);
-    }
-    return w;
-}
-
 static void test_q8_0_packed(void **state)
 {
     (void)state;
@@ -73,7 +57,7 @@ static void test_q8_0_packed(void **state)
         for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
             const int64_t n_out = out_counts[oi], n_in = 32 * block_counts[bi];
             const size_t rb = q8_0_bytes((size_t)n_in), xs = qact_row_bytes(ACT_Q8_32, n_in);
-            uint8_t *w = random_q8_0(n_out, n_in, 10 + oi * 10 + bi);
+            uint8_t *w = random_q8_0_rows(n_out, n_in, 10 + oi * 10 + bi, 11);
             void *p = aligned_alloc(64, (q8_0_panel_bytes(n_out, n_in) + 63) & ~(size_t)63);
             k5->pack_panels(w, rb, 0, n_out, n_in, p);
             float *x = malloc((size_t)MAX_X * n_in * sizeof *x);

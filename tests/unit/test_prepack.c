@@ -38,22 +38,6 @@ static const int64_t row_counts[] = {1, 15, 17, 45, 131, 300};
 /* Block counts: 1, 3, 65 and 129 (past one and two 64-block chunks, ragged). */
 static const int64_t block_counts[] = {1, 3, 65, 129};
 
-/* Random bytes with sane f16 scales: the quants take every value, -128 too. */
-static uint8_t *random_q8_0(int64_t n_out, int64_t n_in, uint64_t seed)
-{
-    size_t rb = q8_0_bytes((size_t)n_in), bytes = rb * (size_t)n_out;
-    uint8_t *w = malloc(bytes);
-    rng_t r;
-    rng_seed(&r, seed);
-    for (size_t i = 0; i < bytes; i++)
-        w[i] = (uint8_t)(rng_u64(&r) >> 56);
-    for (size_t b = 0; b < bytes / sizeof(block_q8_0_t); b++) {
-        uint16_t d = f32_to_fp16(0.001f * (float)(1 + (int)(b % 13)));
-        memcpy(w + b * sizeof(block_q8_0_t), &d, sizeof d);
-    }
-    return w;
-}
-
 static const type_kernels_t *packing_kernels(void)
 {
     const type_kernels_t *k = type_kernels(TYPE_Q8_0);
@@ -83,7 +67,7 @@ static void test_row_readback(void **state)
         for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
             int64_t n_out = row_counts[ri], n_in = 32 * block_counts[bi];
             size_t rb = q8_0_bytes((size_t)n_in);
-            uint8_t *w = random_q8_0(n_out, n_in, 100 + ri * 10 + bi);
+            uint8_t *w = random_q8_0_rows(n_out, n_in, 100 + ri * 10 + bi, 13);
             void *p = pack(k, w, n_out, n_in);
             uint8_t *row = malloc(rb);
             for (int64_t r = 0; r < n_out; r++) {
@@ -110,7 +94,7 @@ static void test_matmul_bits(void **state)
     for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
         for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
             int64_t n_out = row_counts[ri], n_in = 32 * block_counts[bi];
-            uint8_t *w = random_q8_0(n_out, n_in, 200 + ri * 10 + bi);
+            uint8_t *w = random_q8_0_rows(n_out, n_in, 200 + ri * 10 + bi, 13);
             matrix_t raw = {w, TYPE_Q8_0, n_in, n_out, q8_0_bytes((size_t)n_in), NULL};
             matrix_t packed = raw;
             packed.packed = pack(k, w, n_out, n_in);

@@ -3,9 +3,12 @@
 #define SPLASH_TEST_UTIL_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/fp16.h"
 #include "base/rng.h"
+#include "kernels/types.h"
 
 /* cmocka group setup: the f16 table every kernel test needs. */
 static inline int test_setup_fp16(void **state)
@@ -22,6 +25,23 @@ static inline void fill_normal(float *x, int64_t n, uint64_t seed, float scale)
     rng_seed(&r, seed);
     for (int64_t i = 0; i < n; i++)
         x[i] = rng_normal(&r) * scale;
+}
+
+/* n_out raw Q8_0 rows of n_in values: random bytes (the quants take every
+ * value, -128 too) with sane f16 scales, 0.001 * (1 + block % scales). */
+static inline uint8_t *random_q8_0_rows(int64_t n_out, int64_t n_in, uint64_t seed, int scales)
+{
+    size_t bytes = q8_0_bytes((size_t)n_in) * (size_t)n_out;
+    uint8_t *w = malloc(bytes);
+    rng_t r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < bytes; i++)
+        w[i] = (uint8_t)(rng_u64(&r) >> 56);
+    for (size_t b = 0; b < bytes / sizeof(block_q8_0_t); b++) {
+        uint16_t d = f32_to_fp16(0.001f * (float)(1 + (int)(b % (size_t)scales)));
+        memcpy(w + b * sizeof(block_q8_0_t), &d, sizeof d);
+    }
+    return w;
 }
 
 #endif
