@@ -158,17 +158,6 @@ void amx_bf16_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, c
 
 /* ---- packing --------------------------------------------------------------- */
 
-/* 32 values of a row as bfloat16 (F16: qact.h's rounding, as the AVX-512
- * bfloat16 kernels convert them; BF16: as stored). */
-AI __m512i bf16_row32(uint32_t type, const uint8_t *w)
-{
-    if (type == TYPE_BF16)
-        return _mm512_loadu_si512(w);
-    __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
-    __m512 hi = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
-    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-}
-
 /* Rows [0, nr) (nr <= 16; the rest zero) of a raw matrix (stride ws) into
  * one group of tiles: per 32 values, the 16 rows' 16 pairs transposed. */
 AI void bf16_pack16(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t n, uint8_t *group)
@@ -177,7 +166,8 @@ AI void bf16_pack16(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t 
         __m512i v[16], t[16];
 #pragma GCC unroll 16
         for (int i = 0; i < 16; i++)
-            v[i] = i < nr ? bf16_row32(type, w + (size_t)i * ws + 64 * k) : _mm512_setzero_si512();
+            v[i] = i < nr ? (__m512i)bf16_weights(type, w + (size_t)i * ws + 64 * k, (__mmask32)0xffffffffu)
+                          : _mm512_setzero_si512();
         avx512_transpose16(v, t);
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++)

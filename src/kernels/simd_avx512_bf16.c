@@ -17,15 +17,6 @@
 
 TILE_DEFINE_DRIVE(qdrive, qmicro_fn, uint8_t, true) /* decode: see decode_rows_one_by_one (simd_avx512.c) */
 
-AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
-{
-    if (type == TYPE_BF16)
-        return (__m512bh)_mm512_maskz_loadu_epi16(m, w);
-    __m256i lo = _mm256_maskz_loadu_epi16((__mmask16)m, w);
-    __m256i hi = _mm256_maskz_loadu_epi16((__mmask16)(m >> 16), w + 32);
-    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
-}
-
 AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
                     size_t ys, int64_t n)
 {

@@ -141,6 +141,18 @@ AI void avx512_transpose16(const __m512i v[16], __m512i tr[16])
     }
 }
 
+/* 32 weights (fewer: the rest of m zero) as bfloat16: BF16 as loaded; F16
+ * by two vcvtph2ps and one vcvtne2ps2bf16, qact.h's rounding. The AVX-512
+ * bfloat16 kernels and the AMX tile packing convert with this one. */
+AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
+{
+    if (type == TYPE_BF16)
+        return (__m512bh)_mm512_maskz_loadu_epi16(m, w);
+    __m256i lo = _mm256_maskz_loadu_epi16((__mmask16)m, w);
+    __m256i hi = _mm256_maskz_loadu_epi16((__mmask16)(m >> 16), w + 32);
+    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
+}
+
 /* A family of panel kernels for one weight type, as the batch driver sees it. */
 typedef struct avx512_panel_kind {
     uint32_t type;
