@@ -174,8 +174,14 @@ test("tools: tool_choice any and tool give a valid tool_use block; tool_result g
 });
 
 test("thinking: enabled and disabled are accepted; a bad budget is refused", async () => {
-    const on = await client.messages.create({ model, max_tokens: 2048, messages, thinking: { type: "enabled", budget_tokens: 1024 }, temperature: 0, stop_sequences: ["a"] });
+    // max_tokens must exceed the budget; the stop sequences end the answer
+    // within a few tokens (half the tiny vocabulary renders as "[PAD…]"), so
+    // the request stays short in the sanitizer builds too
+    const stops = ["[PAD", "a", "e", " "];
+    const on = await client.messages.create({ model, max_tokens: 2048, messages, thinking: { type: "enabled", budget_tokens: 1024 }, temperature: 0, stop_sequences: stops });
     checkMessage(on);
+    assert.equal(on.stop_reason, "stop_sequence");
+    assert.ok(on.usage.output_tokens < 64, `${on.usage.output_tokens} tokens`);
     const off = await client.messages.create({ model, max_tokens: 4, messages, thinking: { type: "disabled" } });
     checkMessage(off);
     await assert.rejects(client.messages.create({ model, max_tokens: 2048, messages, thinking: { type: "enabled", budget_tokens: 10 } }), BadRequestError);
