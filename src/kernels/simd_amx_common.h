@@ -5,7 +5,9 @@
 #ifndef SPLASH_KERNELS_SIMD_AMX_COMMON_H
 #define SPLASH_KERNELS_SIMD_AMX_COMMON_H
 
-#if !defined(__AMX_TILE__) || !defined(__AMX_INT8__) || !defined(__AMX_BF16__)
+/* gcc names the flags' macros __AMX_TILE__ ..., clang __AMXTILE__ ... */
+#if !(defined(__AMX_TILE__) || defined(__AMXTILE__)) || !(defined(__AMX_INT8__) || defined(__AMXINT8__)) ||            \
+    !(defined(__AMX_BF16__) || defined(__AMXBF16__))
 _Static_assert(0, "kernels/simd_amx_common.h needs the AMX flags (CMakeLists.txt, SPLASH_AMX_SOURCES)");
 #endif
 
