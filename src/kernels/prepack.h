@@ -1,10 +1,12 @@
-/* Q8_0 weights packed once, at load, in the AVX-512 panel layout
- * (kernels/simd_avx512_panels_q8.c): the layout is a fact shared by the
- * packer, the kernels that read it and the code that sizes or reads it back,
- * so it is described here, independent of the ISA.
+/* Weights packed once, at load, in the layouts the kernels read: Q8_0
+ * panels (AVX-512 VNNI), bfloat16 tiles (AMX), bfloat16 rows (AVX-512
+ * BF16). A layout is a fact shared by the packer, the kernels that read it
+ * and the code that sizes or reads it back, so each is described here,
+ * independent of the ISA.
  *
- * A matrix of n_out rows of n_in values (nb = n_in / 32 blocks a row) is
- * ceil(n_out / 16) groups of 16 rows, stored one after the other; a group is
+ * Q8_0 panels (kernels/simd_avx512_panels_q8.c): a matrix of n_out rows of
+ * n_in values (nb = n_in / 32 blocks a row) is ceil(n_out / 16) groups of
+ * 16 rows, stored one after the other; a group is
  * its nb blocks in order, each Q8_0_PANEL_BLOCK bytes:
  *   16 f32 scales (row i's f16 scale, widened: exact), then
  *   8 vectors of 16 dwords: vector k, dword i holds quants 4k .. 4k + 3 of
@@ -56,6 +58,20 @@ static inline size_t bf16_tile_group_bytes(int64_t n_in)
 static inline size_t bf16_tile_bytes(int64_t n_out, int64_t n_in)
 {
     return (size_t)((n_out + BF16_TILE_ROWS - 1) / BF16_TILE_ROWS) * bf16_tile_group_bytes(n_in);
+}
+
+/* F16 weights packed once, at load, for the AVX-512 BF16 kernels
+ * (kernels/simd_avx512_bf16.c): row r of n_in values is n_in bfloat16 (the
+ * values rounded as qact.h rounds) at r * bf16_row_bytes(n_in), rows in
+ * order; the same layout as a BF16 matrix, and the raw bytes' size. */
+static inline size_t bf16_row_bytes(int64_t n_in)
+{
+    return (size_t)n_in * 2;
+}
+
+static inline size_t bf16_rows_bytes(int64_t n_out, int64_t n_in)
+{
+    return (size_t)n_out * bf16_row_bytes(n_in);
 }
 
 /* Row `row` of a packed bfloat16 matrix read back as n_in bfloat16 values. */

@@ -405,5 +405,10 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
                                             .dot_q = avx512_bf16_bf_dot_q,
                                             .dot_q_tile = avx512_bf16_bf_dot_q_tile,
                                             .q_min_rows = min_rows};
+        if (min_rows == 1) { /* every batch reads bfloat16: F16 converted once, at load */
+            table[TYPE_F16].pack_panels = avx512_f16_pack_bf16_rows;
+            table[TYPE_F16].packed_bytes = bf16_rows_bytes;
+            table[TYPE_F16].dot_q_tile_packed = avx512_f16_bf_dot_q_tile_packed;
+        }
     }
 }

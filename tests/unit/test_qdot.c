@@ -27,9 +27,11 @@
 #include "base/rng.h"
 #include "kernels/dispatch.h"
 #include "kernels/kquants.h"
+#include "kernels/prepack.h"
 #include "kernels/qact.h"
 #include "kernels/types.h"
 
+#include "half_expect.h"
 #include "test_util.h"
 
 static const uint32_t qtypes[] = {TYPE_Q8_0, TYPE_Q4_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K};
@@ -444,6 +446,36 @@ static void test_integer_vs_f32(void **state)
     }
 }
 
+/* F16 packed at load as bfloat16 rows for the AVX-512 BF16 kernels, when
+ * every batch takes that path (SPLASH_BF16_ROWS=1): the checks of
+ * half_expect.h. Skipped without AVX-512 BF16. */
+static void bf16_packed_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
+{
+    memcpy(dst, (const uint8_t *)packed + (size_t)row * bf16_row_bytes(n_in), bf16_row_bytes(n_in));
+}
+
+static void test_f16_packed_rows(void **state)
+{
+    (void)state;
+    if (cpu_level() < CPU_AVX512 || !cpu_features()->avx512bf16)
+        skip();
+    char *saved = getenv("SPLASH_BF16_ROWS") ? strdup(getenv("SPLASH_BF16_ROWS")) : NULL;
+    setenv("SPLASH_BF16_ROWS", "1", 1);
+    type_kernels_t table[TYPE_COUNT];
+    kernels_table_for_level(CPU_AVX512, table);
+    const type_kernels_t *k = &table[TYPE_F16];
+    assert_string_equal(k->path, "avx512");
+    assert_int_equal(k->q_min_rows, 1);
+    assert_non_null(k->pack_panels);
+    assert_null(table[TYPE_BF16].pack_panels); /* read as stored */
+    check_packed_half(k, TYPE_F16, bf16_packed_row, bf16_rows_bytes);
+    if (saved)
+        setenv("SPLASH_BF16_ROWS", saved, 1);
+    else
+        unsetenv("SPLASH_BF16_ROWS");
+    free(saved);
+}
+
 int main(void)
 {
     /* the bfloat16 path is opt-in: test it (SPLASH_BF16_ROWS=off still tests without it) */
@@ -457,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_bf16_quantize_known),
         cmocka_unit_test(test_bf16_dot_and_tiles),
         cmocka_unit_test(test_bf16_vs_f32),
+        cmocka_unit_test(test_f16_packed_rows),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }
