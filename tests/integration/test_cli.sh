@@ -164,8 +164,14 @@ expect_error 1 "--ctx 8192 exceeds the model's context length 4096" -- "$splash"
 expect_ok "$splash" perf --help
 "$splash" perf --pp 8 --tg 4 --reps 1 --threads 1,2 --json >"$work/perf.json" 2>/dev/null &&
     /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["results"];
-assert [x["threads"] for x in r]==[1,2] and all(x["tg_tokens_per_s"]>0 and x["pp_tokens_per_s"]>0 and x["probe_read_gbs"]>0 for x in r)' \
+assert [x["threads"] for x in r]==[1,2] and all(x["tg_tokens_per_s"]>0 and x["pp_tokens_per_s"]>0 and x["probe_read_gbs"]>0 for x in r)
+# a probe beside each decode run (before it, and after the last), each run set against them
+assert all(len(x["probe_runs"])==2 and min(x["probe_runs"])>0 and x["tg_fraction_of_probe"]>0 for x in r)' \
     "$work/perf.json" && ok || bad "perf --json: $(head -c 300 "$work/perf.json")"
+"$splash" perf --pp 8 --tg 0 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]
+assert r["probe_read_gbs"]>0 and r["probe_runs"]==[] and r["tg_fraction_of_probe"]==0' \
+    "$work/perf.json" && ok || bad "perf --tg 0 --json: $(head -c 300 "$work/perf.json")"
 expect_error 2 "--pp and --tg are both 0" -- "$splash" perf --pp 0 --tg 0
 expect_error 2 "--threads: 0 is out of range" -- "$splash" perf --threads 0
 SPLASH_CPU=pentium "$splash" perf --tg 1 --pp 0 >/dev/null 2>"$work/err"; [ $? -eq 2 ] && grep -q "SPLASH_CPU must be" "$work/err" && ok || bad "bad SPLASH_CPU accepted"
