@@ -69,7 +69,8 @@ void gdn_delta_step(float *S, float *o, const float *q, const float *k, const fl
 
 size_t gdn_chunk_tmp_floats(int dk, int dv)
 {
-    /* U (N, dv), and room for a SIMD path's triangles and packed panels */
+    /* U (N, dv); the AVX-512 path adds its two triangles (N, N), the keys
+     * transposed (dk, N) and a packed 64-column panel of S (dk, 64) */
     return (size_t)GDN_CHUNK_MAX * ((size_t)dv + (size_t)dk + 2 * GDN_CHUNK_MAX) + (size_t)dk * 64;
 }
 
@@ -84,7 +85,7 @@ static float dot(const float *a, const float *b, int n)
 /* The maths of gdn.h's comment, line by line; the decays from exp() of
  * G_t - G_i in double, so a difference keeps its low bits however far the
  * chunk has decayed. Dot products are recomputed where needed: this is the
- * form to check against, not the fast one. */
+ * form to check against, not the fast one (gdn_chunk_avx512.c). */
 void gdn_delta_chunk(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
                      size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv, float *tmp)
 {
@@ -159,7 +160,7 @@ void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const floa
 static const gdn_kernels_t paths[] = {
     {gdn_conv_step, gdn_delta_step, gdn_delta_chunk, gdn_gated_rmsnorm, "generic"},
     {gdn_conv_step_avx2, gdn_delta_step_avx2, gdn_delta_chunk, gdn_gated_rmsnorm_avx2, "avx2"},
-    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_delta_chunk, gdn_gated_rmsnorm_avx512, "avx512"},
+    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_delta_chunk_avx512, gdn_gated_rmsnorm_avx512, "avx512"},
 };
 
 const gdn_kernels_t *gdn_kernels_for_level(cpu_level_t level)

@@ -89,7 +89,7 @@ typedef void (*gdn_norm_fn)(float *y, const float *x, const float *weight, const
 typedef struct gdn_kernels {
     gdn_conv_fn conv_step;
     gdn_delta_fn delta_step;
-    gdn_chunk_fn delta_chunk; /* the reference on every path, for now */
+    gdn_chunk_fn delta_chunk; /* the AVX2 path uses the reference */
     gdn_norm_fn gated_rmsnorm;
     const char *path; /* "generic", "avx2", "avx512" */
 } gdn_kernels_t;
@@ -110,6 +110,10 @@ void gdn_conv_step_avx512(float *y, float *state, const float *x, const float *w
                           int64_t c1);
 void gdn_delta_step_avx512(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                            int dk, int dv, float *tmp);
+/* AVX-512 chunk form (gdn_chunk_avx512.c): dv % 16 != 0 runs the
+ * reference instead. */
+void gdn_delta_chunk_avx512(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
+                            size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv, float *tmp);
 void gdn_gated_rmsnorm_avx512(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps);
 
 #endif
