@@ -18,7 +18,7 @@
 #define PPL_DEFAULT_CTX 512       /* the demo model's training context */
 #define PPL_MAX_FILE (256u << 20) /* bytes of text read at most */
 #define PPL_CHUNK 64              /* rows per forward pass within a window */
-_Static_assert(PPL_CHUNK % FWD_GDN_CHUNK_MAX == 0, "a window's passes end on chunk boundaries");
+_Static_assert(PPL_CHUNK % GDN_CHUNK_MAX == 0, "a window's passes end on chunk boundaries");
 #define PPL_TOKEN_BYTES 512 /* longest token spelling measured */
 
 static const char usage[] =

@@ -10,10 +10,11 @@
  * key dimension i). One token with key k (dk), value v (dv), query q (dk),
  * decay g (<= 0) and write strength beta:
  *   S = e^g S ;  S += k (beta (v - S^T k))^T ;  o = S^T q
- * This is the plain recurrence; prefill runs it token by token too.
- * gdn_delta_chunk below is the chunk-parallel (WY / UT) form of the same
- * maths, n tokens of a head at once as matrix-shaped work; nothing calls it
- * yet (see docs/architecture.md). */
+ * This is the plain recurrence (decode, verification). gdn_delta_chunk
+ * below is the chunk-parallel (WY / UT) form of the same maths, n tokens of
+ * a head at once as matrix-shaped work: a prompt's prefill takes its
+ * block-aligned chunks so (model/forward.h fwd_batch_t.gdn_chunk,
+ * docs/architecture.md). */
 #ifndef SPLASH_GDN_H
 #define SPLASH_GDN_H
 
@@ -61,7 +62,10 @@ void gdn_delta_step(float *S, float *o, const float *q, const float *k, const fl
  * within float rounding but not bit for bit, and depends on how a sequence
  * is cut into chunks: use it only where bit equality with token-by-token
  * is not promised. A path gives the same bits for the same (S, chunk)
- * every time, whatever thread runs it. */
+ * every time, whatever thread runs it. The AVX-512 path flushes denormals
+ * to zero while it runs (MXCSR FTZ and DAZ, restored on return): a model's
+ * strong decays underflow inside a chunk, and denormal arithmetic ran the
+ * qwen35-0.8b shape's chunks 3.3x slower. */
 void gdn_delta_chunk(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
                      size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv, float *tmp);
 
@@ -89,7 +93,7 @@ typedef void (*gdn_norm_fn)(float *y, const float *x, const float *weight, const
 typedef struct gdn_kernels {
     gdn_conv_fn conv_step;
     gdn_delta_fn delta_step;
-    gdn_chunk_fn delta_chunk; /* the AVX2 path uses the reference */
+    gdn_chunk_fn delta_chunk; /* NULL: no chunk form on this path (AVX2), rows one by one */
     gdn_norm_fn gated_rmsnorm;
     const char *path; /* "generic", "avx2", "avx512" */
 } gdn_kernels_t;

@@ -9,6 +9,7 @@
 
 #include "base/err.h"
 #include "base/pool.h"
+#include "kernels/gdn.h"
 #include "model/kv.h"
 #include "model/model.h"
 
@@ -106,10 +107,9 @@ size_t fwd_state_snapshot_floats(const model_t *m);
  * slots a block: the block size (state snapshots sit at block ends, so
  * every one falls on a chunk's end), or 1 (no chunks) past the kernel's
  * longest chunk. */
-#define FWD_GDN_CHUNK_MAX 64
 static inline int fwd_gdn_chunk(int block_size)
 {
-    return block_size >= 2 && block_size <= FWD_GDN_CHUNK_MAX ? block_size : 1;
+    return block_size >= 2 && block_size <= GDN_CHUNK_MAX ? block_size : 1;
 }
 /* Resumes slot from a snapshot (fwd_state_snapshot_floats floats) taken
  * after position pos - 1: its next row must be at pos. */

@@ -29,6 +29,7 @@
  * but ssm_norm, whose checkpoint weight already is one. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,7 +336,8 @@ const float *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos)
 /* Floats of one thread's delta-rule scratch. */
 static size_t gdn_tmp_floats(const q35_dims_t *d)
 {
-    return (size_t)d->dv;
+    size_t chunk = gdn_chunk_tmp_floats(d->dk, d->dv);
+    return chunk > (size_t)d->dv ? chunk : (size_t)d->dv;
 }
 
 uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
@@ -641,14 +643,18 @@ static int chunk_rows(const fwd_batch_t *b, int C, int r)
     return n;
 }
 
-/* One token at a time: the same steps as gdn_delta_step n times. */
-static void gdn_delta_chunk_path(const gdn_kernels_t *k_path, float *S, float *o, size_t os, const float *q,
-                                 const float *k, size_t qks, const float *v, size_t vs, const float *g,
-                                 const float *beta, size_t gs, int n, int dk, int dv, float *tmp)
+/* The chunk length of marked rows with this KV store (1: token by token):
+ * fwd_gdn_chunk, when the path has a chunk form and SPLASH_GDN_CHUNK is not
+ * 0 (read once; for measuring the chunk form against the recurrence in one
+ * binary, and for bit-for-bit comparisons with token by token). */
+static int gdn_chunk_len(const kv_store_t *kv)
 {
-    for (int t = 0; t < n; t++)
-        k_path->delta_step(S, o + (size_t)t * os, q + (size_t)t * qks, k + (size_t)t * qks, v + (size_t)t * vs,
-                           g[(size_t)t * gs], beta[(size_t)t * gs], dk, dv, tmp);
+    static atomic_int is_off = -1; /* the same answer whichever thread reads it first */
+    if (atomic_load(&is_off) < 0) {
+        const char *env = getenv("SPLASH_GDN_CHUNK");
+        atomic_store(&is_off, env && !strcmp(env, "0"));
+    }
+    return atomic_load(&is_off) || !gdn_kernels()->delta_chunk ? 1 : fwd_gdn_chunk(kv->block_size);
 }
 
 /* The delta rule over value heads split across the pool, each thread
@@ -684,8 +690,8 @@ static void gdn_recur_worker(void *p, int ith, int nth)
             const float *g = ctx->alpha + (size_t)r * d.nv + j, *beta = ctx->beta + (size_t)r * d.nv + j;
             float *S = S_all + (size_t)j * d.dk * d.dv;
             if (n > 1)
-                gdn_delta_chunk_path(k_path, S, o, (size_t)d.Dv, q, k, (size_t)d.conv_dim, v, (size_t)d.conv_dim, g,
-                                     beta, (size_t)d.nv, n, d.dk, d.dv, tmp);
+                k_path->delta_chunk(S, o, (size_t)d.Dv, q, k, (size_t)d.conv_dim, v, (size_t)d.conv_dim, g, beta,
+                                    (size_t)d.nv, n, d.dk, d.dv, tmp);
             else
                 k_path->delta_step(S, o, q, k, v, *g, *beta, d.dk, d.dv, tmp);
             for (int t = 0; t < n; t++)
@@ -750,7 +756,7 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
             ops_matmul_multi(ctx->pool, 4, w, out, ctx->xn, n, ctx->xq);
             /* causal conv + silu (rows in order per slot); L2 norms, beta, decay;
              * the delta rule and gated norm into xn (n, Dv); mix = W_out xn */
-            gdn_arg_t a = {b, li, gi++, fwd_gdn_chunk(kv->block_size)};
+            gdn_arg_t a = {b, li, gi++, gdn_chunk_len(kv)};
             rows_job_t conv = {ctx, &a, NULL, n};
             pool_run(ctx->pool, gdn_conv_worker, &conv);
             for_rows(ctx, n, gdn_prep_row, &a);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -588,7 +589,8 @@ static void test_hybrid_batch_invariance(void **state)
 
 /* A follow-up turn (prompt + answer + more) on a hybrid model resumes at
  * the answer's newest cached block: decoding leaves a state snapshot there
- * (one per sequence); the logits equal a cold run's, bit for bit. With
+ * (one per sequence); the logits equal a cold run's to float rounding
+ * (the cold run takes the answer's positions in prompt chunks). With
  * speculation (the snapshot then comes from a verify row's copy or the
  * live state) the reuse reaches at least the block before. */
 static void test_hybrid_answer_reuse(void **state)
@@ -632,8 +634,17 @@ static void test_hybrid_answer_reuse(void **state)
         e = make_engine(f, 1, 32, 24, 4);
         run_alone(e, q, N_P + GEN + N_NEW, 3, 0, NULL, &cold);
         engine_destroy(e);
+        /* the answer's state came through the delta rule token by token as
+         * it was decoded, where the cold run takes those positions as prompt
+         * chunks (fwd_batch_t.gdn_chunk): rounding apart, the same */
         assert_memory_equal(again.ids, cold.ids, 3 * sizeof(int32_t));
-        assert_memory_equal(again.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+        double worst = 0, scale = 1;
+        for (int i = 0; i < 3 * TEST_VOCAB; i++) {
+            double d = fabs((double)again.logits[i] - cold.logits[i]);
+            worst = d > worst ? d : worst;
+            scale = fabs(cold.logits[i]) > scale ? fabs(cold.logits[i]) : scale;
+        }
+        assert_true(worst <= 1e-2 * scale); /* int8 activations amplify it: see test_qwen35's test_forward_chunked */
         result_free(&first);
         result_free(&again);
         result_free(&cold);

@@ -256,7 +256,7 @@ static void test_forward_state(void **state)
 
 /* Prompt rows marked for chunks (fwd_batch_t.gdn_chunk): the delta rule
  * takes each block-aligned run of KV_BLOCK_SIZE rows at once. The logits
- * stay within float rounding of token by token; a marked prompt split into
+ * stay within rounding of token by token; a marked prompt split into
  * batches at multiples of the chunk length gives the same bits as one
  * batch; unmarked rows are token by token, bit for bit. */
 static void test_forward_chunked(void **state)
@@ -267,7 +267,7 @@ static void test_forward_chunked(void **state)
     if (!m)
         fail_msg("load: %s", err.msg);
     const model_config_t *c = &m->cfg;
-    enum { N = 50, V = 512, NB = (N + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE };
+    enum { N = 83, V = 512, NB = (N + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE };
     kv_store_t kv;
     assert_int_equal(
         kv_store_init(&kv, KV_F32, model_kv_layers(c), NB, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
@@ -295,8 +295,13 @@ static void test_forward_chunked(void **state)
             scale = fabs(ref[i][v]) > scale ? fabs(ref[i][v]) : scale;
         }
     print_message("chunked against token by token: max |difference| %.3g (logits up to %.3g)\n", worst, scale);
-    assert_true(worst <= 1e-4 * scale);
-    static const int cuts[] = {0, 16, 48, N};
+    /* the chunk form's outputs are within about 1e-7 of the recurrence's
+     * (tests/unit/test_gdn*.c); the matrix kernels round activations
+     * (bfloat16 on AMX, int8 for quantised weights), so a last-bit
+     * difference that moves one rounding moves a logit by up to ~1e-3 of
+     * its scale (measured 2.3e-3 at 1.54 here, 1e-6 on the scalar path) */
+    assert_true(worst <= 1e-2 * scale);
+    static const int cuts[] = {0, 16, 48, 80, N};
     for (size_t k = 0; k + 1 < sizeof cuts / sizeof *cuts; k++) {
         int r0 = cuts[k], n = cuts[k + 1] - cuts[k];
         fwd_batch_t bk = {n, tok + r0, pos + r0, tabs + r0, NULL, slot + r0, NULL, NULL, marked + r0};
