@@ -123,8 +123,8 @@ static double median(double *v, int n)
 
 typedef struct perf_result {
     int threads;
-    double probe_gbs;     /* median of probe_runs (of the one probe when tg is 0) */
-    double tg_fraction;   /* median over decode reps of the rep's weight rate / its probe */
+    double probe_gbs;   /* median of probe_runs (of the one probe when tg is 0) */
+    double tg_fraction; /* median over decode reps of the rep's weight rate / its probe */
     double pp_tps, tg_tps;
     double pp_runs[PERF_MAX_REPS], tg_runs[PERF_MAX_REPS];
     double probe_runs[PERF_MAX_REPS + 1]; /* before each decode rep, and after the last */
@@ -151,10 +151,10 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
     int32_t *tokens = malloc((size_t)n_ctx * sizeof *tokens), *pos = malloc((size_t)rows * sizeof *pos);
     int32_t *table = malloc((size_t)n_blocks * sizeof *table);
     const int32_t **tables = malloc((size_t)rows * sizeof *tables);
-    uint8_t *want = calloc((size_t)rows, 1);
+    uint8_t *want = calloc((size_t)rows, 1), *chunked = malloc((size_t)rows);
     float *logits = malloc((size_t)c->vocab * sizeof *logits);
     int rc = -1;
-    if (!tokens || !pos || !table || !tables || !want || !logits) {
+    if (!tokens || !pos || !table || !tables || !want || !chunked || !logits) {
         err_set(err, "out of memory");
         goto done;
     }
@@ -186,14 +186,16 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
      * otherwise land in the first rep only */
     for (int i = 0; i < rows; i++)
         pos[i] = i, want[i] = i == rows - 1;
-    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want, NULL, NULL, NULL};
+    /* the prompt rows may take the delta rule in chunks, as the engine's prompts do */
+    memset(chunked, 1, (size_t)rows);
+    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want, NULL, NULL, NULL, chunked};
     if (fwd_run(&ctx, &kv, &warm, logits, err))
         goto done_kv;
     for (int rep = 0; rep < reps; rep++) {
         if (pp > 0) { /* one batch of pp rows, logits for the last (as a server's prefill) */
             for (int i = 0; i < pp; i++)
                 pos[i] = i, want[i] = i == pp - 1;
-            fwd_batch_t b = {pp, tokens, pos, tables, want, NULL, NULL, NULL};
+            fwd_batch_t b = {pp, tokens, pos, tables, want, NULL, NULL, NULL, chunked};
             int64_t t0 = clock_now_ns();
             if (fwd_run(&ctx, &kv, &b, logits, err))
                 goto done_kv;
@@ -206,7 +208,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
             for (int i = depth; i < depth + tg; i++) {
                 pos[0] = i;
                 want[0] = 1;
-                fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL, NULL, NULL};
+                fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL, NULL, NULL, NULL};
                 if (fwd_run(&ctx, &kv, &b, logits, err))
                     goto done_kv;
             }
@@ -240,7 +242,7 @@ done_kv:
 done_ctx:
     fwd_ctx_free(&ctx);
 done:
-    free(tokens), free(pos), free(table), free(tables), free(want), free(logits);
+    free(tokens), free(pos), free(table), free(tables), free(want), free(chunked), free(logits);
     return rc;
 }
 

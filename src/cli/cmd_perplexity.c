@@ -18,7 +18,8 @@
 #define PPL_DEFAULT_CTX 512       /* the demo model's training context */
 #define PPL_MAX_FILE (256u << 20) /* bytes of text read at most */
 #define PPL_CHUNK 64              /* rows per forward pass within a window */
-#define PPL_TOKEN_BYTES 512       /* longest token spelling measured */
+_Static_assert(PPL_CHUNK % GDN_CHUNK_MAX == 0, "a window's passes end on chunk boundaries");
+#define PPL_TOKEN_BYTES 512 /* longest token spelling measured */
 
 static const char usage[] =
     "usage: splash perplexity [--model FILE] --file TEXT [--ctx N] [--stride N] [--threads N] [--max-tokens N]\n"
@@ -129,6 +130,8 @@ typedef struct ppl_state {
 static int score_window(ppl_state_t *s, const int32_t *w, int n, int first_scored, double *nll, err_t *err)
 {
     int vocab = s->m->cfg.vocab;
+    uint8_t chunked[PPL_CHUNK];
+    memset(chunked, 1, sizeof chunked);
     for (int start = 0; start < n - 1; start += PPL_CHUNK) {
         int rows = n - 1 - start < PPL_CHUNK ? n - 1 - start : PPL_CHUNK;
         for (int r = 0; r < rows; r++) {
@@ -136,7 +139,9 @@ static int score_window(ppl_state_t *s, const int32_t *w, int n, int first_score
             s->tables[r] = s->table;
             s->want[r] = start + r + 1 >= first_scored;
         }
-        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want, NULL, NULL, NULL};
+        /* a window is one prompt: its rows may take the delta rule in
+         * chunks (PPL_CHUNK is a multiple of every chunk length) */
+        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want, NULL, NULL, NULL, chunked};
         if (fwd_run(&s->fwd, &s->kv, &b, s->logits, err))
             return -1;
         for (int r = 0, k = 0; r < rows; r++)

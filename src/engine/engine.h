@@ -95,6 +95,7 @@ typedef struct engine_plan {
     int n_verify_snapshots;
     int n_blocks;
     int block_size;
+    int gdn_chunk; /* hybrid models: prompt rows per delta-rule chunk (engine_gdn_chunk; 1: none) */
     int max_context;
     int kv_type;           /* kv_type_t of every KV store */
     uint64_t kv_per_token; /* kv_per_block / block_size */

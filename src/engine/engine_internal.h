@@ -34,6 +34,11 @@
 #define ENGINE_MAX_FORCED 4
 /* Draft rows a sequence may add to a step: speculation's or forced ones. */
 int engine_max_drafts(const engine_config_t *c);
+/* Hybrid models: the length prompt pieces are aligned to, so the delta rule
+ * can take a prompt in chunks whatever the batch (fwd_batch_t.gdn_chunk):
+ * fwd_gdn_chunk of the block size when the oldest prefill always has room
+ * for a whole chunk in a step, else 1 (rows one by one). */
+int engine_gdn_chunk(const engine_config_t *c, bool is_hybrid);
 /* Hybrid models: recurrent-state snapshots kept per sequence slot, and the
  * spacing (in blocks) of the snapshots a long prompt leaves besides those at
  * its last full blocks. */
@@ -168,6 +173,8 @@ struct engine {
     uint8_t *b_want;
     int32_t *b_slots;     /* (batch_tokens) hybrid models: each row's recurrent-state slot */
     float **b_snaps;      /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
+    uint8_t *b_chunk;     /* (batch_tokens) hybrid models: prompt rows the delta rule may take in chunks */
+    int gdn_chunk;        /* hybrid models: prompt pieces end on multiples of this (1: rows one by one) */
     engine_req_t **b_req; /* (batch_tokens) the request of each row */
     bool *is_slot_busy;   /* (max_seqs) hybrid models: recurrent-state slots held by running requests */
     int n_batch;

@@ -77,6 +77,18 @@ int engine_max_drafts(const engine_config_t *c)
     return speculative > ENGINE_MAX_FORCED ? speculative : ENGINE_MAX_FORCED;
 }
 
+int engine_gdn_chunk(const engine_config_t *c, bool is_hybrid)
+{
+    int C = fwd_gdn_chunk(KV_BLOCK_SIZE);
+    /* the oldest prefill's room in a step: the budget less every other
+     * sequence's decode, replay and draft rows */
+    int room = c->batch_tokens - (c->max_seqs - 1) * (1 + engine_max_drafts(c));
+    if (!is_hybrid || C < 2 || c->prefill_chunk < C || room < C ||
+        (c->prompt_logit_rows > 0 && c->prompt_logit_rows < C))
+        return 1;
+    return C;
+}
+
 /* Checks the configuration against the model (and the draft model), each
  * field with one clear error. */
 static int plan_check(const model_t *m, const engine_config_t *c, err_t *err)
@@ -138,6 +150,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     }
     int kv_dim = mc->n_kv_heads * mc->head_dim;
     plan->block_size = KV_BLOCK_SIZE;
+    plan->gdn_chunk = engine_gdn_chunk(c, model_is_hybrid(&m->cfg));
     plan->max_context = max_ctx;
     plan->weights = model_weight_memory(m) + (dm ? model_weight_memory(dm) : 0);
     kv_type_t kt = (kv_type_t)c->kv_type;

@@ -191,6 +191,19 @@ static int plan_drafts(engine_t *e, int n)
     return n;
 }
 
+/* Hybrid models: a prompt piece of k rows cut back to end on a multiple of
+ * e->gdn_chunk or at the prompt's end, so the delta rule takes the prompt
+ * in the same chunks however the steps split it (fwd_batch_t.gdn_chunk).
+ * Rows past the prompt (a recompute's generated tokens) went through the
+ * rule one by one when decoded and are replayed so. */
+static int align_piece(const engine_t *e, const engine_req_t *r, int k)
+{
+    int C = e->gdn_chunk, end = r->n_prefilled + k;
+    if (C < 2 || k <= 0 || end >= r->n_prompt)
+        return k;
+    return end / C * C > r->n_prefilled ? end / C * C - r->n_prefilled : 0;
+}
+
 /* Planning: how many rows each running sequence gets this step (decode: 1;
  * prefill: a chunk within the budget). Returns the row count. */
 static int plan_rows(engine_t *e)
@@ -223,6 +236,7 @@ static int plan_rows(engine_t *e)
             int room = e->cfg.prompt_logit_rows - prompt_logit_rows;
             k = k < room ? k : room;
         }
+        k = align_piece(e, r, k);
         r->n_rows = k > 0 ? k : 0;
         n += r->n_rows;
         if (wants_logits)
@@ -276,6 +290,7 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                 e->b_want[n] =
                     is_decode ? j >= newest : !is_recompute(r) && (r->p.prompt_logits || pos == r->n_prompt - 1);
                 e->b_slots[n] = r->state_slot;
+                e->b_chunk[n] = !is_decode && e->gdn_chunk > 1 && pos < r->n_prompt;
                 if (!is_decode)
                     e->b_snaps[n] = r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
                 else
@@ -465,7 +480,7 @@ void engine_step(engine_t *e, uint64_t loop)
             max_drafts = r->n_drafts > max_drafts ? r->n_drafts : max_drafts;
         }
     }
-    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots, e->b_snaps, e->hid};
+    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots, e->b_snaps, e->hid, e->b_chunk};
     err_t err;
     TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode,
                 (uint32_t)(n - n_decode - n_verify), (uint32_t)n_verify);

@@ -67,6 +67,86 @@ void gdn_delta_step(float *S, float *o, const float *q, const float *k, const fl
     }
 }
 
+size_t gdn_chunk_tmp_floats(int dk, int dv)
+{
+    /* U (N, dv); the AVX-512 path adds its two triangles (N, N), the keys
+     * transposed (dk, N) and a packed 64-column panel of S (dk, 64) */
+    return (size_t)GDN_CHUNK_MAX * ((size_t)dv + (size_t)dk + 2 * GDN_CHUNK_MAX) + (size_t)dk * 64;
+}
+
+static float dot(const float *a, const float *b, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* The maths of gdn.h's comment, line by line; the decays from exp() of
+ * G_t - G_i in double, so a difference keeps its low bits however far the
+ * chunk has decayed. Dot products are recomputed where needed: this is the
+ * form to check against, not the fast one (gdn_chunk_avx512.c). */
+void gdn_delta_chunk(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
+                     size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv, float *tmp)
+{
+    if (n < 1 || n > GDN_CHUNK_MAX)
+        return; /* outside the contract: nothing to do, nothing overrun */
+    double G[GDN_CHUNK_MAX] = {0.0}, acc = 0.0;
+    for (int t = 0; t < n; t++)
+        G[t] = acc += g[t * gs];
+    float *U = tmp; /* (n, dv): u_t */
+    /* u_t = beta_t (v_t - Gamma_t S_0^T k_t) and o_t = Gamma_t S_0^T q_t */
+    for (int t = 0; t < n; t++) {
+        const float *kt = k + t * qks, *qt = q + t * qks, *vt = v + t * vs;
+        float *ut = U + (size_t)t * dv, *ot = o + t * os;
+        memset(ut, 0, (size_t)dv * sizeof(float));
+        memset(ot, 0, (size_t)dv * sizeof(float));
+        for (int i = 0; i < dk; i++) {
+            const float *row = S + (size_t)i * dv;
+            for (int j = 0; j < dv; j++) {
+                ut[j] += row[j] * kt[i];
+                ot[j] += row[j] * qt[i];
+            }
+        }
+        float gam = (float)exp(G[t]), b = beta[t * gs];
+        for (int j = 0; j < dv; j++) {
+            ut[j] = b * (vt[j] - gam * ut[j]);
+            ot[j] *= gam;
+        }
+    }
+    /* in token order: u_t -= beta_t d_ti (k_i . k_t) u_i for i < t (the
+     * solve: u_i is final by then), then o_t += d_ti (k_i . q_t) u_i for
+     * i <= t */
+    for (int t = 0; t < n; t++) {
+        const float *kt = k + t * qks, *qt = q + t * qks;
+        float *ut = U + (size_t)t * dv, *ot = o + t * os;
+        for (int i = 0; i < t; i++) {
+            float a = beta[t * gs] * (float)exp(G[t] - G[i]) * dot(k + i * qks, kt, dk);
+            for (int j = 0; j < dv; j++)
+                ut[j] -= a * U[(size_t)i * dv + j];
+        }
+        for (int i = 0; i <= t; i++) {
+            float p = (float)exp(G[t] - G[i]) * dot(k + i * qks, qt, dk);
+            for (int j = 0; j < dv; j++)
+                ot[j] += p * U[(size_t)i * dv + j];
+        }
+    }
+    /* S = Gamma_n S_0 + sum_t d_nt k_t u_t^T */
+    float w[GDN_CHUNK_MAX], gam_n = (float)exp(G[n - 1]);
+    for (int t = 0; t < n; t++)
+        w[t] = (float)exp(G[n - 1] - G[t]);
+    for (int i = 0; i < dk; i++) {
+        float *row = S + (size_t)i * dv;
+        for (int j = 0; j < dv; j++)
+            row[j] *= gam_n;
+        for (int t = 0; t < n; t++) {
+            float wk = w[t] * k[t * qks + i];
+            for (int j = 0; j < dv; j++)
+                row[j] += wk * U[(size_t)t * dv + j];
+        }
+    }
+}
+
 void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps)
 {
     double ss = 0.0;
@@ -78,9 +158,10 @@ void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const floa
 }
 
 static const gdn_kernels_t paths[] = {
-    {gdn_conv_step, gdn_delta_step, gdn_gated_rmsnorm, "generic"},
-    {gdn_conv_step_avx2, gdn_delta_step_avx2, gdn_gated_rmsnorm_avx2, "avx2"},
-    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_gated_rmsnorm_avx512, "avx512"},
+    {gdn_conv_step, gdn_delta_step, gdn_delta_chunk, gdn_gated_rmsnorm, "generic"},
+    /* no AVX2 chunk form: the scalar one is slower than the AVX2 recurrence */
+    {gdn_conv_step_avx2, gdn_delta_step_avx2, NULL, gdn_gated_rmsnorm_avx2, "avx2"},
+    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_delta_chunk_avx512, gdn_gated_rmsnorm_avx512, "avx512"},
 };
 
 const gdn_kernels_t *gdn_kernels_for_level(cpu_level_t level)

@@ -10,11 +10,15 @@
  * key dimension i). One token with key k (dk), value v (dv), query q (dk),
  * decay g (<= 0) and write strength beta:
  *   S = e^g S ;  S += k (beta (v - S^T k))^T ;  o = S^T q
- * This is the plain recurrence; prefill runs it token by token too (the
- * chunk-parallel form is a later step, see docs/architecture.md). */
+ * This is the plain recurrence (decode, verification). gdn_delta_chunk
+ * below is the chunk-parallel (WY / UT) form of the same maths, n tokens of
+ * a head at once as matrix-shaped work: a prompt's prefill takes its
+ * block-aligned chunks so (model/forward.h fwd_batch_t.gdn_chunk,
+ * docs/architecture.md). */
 #ifndef SPLASH_GDN_H
 #define SPLASH_GDN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/cpu.h"
@@ -37,6 +41,37 @@ void gdn_l2norm(float *x, int64_t n, float eps);
 void gdn_delta_step(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta, int dk,
                     int dv, float *tmp);
 
+/* The most tokens gdn_delta_chunk takes at once; its scratch grows with it. */
+#define GDN_CHUNK_MAX 64
+
+/* n tokens (1 <= n <= GDN_CHUNK_MAX) of the delta rule for one value head
+ * at once: S (dk, dv) updated in place to the state after the last token,
+ * o_t (dv) = S_t^T q_t for every token. Token t reads q + t qks, k + t qks,
+ * v + t vs, g[t gs], beta[t gs] and writes o + t os, which must not
+ * overlap S or the inputs; an n outside [1, GDN_CHUNK_MAX] does nothing.
+ * tmp holds gdn_chunk_tmp_floats(dk, dv) floats (one per thread).
+ *
+ * With G_t = g_1 + ... + g_t (within the chunk), Gamma_t = e^{G_t}, S_0 the
+ * incoming state and d_ti = e^{G_t - G_i} (<= 1 for i <= t; never formed as
+ * a ratio of Gammas, which underflow), the recurrence unrolls to
+ *   u_t = beta_t (v_t - Gamma_t S_0^T k_t - sum_{i<t} d_ti (k_i . k_t) u_i)
+ *   o_t = Gamma_t S_0^T q_t + sum_{i<=t} d_ti (k_i . q_t) u_i
+ *   S_n = Gamma_n S_0 + sum_i d_ni k_i u_i^T
+ * (u_t is the recurrence's beta (v - S^T k) correction; the first line is a
+ * unit lower-triangular solve). Its result equals n gdn_delta_step calls
+ * within float rounding but not bit for bit, and depends on how a sequence
+ * is cut into chunks: use it only where bit equality with token-by-token
+ * is not promised. A path gives the same bits for the same (S, chunk)
+ * every time, whatever thread runs it. The AVX-512 path flushes denormals
+ * to zero while it runs (MXCSR FTZ and DAZ, restored on return): a model's
+ * strong decays underflow inside a chunk, and denormal arithmetic ran the
+ * qwen35-0.8b shape's chunks 3.3x slower. */
+void gdn_delta_chunk(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
+                     size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv, float *tmp);
+
+/* gdn_delta_chunk's scratch in floats, for any n up to GDN_CHUNK_MAX. */
+size_t gdn_chunk_tmp_floats(int dk, int dv);
+
 /* y = rmsnorm(x) * weight * silu(z) over n elements (in place allowed). */
 void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps);
 
@@ -50,11 +85,15 @@ typedef void (*gdn_conv_fn)(float *y, float *state, const float *x, const float 
                             int64_t c0, int64_t c1);
 typedef void (*gdn_delta_fn)(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                              int dk, int dv, float *tmp);
+typedef void (*gdn_chunk_fn)(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
+                             size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv,
+                             float *tmp);
 typedef void (*gdn_norm_fn)(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps);
 
 typedef struct gdn_kernels {
     gdn_conv_fn conv_step;
     gdn_delta_fn delta_step;
+    gdn_chunk_fn delta_chunk; /* NULL: no chunk form on this path (AVX2), rows one by one */
     gdn_norm_fn gated_rmsnorm;
     const char *path; /* "generic", "avx2", "avx512" */
 } gdn_kernels_t;
@@ -75,6 +114,10 @@ void gdn_conv_step_avx512(float *y, float *state, const float *x, const float *w
                           int64_t c1);
 void gdn_delta_step_avx512(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                            int dk, int dv, float *tmp);
+/* AVX-512 chunk form (gdn_chunk_avx512.c): dv % 16 != 0 runs the
+ * reference instead. */
+void gdn_delta_chunk_avx512(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
+                            size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv, float *tmp);
 void gdn_gated_rmsnorm_avx512(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "base/err.h"
 #include "base/pool.h"
+#include "kernels/gdn.h"
 #include "model/kv.h"
 #include "model/model.h"
 
@@ -37,6 +38,16 @@ typedef struct fwd_batch {
     /* qwen35: NULL, or (n_rows, hidden) floats to receive every row's final
      * output-normed state (the MTP drafter's input) */
     float *hidden_out;
+    /* hybrid models: NULL, or (n_rows) nonzero where the row may go through
+     * the delta rule in one chunk with its neighbours (kernels/gdn.h
+     * gdn_delta_chunk, which rounds differently from token by token): rows
+     * of one slot at consecutive positions from a multiple of the chunk
+     * length (fwd_gdn_chunk) to the next multiple, or to the end of the
+     * marked run. The caller promises that a marked run ends at a multiple
+     * of the chunk length or where that sequence's marked rows end for good
+     * (a prompt's last row), so a chunk's rows, and so the bits, never
+     * depend on how a prompt was split into batches. NULL: token by token. */
+    const uint8_t *gdn_chunk;
 } fwd_batch_t;
 
 /* Scratch for batches of up to max_rows rows and sequences of up to max_ctx
@@ -92,6 +103,14 @@ uint64_t fwd_state_bytes(const model_t *m, int n_slots);
 /* Floats of one sequence's recurrent state, all GDN layers (0 for dense
  * models): the size of a fwd_batch_t.state_snaps buffer. */
 size_t fwd_state_snapshot_floats(const model_t *m);
+/* The chunk length of fwd_batch_t.gdn_chunk with a KV store of block_size
+ * slots a block: the block size (state snapshots sit at block ends, so
+ * every one falls on a chunk's end), or 1 (no chunks) past the kernel's
+ * longest chunk. */
+static inline int fwd_gdn_chunk(int block_size)
+{
+    return block_size >= 2 && block_size <= GDN_CHUNK_MAX ? block_size : 1;
+}
 /* Resumes slot from a snapshot (fwd_state_snapshot_floats floats) taken
  * after position pos - 1: its next row must be at pos. */
 void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos);

@@ -29,6 +29,7 @@
  * but ssm_norm, whose checkpoint weight already is one. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,13 +333,21 @@ const float *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos)
     return ctx->state + (size_t)slot * ctx->n_gdn_layers * ctx->state_floats;
 }
 
+/* Floats of one thread's delta-rule scratch. */
+static size_t gdn_tmp_floats(const q35_dims_t *d)
+{
+    size_t chunk = gdn_chunk_tmp_floats(d->dk, d->dv);
+    return chunk > (size_t)d->dv ? chunk : (size_t)d->dv;
+}
+
 uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
 {
     q35_dims_t d = dims_of(&m->cfg);
     uint64_t per_row = maxz(2 * (size_t)d.q_dim, (size_t)d.conv_dim) + maxz((size_t)d.q_dim, (size_t)d.Dv) +
                        2 * (uint64_t)d.nv + (uint64_t)m->cfg.hidden;
     per_row += m->cfg.n_nextn ? 2 * (uint64_t)m->cfg.hidden : 0; /* mtp_cat */
-    return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * d.dv) * sizeof(float) + fwd_state_bytes(m, 1);
+    return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * gdn_tmp_floats(&d)) * sizeof(float) +
+           fwd_state_bytes(m, 1);
 }
 
 int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err)
@@ -382,7 +391,7 @@ int qwen35_ctx_init(fwd_ctx_t *ctx, err_t *err)
     ctx->beta = malloc(rows * (size_t)d.nv * sizeof(float));
     ctx->alpha = malloc(rows * (size_t)d.nv * sizeof(float));
     ctx->mix = malloc(rows * (size_t)c->hidden * sizeof(float));
-    ctx->gdn_tmp = malloc((size_t)pool_size(ctx->pool) * (size_t)d.dv * sizeof(float));
+    ctx->gdn_tmp = malloc((size_t)pool_size(ctx->pool) * gdn_tmp_floats(&d) * sizeof(float));
     if (c->n_nextn && !(ctx->mtp_cat = malloc(rows * 2 * (size_t)c->hidden * sizeof(float))))
         return err_set(err, "forward: out of memory for the MTP block's scratch (%.1f MiB)",
                        (double)rows * 2 * c->hidden * sizeof(float) / 1048576.0);
@@ -563,6 +572,7 @@ static float *layer_state(const fwd_ctx_t *ctx, int32_t slot, int gdn_index)
 typedef struct gdn_arg {
     const fwd_batch_t *b;
     int layer, gdn_index;
+    int chunk; /* fwd_gdn_chunk of the KV store's block size */
 } gdn_arg_t;
 
 /* Where row r's state for this layer is snapshotted, or NULL. */
@@ -618,9 +628,39 @@ static void gdn_prep_row(const fwd_ctx_t *ctx, const void *p, int r)
     }
 }
 
+/* Rows [r, r + n) that go through the delta rule as one chunk (n >= 2), or
+ * 1: a run the caller marked (fwd_batch_t.gdn_chunk) of one slot at
+ * consecutive positions, starting at a multiple of the chunk length C and
+ * ending at the next multiple or where the marked run ends. */
+static int chunk_rows(const fwd_batch_t *b, int C, int r)
+{
+    if (!b->gdn_chunk || C < 2 || !b->gdn_chunk[r] || b->pos[r] % C)
+        return 1;
+    int slot = slot_of(b, r), n = 1;
+    while (n < C && r + n < b->n_rows && b->gdn_chunk[r + n] && slot_of(b, r + n) == slot &&
+           b->pos[r + n] == b->pos[r] + n)
+        n++;
+    return n;
+}
+
+/* The chunk length of marked rows with this KV store (1: token by token):
+ * fwd_gdn_chunk, when the path has a chunk form and SPLASH_GDN_CHUNK is not
+ * 0 (read once; for measuring the chunk form against the recurrence in one
+ * binary, and for bit-for-bit comparisons with token by token). */
+static int gdn_chunk_len(const kv_store_t *kv)
+{
+    static atomic_int is_off = -1; /* the same answer whichever thread reads it first */
+    if (atomic_load(&is_off) < 0) {
+        const char *env = getenv("SPLASH_GDN_CHUNK");
+        atomic_store(&is_off, env && !strcmp(env, "0"));
+    }
+    return atomic_load(&is_off) || !gdn_kernels()->delta_chunk ? 1 : fwd_gdn_chunk(kv->block_size);
+}
+
 /* The delta rule over value heads split across the pool, each thread
- * walking the rows in order; then the gated RMSNorm of the head's output
- * into xn (n, Dv). Value head j reads key head j % nk. */
+ * walking the rows in order (a marked chunk at once: chunk_rows); then the
+ * gated RMSNorm of the head's output into xn (n, Dv). Value head j reads
+ * key head j % nk. */
 static void gdn_recur_worker(void *p, int ith, int nth)
 {
     const rows_job_t *job = p;
@@ -629,11 +669,17 @@ static void gdn_recur_worker(void *p, int ith, int nth)
     const model_config_t *c = &ctx->model->cfg;
     const model_layer_t *l = &ctx->model->layers[a->layer];
     q35_dims_t d = dims_of(c);
-    float *tmp = ctx->gdn_tmp + (size_t)ith * d.dv;
+    float *tmp = ctx->gdn_tmp + (size_t)ith * gdn_tmp_floats(&d);
     const gdn_kernels_t *k_path = gdn_kernels();
     long lo, hi;
     pool_split(d.nv, ith, nth, &lo, &hi);
-    for (int r = 0; r < job->n_rows; r++) {
+    for (int r = 0; r < job->n_rows;) {
+        int n = chunk_rows(a->b, a->chunk, r);
+        for (int i = 0; i < n - 1; i++)
+            if (snap_of(ctx, a, r + i)) { /* inside a chunk (never, with the block size as C): token by token */
+                n = 1;
+                break;
+            }
         const float *row = ctx->qkv + (size_t)r * d.conv_dim;
         float *S_all = layer_state(ctx, slot_of(a->b, r), a->gdn_index) + (size_t)(d.kernel - 1) * d.conv_dim;
         for (long j = lo; j < hi; j++) {
@@ -641,14 +687,22 @@ static void gdn_recur_worker(void *p, int ith, int nth)
             const float *q = row + (size_t)kh * d.dk, *k = row + d.Dk + (size_t)kh * d.dk;
             const float *v = row + 2 * (size_t)d.Dk + (size_t)j * d.dv;
             float *o = ctx->xn + (size_t)r * d.Dv + (size_t)j * d.dv;
-            k_path->delta_step(S_all + (size_t)j * d.dk * d.dv, o, q, k, v, ctx->alpha[(size_t)r * d.nv + j],
-                               ctx->beta[(size_t)r * d.nv + j], d.dk, d.dv, tmp);
-            k_path->gated_rmsnorm(o, o, l->ssm_norm, ctx->zg + (size_t)r * d.Dv + (size_t)j * d.dv, d.dv, c->rms_eps);
+            const float *g = ctx->alpha + (size_t)r * d.nv + j, *beta = ctx->beta + (size_t)r * d.nv + j;
+            float *S = S_all + (size_t)j * d.dk * d.dv;
+            if (n > 1)
+                k_path->delta_chunk(S, o, (size_t)d.Dv, q, k, (size_t)d.conv_dim, v, (size_t)d.conv_dim, g, beta,
+                                    (size_t)d.nv, n, d.dk, d.dv, tmp);
+            else
+                k_path->delta_step(S, o, q, k, v, *g, *beta, d.dk, d.dv, tmp);
+            for (int t = 0; t < n; t++)
+                k_path->gated_rmsnorm(o + (size_t)t * d.Dv, o + (size_t)t * d.Dv, l->ssm_norm,
+                                      ctx->zg + (size_t)(r + t) * d.Dv + (size_t)j * d.dv, d.dv, c->rms_eps);
         }
-        float *snap = snap_of(ctx, a, r);
+        float *snap = snap_of(ctx, a, r + n - 1);
         if (snap) /* this thread's value heads of the snapshot */
             memcpy(snap + (size_t)(d.kernel - 1) * d.conv_dim + (size_t)lo * d.dk * d.dv,
                    S_all + (size_t)lo * d.dk * d.dv, (size_t)(hi - lo) * d.dk * d.dv * sizeof(float));
+        r += n;
     }
 }
 
@@ -702,7 +756,7 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
             ops_matmul_multi(ctx->pool, 4, w, out, ctx->xn, n, ctx->xq);
             /* causal conv + silu (rows in order per slot); L2 norms, beta, decay;
              * the delta rule and gated norm into xn (n, Dv); mix = W_out xn */
-            gdn_arg_t a = {b, li, gi++};
+            gdn_arg_t a = {b, li, gi++, gdn_chunk_len(kv)};
             rows_job_t conv = {ctx, &a, NULL, n};
             pool_run(ctx->pool, gdn_conv_worker, &conv);
             for_rows(ctx, n, gdn_prep_row, &a);

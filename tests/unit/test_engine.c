@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,7 +314,7 @@ static void test_greedy_matches_direct_forward(void **state)
     for (int p = 0; p < 40 + 11; p++) {
         int32_t pos = p;
         uint8_t want = 1;
-        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL, NULL, NULL};
+        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL, NULL, NULL, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, logits, &err), 0);
         if (p >= 39) {
             int g = p - 39;
@@ -542,18 +543,25 @@ static void test_hybrid_batch_invariance(void **state)
     for (int i = 0; i < N_Q35; i++)
         make_prompt(prompts[i], lens[i], 300 + (uint32_t)i);
     memcpy(prompts[2], prompts[0], 32 * sizeof(int32_t)); /* two full blocks in common with request 0 */
-    result_t alone[N_Q35];
-    for (int i = 0; i < N_Q35; i++) {
-        engine_t *e = make_engine(f, 1, 8, 8, 4);
-        run_alone(e, prompts[i], lens[i], gens[i], i % 2 ? 500 + (uint64_t)i : 0, NULL, &alone[i]);
-        assert_int_equal(alone[i].n_ids, gens[i]);
-        assert_int_equal(alone[i].usage.cached_tokens, 0);
-        engine_destroy(e);
-    }
-    static const int chunks[] = {1, 7, 16};
+    /* prefill chunks of 1 and 7 rows take the delta rule token by token;
+     * with 24 and 40 the engine takes prompts in chunks of a block (pieces
+     * cut back to end on a block), so a request's bits depend on the
+     * configuration: each request alone runs on the configuration it is
+     * then mixed on */
+    static const int chunks[] = {1, 7, 24, 40};
     for (size_t ci = 0; ci < sizeof chunks / sizeof *chunks; ci++) {
         for (int width = 2; width <= 3; width++) {
-            engine_t *e = make_engine(f, width, width + chunks[ci] * 2, chunks[ci], N_Q35);
+            int bt = width + chunks[ci] * 2;
+            result_t alone[N_Q35];
+            for (int i = 0; i < N_Q35; i++) {
+                engine_t *e = make_engine(f, width, bt, chunks[ci], N_Q35);
+                run_alone(e, prompts[i], lens[i], gens[i], i % 2 ? 500 + (uint64_t)i : 0, NULL, &alone[i]);
+                assert_int_equal(alone[i].n_ids, gens[i]);
+                assert_int_equal(alone[i].usage.cached_tokens, 0);
+                engine_destroy(e);
+            }
+            engine_t *e = make_engine(f, width, bt, chunks[ci], N_Q35);
+            assert_int_equal(engine_get_plan(e)->gdn_chunk, chunks[ci] >= 24 ? KV_BLOCK_SIZE : 1);
             /* request 0 ran before: its blocks and the state at their end are kept */
             result_t warm;
             run_alone(e, prompts[0], lens[0], 2, 0, NULL, &warm);
@@ -571,18 +579,18 @@ static void test_hybrid_batch_invariance(void **state)
                 assert_memory_equal(mixed[i].logits, alone[i].logits, (size_t)gens[i] * TEST_VOCAB * sizeof(float));
                 assert_int_equal(mixed[i].usage.cached_tokens, warm_cached[i]);
                 result_free(&mixed[i]);
+                result_free(&alone[i]);
             }
             assert_no_blocks_held(e);
             engine_destroy(e);
         }
     }
-    for (int i = 0; i < N_Q35; i++)
-        result_free(&alone[i]);
 }
 
 /* A follow-up turn (prompt + answer + more) on a hybrid model resumes at
  * the answer's newest cached block: decoding leaves a state snapshot there
- * (one per sequence); the logits equal a cold run's, bit for bit. With
+ * (one per sequence); the logits equal a cold run's to float rounding
+ * (the cold run takes the answer's positions in prompt chunks). With
  * speculation (the snapshot then comes from a verify row's copy or the
  * live state) the reuse reaches at least the block before. */
 static void test_hybrid_answer_reuse(void **state)
@@ -626,8 +634,17 @@ static void test_hybrid_answer_reuse(void **state)
         e = make_engine(f, 1, 32, 24, 4);
         run_alone(e, q, N_P + GEN + N_NEW, 3, 0, NULL, &cold);
         engine_destroy(e);
+        /* the answer's state came through the delta rule token by token as
+         * it was decoded, where the cold run takes those positions as prompt
+         * chunks (fwd_batch_t.gdn_chunk): rounding apart, the same */
         assert_memory_equal(again.ids, cold.ids, 3 * sizeof(int32_t));
-        assert_memory_equal(again.logits, cold.logits, 3 * TEST_VOCAB * sizeof(float));
+        double worst = 0, scale = 1;
+        for (int i = 0; i < 3 * TEST_VOCAB; i++) {
+            double d = fabs((double)again.logits[i] - cold.logits[i]);
+            worst = d > worst ? d : worst;
+            scale = fabs(cold.logits[i]) > scale ? fabs(cold.logits[i]) : scale;
+        }
+        assert_true(worst <= 1e-2 * scale); /* int8 activations amplify it: see test_qwen35's test_forward_chunked */
         result_free(&first);
         result_free(&again);
         result_free(&cold);

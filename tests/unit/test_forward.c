@@ -87,7 +87,7 @@ static void run_one_by_one(fixture_t *f, pool_t *pool, const int32_t *tokens, in
     for (int i = 0; i < n; i++) {
         int32_t pos = i;
         const int32_t *tables[1] = {table};
-        fwd_batch_t b = {1, &tokens[i], &pos, tables, NULL, NULL, NULL, NULL};
+        fwd_batch_t b = {1, &tokens[i], &pos, tables, NULL, NULL, NULL, NULL, NULL};
         if (fwd_run(&ctx, &kv, &b, logits + (size_t)i * c->vocab, &err))
             fail_msg("%s", err.msg);
     }
@@ -117,7 +117,7 @@ static void test_chunked_prefill_equals_decode(void **state)
         const int32_t *tables[5];
         for (int i = 0; i < n; i++)
             pos[i] = done + i, tables[i] = table;
-        fwd_batch_t b = {n, tokens + done, pos, tables, NULL, NULL, NULL, NULL};
+        fwd_batch_t b = {n, tokens + done, pos, tables, NULL, NULL, NULL, NULL, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, got + (size_t)done * c->vocab, &err), 0);
     }
     assert_memory_equal(ref, got, (size_t)N_TOK * c->vocab * sizeof(float));
@@ -168,7 +168,7 @@ static void test_batch_of_two_sequences(void **state)
         }
         if (n == 0)
             continue;
-        fwd_batch_t b = {n, tok, pos, tables, want, NULL, NULL, NULL};
+        fwd_batch_t b = {n, tok, pos, tables, want, NULL, NULL, NULL, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), 0);
         int k = 0;
         if (step < N_TOK)
@@ -219,29 +219,29 @@ static void test_bad_batches_rejected(void **state)
     int32_t tok[2] = {1, 2}, pos[2] = {0, 1};
 
     int32_t bad_tok = c->vocab;
-    fwd_batch_t b = {1, &bad_tok, pos, tables, NULL, NULL, NULL, NULL};
+    fwd_batch_t b = {1, &bad_tok, pos, tables, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "vocabulary"));
 
     int32_t bad_pos = 32;
-    b = (fwd_batch_t){1, tok, &bad_pos, tables, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){1, tok, &bad_pos, tables, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "position"));
 
     int32_t far_pos = 20;
     const int32_t *bad_tables[1] = {bad_table};
-    b = (fwd_batch_t){1, tok, &far_pos, bad_tables, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){1, tok, &far_pos, bad_tables, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "block"));
 
-    b = (fwd_batch_t){3, tok, pos, tables, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){3, tok, pos, tables, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "rows"));
     kv_store_free(&kv);
 
     /* a q8_0 store: kv_dim 32 is whole blocks, but the heads (16) are not */
     assert_int_equal(kv_store_init(&kv, KV_Q8_0, c->n_layers, 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
-    b = (fwd_batch_t){1, tok, pos, tables, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){1, tok, pos, tables, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "q8_0 needs a head_dim that is a multiple of 32"));
     free(out);

@@ -3,7 +3,8 @@
  * rule over many tokens and the gated RMSNorm, over ragged widths (lanes
  * past the end masked) within a relative bound; bit-identical repeats;
  * a conv step split into channel ranges (as threads split it) equal bit for
- * bit to the whole; in place allowed where the contract says so. */
+ * bit to the whole; in place allowed where the contract says so; the chunk
+ * form against the reference chunk form and the recurrence. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "base/cpu.h"
 #include "kernels/gdn.h"
 
+#include "gdn_chunk_cases.h"
 #include "test_util.h"
 
 /* |got - want| <= tol (1 + |want|) for every element */
@@ -36,9 +38,14 @@ static void test_paths_selected(void **state)
         assert_string_equal(k->path, cpu_level_name(level));
         assert_non_null(k->conv_step);
         assert_non_null(k->delta_step);
+        if (level == CPU_AVX2) /* no chunk form: the forward takes rows one by one */
+            assert_null(k->delta_chunk);
+        else
+            assert_non_null(k->delta_chunk);
         assert_non_null(k->gated_rmsnorm);
     }
     assert_ptr_equal(gdn_kernels_for_level(CPU_GENERIC)->delta_step, gdn_delta_step);
+    assert_ptr_equal(gdn_kernels_for_level(CPU_GENERIC)->delta_chunk, gdn_delta_chunk);
     assert_ptr_equal(gdn_kernels(), gdn_kernels_for_level(cpu_level()));
 }
 
@@ -126,6 +133,63 @@ static void test_delta_rule(void **state)
     }
 }
 
+/* One path's chunk form over 150 tokens in chunks of n: against the
+ * reference chunk form (the same maths in other sums' order, exp_ps for
+ * exp: measured worst 1.2e-7 of 1 + |value|, bound 2e-6), against the
+ * recurrence (test_gdn.c's bound, 1e-5, which says why) and against itself
+ * run again (the same bits: nothing depends on scratch left over, which
+ * chunk_run_chunks fills with NaN). Where the path falls back to the
+ * reference (dv % 16 != 0 on AVX-512), the same bits as it. */
+static void chunk_case(const gdn_kernels_t *p, int dk, int dv, int n, chunk_decay_t decay, uint64_t seed)
+{
+    chunk_input_t in = chunk_input(dk, dv, 150, decay, seed);
+    size_t ns = (size_t)dk * dv, no = (size_t)in.T * in.os;
+    float *S_step = malloc(ns * 4), *S_ref = malloc(ns * 4), *S = malloc(ns * 4), *S2 = malloc(ns * 4);
+    float *o_step = calloc(no, 4), *o_ref = calloc(no, 4), *o = calloc(no, 4), *o2 = calloc(no, 4);
+    chunk_run_steps(&in, gdn_delta_step, S_step, o_step);
+    chunk_run_chunks(&in, gdn_delta_chunk, n, S_ref, o_ref);
+    chunk_run_chunks(&in, p->delta_chunk, n, S, o);
+    chunk_run_chunks(&in, p->delta_chunk, n, S2, o2);
+    chunk_expect_close(o, o_ref, in.T, dv, in.os, 2e-6, "o against the reference chunk");
+    chunk_expect_close(S, S_ref, dk, dv, (size_t)dv, 2e-6, "S against the reference chunk");
+    chunk_expect_close(o, o_step, in.T, dv, in.os, 1e-5, "o against the recurrence");
+    chunk_expect_close(S, S_step, dk, dv, (size_t)dv, 1e-5, "S against the recurrence");
+    assert_memory_equal(o2, o, no * 4);
+    assert_memory_equal(S2, S, ns * 4);
+    if (dv % 16 != 0) {
+        assert_memory_equal(o, o_ref, no * 4);
+        assert_memory_equal(S, S_ref, ns * 4);
+    }
+    chunk_input_free(&in);
+    free(S_step), free(S_ref), free(S), free(S2), free(o_step), free(o_ref), free(o), free(o2);
+}
+
+static void test_delta_chunk_paths(void **state)
+{
+    (void)state;
+    static const int ns[] = {1, 2, 7, 16, 33, 64}, ds[] = {16, 32, 128};
+    for (cpu_level_t level = CPU_AVX2; level <= cpu_level() && level <= CPU_AVX512; level++) {
+        const gdn_kernels_t *p = gdn_kernels_for_level(level);
+        if (!p->delta_chunk)
+            continue;
+        uint64_t seed = 200;
+        for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
+            for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
+                chunk_case(p, ds[i], ds[i], ns[j], DECAY_REAL, seed++);
+        /* every column-block width (80 = 64 + 16, 48, 112) and row tail
+         * (dk % 4), and the fallback widths */
+        chunk_case(p, 20, 80, 33, DECAY_REAL, seed++);
+        chunk_case(p, 6, 48, 17, DECAY_REAL, seed++);
+        chunk_case(p, 131, 112, 64, DECAY_REAL, seed++);
+        chunk_case(p, 6, 5, 7, DECAY_REAL, seed++);
+        chunk_case(p, 32, 40, 16, DECAY_REAL, seed++);
+        chunk_case(p, 128, 128, 64, DECAY_STRONG, seed++);
+        chunk_case(p, 16, 16, 7, DECAY_STRONG, seed++);
+        chunk_case(p, 128, 128, 64, DECAY_MIXED, seed++);
+        chunk_case(p, 32, 32, 33, DECAY_MIXED, seed++);
+    }
+}
+
 static void test_gated_rmsnorm(void **state)
 {
     (void)state;
@@ -153,9 +217,8 @@ static void test_gated_rmsnorm(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_selected),
-        cmocka_unit_test(test_conv),
-        cmocka_unit_test(test_delta_rule),
+        cmocka_unit_test(test_paths_selected), cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_delta_rule),     cmocka_unit_test(test_delta_chunk_paths),
         cmocka_unit_test(test_gated_rmsnorm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
