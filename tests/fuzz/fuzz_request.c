@@ -18,16 +18,20 @@ static const handler_fn handlers[] = {api_chat,     api_completions,    api_toke
                                       api_messages, api_messages_count, api_responses, api_apply_template};
 #define N_HANDLERS (sizeof handlers / sizeof handlers[0])
 
+/* Each child's depth once: walking it twice per level (as this did) took
+ * 2^depth walks, 85-112 s for two 2-4 KB inputs a campaign found
+ * (corpus/request/slow-harness-depth-*; the server's own check in http.c
+ * walks once). */
 static int depth(const json_t *v)
 {
-    int d = 0;
+    int d = 0, dx;
     const char *key;
     json_t *x;
     size_t i;
     if (json_is_object(v))
-        json_object_foreach((json_t *)v, key, x) if (depth(x) > d) d = depth(x);
+        json_object_foreach((json_t *)v, key, x) if ((dx = depth(x)) > d) d = dx;
     if (json_is_array(v))
-        json_array_foreach(v, i, x) if (depth(x) > d) d = depth(x);
+        json_array_foreach(v, i, x) if ((dx = depth(x)) > d) d = dx;
     return d + (json_is_object(v) || json_is_array(v));
 }
 
