@@ -51,7 +51,9 @@ for t in "${targets[@]}"; do
     rc=0
     # -timeout: one input taking longer is a hang; -rss_limit_mb: a leak or
     # blow-up is a finding, not a machine-wide OOM
-    build-fuzz/tests/fuzz/fuzz_"$t" "$dir/corpus" -dict=tests/fuzz/dict/"$t".dict -runs="$runs" \
+    dict=()
+    [ -s tests/fuzz/dict/"$t".dict ] && dict=(-dict=tests/fuzz/dict/"$t".dict) # libFuzzer stops on a missing one
+    build-fuzz/tests/fuzz/fuzz_"$t" "$dir/corpus" "${dict[@]}" -runs="$runs" \
         -max_total_time="$time_s" -timeout="$input_timeout" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
         -artifact_prefix="$dir/" >"$dir/log.txt" 2>&1 || rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log.txt" | tail -1)
