@@ -125,7 +125,6 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->b_slots = malloc((size_t)rows * sizeof *e->b_slots);
     e->b_snaps = calloc((size_t)rows, sizeof *e->b_snaps);
     e->b_chunk = calloc((size_t)rows, 1);
-    e->gdn_chunk = plan.gdn_chunk;
     e->is_slot_busy = calloc((size_t)c->max_seqs, sizeof *e->is_slot_busy);
     e->scratch_info = calloc((size_t)n_info, sizeof *e->scratch_info);
     e->pub_active = calloc((size_t)n_info, sizeof *e->pub_active);

@@ -174,7 +174,6 @@ struct engine {
     int32_t *b_slots;     /* (batch_tokens) hybrid models: each row's recurrent-state slot */
     float **b_snaps;      /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
     uint8_t *b_chunk;     /* (batch_tokens) hybrid models: prompt rows the delta rule may take in chunks */
-    int gdn_chunk;        /* hybrid models: prompt pieces end on multiples of this (1: rows one by one) */
     engine_req_t **b_req; /* (batch_tokens) the request of each row */
     bool *is_slot_busy;   /* (max_seqs) hybrid models: recurrent-state slots held by running requests */
     int n_batch;

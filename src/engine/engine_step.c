@@ -192,13 +192,13 @@ static int plan_drafts(engine_t *e, int n)
 }
 
 /* Hybrid models: a prompt piece of k rows cut back to end on a multiple of
- * e->gdn_chunk or at the prompt's end, so the delta rule takes the prompt
+ * plan.gdn_chunk or at the prompt's end, so the delta rule takes the prompt
  * in the same chunks however the steps split it (fwd_batch_t.gdn_chunk).
  * Rows past the prompt (a recompute's generated tokens) went through the
  * rule one by one when decoded and are replayed so. */
 static int align_piece(const engine_t *e, const engine_req_t *r, int k)
 {
-    int C = e->gdn_chunk, end = r->n_prefilled + k;
+    int C = e->plan.gdn_chunk, end = r->n_prefilled + k;
     if (C < 2 || k <= 0 || end >= r->n_prompt)
         return k;
     return end / C * C > r->n_prefilled ? end / C * C - r->n_prefilled : 0;
@@ -290,7 +290,7 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                 e->b_want[n] =
                     is_decode ? j >= newest : !is_recompute(r) && (r->p.prompt_logits || pos == r->n_prompt - 1);
                 e->b_slots[n] = r->state_slot;
-                e->b_chunk[n] = !is_decode && e->gdn_chunk > 1 && pos < r->n_prompt;
+                e->b_chunk[n] = !is_decode && e->plan.gdn_chunk > 1 && pos < r->n_prompt;
                 if (!is_decode)
                     e->b_snaps[n] = r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
                 else
