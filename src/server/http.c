@@ -371,6 +371,16 @@ static json_t *load_body(server_t *s, http_conn_t *c, const route_def_t *rt, boo
         send_error(s, c, rt, 400, NULL, msg);
         return NULL;
     }
+    char where[256];
+    if (json_body_nul_at(req, where, sizeof where)) {
+        json_decref(req);
+        snprintf(msg, sizeof msg,
+                 "'%s' holds a NUL character (\\u0000): only text (content, text, prompt, system, input, "
+                 "instructions) may hold one",
+                 where);
+        send_error(s, c, rt, 400, where, msg);
+        return NULL;
+    }
     *is_refused = false;
     return req;
 }

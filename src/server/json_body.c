@@ -5,6 +5,7 @@
  * jansson to report. */
 #include "server/json_body.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,7 +179,7 @@ static json_int_t u64_bits(uint64_t v)
 
 json_body_status_t json_body_load(const char *body, size_t len, const char *u64_key, json_t **out, json_error_t *jerr)
 {
-    const size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
+    const size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL;
     size_t off = 0, n = 0;
     *out = NULL;
     if (!u64_key || json_raw_member(body, len, u64_key, &off, &n) != 1 || !json_raw_is_integer(body + off, n)) {
@@ -209,4 +210,55 @@ json_body_status_t json_body_load(const char *body, size_t len, const char *u64_
     }
     json_object_set_new(*out, u64_key, json_integer(u64_bits(v)));
     return JSON_BODY_OK;
+}
+
+static bool is_text_key(const char *key)
+{
+    static const char *const keys[] = {"content",           "text",    "prompt", "system", "input", "instructions",
+                                       "reasoning_content", "thinking"};
+    for (size_t i = 0; key && i < sizeof keys / sizeof *keys; i++)
+        if (!strcmp(key, keys[i]))
+            return true;
+    return false;
+}
+
+static bool has_nul(const json_t *v)
+{
+    return json_is_string(v) && memchr(json_string_value(v), 0, json_string_length(v)) != NULL;
+}
+
+/* v at path where[0..n); is_text: v is a text member's value or an element of one's array. */
+static int nul_walk(const json_t *v, bool is_text, char *where, size_t cap, size_t n)
+{
+    if (has_nul(v))
+        return !is_text;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            int w = snprintf(where + n, cap - n, "%s%s", n ? "." : "", k);
+            size_t m = w < 0 || (size_t)w >= cap - n ? cap - 1 : n + (size_t)w;
+            if (nul_walk(x, is_text_key(k), where, cap, m))
+                return 1;
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            int w = snprintf(where + n, cap - n, "[%zu]", i);
+            size_t m = w < 0 || (size_t)w >= cap - n ? cap - 1 : n + (size_t)w;
+            if (nul_walk(x, is_text && json_is_string(x), where, cap, m))
+                return 1;
+        }
+    }
+    where[n] = '\0';
+    return 0;
+}
+
+int json_body_nul_at(const json_t *doc, char *where, size_t cap)
+{
+    where[0] = '\0';
+    return nul_walk(doc, false, where, cap, 0);
 }

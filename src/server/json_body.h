@@ -34,8 +34,20 @@ typedef enum json_body_status {
     JSON_BODY_NOMEM,
 } json_body_status_t;
 
-/* Parses body like json_loadb(JSON_REJECT_DUPLICATES | JSON_DECODE_ANY);
- * u64_key (or NULL) is the top-level member read as a u64 (above). */
+/* Parses body like json_loadb(JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
+ * JSON_ALLOW_NUL); u64_key (or NULL) is the top-level member read as a u64
+ * (above). NUL is allowed by the parser because text may hold it: a model
+ * can write byte 0, and a client sends that reply back as the next turn's
+ * history. Where it may stay is json_body_nul_at's to say. */
 json_body_status_t json_body_load(const char *body, size_t len, const char *u64_key, json_t **out, json_error_t *jerr);
+
+/* The first string holding a NUL (U+0000) outside text: 1 with its path
+ * (messages[0].name) in where, else 0. Text is the string value of a
+ * member named content, text, prompt, system, input, instructions,
+ * reasoning_content or thinking, or a string element of an array that
+ * such a member holds; readers of those take json_string_length. Any
+ * other string (a role, a model id, a stop string, a tool name) is read as
+ * a C string, so a NUL there would cut it short unseen: it is refused. */
+int json_body_nul_at(const json_t *doc, char *where, size_t cap); /* cap >= 1 */
 
 #endif

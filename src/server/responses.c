@@ -219,12 +219,12 @@ static int reasoning_item(inputs_t *in, const json_t *it, const char *at, reply_
     json_t *p;
     json_array_foreach(src, j, p)
     {
-        const char *t = str_of(p, "text");
-        if (!json_is_object(p) || !t) {
+        const json_t *t = json_object_get(p, "text");
+        if (!json_is_object(p) || !json_is_string(t)) {
             json_decref(text);
             return bad(r, at, "%s: each summary or content part needs a text (a string)", at);
         }
-        size_t n0 = json_string_length(text), n1 = strlen(t);
+        size_t n0 = json_string_length(text), n1 = json_string_length(t);
         char *buf = malloc(n0 + n1 + 2);
         if (!buf) {
             json_decref(text);
@@ -235,7 +235,7 @@ static int reasoning_item(inputs_t *in, const json_t *it, const char *at, reply_
         size_t n = n0;
         if (n0)
             buf[n++] = '\n';
-        memcpy(buf + n, t, n1);
+        memcpy(buf + n, json_string_value(t), n1);
         json_string_setn(text, buf, n + n1);
         free(buf);
     }

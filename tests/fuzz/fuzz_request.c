@@ -76,9 +76,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     handler_fn handle = handlers[data[0] % N_HANDLERS];
     json_t *req = NULL;
     json_error_t jerr;
+    char where[256];
     bool takes_seed = handle == api_chat || handle == api_completions || handle == api_messages;
     if (json_body_load((const char *)data + 1, size - 1, takes_seed ? "seed" : NULL, &req, &jerr) != JSON_BODY_OK ||
-        !json_is_object(req) || depth(req) > SERVER_MAX_JSON_DEPTH) {
+        !json_is_object(req) || depth(req) > SERVER_MAX_JSON_DEPTH || json_body_nul_at(req, where, sizeof where)) {
         json_decref(req);
         return 0;
     }

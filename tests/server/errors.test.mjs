@@ -146,6 +146,13 @@ const CASES = [
     { name: "tool_choice required without tools", path: "/v1/chat/completions", body: chat({ tool_choice: "required" }), status: 400, param: "tool_choice" },
     { name: "tool_choice bogus", path: "/v1/chat/completions", body: chat({ tools: [{ type: "function", function: { name: "f" } }], tool_choice: "always" }), status: 400, param: "tool_choice" },
     { name: "parallel_tool_calls a string", path: "/v1/chat/completions", body: chat({ tools: [{ type: "function", function: { name: "f" } }], parallel_tool_calls: "yes" }), status: 400, param: "parallel_tool_calls" },
+    // a model may write byte 0 and a client sends that reply back: NUL in text passes, elsewhere it is refused by path
+    { name: "NUL in message text passes", path: "/v1/chat/completions", body: { messages: [{ role: "user", content: "a\u0000b" }, { role: "assistant", content: "\u0000" }, { role: "user", content: [{ type: "text", text: "c\u0000" }] }], max_tokens: 2 }, status: 200, ok: true },
+    { name: "NUL in a prompt passes", path: "/v1/completions", body: cmpl({ prompt: "x\u0000y" }), status: 200, ok: true },
+    { name: "NUL in Anthropic text passes", path: "/v1/messages", body: msg({ system: "s\u0000", messages: [{ role: "user", content: [{ type: "text", text: "\u0000" }] }] }), status: 200, ok: true },
+    { name: "NUL in the model id", path: "/v1/chat/completions", body: chat({ model: "server-tiny\u0000x" }), status: 400, param: "model", match: /NUL/ },
+    { name: "NUL in a role", path: "/v1/chat/completions", body: { messages: [{ role: "user\u0000", content: "hi" }], max_tokens: 2 }, status: 400, param: "messages[0].role", match: /NUL/ },
+    { name: "NUL in a stop string", path: "/v1/completions", body: cmpl({ stop: ["a", "\u0000"] }), status: 400, param: "stop[1]", match: /NUL/ },
     { name: "json_object passes", path: "/v1/chat/completions", body: chat({ response_format: { type: "json_object" } }), status: 200, ok: true },
     { name: "a schema passes", path: "/v1/chat/completions", body: chat({ response_format: { type: "json_schema", json_schema: { name: "s", schema: { type: "object", properties: { a: { type: "integer" } }, required: ["a"] } } } }), status: 200, ok: true },
     { name: "echo with logprobs", path: "/v1/completions", body: cmpl({ echo: true, logprobs: 1 }), status: 400, param: "echo" },

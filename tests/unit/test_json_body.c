@@ -206,6 +206,49 @@ static void test_scanner_agrees_with_jansson(void **state)
     assert_true(n_agreed > 100); /* the comparison ran */
 }
 
+/* NUL may stay in text members (content, text, prompt, ... and their
+ * arrays' strings) and nowhere else; the path names the first refused. */
+static void test_nul_outside_text(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *where; /* where: NULL when accepted */
+    } cases[] = {
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]}", NULL},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"\\u0000\"}]}]}", NULL},
+        {"{\"prompt\":[\"x\",\"\\u0000\"]}", NULL},
+        {"{\"system\":\"\\u0000\",\"instructions\":\"\\u0000\",\"input\":\"\\u0000\"}", NULL},
+        {"{\"messages\":[{\"role\":\"assistant\",\"reasoning_content\":\"\\u0000\",\"content\":null}]}", NULL},
+        {"{\"model\":\"tiny\\u0000x\"}", "model"},
+        {"{\"messages\":[{\"role\":\"user\\u0000\",\"content\":\"hi\"}]}", "messages[0].role"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"te\\u0000xt\",\"text\":\"a\"}]}]}",
+         "messages[0].content[0].type"},
+        {"{\"stop\":[\"a\",\"b\\u0000\"]}", "stop[1]"},
+        {"{\"content\":{\"name\":\"\\u0000\"}}", "content.name"}, /* only a text member's own strings */
+        {"{\"prompt\":[[\"\\u0000\"]]}", "prompt[0][0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *j = NULL;
+        json_error_t jerr;
+        assert_int_equal(json_body_load(cases[i].body, strlen(cases[i].body), NULL, &j, &jerr), JSON_BODY_OK);
+        char where[64] = "unset";
+        int rc = json_body_nul_at(j, where, sizeof where);
+        if (cases[i].where) {
+            assert_int_equal(rc, 1);
+            assert_string_equal(where, cases[i].where);
+        } else {
+            assert_int_equal(rc, 0);
+        }
+        json_decref(j);
+    }
+    /* a path longer than the buffer is cut, still terminated */
+    json_t *j = json_pack("{s:{s:s#}}", "a_rather_long_member_name", "another_long_member_name", "x\0", (size_t)2);
+    char small[16];
+    assert_int_equal(json_body_nul_at(j, small, sizeof small), 1);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_u64_member),
         cmocka_unit_test(test_other_bodies),
         cmocka_unit_test(test_scanner_agrees_with_jansson),
+        cmocka_unit_test(test_nul_outside_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

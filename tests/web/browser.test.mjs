@@ -59,7 +59,8 @@ const lastReply = (page, what) => page.evaluate((w) => {
     const all = document.querySelectorAll(".msg.assistant");
     const m = all[all.length - 1];
     if (!m) return null;
-    return w === "state" ? m.dataset.state : w === "stats" ? m.querySelector(".stats").textContent : m.querySelector(".content").textContent;
+    return w === "state" ? m.dataset.state : w === "stats" ? m.querySelector(".stats").textContent
+        : w === "error" ? m.querySelector(".error").textContent : m.querySelector(".content").textContent;
 }, what);
 
 async function waitReply(page, states) {
@@ -67,6 +68,11 @@ async function waitReply(page, states) {
         const all = document.querySelectorAll(".msg.assistant");
         return all.length && s.includes(all[all.length - 1].dataset.state);
     }, { timeout: 120000 }, states);
+}
+
+// the newest reply finished; if it failed, the page's error text says why
+async function assertDone(page) {
+    assert.equal(await lastReply(page, "state"), "done", `the reply failed: ${await lastReply(page, "error")}`);
 }
 
 async function say(page, text) {
@@ -101,7 +107,7 @@ test("a message streams a reply that grows, with token counts and tokens/s, kept
     });
     await say(page, "Tell me a story about a lighthouse.");
     await waitReply(page, ["done", "error"]);
-    assert.equal(await lastReply(page, "state"), "done");
+    await assertDone(page);
     const lengths = await page.evaluate(() => window.__lengths);
     const distinct = [...new Set(lengths.filter((n) => n > 0))];
     assert.ok(distinct.length >= 3, `the reply grew through ${distinct.length} lengths: ${lengths}`);
@@ -150,7 +156,7 @@ test("a reply under a JSON schema is valid JSON matching it", async () => {
     await settings(page, { max_tokens: "200", extra: "", seed: "3", schema: JSON.stringify(schema) });
     await say(page, "Describe the sea as JSON.");
     await waitReply(page, ["done", "error"]);
-    assert.equal(await lastReply(page, "state"), "done");
+    await assertDone(page);
     const reply = JSON.parse(await lastReply(page, "content"));
     assert.ok(["calm", "stormy"].includes(reply.mood), JSON.stringify(reply));
     assert.equal(typeof reply.word, "string");
@@ -169,7 +175,7 @@ test("a forced tool call shows as a block with its name and JSON arguments; thin
         extra: '{"tool_choice": "required", "parallel_tool_calls": false}' });
     await say(page, "What is the weather in Paris?");
     await waitReply(page, ["done", "error"]);
-    assert.equal(await lastReply(page, "state"), "done");
+    await assertDone(page);
     const block = await page.evaluate(() => [...document.querySelectorAll(".msg.assistant .tool")].map((t) => ({
         name: t.querySelector(".name").textContent, args: t.querySelector("pre").textContent })));
     assert.equal(block.length, 1, JSON.stringify(block));
