@@ -222,6 +222,11 @@ static bool is_text_key(const char *key)
     return false;
 }
 
+static bool is_data_key(const char *key)
+{
+    return !strcmp(key, "input") || !strcmp(key, "arguments");
+}
+
 static bool has_nul(const json_t *v)
 {
     return json_is_string(v) && memchr(json_string_value(v), 0, json_string_length(v)) != NULL;
@@ -237,6 +242,8 @@ static int nul_walk(const json_t *v, bool is_text, char *where, size_t cap, size
         json_t *x;
         json_object_foreach((json_t *)v, k, x)
         {
+            if (is_data_key(k) && json_is_object(x))
+                continue; /* a tool call's arguments as an object: data, written back by length */
             int w = snprintf(where + n, cap - n, "%s%s", n ? "." : "", k);
             size_t m = w < 0 || (size_t)w >= cap - n ? cap - 1 : n + (size_t)w;
             if (nul_walk(x, is_text_key(k), where, cap, m))

@@ -45,7 +45,10 @@ json_body_status_t json_body_load(const char *body, size_t len, const char *u64_
  * (messages[0].name) in where, else 0. Text is the string value of a
  * member named content, text, prompt, system, input, instructions,
  * reasoning_content or thinking, or a string element of an array that
- * such a member holds; readers of those take json_string_length. Any
+ * such a member holds; readers of those take json_string_length. So is
+ * anything inside an object-valued input or arguments member (a tool
+ * call's arguments, as Anthropic's tool_use blocks carry them): JSON data,
+ * rendered back into the prompt by length. Any
  * other string (a role, a model id, a stop string, a tool name) is read as
  * a C string, so a NUL there would cut it short unseen: it is refused. */
 int json_body_nul_at(const json_t *doc, char *where, size_t cap); /* cap >= 1 */

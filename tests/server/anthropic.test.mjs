@@ -171,6 +171,18 @@ test("tools: tool_choice any and tool give a valid tool_use block; tool_result g
         ],
     });
     assert.equal(err.content.filter((b) => b.type === "tool_use").length, 0);
+    // a call whose input holds byte 0 (a model can write \u0000 in a JSON string) goes back as it came
+    const nul = { ...use, input: { ...use.input, note: "a\u0000b" } };
+    const withNul = await client.messages.create({
+        ...toolBase,
+        max_tokens: 4,
+        messages: [
+            ...toolBase.messages,
+            { role: "assistant", content: [nul] },
+            { role: "user", content: [{ type: "tool_result", tool_use_id: use.id, content: "o\u0000k" }] },
+        ],
+    });
+    checkMessage(withNul);
 });
 
 test("thinking: enabled and disabled are accepted; a bad budget is refused", async () => {

@@ -226,6 +226,15 @@ static void test_nul_outside_text(void **state)
         {"{\"stop\":[\"a\",\"b\\u0000\"]}", "stop[1]"},
         {"{\"content\":{\"name\":\"\\u0000\"}}", "content.name"}, /* only a text member's own strings */
         {"{\"prompt\":[[\"\\u0000\"]]}", "prompt[0][0]"},
+        /* a tool call's arguments as an object are data, whatever their names */
+        {"{\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\","
+         "\"input\":{\"city\":\"\\u0000\",\"a\":[{\"b\":\"\\u0000\"}]}}]}]}",
+         NULL},
+        {"{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":{\"x\":\"\\u0000\"}}}]}", NULL},
+        {"{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"x\\\":\\u0000}\"}}]}",
+         "tool_calls[0].function.arguments"}, /* as a string it is JSON text, where NUL has no place */
+        {"{\"input\":[{\"role\":\"us\\u0000er\",\"content\":\"a\"}]}",
+         "input[0].role"}, /* Responses items are checked */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *j = NULL;
