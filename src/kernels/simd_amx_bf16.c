@@ -38,6 +38,14 @@
 #define T_B0 6
 #define T_B1 7
 
+/* Bytes of each group's stream asked for ahead of its tile loads, where one
+ * slab (decode, up to 16 concurrent rows) makes the weights' stream the
+ * cost: without it the hardware prefetcher alone kept F16 decode at 65-70 %
+ * of splash perf's read probe, with it 75-83 % (2-8 KB measured alike;
+ * docs/benchmarks.md, session 20). A prefetch past the last group is a
+ * hint: it never faults. */
+#define BF16_AHEAD 4096
+
 /* The tiles for slabs of m activation rows (1..16). */
 static void bf16_tiles_config(int m)
 {
@@ -82,6 +90,11 @@ AI void bf16_tile(int S, int G, const uint8_t *const group[2], int nr, const uin
     }
     const uint8_t *x1 = x + (size_t)AMX_ROWS * xs;
     for (int64_t k = 0; k < n / BF16_TILE_VALUES; k++) {
+        if (S == 1) /* up to 16 activation rows: the weights' stream is the cost */
+#pragma GCC unroll 2
+            for (int g = 0; g < G; g++)
+                for (int l = 0; l < BF16_TILE_BYTES; l += 64)
+                    _mm_prefetch((const char *)group[g] + (size_t)k * BF16_TILE_BYTES + BF16_AHEAD + l, _MM_HINT_T0);
         _tile_loadd(T_A0, x + 64 * k, (long)xs);
         _tile_loadd(T_B0, group[0] + (size_t)k * BF16_TILE_BYTES, 64);
         _tile_dpbf16ps(0, T_A0, T_B0);

@@ -92,12 +92,26 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
     }
 }
 
+/* Bytes of each panel's stream asked for ahead of its loads, in tiles of up
+ * to P16_AHEAD_COLS activation rows (decode, a few concurrent rows), whose
+ * cost is the weights' stream: packed Q8_0 decode went from 59-75 % to
+ * 82-85 % of splash perf's read probe with it (docs/benchmarks.md, session
+ * 20). A prefetch past the panel is a hint: it never faults. */
+#define P16_AHEAD 4096
+#define P16_AHEAD_COLS 2
+
 /* Blocks [b0, b0 + nb) of RG panels (16 rows each) against C activation
  * rows, into the accumulators (lane i: row 16 g + i). */
 AI void q8_0_panel_blocks(int RG, int C, const uint8_t *const panel[2], int nb, int64_t b0, const uint8_t *x, size_t xs,
                           int64_t n, __m512 acc[2][P16_COLS])
 {
     for (int b = 0; b < nb; b++) {
+        if (C <= P16_AHEAD_COLS)
+#pragma GCC unroll 2
+            for (int g = 0; g < RG; g++)
+#pragma GCC unroll 9
+                for (int l = 0; l < P16_BLOCK; l += 64)
+                    _mm_prefetch((const char *)panel[g] + (size_t)b * P16_BLOCK + P16_AHEAD + l, _MM_HINT_T0);
         __m512i ia[2][P16_COLS];
 #pragma GCC unroll 6
         for (int c = 0; c < C; c++) {
