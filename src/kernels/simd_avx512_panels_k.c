@@ -418,15 +418,32 @@ AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8
     return acc;
 }
 
+/* The end of a group of PK_GROUP super-blocks, as pk_group's: z[i] holds
+ * block i's A (lanes 0-7) and B (8-15) as lane sums; dv and dmv are d x dx
+ * and dmin x dx per block. */
+AI float pk_group4_finish(const __m512i z[PK_GROUP], __m128 dv, __m128 dmv, float acc)
+{
+    __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+    __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+    __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+    u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m128 af = _mm_cvtepi32_ps(_mm512_castsi512_si128(u));
+    __m128 bf = _mm_cvtepi32_ps(_mm512_extracti32x4_epi32(u, 2));
+    _Alignas(16) float tv[PK_GROUP];
+    _mm_store_ps(tv, _mm_fmsub_ps(af, dv, _mm_mul_ps(bf, dmv)));
+#pragma GCC unroll 4
+    for (int i = 0; i < PK_GROUP; i++)
+        acc += tv[i];
+    return acc;
+}
+
 /* Decode of PK_GROUP Q4_K super-blocks at once, on activations in
  * q4_k_xperm's order: the same exact A and B per block as pk_block_sums
- * and the same float step as pk_group, so the same bits, for a third fewer
- * instructions. The 6-bit scales and mins of the four blocks are unpacked
- * together (q4_k_scale_bytes' steps on a 128-bit lane per block), then
- * widened to int16 (scales of blocks 0-3 in lanes 8 i + s, mins likewise),
- * from which vpermw spreads each sub-block's scale over its pair lanes and
- * each min over its two 16-value sums; d and dmin of the four blocks are
- * converted in one vcvtph2ps. */
+ * and the same float step as pk_group, so the same bits, with less work
+ * outside the products (about 10 % less time in an in-L2 loop). The 6-bit scales and mins of the four blocks are
+ * unpacked together (q4_k_scale_bytes' steps on a 128-bit lane per block), then widened to int16 (scales of blocks 0-3
+ * in lanes 8 i + s, mins likewise), from which vpermw spreads each sub-block's scale over its pair lanes and each min
+ * over its two 16-value sums; d and dmin of the four blocks are converted in one vcvtph2ps. */
 static const int16_t q4_k_scx4_idx[PK_GROUP][4][32] __attribute__((aligned(64))) = {
 #define SCX16_H(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
 #define SCX16(i, a, b)                                                                                                 \
@@ -500,13 +517,6 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
             _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
             1);
     }
-    /* as pk_group: per quarter the sums of z[0..3]; quarter 0 A, 2 B */
-    __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
-    __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
-    __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
-    u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
-    __m128 af = _mm_cvtepi32_ps(_mm512_castsi512_si128(u));
-    __m128 bf = _mm_cvtepi32_ps(_mm512_extracti32x4_epi32(u, 2));
     /* d and dmin of each block (its first 4 bytes), then d's and dmin's times dx */
     int32_t dd[PK_GROUP];
     for (int i = 0; i < PK_GROUP; i++)
@@ -514,12 +524,69 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
     __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dd));
     f = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7), f);
     __m256 pr = _mm256_mul_ps(f, _mm256_broadcast_ps((const __m128 *)(dx + b0)));
-    _Alignas(16) float tv[PK_GROUP];
-    _mm_store_ps(tv, _mm_fmsub_ps(af, _mm256_castps256_ps128(pr), _mm_mul_ps(bf, _mm256_extractf128_ps(pr, 1))));
+    return pk_group4_finish(z, _mm256_castps256_ps128(pr), _mm256_extractf128_ps(pr, 1), acc);
+}
+
+/* The same for PK_GROUP Q6_K super-blocks: the quants unpacked as
+ * q6_k_regs does, the int8 scales of two blocks widened in one step, their
+ * coefficients (32 x scale) against the activation sums in one madd, the
+ * four d in one vcvtph2ps. */
+static const int16_t q6_k_scx2_idx[2][4][32] __attribute__((aligned(64))) = {
+#define SCX6_Q(v) v, v, v, v, v, v, v, v
+#define SCX6(i, j)                                                                                                     \
+    {                                                                                                                  \
+        SCX6_Q(16 * (i) + 4 * (j)), SCX6_Q(16 * (i) + 4 * (j) + 1), SCX6_Q(16 * (i) + 4 * (j) + 2),                    \
+            SCX6_Q(16 * (i) + 4 * (j) + 3)                                                                             \
+    }
+#define SCX6_BLOCK(i)                                                                                                  \
+    {                                                                                                                  \
+        SCX6(i, 0), SCX6(i, 1), SCX6(i, 2), SCX6(i, 3)                                                                 \
+    }
+    SCX6_BLOCK(0), SCX6_BLOCK(1)};
+#undef SCX6_BLOCK
+#undef SCX6
+#undef SCX6_Q
+
+AI __m512i q6_k_scales2(const uint8_t *blk, size_t bb)
+{
+    const size_t so = offsetof(block_q6_k_t, scales);
+    __m256i s = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(blk + so))),
+                                        _mm_loadu_si128((const __m128i *)(blk + bb + so)), 1);
+    return _mm512_cvtepi8_epi16(s);
+}
+
+AI float pk_group4_q6_k(const uint8_t *w, const uint8_t *x, const float *dx, const int16_t *bsums, int64_t b0,
+                        float acc)
+{
+    const size_t bb = sizeof(block_q6_k_t);
+    const uint8_t *blk = w + (size_t)b0 * bb;
+    const uint8_t *ahead = blk + PK_AHEAD;
+    for (size_t o = 0; o < PK_GROUP * bb; o += 64)
+        _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
+    const __m512i sc[2] = {q6_k_scales2(blk, bb), q6_k_scales2(blk + 2 * bb, bb)};
+    const __m512i m[2] = {_mm512_madd_epi16(_mm512_loadu_si512(bsums + 16 * b0), _mm512_slli_epi16(sc[0], 5)),
+                          _mm512_madd_epi16(_mm512_loadu_si512(bsums + 16 * b0 + 32), _mm512_slli_epi16(sc[1], 5))};
+    __m512i z[PK_GROUP];
 #pragma GCC unroll 4
+    for (int i = 0; i < PK_GROUP; i++) {
+        kq_regs_t k;
+        q6_k_regs(blk + (size_t)i * bb, &k);
+        const uint8_t *xb = x + QK_K * (b0 + i);
+        __m512i a = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(k.q[j], _mm512_loadu_si512(xb + 64 * j)),
+                                    _mm512_permutexvar_epi16(_mm512_load_si512(q6_k_scx2_idx[i % 2][j]), sc[i / 2]));
+        const __m256i bm = i % 2 ? _mm512_extracti64x4_epi64(m[i / 2], 1) : _mm512_castsi512_si256(m[i / 2]);
+        z[i] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
+            1);
+    }
+    uint16_t dh[PK_GROUP];
     for (int i = 0; i < PK_GROUP; i++)
-        acc += tv[i];
-    return acc;
+        memcpy(&dh[i], blk + (size_t)i * bb + offsetof(block_q6_k_t, d), sizeof dh[i]);
+    __m128 dv = _mm_mul_ps(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)dh)), _mm_loadu_ps(dx + b0));
+    return pk_group4_finish(z, dv, dv, acc);
 }
 
 /* q4_k_xperm's order: in each 128 values, values 64-95 before 32-63, so a
@@ -553,6 +620,9 @@ AI float pk_row_decode(uint32_t type, const uint8_t *w, const uint8_t *x, const 
     if (type == TYPE_Q4_K && perm)
         for (; b0 + PK_GROUP <= nb; b0 += PK_GROUP)
             acc = pk_group4_q4_k(w, xv, dx, bsums, b0, acc);
+    else if (type == TYPE_Q6_K)
+        for (; b0 + PK_GROUP <= nb; b0 += PK_GROUP)
+            acc = pk_group4_q6_k(w, xv, dx, bsums, b0, acc);
     for (; b0 + PK_GROUP <= nb; b0 += PK_GROUP)
         acc = pk_group(type, PK_GROUP, w, bb, xv, dx, bsums, b0, acc, perm);
     switch (nb - b0) {
