@@ -1,0 +1,181 @@
+/* Decode's matrix kernels on one thread, one activation row, as matmul
+ * hands them out (128 weight rows a call): per weight type, the rate (GB/s
+ * of weights) with the weights in L2 (1024 rows, read 200 times: what the
+ * arithmetic allows) and from memory (a matrix far larger than the caches,
+ * on huge pages as the loader maps them), beside a read of the same memory
+ * as one forward stream and as four side by side (splash perf's probe
+ * keeps the faster). A kernel whose in-L2 rate is not well above the
+ * four-stream read cannot reach the probe from memory. Medians of REPS
+ * runs. Built and run by bench/decode_kernels.sh. */
+#define _GNU_SOURCE
+#include <immintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "kernels/dispatch.h"
+#include "kernels/qact.h"
+#include "kernels/types.h"
+
+#define N_IN 1024
+#define CALL_ROWS 128
+#define L2_ROWS 1024
+#define L2_PASSES 200
+#define MAX_REPS 31
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static uint8_t *huge_alloc(size_t bytes)
+{
+    const size_t align = 2u << 20;
+    uint8_t *p = aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (p)
+        madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
+/* Random raw rows whose f16 fields are finite (every odd byte below 0x3c). */
+static void fill(uint8_t *w, size_t bytes)
+{
+    for (size_t i = 0; i < bytes; i++)
+        w[i] = (uint8_t)(rand() >> 7);
+    for (size_t i = 1; i < bytes; i += 2)
+        w[i] &= 0x3b;
+}
+
+/* A matrix of `rows` rows as decode reads it: packed at load where the
+ * level packs this type, else the raw rows. */
+typedef struct dmat {
+    const type_kernels_t *k;
+    uint8_t *data;
+    size_t row_bytes, bytes;
+    int64_t rows;
+    bool packed;
+} dmat_t;
+
+static int dmat_make(dmat_t *m, uint32_t type, int64_t rows)
+{
+    m->k = type_kernels(type);
+    m->rows = rows;
+    m->packed = false;
+    if (!type_row_bytes(type, N_IN, &m->row_bytes))
+        return -1;
+    uint8_t *raw = huge_alloc(m->row_bytes * (size_t)rows);
+    if (!raw)
+        return -1;
+    fill(raw, m->row_bytes * (size_t)rows);
+    if (m->k->pack_panels && m->k->dot_q_tile_packed && m->k->q_min_rows <= 1) {
+        m->bytes = m->k->packed_bytes(rows, N_IN);
+        m->data = huge_alloc(m->bytes);
+        if (!m->data)
+            return -1;
+        m->k->pack_panels(raw, m->row_bytes, 0, rows, N_IN, m->data);
+        m->packed = true;
+        free(raw);
+    } else {
+        m->bytes = m->row_bytes * (size_t)rows;
+        m->data = raw;
+    }
+    return 0;
+}
+
+/* One pass over the matrix: seconds. */
+static double dmat_pass(const dmat_t *m, const float *x, uint8_t *xq, float *y)
+{
+    const type_kernels_t *k = m->k;
+    double t0 = now_s();
+    bool q = k->dot_q && k->q_min_rows <= 1;
+    if (q)
+        k->quantize_act(x, xq, N_IN);
+    for (int64_t o = 0; o < m->rows; o += CALL_ROWS) {
+        if (q && m->packed)
+            k->dot_q_tile_packed(m->data, o, CALL_ROWS, xq, 0, 1, y + o, 0, N_IN);
+        else if (q)
+            k->dot_q_tile(m->data + (size_t)o * m->row_bytes, m->row_bytes, CALL_ROWS, xq, 0, 1, y + o, 0, N_IN);
+        else
+            k->dot_tile(m->data + (size_t)o * m->row_bytes, m->row_bytes, CALL_ROWS, x, 0, 1, y + o, 0, N_IN);
+    }
+    return now_s() - t0;
+}
+
+/* Reads `bytes` as `streams` side-by-side forward streams: seconds. */
+static double read_pass(const uint8_t *p, size_t bytes, int streams)
+{
+    size_t per = bytes / 64 / (size_t)streams;
+    __m128i acc = _mm_setzero_si128();
+    double t0 = now_s();
+    for (size_t i = 0; i < per; i++)
+        for (int s = 0; s < streams; s++)
+            acc = _mm_add_epi64(acc, _mm_load_si128((const __m128i *)(p + ((size_t)s * per + i) * 64)));
+    double t = now_s() - t0;
+    volatile long long sink = _mm_cvtsi128_si64(acc);
+    (void)sink;
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = argc > 1 ? atoi(argv[1]) : 7;
+    int64_t big_rows = argc > 2 ? atoll(argv[2]) : 64 * 1024;
+    if (reps < 1 || reps > MAX_REPS || big_rows < CALL_ROWS || big_rows % CALL_ROWS) {
+        fprintf(stderr, "usage: decode_kernels [REPS 1..%d] [ROWS, a multiple of %d]\n", MAX_REPS, CALL_ROWS);
+        return 2;
+    }
+    static const uint32_t types[] = {TYPE_F16, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K};
+    float *x = malloc(N_IN * sizeof *x), *y = malloc((size_t)big_rows * sizeof *y);
+    uint8_t *xq = aligned_alloc(64, (qact_row_bytes_max(N_IN) + 63) / 64 * 64);
+    if (!x || !y || !xq)
+        return 1;
+    for (int i = 0; i < N_IN; i++)
+        x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+    printf(
+        "| type | path | layout | in L2 GB/s | memory GB/s | read 1 stream | read 4 streams | memory / best read |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        dmat_t small, big;
+        if (dmat_make(&small, types[t], L2_ROWS) || dmat_make(&big, types[t], big_rows)) {
+            fprintf(stderr, "decode_kernels: out of memory\n");
+            return 1;
+        }
+        double l2[MAX_REPS], mem[MAX_REPS], r1[MAX_REPS], r4[MAX_REPS];
+        for (int r = 0; r < reps; r++) {
+            double s = 0;
+            for (int p = 0; p < L2_PASSES; p++)
+                s += dmat_pass(&small, x, xq, y);
+            l2[r] = small.bytes * (double)L2_PASSES / s / 1e9;
+            mem[r] = big.bytes / dmat_pass(&big, x, xq, y) / 1e9;
+            r1[r] = big.bytes / read_pass(big.data, big.bytes, 1) / 1e9;
+            r4[r] = big.bytes / read_pass(big.data, big.bytes, 4) / 1e9;
+        }
+        double m_l2 = median(l2, reps), m_mem = median(mem, reps), m_r1 = median(r1, reps), m_r4 = median(r4, reps);
+        printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f %% |\n", type_name(types[t]), small.k->path,
+               big.packed ? "packed" : "raw rows", m_l2, m_mem, m_r1, m_r4, 100 * m_mem / (m_r1 > m_r4 ? m_r1 : m_r4));
+        free(small.data);
+        free(big.data);
+    }
+    free(x);
+    free(y);
+    free(xq);
+    return 0;
+}
