@@ -330,6 +330,23 @@ AI void pk_panel_tile(uint32_t type, int RG, int C, const pk_block_t *const pane
 PK_TILES(q4_k, TYPE_Q4_K)
 PK_TILES(q6_k, TYPE_Q6_K)
 
+/* A Q4_K super-block's scaled sub-block products (16 lanes whose sum is A)
+ * against activations in q4_k_xperm's order, scx[j] the scales as
+ * q4_k_scx_pidx[j] spreads them. */
+AI __m512i q4_k_perm_sums(const uint8_t *qs, const uint8_t *xb, const __m512i scx[4])
+{
+    const __m512i nib = _mm512_set1_epi8(15);
+    __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m512i v = _mm512_loadu_si512(qs + 64 * h);
+        __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(lo, _mm512_loadu_si512(xb + 128 * h)), scx[2 * h]);
+        s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(hi, _mm512_loadu_si512(xb + 128 * h + 64)), scx[2 * h + 1]);
+    }
+    return s;
+}
+
 /* Decode, a super-block: its exact A = sum of scale x sub-block product
  * (16 lanes) and B = sum of coefficient x activation block sum (8 lanes). */
 AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, const int16_t *bsums, __m512i *a,
@@ -338,19 +355,11 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
     if (type == TYPE_Q4_K && perm) {
         /* xb in q4_k_xperm's order: the nibbles need no lane shuffle */
         __m512i sm = _mm512_broadcast_i32x4(q4_k_scale_bytes(blk));
-        const __m512i nib = _mm512_set1_epi8(15);
-        const uint8_t *qs = blk + offsetof(block_q4_k_t, qs);
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 2
-        for (int i = 0; i < 2; i++) {
-            __m512i v = _mm512_loadu_si512(qs + 64 * i);
-            __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-            s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(lo, _mm512_loadu_si512(xb + 128 * i)),
-                                    _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_pidx[2 * i])));
-            s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(hi, _mm512_loadu_si512(xb + 128 * i + 64)),
-                                    _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_pidx[2 * i + 1])));
-        }
-        *a = s;
+        __m512i scx[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            scx[j] = _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_pidx[j]));
+        *a = q4_k_perm_sums(blk + offsetof(block_q4_k_t, qs), xb, scx);
         *bm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), q4_k_coef(sm));
         *d = avx512_f16_at(blk);
         *dm = avx512_f16_at(blk + 2);
@@ -374,6 +383,34 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
 #define PK_GROUP 4    /* super-blocks whose sums decode reduces together */
 #define PK_AHEAD 4096 /* bytes of the row stream decode asks for ahead of its loads (3-6 KB measured alike) */
 
+/* The end of a group of g (<= PK_GROUP) super-blocks: z[i] holds block i's
+ * A (lanes 0-7) and B (8-15) as lane sums (z[i >= g] zero), dv and dmv
+ * d x dx and dmin x dx per block; per 128-bit quarter the sums of
+ * z[0..3] (quarter 0: A of each block, quarter 2: B), the float step as
+ * PK_GROUP lanes, then the adds in super-block order. */
+AI float pk_group_finish(const __m512i z[PK_GROUP], int g, __m128 dv, __m128 dmv, float acc)
+{
+    __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
+    __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
+    __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+    u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
+    __m128 af = _mm_cvtepi32_ps(_mm512_castsi512_si128(u));
+    __m128 bf = _mm_cvtepi32_ps(_mm512_extracti32x4_epi32(u, 2));
+    _Alignas(16) float t[PK_GROUP];
+    _mm_store_ps(t, _mm_fmsub_ps(af, dv, _mm_mul_ps(bf, dmv)));
+#pragma GCC unroll 4
+    for (int i = 0; i < g; i++)
+        acc += t[i];
+    return acc;
+}
+
+/* Asks for the bytes PK_AHEAD past [p, p + bytes) of a row's stream. */
+AI void pk_prefetch(const uint8_t *p, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)(p + PK_AHEAD + o), _MM_HINT_T0);
+}
+
 /* Decode: one weight row against one activation row. A and B of each
  * super-block are the panel's exact integers, reduced PK_GROUP blocks at a
  * time (the lane sums of 4 vectors interleave into one); the panel's float
@@ -384,9 +421,7 @@ AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8
 {
     __m512i z[PK_GROUP];
     float d[PK_GROUP] = {0}, dm[PK_GROUP] = {0};
-    const uint8_t *ahead = w + (size_t)b0 * bb + PK_AHEAD;
-    for (size_t o = 0; o < (size_t)g * bb; o += 64)
-        _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
+    pk_prefetch(w + (size_t)b0 * bb, (size_t)g * bb);
 #pragma GCC unroll 4
     for (int i = 0; i < PK_GROUP; i++) {
         __m512i a = _mm512_setzero_si512();
@@ -400,41 +435,10 @@ AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8
             _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
             1);
     }
-    /* per 128-bit quarter: the quarter's sums of z[0..3] */
-    __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
-    __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
-    __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
-    u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
-    __m128 af = _mm_cvtepi32_ps(_mm512_castsi512_si128(u));       /* quarter 0: A of each block */
-    __m128 bf = _mm_cvtepi32_ps(_mm512_extracti32x4_epi32(u, 2)); /* quarter 2: B */
     __m128 xd = g == PK_GROUP ? _mm_loadu_ps(dx + b0) : _mm_maskz_loadu_ps((__mmask8)((1u << g) - 1), dx + b0);
     __m128 dv = _mm_mul_ps(_mm_setr_ps(d[0], d[1], d[2], d[3]), xd);
     __m128 dmv = _mm_mul_ps(_mm_setr_ps(dm[0], dm[1], dm[2], dm[3]), xd);
-    _Alignas(16) float t[PK_GROUP];
-    _mm_store_ps(t, _mm_fmsub_ps(af, dv, _mm_mul_ps(bf, dmv)));
-#pragma GCC unroll 4
-    for (int i = 0; i < g; i++)
-        acc += t[i];
-    return acc;
-}
-
-/* The end of a group of PK_GROUP super-blocks, as pk_group's: z[i] holds
- * block i's A (lanes 0-7) and B (8-15) as lane sums; dv and dmv are d x dx
- * and dmin x dx per block. */
-AI float pk_group4_finish(const __m512i z[PK_GROUP], __m128 dv, __m128 dmv, float acc)
-{
-    __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[0], z[1]), _mm512_unpackhi_epi32(z[0], z[1]));
-    __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z[2], z[3]), _mm512_unpackhi_epi32(z[2], z[3]));
-    __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
-    u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));
-    __m128 af = _mm_cvtepi32_ps(_mm512_castsi512_si128(u));
-    __m128 bf = _mm_cvtepi32_ps(_mm512_extracti32x4_epi32(u, 2));
-    _Alignas(16) float tv[PK_GROUP];
-    _mm_store_ps(tv, _mm_fmsub_ps(af, dv, _mm_mul_ps(bf, dmv)));
-#pragma GCC unroll 4
-    for (int i = 0; i < PK_GROUP; i++)
-        acc += tv[i];
-    return acc;
+    return pk_group_finish(z, g, dv, dmv, acc);
 }
 
 /* Decode of PK_GROUP Q4_K super-blocks at once, on activations in
@@ -470,9 +474,7 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
 {
     const size_t bb = sizeof(block_q4_k_t);
     const uint8_t *blk = w + (size_t)b0 * bb;
-    const uint8_t *ahead = blk + PK_AHEAD;
-    for (size_t o = 0; o < PK_GROUP * bb; o += 64)
-        _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
+    pk_prefetch(blk, PK_GROUP * bb);
     /* q4_k_scale_bytes on the four blocks' 16 bytes from their scales */
     const size_t so = offsetof(block_q4_k_t, scales);
     __m512i raw = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + so)));
@@ -491,7 +493,6 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
     sm = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), sm);
     const __m512i sc16 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(sm));
     const __m512i mn16 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(sm, 1));
-    const __m512i nib = _mm512_set1_epi8(15);
     __m512i z[PK_GROUP];
     const __m512i m01 = _mm512_madd_epi16(_mm512_loadu_si512(bsums + 16 * b0),
                                           _mm512_permutexvar_epi16(_mm512_load_si512(q4_k_coef4_idx[0]), mn16));
@@ -499,18 +500,11 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
                                           _mm512_permutexvar_epi16(_mm512_load_si512(q4_k_coef4_idx[1]), mn16));
 #pragma GCC unroll 4
     for (int i = 0; i < PK_GROUP; i++) {
-        const uint8_t *qs = blk + (size_t)i * bb + offsetof(block_q4_k_t, qs);
-        const uint8_t *xb = x + QK_K * (b0 + i);
-        __m512i a = _mm512_setzero_si512();
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            __m512i v = _mm512_loadu_si512(qs + 64 * h);
-            __m512i vl = _mm512_and_si512(v, nib), vh = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(vl, _mm512_loadu_si512(xb + 128 * h)),
-                                    _mm512_permutexvar_epi16(_mm512_load_si512(q4_k_scx4_idx[i][2 * h]), sc16));
-            a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(vh, _mm512_loadu_si512(xb + 128 * h + 64)),
-                                    _mm512_permutexvar_epi16(_mm512_load_si512(q4_k_scx4_idx[i][2 * h + 1]), sc16));
-        }
+        __m512i scx[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            scx[j] = _mm512_permutexvar_epi16(_mm512_load_si512(q4_k_scx4_idx[i][j]), sc16);
+        const __m512i a = q4_k_perm_sums(blk + (size_t)i * bb + offsetof(block_q4_k_t, qs), x + QK_K * (b0 + i), scx);
         const __m512i m = i < 2 ? m01 : m23;
         const __m256i bm = i % 2 ? _mm512_extracti64x4_epi64(m, 1) : _mm512_castsi512_si256(m);
         z[i] = _mm512_inserti64x4(
@@ -524,7 +518,7 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
     __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dd));
     f = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7), f);
     __m256 pr = _mm256_mul_ps(f, _mm256_broadcast_ps((const __m128 *)(dx + b0)));
-    return pk_group4_finish(z, _mm256_castps256_ps128(pr), _mm256_extractf128_ps(pr, 1), acc);
+    return pk_group_finish(z, PK_GROUP, _mm256_castps256_ps128(pr), _mm256_extractf128_ps(pr, 1), acc);
 }
 
 /* The same for PK_GROUP Q6_K super-blocks: the quants unpacked as
@@ -560,9 +554,7 @@ AI float pk_group4_q6_k(const uint8_t *w, const uint8_t *x, const float *dx, con
 {
     const size_t bb = sizeof(block_q6_k_t);
     const uint8_t *blk = w + (size_t)b0 * bb;
-    const uint8_t *ahead = blk + PK_AHEAD;
-    for (size_t o = 0; o < PK_GROUP * bb; o += 64)
-        _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
+    pk_prefetch(blk, PK_GROUP * bb);
     const __m512i sc[2] = {q6_k_scales2(blk, bb), q6_k_scales2(blk + 2 * bb, bb)};
     const __m512i m[2] = {_mm512_madd_epi16(_mm512_loadu_si512(bsums + 16 * b0), _mm512_slli_epi16(sc[0], 5)),
                           _mm512_madd_epi16(_mm512_loadu_si512(bsums + 16 * b0 + 32), _mm512_slli_epi16(sc[1], 5))};
@@ -586,7 +578,7 @@ AI float pk_group4_q6_k(const uint8_t *w, const uint8_t *x, const float *dx, con
     for (int i = 0; i < PK_GROUP; i++)
         memcpy(&dh[i], blk + (size_t)i * bb + offsetof(block_q6_k_t, d), sizeof dh[i]);
     __m128 dv = _mm_mul_ps(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)dh)), _mm_loadu_ps(dx + b0));
-    return pk_group4_finish(z, dv, dv, acc);
+    return pk_group_finish(z, PK_GROUP, dv, dv, acc);
 }
 
 /* q4_k_xperm's order: in each 128 values, values 64-95 before 32-63, so a
