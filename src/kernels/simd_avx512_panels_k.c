@@ -444,10 +444,13 @@ AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8
 /* Decode of PK_GROUP Q4_K super-blocks at once, on activations in
  * q4_k_xperm's order: the same exact A and B per block as pk_block_sums
  * and the same float step as pk_group, so the same bits, with less work
- * outside the products (about 10 % less time in an in-L2 loop). The 6-bit scales and mins of the four blocks are
- * unpacked together (q4_k_scale_bytes' steps on a 128-bit lane per block), then widened to int16 (scales of blocks 0-3
- * in lanes 8 i + s, mins likewise), from which vpermw spreads each sub-block's scale over its pair lanes and each min
- * over its two 16-value sums; d and dmin of the four blocks are converted in one vcvtph2ps. */
+ * outside the products (about 10 % less time in an in-L2 loop). The 6-bit
+ * scales and mins of the four blocks are unpacked together
+ * (q4_k_scale_bytes' steps on a 128-bit lane per block), then widened to
+ * int16 (scales of blocks 0-3 in lanes 8 i + s, mins likewise), from which
+ * vpermw spreads each sub-block's scale over its pair lanes and each min
+ * over its two 16-value sums; d and dmin of the four blocks are converted
+ * in one vcvtph2ps. */
 static const int16_t q4_k_scx4_idx[PK_GROUP][4][32] __attribute__((aligned(64))) = {
 #define SCX16_H(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
 #define SCX16(i, a, b)                                                                                                 \
