@@ -38,26 +38,35 @@ typedef struct kq_regs {
     float d, dm;
 } kq_regs_t;
 
-/* A Q4_K super-block's 6-bit sub-block scales (bytes 0-7) and mins (bytes
- * 8-15), unpacked by kq_scale_min_get's rule a dword at a time: dwords 0
- * and 2 (scales and mins 0-3) are their own low 6 bits; dwords 1 and 3
- * (4-7) the low and high nibbles of scales[8..11] under the top 2 bits of
- * dwords 0 and 2. The load takes 4 bytes of qs past the 12 scale bytes. */
+/* Per 128-bit lane of s (the 16 bytes from a Q4_K super-block's scales),
+ * the block's 6-bit sub-block scales (bytes 0-7) and mins (bytes 8-15),
+ * unpacked by kq_scale_min_get's rule a dword at a time: dwords 0 and 2
+ * (scales and mins 0-3) are their own low 6 bits; dwords 1 and 3 (4-7) the
+ * low and high nibbles of scales[8..11] under the top 2 bits of dwords 0
+ * and 2. The load takes 4 bytes of qs past the 12 scale bytes. */
 static const uint8_t q4_k_sm_idx[2][16]
     __attribute__((aligned(16))) = {{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11},
                                     {0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7}};
 static const uint32_t q4_k_sm_mask[3][4] __attribute__((aligned(16))) = {
     {0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0}, {0, 0, 0, 0x0f0f0f0f}, {0x30303030, 0x30303030, 0x30303030, 0x30303030}};
 
-AI __m128i q4_k_scale_bytes(const uint8_t *blk)
+AI __m512i q4_k_scale_lanes(__m512i s)
 {
-    __m128i s = _mm_loadu_si128((const __m128i *)(blk + offsetof(block_q4_k_t, scales)));
-    __m128i p = _mm_shuffle_epi8(s, _mm_load_si128((const __m128i *)q4_k_sm_idx[0]));
-    __m128i t = _mm_shuffle_epi8(s, _mm_load_si128((const __m128i *)q4_k_sm_idx[1]));
-    __m128i lo = _mm_and_si128(p, _mm_load_si128((const __m128i *)q4_k_sm_mask[0]));
-    __m128i hi = _mm_and_si128(_mm_srli_epi16(p, 4), _mm_load_si128((const __m128i *)q4_k_sm_mask[1]));
-    __m128i top = _mm_and_si128(_mm_srli_epi16(t, 2), _mm_load_si128((const __m128i *)q4_k_sm_mask[2]));
-    return _mm_or_si128(_mm_or_si128(lo, hi), top);
+#define SM_CONST(table) _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(table)))
+    __m512i p = _mm512_shuffle_epi8(s, SM_CONST(q4_k_sm_idx[0]));
+    __m512i t = _mm512_shuffle_epi8(s, SM_CONST(q4_k_sm_idx[1]));
+    __m512i lo = _mm512_and_si512(p, SM_CONST(q4_k_sm_mask[0]));
+    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4), SM_CONST(q4_k_sm_mask[1]));
+    __m512i top = _mm512_and_si512(_mm512_srli_epi16(t, 2), SM_CONST(q4_k_sm_mask[2]));
+#undef SM_CONST
+    return _mm512_or_si512(_mm512_or_si512(lo, hi), top);
+}
+
+/* One block's scale bytes (q4_k_scale_lanes) in every 128-bit lane. */
+AI __m512i q4_k_scale_bytes(const uint8_t *blk)
+{
+    const __m128i s = _mm_loadu_si128((const __m128i *)(blk + offsetof(block_q4_k_t, scales)));
+    return q4_k_scale_lanes(_mm512_broadcast_i32x4(s));
 }
 
 /* vpshufb indices into q4_k_scale_bytes (top bit set: a zero byte): scx[j]
@@ -88,7 +97,7 @@ AI __m256i q4_k_coef(__m512i sm)
 
 AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
 {
-    __m512i sm = _mm512_broadcast_i32x4(q4_k_scale_bytes(blk));
+    __m512i sm = q4_k_scale_bytes(blk);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
         k->scx[j] = _mm512_shuffle_epi8(sm, _mm512_load_si512(q4_k_scx_idx[j]));
@@ -354,7 +363,7 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
 {
     if (type == TYPE_Q4_K && perm) {
         /* xb in q4_k_xperm's order: the nibbles need no lane shuffle */
-        __m512i sm = _mm512_broadcast_i32x4(q4_k_scale_bytes(blk));
+        __m512i sm = q4_k_scale_bytes(blk);
         __m512i scx[4];
 #pragma GCC unroll 4
         for (int j = 0; j < 4; j++)
@@ -382,6 +391,13 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
 
 #define PK_GROUP 4    /* super-blocks whose sums decode reduces together */
 #define PK_AHEAD 4096 /* bytes of the row stream decode asks for ahead of its loads (3-6 KB measured alike) */
+
+/* A block's A lanes (a's halves added) in lanes 0-7, its B lanes in 8-15. */
+AI __m512i pk_z(__m512i a, __m256i bm)
+{
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm, 1);
+}
 
 /* The end of a group of g (<= PK_GROUP) super-blocks: z[i] holds block i's
  * A (lanes 0-7) and B (8-15) as lane sums (z[i >= g] zero), dv and dmv
@@ -430,10 +446,7 @@ AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8
             int64_t b = b0 + i;
             pk_block_sums(type, w + (size_t)b * bb, x + QK_K * b, bsums + 16 * b, &a, &bm, &d[i], &dm[i], perm);
         }
-        /* a's halves added, beside bm */
-        z[i] = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
-            1);
+        z[i] = pk_z(a, bm);
     }
     __m128 xd = g == PK_GROUP ? _mm_loadu_ps(dx + b0) : _mm_maskz_loadu_ps((__mmask8)((1u << g) - 1), dx + b0);
     __m128 dv = _mm_mul_ps(_mm_setr_ps(d[0], d[1], d[2], d[3]), xd);
@@ -446,7 +459,7 @@ AI float pk_group(uint32_t type, int g, const uint8_t *w, size_t bb, const uint8
  * and the same float step as pk_group, so the same bits, with less work
  * outside the products (about 10 % less time in an in-L2 loop). The 6-bit
  * scales and mins of the four blocks are unpacked together
- * (q4_k_scale_bytes' steps on a 128-bit lane per block), then widened to
+ * (q4_k_scale_lanes, a 128-bit lane per block), then widened to
  * int16 (scales of blocks 0-3 in lanes 8 i + s, mins likewise), from which
  * vpermw spreads each sub-block's scale over its pair lanes and each min
  * over its two 16-value sums; d and dmin of the four blocks are converted
@@ -478,20 +491,13 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
     const size_t bb = sizeof(block_q4_k_t);
     const uint8_t *blk = w + (size_t)b0 * bb;
     pk_prefetch(blk, PK_GROUP * bb);
-    /* q4_k_scale_bytes on the four blocks' 16 bytes from their scales */
+    /* the four blocks' scale bytes, a 128-bit lane each */
     const size_t so = offsetof(block_q4_k_t, scales);
     __m512i raw = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk + so)));
     raw = _mm512_inserti32x4(raw, _mm_loadu_si128((const __m128i *)(blk + bb + so)), 1);
     raw = _mm512_inserti32x4(raw, _mm_loadu_si128((const __m128i *)(blk + 2 * bb + so)), 2);
     raw = _mm512_inserti32x4(raw, _mm_loadu_si128((const __m128i *)(blk + 3 * bb + so)), 3);
-    __m512i p = _mm512_shuffle_epi8(raw, _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)q4_k_sm_idx[0])));
-    __m512i t = _mm512_shuffle_epi8(raw, _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)q4_k_sm_idx[1])));
-    __m512i lo = _mm512_and_si512(p, _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)q4_k_sm_mask[0])));
-    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(p, 4),
-                                  _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)q4_k_sm_mask[1])));
-    __m512i top = _mm512_and_si512(_mm512_srli_epi16(t, 2),
-                                   _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)q4_k_sm_mask[2])));
-    __m512i sm = _mm512_or_si512(_mm512_or_si512(lo, hi), top);
+    __m512i sm = q4_k_scale_lanes(raw);
     /* qwords: the four blocks' scales, then their mins; widened to int16 */
     sm = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), sm);
     const __m512i sc16 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(sm));
@@ -510,9 +516,7 @@ AI float pk_group4_q4_k(const uint8_t *w, const uint8_t *x, const float *dx, con
         const __m512i a = q4_k_perm_sums(blk + (size_t)i * bb + offsetof(block_q4_k_t, qs), x + QK_K * (b0 + i), scx);
         const __m512i m = i < 2 ? m01 : m23;
         const __m256i bm = i % 2 ? _mm512_extracti64x4_epi64(m, 1) : _mm512_castsi512_si256(m);
-        z[i] = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
-            1);
+        z[i] = pk_z(a, bm);
     }
     /* d and dmin of each block (its first 4 bytes), then d's and dmin's times dx */
     int32_t dd[PK_GROUP];
@@ -573,9 +577,7 @@ AI float pk_group4_q6_k(const uint8_t *w, const uint8_t *x, const float *dx, con
             a = _mm512_dpwssd_epi32(a, _mm512_maddubs_epi16(k.q[j], _mm512_loadu_si512(xb + 64 * j)),
                                     _mm512_permutexvar_epi16(_mm512_load_si512(q6_k_scx2_idx[i % 2][j]), sc[i / 2]));
         const __m256i bm = i % 2 ? _mm512_extracti64x4_epi64(m[i / 2], 1) : _mm512_castsi512_si256(m[i / 2]);
-        z[i] = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1))), bm,
-            1);
+        z[i] = pk_z(a, bm);
     }
     uint16_t dh[PK_GROUP];
     for (int i = 0; i < PK_GROUP; i++)
