@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/fp16.h"
+#include "kernels/kquants.h"
 #include "kernels/types.h"
 
 void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
@@ -29,5 +30,116 @@ void bf16_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
         const uint8_t *tile = group + (size_t)(i / BF16_TILE_VALUES) * BF16_TILE_BYTES;
         int v = (int)(i % BF16_TILE_VALUES);
         memcpy(&dst[i], tile + 64 * (v / 2) + 4 * lane + 2 * (v % 2), sizeof dst[i]);
+    }
+}
+
+/* The byte of a packed quant vector that holds byte j (0..3) of dword k of
+ * row `lane`'s stream: vector k, dword lane. */
+static size_t kq_vec_byte(int k, int lane, int j)
+{
+    return (size_t)(64 * k + 4 * lane + j);
+}
+
+static void q4_k_pack_block(const block_q4_k_t *in, int lane, uint8_t *blk)
+{
+    for (int k = 0; k < 32; k++) /* vector 8t + k' holds qs[32t + 4k'..]: qs dword k */
+        memcpy(blk + Q4P_Q + kq_vec_byte(k, lane, 0), in->qs + 4 * k, 4);
+    for (int s = 0; s < 8; s++) {
+        int sc, m;
+        kq_scale_min_get(in->scales, s, &sc, &m);
+        blk[Q4P_SC + 16 * s + lane] = (uint8_t)sc;
+        blk[Q4P_MN + 32 * (s / 2) + 2 * lane + s % 2] = (uint8_t)m;
+    }
+    memcpy(blk + Q4P_D + 2 * lane, &in->d, 2);
+    memcpy(blk + Q4P_DM + 2 * lane, &in->dmin, 2);
+}
+
+static void q6_k_pack_block(const block_q6_k_t *in, int lane, uint8_t *blk)
+{
+    for (int k = 0; k < 32; k++) /* vector 16h + k' holds ql[64h + 4k'..]: ql dword k */
+        memcpy(blk + Q6P_QL + kq_vec_byte(k, lane, 0), in->ql + 4 * k, 4);
+    for (int k = 0; k < 16; k++)
+        memcpy(blk + Q6P_QH + kq_vec_byte(k, lane, 0), in->qh + 4 * k, 4);
+    for (int s = 0; s < 16; s++)
+        blk[Q6P_SC + 32 * (s / 2) + 2 * lane + s % 2] = (uint8_t)in->scales[s];
+    memcpy(blk + Q6P_D + 2 * lane, &in->d, 2);
+}
+
+/* Rows [row0, row0 + n_w) into their groups: each group's rows past n_w
+ * (only in the matrix's last group) left as the caller's zeros or set to
+ * zero here. */
+static void kq_pack(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed, size_t bb,
+                    size_t pb, void (*pack_block)(const void *in, int lane, uint8_t *blk))
+{
+    const int64_t nb = n_in / QK_K;
+    const size_t gb = (size_t)nb * pb;
+    for (int64_t r = 0; r < n_w; r += KQ_PANEL_ROWS) {
+        uint8_t *group = (uint8_t *)packed + (size_t)((row0 + r) / KQ_PANEL_ROWS) * gb;
+        memset(group, 0, gb);
+        int nr = n_w - r < KQ_PANEL_ROWS ? (int)(n_w - r) : KQ_PANEL_ROWS;
+        for (int lane = 0; lane < nr; lane++) {
+            const uint8_t *row = (const uint8_t *)w + (size_t)(row0 + r + lane) * ws;
+            for (int64_t b = 0; b < nb; b++)
+                pack_block(row + (size_t)b * bb, lane, group + (size_t)b * pb);
+        }
+    }
+}
+
+static void q4_k_pack_any(const void *in, int lane, uint8_t *blk)
+{
+    q4_k_pack_block(in, lane, blk);
+}
+
+static void q6_k_pack_any(const void *in, int lane, uint8_t *blk)
+{
+    q6_k_pack_block(in, lane, blk);
+}
+
+void q4_k_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q4_k_t), Q4_K_PANEL_BLOCK, q4_k_pack_any);
+}
+
+void q6_k_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q6_k_t), Q6_K_PANEL_BLOCK, q6_k_pack_any);
+}
+
+void q4_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
+{
+    const int64_t nb = n_in / QK_K;
+    const int lane = (int)(row % KQ_PANEL_ROWS);
+    const uint8_t *group = (const uint8_t *)packed + (size_t)(row / KQ_PANEL_ROWS) * q4_k_panel_group_bytes(n_in);
+    block_q4_k_t *out = dst;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = group + (size_t)b * Q4_K_PANEL_BLOCK;
+        for (int k = 0; k < 32; k++)
+            memcpy(out[b].qs + 4 * k, blk + Q4P_Q + kq_vec_byte(k, lane, 0), 4);
+        uint8_t sc[8], m[8];
+        for (int s = 0; s < 8; s++) {
+            sc[s] = blk[Q4P_SC + 16 * s + lane];
+            m[s] = blk[Q4P_MN + 32 * (s / 2) + 2 * lane + s % 2];
+        }
+        kq_scale_min_pack(out[b].scales, sc, m);
+        memcpy(&out[b].d, blk + Q4P_D + 2 * lane, 2);
+        memcpy(&out[b].dmin, blk + Q4P_DM + 2 * lane, 2);
+    }
+}
+
+void q6_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
+{
+    const int64_t nb = n_in / QK_K;
+    const int lane = (int)(row % KQ_PANEL_ROWS);
+    const uint8_t *group = (const uint8_t *)packed + (size_t)(row / KQ_PANEL_ROWS) * q6_k_panel_group_bytes(n_in);
+    block_q6_k_t *out = dst;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = group + (size_t)b * Q6_K_PANEL_BLOCK;
+        for (int k = 0; k < 32; k++)
+            memcpy(out[b].ql + 4 * k, blk + Q6P_QL + kq_vec_byte(k, lane, 0), 4);
+        for (int k = 0; k < 16; k++)
+            memcpy(out[b].qh + 4 * k, blk + Q6P_QH + kq_vec_byte(k, lane, 0), 4);
+        for (int s = 0; s < 16; s++)
+            out[b].scales[s] = (int8_t)blk[Q6P_SC + 32 * (s / 2) + 2 * lane + s % 2];
+        memcpy(&out[b].d, blk + Q6P_D + 2 * lane, 2);
     }
 }

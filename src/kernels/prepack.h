@@ -1,6 +1,6 @@
-/* Weights packed once, at load, in the layouts the kernels read: Q8_0
- * panels (AVX-512 VNNI), bfloat16 tiles (AMX), bfloat16 rows (AVX-512
- * BF16). A layout is a fact shared by the packer, the kernels that read it
+/* Weights packed once, at load, in the layouts the kernels read: Q8_0,
+ * Q4_K and Q6_K panels (AVX-512 VNNI), bfloat16 tiles (AMX), bfloat16 rows
+ * (AVX-512 BF16). A layout is a fact shared by the packer, the kernels that read it
  * and the code that sizes or reads it back, so each is described here,
  * independent of the ISA.
  *
@@ -82,5 +82,76 @@ void bf16_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
  * finite scale (an f16 widened to f32 narrows back exactly; a NaN scale may
  * come back quieted). Scalar, for any level. */
 void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
+
+/* Q4_K and Q6_K panels (kernels/simd_avx512_panels_kp.c): as for Q8_0, a
+ * matrix is ceil(n_out / 16) groups of 16 rows one after the other, a group
+ * its n_in / 256 super-blocks in order, rows past n_out zeros. The quants
+ * are the raw bytes, a dword of each row side by side, so one 64-byte load
+ * feeds vpdpbusd for 16 outputs; the scales are unpacked to a byte each.
+ *
+ * A Q4_K super-block of a group, Q4_K_PANEL_BLOCK bytes:
+ *   Q4P_Q:  32 vectors; vector 8t + k, dword i = row i's qs[32t + 4k ..
+ *           32t + 4k + 3]: its low nibbles are values 64t + 4k .. + 3 (of
+ *           sub-block 2t), its high nibbles values 64t + 32 + 4k .. + 3
+ *           (sub-block 2t + 1);
+ *   Q4P_SC: byte 16s + i, row i's scale s (6 bits, kq_scale_min_get);
+ *   Q4P_MN: byte 32u + 2i + e, row i's min 2u + e, so that a widening
+ *           load of 32 bytes gives each row its pair of mins (2u, 2u + 1)
+ *           as int16;
+ *   Q4P_D, Q4P_DM: row i's f16 d and dmin at 2i.
+ * 2368 bytes, 1.028 times the raw 16 x 144: the unpacked scales.
+ *
+ * A Q6_K super-block of a group, Q6_K_PANEL_BLOCK bytes (the raw 16 x 210
+ * and 32 bytes of padding, so that every block starts on a cache line:
+ * loads across two lines ran the decode kernel at half the rate):
+ *   Q6P_QL: 32 vectors; vector 16h + k, dword i = row i's ql[64h + 4k ..
+ *           64h + 4k + 3];
+ *   Q6P_QH: 16 vectors; vector 8h + k, dword i = row i's qh[32h + 4k ..
+ *           32h + 4k + 3] (the high bits of QL vectors 16h + k and
+ *           16h + k + 8);
+ *   Q6P_SC: byte 32u + 2i + e, row i's scale 2u + e (int8);
+ *   Q6P_D:  row i's f16 d at 2i. */
+#define KQ_PANEL_ROWS 16
+#define Q4P_Q 0
+#define Q4P_SC (32 * 64)
+#define Q4P_MN (Q4P_SC + 8 * 16)
+#define Q4P_D (Q4P_MN + 8 * 16)
+#define Q4P_DM (Q4P_D + 16 * 2)
+#define Q4_K_PANEL_BLOCK (Q4P_DM + 16 * 2)
+#define Q6P_QL 0
+#define Q6P_QH (32 * 64)
+#define Q6P_SC (Q6P_QH + 16 * 64)
+#define Q6P_D (Q6P_SC + 16 * 16)
+#define Q6_K_PANEL_BLOCK (Q6P_D + 64) /* d, then 32 bytes of padding */
+
+static inline size_t q4_k_panel_group_bytes(int64_t n_in)
+{
+    return (size_t)(n_in / 256) * Q4_K_PANEL_BLOCK;
+}
+
+static inline size_t q4_k_panel_bytes(int64_t n_out, int64_t n_in)
+{
+    return (size_t)((n_out + KQ_PANEL_ROWS - 1) / KQ_PANEL_ROWS) * q4_k_panel_group_bytes(n_in);
+}
+
+static inline size_t q6_k_panel_group_bytes(int64_t n_in)
+{
+    return (size_t)(n_in / 256) * Q6_K_PANEL_BLOCK;
+}
+
+static inline size_t q6_k_panel_bytes(int64_t n_out, int64_t n_in)
+{
+    return (size_t)((n_out + KQ_PANEL_ROWS - 1) / KQ_PANEL_ROWS) * q6_k_panel_group_bytes(n_in);
+}
+
+/* Pack rows [row0, row0 + n_w) of a raw Q4_K / Q6_K matrix (row r at w + r
+ * * w_stride, row0 a multiple of 16, n_in a multiple of 256) into their
+ * groups. Scalar, for any level (a type_pack_panels_fn). */
+void q4_k_pack_panels(const void *w, size_t w_stride, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
+void q6_k_pack_panels(const void *w, size_t w_stride, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
+
+/* Row `row` read back as its raw blocks, byte for byte. */
+void q4_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
+void q6_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 
 #endif

@@ -209,6 +209,16 @@ float avx512_q6_k_pk_dot(const void *w, const void *xq, int64_t n);
 void avx512_q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                          size_t ys, int64_t n);
 
+/* ... and on the panels packed once at load (kernels/prepack.h): decode and
+ * up to 4 rows in simd_avx512_panels_kp.c, larger batches through the
+ * panels above (avx512_kq_packed_drive, simd_avx512_panels_k.c). */
+void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n);
+void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n);
+void avx512_kq_packed_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                            int64_t n_x, float *y, size_t ys, int64_t n);
+
 /* F16 / BF16 weights against ACT_BF16 rows, and their quantiser (simd_avx512_bf16.c). */
 float avx512_f16_bf_dot_q(const void *w, const void *xq, int64_t n);
 void avx512_f16_bf_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,

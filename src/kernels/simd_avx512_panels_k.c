@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/prepack.h"
 #include "kernels/qact.h"
 #include "kernels/qunpack.h"
 #include "kernels/simd_avx512_common.h"
@@ -646,6 +647,100 @@ static void pk_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t 
          {NULL, pk_##name##_2x1, pk_##name##_2x2, pk_##name##_2x3, pk_##name##_2x4}}};
 PK_KIND(q4_k, TYPE_Q4_K)
 PK_KIND(q6_k, TYPE_Q6_K)
+
+/* Super-blocks [b0, b0 + nb) of a group packed at load (kernels/prepack.h)
+ * unpacked into panels: the same quants, scales, coefficients and d as
+ * pk_pack16 makes of the raw rows (rows past the matrix are zeros in both). */
+static void pk_unpack_q4_k(const uint8_t *blk, pk_block_t *out)
+{
+    const __m512i nib = _mm512_set1_epi8(15);
+    for (int v = 0; v < 32; v++) { /* vector 8t + k: values 64t + 4k (low nibbles), 64t + 32 + 4k (high) */
+        __m512i q = _mm512_load_si512(blk + Q4P_Q + 64 * v);
+        int t = v / 8, k = v % 8;
+        _mm512_store_si512(out->q[16 * t + k], _mm512_and_si512(q, nib));
+        _mm512_store_si512(out->q[16 * t + 8 + k], _mm512_and_si512(_mm512_srli_epi16(q, 4), nib));
+    }
+    for (int s = 0; s < 8; s++)
+        _mm512_store_si512(out->sc[s], _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 16 * s))));
+    for (int u = 0; u < 4; u++) { /* coef[i]: min i of each row in both int16 halves */
+        __m512i pr = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(blk + Q4P_MN + 32 * u)));
+        __m512i ev = _mm512_and_si512(pr, _mm512_set1_epi32(0xffff)), od = _mm512_srli_epi32(pr, 16);
+        _mm512_store_si512(out->coef[2 * u], _mm512_or_si512(ev, _mm512_slli_epi32(ev, 16)));
+        _mm512_store_si512(out->coef[2 * u + 1], _mm512_or_si512(od, _mm512_slli_epi32(od, 16)));
+    }
+    _mm512_store_ps(out->d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_D))));
+    _mm512_store_ps(out->dm, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_DM))));
+}
+
+static void pk_unpack_q6_k(const uint8_t *blk, pk_block_t *out)
+{
+    const __m512i nib = _mm512_set1_epi8(15), hi2 = _mm512_set1_epi8(0x30);
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 8; k++) { /* values 128h + 4k + {0, 64, 32, 96} */
+            __m512i qh = _mm512_loadu_si512(blk + Q6P_QH + 64 * (8 * h + k));
+            __m512i v1 = _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k));
+            __m512i v2 = _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k + 8));
+            _mm512_store_si512(out->q[32 * h + k], _mm512_ternarylogic_epi32(_mm512_and_si512(v1, nib),
+                                                                             _mm512_slli_epi16(qh, 4), hi2, 0xf8));
+            _mm512_store_si512(
+                out->q[32 * h + 16 + k],
+                _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v1, 4), nib), qh, hi2, 0xf8));
+            _mm512_store_si512(out->q[32 * h + 8 + k], _mm512_ternarylogic_epi32(_mm512_and_si512(v2, nib),
+                                                                                 _mm512_slli_epi16(qh, 2), hi2, 0xf8));
+            _mm512_store_si512(out->q[32 * h + 24 + k],
+                               _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v2, 4), nib),
+                                                         _mm512_srli_epi16(qh, 2), hi2, 0xf8));
+        }
+    for (int u = 0; u < 8; u++) { /* scales 2u, 2u + 1 sign-extended; coef[u]: 32 x both */
+        __m512i pr = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(blk + Q6P_SC + 32 * u)));
+        _mm512_store_si512(out->sc[2 * u], _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16));
+        _mm512_store_si512(out->sc[2 * u + 1], _mm512_srai_epi32(pr, 16));
+        _mm512_store_si512(out->coef[u], _mm512_slli_epi16(pr, 5));
+    }
+    __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + Q6P_D)));
+    _mm512_store_ps(out->d, d);
+    _mm512_store_ps(out->dm, d);
+}
+
+/* The batch driver's pack step on a packed matrix: w is a group, and ws
+ * its bytes / 16, so the driver's row arithmetic (16 rows = 16 x ws bytes)
+ * lands on the next group. */
+static void pk_unpack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel)
+{
+    (void)ws;
+    (void)nr;
+    pk_block_t *out = panel;
+    for (int b = 0; b < nb; b++) {
+        if (type == TYPE_Q4_K)
+            pk_unpack_q4_k(w + (size_t)(b0 + b) * Q4_K_PANEL_BLOCK, &out[b]);
+        else
+            pk_unpack_q6_k(w + (size_t)(b0 + b) * Q6_K_PANEL_BLOCK, &out[b]);
+    }
+}
+
+static const avx512_panel_kind_t panel_q4_k_packed = {TYPE_Q4_K,
+                                                      QK_K,
+                                                      PK_CHUNK,
+                                                      PK_COLS,
+                                                      pk_unpack,
+                                                      {{NULL, pk_q4_k_1x1, pk_q4_k_1x2, pk_q4_k_1x3, pk_q4_k_1x4},
+                                                       {NULL, pk_q4_k_2x1, pk_q4_k_2x2, pk_q4_k_2x3, pk_q4_k_2x4}}};
+static const avx512_panel_kind_t panel_q6_k_packed = {TYPE_Q6_K,
+                                                      QK_K,
+                                                      PK_CHUNK,
+                                                      PK_COLS,
+                                                      pk_unpack,
+                                                      {{NULL, pk_q6_k_1x1, pk_q6_k_1x2, pk_q6_k_1x3, pk_q6_k_1x4},
+                                                       {NULL, pk_q6_k_2x1, pk_q6_k_2x2, pk_q6_k_2x3, pk_q6_k_2x4}}};
+
+void avx512_kq_packed_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                            int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const bool q4 = type == TYPE_Q4_K;
+    const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
+    const uint8_t *g = (const uint8_t *)packed + (size_t)(row0 / KQ_PANEL_ROWS) * gb;
+    avx512_panel_drive(q4 ? &panel_q4_k_packed : &panel_q6_k_packed, g, gb / KQ_PANEL_ROWS, n_w, xq, xs, n_x, y, ys, n);
+}
 
 /* Q4_K / Q6_K: decode, and batches of up to PK_DEC_ROWS rows (concurrent
  * decodes), take the weight rows one at a time, one stream

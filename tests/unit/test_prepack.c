@@ -1,4 +1,4 @@
-/* Q8_0 weights packed once at load (kernels/prepack.h, model_prepack):
+/* Weights packed once at load (Q8_0, Q4_K and Q6_K panels) (kernels/prepack.h, model_prepack):
  *   - every row read back from the panels is the raw row, byte for byte;
  *   - a product on the packed matrix gives the same bits as on the raw one,
  *     for batches of 1..40 rows, ragged row counts (not a multiple of 16 or
@@ -25,6 +25,7 @@
 
 #include "base/rng.h"
 #include "kernels/dispatch.h"
+#include "kernels/kquants.h"
 #include "kernels/ops.h"
 #include "kernels/prepack.h"
 #include "kernels/types.h"
@@ -35,21 +36,70 @@
 
 /* Row counts: one, ragged around 16 and 32, past a decode chunk (128). */
 static const int64_t row_counts[] = {1, 15, 17, 45, 131, 300};
-/* Block counts: 1, 3, 65 and 129 (past one and two 64-block chunks, ragged). */
-static const int64_t block_counts[] = {1, 3, 65, 129};
 
-static const type_kernels_t *packing_kernels(void)
+/* A packed layout as the tests see it: its type, the values of a block,
+ * block counts to try (Q8_0: 1, 3, 65 and 129, past one and two 64-block
+ * chunks, ragged; the K-quants: 1, 3 and 17 super-blocks, past two 8-block
+ * chunks), its size and its row read-back. */
+typedef struct packing {
+    uint32_t type;
+    int64_t qk;
+    int64_t blocks[4];
+    size_t (*bytes)(int64_t n_out, int64_t n_in);
+    void (*row)(const void *packed, int64_t n_in, int64_t row, void *dst);
+} packing_t;
+
+static const packing_t packings[] = {
+    {TYPE_Q8_0, 32, {1, 3, 65, 129}, q8_0_panel_bytes, q8_0_panel_row},
+    {TYPE_Q4_K, 256, {1, 3, 17, 0}, q4_k_panel_bytes, q4_k_panel_row},
+    {TYPE_Q6_K, 256, {1, 3, 17, 0}, q6_k_panel_bytes, q6_k_panel_row},
+};
+#define N_PACKINGS (sizeof packings / sizeof packings[0])
+
+static const type_kernels_t *packing_kernels(uint32_t type)
 {
-    const type_kernels_t *k = type_kernels(TYPE_Q8_0);
+    const type_kernels_t *k = type_kernels(type);
     return k->pack_panels && k->dot_q_tile_packed ? k : NULL;
+}
+
+static size_t row_bytes(uint32_t type, int64_t n_in)
+{
+    size_t rb = 0;
+    assert_true(type_row_bytes(type, n_in, &rb));
+    return rb;
+}
+
+/* n_out random rows: every byte random (the quants and 6-bit scales take
+ * every value), the f16 scales sane (0.001 * (1 + block % 13)). */
+static uint8_t *random_rows(uint32_t type, int64_t n_out, int64_t n_in, uint64_t seed)
+{
+    if (type == TYPE_Q8_0)
+        return random_q8_0_rows(n_out, n_in, seed, 13);
+    size_t rb = row_bytes(type, n_in), bb = type_traits(type)->bytes_per_block;
+    uint8_t *w = malloc(rb * (size_t)n_out);
+    rng_t r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < rb * (size_t)n_out; i++)
+        w[i] = (uint8_t)(rng_u64(&r) >> 56);
+    for (size_t b = 0; b < rb * (size_t)n_out / bb; b++) {
+        uint16_t d = f32_to_fp16(0.001f * (float)(1 + (int)(b % 13)));
+        uint16_t dm = f32_to_fp16(0.0007f * (float)(1 + (int)(b % 7)));
+        if (type == TYPE_Q4_K) {
+            memcpy(w + b * bb + offsetof(block_q4_k_t, d), &d, 2);
+            memcpy(w + b * bb + offsetof(block_q4_k_t, dmin), &dm, 2);
+        } else {
+            memcpy(w + b * bb + offsetof(block_q6_k_t, d), &d, 2);
+        }
+    }
+    return w;
 }
 
 /* The matrix packed by its kernels, in two calls (rows split at a group
  * boundary, as the loader's pool parts are). */
-static void *pack(const type_kernels_t *k, const uint8_t *w, int64_t n_out, int64_t n_in)
+static void *pack(const packing_t *pk, const type_kernels_t *k, const uint8_t *w, int64_t n_out, int64_t n_in)
 {
-    size_t rb = q8_0_bytes((size_t)n_in);
-    void *p = aligned_alloc(64, (q8_0_panel_bytes(n_out, n_in) + 63) & ~(size_t)63);
+    size_t rb = row_bytes(pk->type, n_in);
+    void *p = aligned_alloc(64, (pk->bytes(n_out, n_in) + 63) & ~(size_t)63);
     int64_t half = n_out > 32 ? 32 : n_out;
     k->pack_panels(w, rb, 0, half, n_in, p);
     if (n_out > half)
@@ -60,61 +110,82 @@ static void *pack(const type_kernels_t *k, const uint8_t *w, int64_t n_out, int6
 static void test_row_readback(void **state)
 {
     (void)state;
-    const type_kernels_t *k = packing_kernels();
-    if (!k)
-        skip();
-    for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
-        for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
-            int64_t n_out = row_counts[ri], n_in = 32 * block_counts[bi];
-            size_t rb = q8_0_bytes((size_t)n_in);
-            uint8_t *w = random_q8_0_rows(n_out, n_in, 100 + ri * 10 + bi, 13);
-            void *p = pack(k, w, n_out, n_in);
-            uint8_t *row = malloc(rb);
-            for (int64_t r = 0; r < n_out; r++) {
-                q8_0_panel_row(p, n_in, r, row);
-                if (memcmp(row, w + (size_t)r * rb, rb))
-                    fail_msg("row %lld of %lld x %lld reads back wrong", (long long)r, (long long)n_out,
-                             (long long)n_in);
+    int packed_types = 0;
+    for (size_t t = 0; t < N_PACKINGS; t++) {
+        const packing_t *pk = &packings[t];
+        const type_kernels_t *k = packing_kernels(pk->type);
+        if (!k)
+            continue;
+        packed_types++;
+        for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
+            for (size_t bi = 0; bi < 4 && pk->blocks[bi]; bi++) {
+                int64_t n_out = row_counts[ri], n_in = pk->qk * pk->blocks[bi];
+                size_t rb = row_bytes(pk->type, n_in);
+                uint8_t *w = random_rows(pk->type, n_out, n_in, 100 + ri * 10 + bi);
+                void *p = pack(pk, k, w, n_out, n_in);
+                uint8_t *row = malloc(rb);
+                for (int64_t r = 0; r < n_out; r++) {
+                    pk->row(p, n_in, r, row);
+                    if (memcmp(row, w + (size_t)r * rb, rb))
+                        fail_msg("%s: row %lld of %lld x %lld reads back wrong", type_name(pk->type), (long long)r,
+                                 (long long)n_out, (long long)n_in);
+                }
+                free(row);
+                free(p);
+                free(w);
             }
-            free(row);
-            free(p);
-            free(w);
-        }
+    }
+    if (!packed_types)
+        skip();
+}
+
+/* Raw and packed products of n_out x n_in, for batches of 1..max_rows. */
+static void check_bits(pool_t *pool, const packing_t *pk, const type_kernels_t *k, int64_t n_out, int64_t n_in,
+                       int max_rows, uint64_t seed)
+{
+    uint8_t *w = random_rows(pk->type, n_out, n_in, seed);
+    matrix_t raw = {w, pk->type, n_in, n_out, row_bytes(pk->type, n_in), NULL};
+    matrix_t packed = raw;
+    packed.packed = pack(pk, k, w, n_out, n_in);
+    float *x = malloc((size_t)max_rows * n_in * sizeof *x);
+    fill_normal(x, max_rows * n_in, seed + 7, 1.0f);
+    float *y0 = malloc((size_t)max_rows * n_out * sizeof *y0), *y1 = malloc((size_t)max_rows * n_out * sizeof *y1);
+    for (int n_rows = 1; n_rows <= max_rows; n_rows++) {
+        ops_matmul(pool, &raw, x, y0, n_rows);
+        ops_matmul(pool, &packed, x, y1, n_rows);
+        if (memcmp(y0, y1, (size_t)n_rows * n_out * sizeof *y0))
+            fail_msg("%s: %d rows x %lld x %lld: packed and raw products differ", type_name(pk->type), n_rows,
+                     (long long)n_out, (long long)n_in);
+    }
+    free(y0);
+    free(y1);
+    free(x);
+    free((void *)packed.packed);
+    free(w);
 }
 
 static void test_matmul_bits(void **state)
 {
     (void)state;
-    const type_kernels_t *k = packing_kernels();
-    if (!k)
-        skip();
     err_t err;
     pool_t *pool = pool_create(3, &err);
     assert_non_null(pool);
-    for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
-        for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
-            int64_t n_out = row_counts[ri], n_in = 32 * block_counts[bi];
-            uint8_t *w = random_q8_0_rows(n_out, n_in, 200 + ri * 10 + bi, 13);
-            matrix_t raw = {w, TYPE_Q8_0, n_in, n_out, q8_0_bytes((size_t)n_in), NULL};
-            matrix_t packed = raw;
-            packed.packed = pack(k, w, n_out, n_in);
-            float *x = malloc((size_t)40 * n_in * sizeof *x);
-            fill_normal(x, 40 * n_in, 300 + bi, 1.0f);
-            float *y0 = malloc((size_t)40 * n_out * sizeof *y0), *y1 = malloc((size_t)40 * n_out * sizeof *y1);
-            for (int n_rows = 1; n_rows <= 40; n_rows++) {
-                ops_matmul(pool, &raw, x, y0, n_rows);
-                ops_matmul(pool, &packed, x, y1, n_rows);
-                if (memcmp(y0, y1, (size_t)n_rows * n_out * sizeof *y0))
-                    fail_msg("%d rows x %lld x %lld: packed and raw products differ", n_rows, (long long)n_out,
-                             (long long)n_in);
-            }
-            free(y0);
-            free(y1);
-            free(x);
-            free((void *)packed.packed);
-            free(w);
-        }
+    int packed_types = 0;
+    for (size_t t = 0; t < N_PACKINGS; t++) {
+        const packing_t *pk = &packings[t];
+        const type_kernels_t *k = packing_kernels(pk->type);
+        if (!k)
+            continue;
+        packed_types++;
+        for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
+            for (size_t bi = 0; bi < 4 && pk->blocks[bi]; bi++)
+                check_bits(pool, pk, k, row_counts[ri], pk->qk * pk->blocks[bi], 40, 200 + ri * 10 + bi);
+        if (pk->qk == 256) /* rows longer than the decode kernel's stack sums (129 super-blocks) */
+            check_bits(pool, pk, k, 17, 256 * 129, 3, 500);
+    }
     pool_destroy(pool);
+    if (!packed_types)
+        skip();
 }
 
 /* Logits of tokens run one by one, then as one chunk, through a model. */
@@ -143,7 +214,7 @@ static void run_model(const model_t *m, pool_t *pool, int n, float *logits)
     fwd_ctx_free(&ctx);
 }
 
-static void check_model(const char *preset, uint32_t type)
+static void check_model(const char *preset, uint32_t type, void (*adjust)(model_config_t *c))
 {
     char path[64];
     snprintf(path, sizeof path, "/tmp/splash-test-prepack-XXXXXX");
@@ -153,6 +224,8 @@ static void check_model(const char *preset, uint32_t type)
     err_t err;
     model_config_t c;
     assert_int_equal(synth_preset(preset, &c, &err), 0);
+    if (adjust)
+        adjust(&c);
     pool_t *pool = pool_create(2, &err);
     assert_non_null(pool);
     if (synth_write(path, "test", &c, type, 7, 0.1f, NULL, pool, NULL, NULL, &err))
@@ -167,7 +240,7 @@ static void check_model(const char *preset, uint32_t type)
     model_prepack(packed); /* again: the same panels, the same pages given back again */
     assert_ptr_equal(packed->output.packed, first);
     assert_int_equal(packed->released_bytes, released);
-    const type_kernels_t *k = type_kernels(type);
+    const type_kernels_t *k = type_kernels(type == SYNTH_TYPE_Q4_K_M ? TYPE_Q4_K : type);
     if (!k->pack_panels || !k->dot_q_tile_packed) {
         assert_null(packed->packed_mem);
         assert_null(packed->output.packed);
@@ -209,27 +282,51 @@ static void check_model(const char *preset, uint32_t type)
 static void test_model_dense(void **state)
 {
     (void)state;
-    check_model("tiny", TYPE_Q8_0);
+    check_model("tiny", TYPE_Q8_0, NULL);
 }
 
 /* F16: packed where the level has a layout for it (AMX: bfloat16 tiles) */
 static void test_model_f16(void **state)
 {
     (void)state;
-    check_model("tiny", TYPE_F16);
+    check_model("tiny", TYPE_F16, NULL);
 }
 
 static void test_model_hybrid(void **state)
 {
     (void)state;
-    check_model("qwen35-tiny", TYPE_Q8_0);
+    check_model("qwen35-tiny", TYPE_Q8_0, NULL);
+}
+
+/* Q4_K_M's mix (Q4_K and Q6_K) needs rows of whole super-blocks. */
+static void kquant_dense(model_config_t *c)
+{
+    c->hidden = 256;
+    c->ffn = 512;
+    c->head_dim = 64;
+    c->vocab = 300;
+}
+
+static void kquant_hybrid(model_config_t *c)
+{
+    c->hidden = 256;
+    c->ffn = 512;
+    c->ssm_inner = 512;
+    c->ssm_state = 64;
+}
+
+static void test_model_kquants(void **state)
+{
+    (void)state;
+    check_model("tiny", SYNTH_TYPE_Q4_K_M, kquant_dense);
+    check_model("qwen35-tiny", SYNTH_TYPE_Q4_K_M, kquant_hybrid);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_readback), cmocka_unit_test(test_matmul_bits), cmocka_unit_test(test_model_dense),
-        cmocka_unit_test(test_model_hybrid), cmocka_unit_test(test_model_f16),
+        cmocka_unit_test(test_model_hybrid), cmocka_unit_test(test_model_f16),   cmocka_unit_test(test_model_kquants),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

@@ -1,0 +1,290 @@
+/* AVX-512 VNNI kernels, Q4_K and Q6_K on the panels packed at load
+ * (kernels/prepack.h; compiled with the AVX-512 flags like simd_avx512.c,
+ * which registers them when the CPU has VNNI).
+ *
+ * Decode and a few concurrent rows (up to KP_DEC_ROWS activation rows) run
+ * here, a group of 16 weight rows at a time, each row in its own dword lane
+ * (as the Q8_0 panels do), so nothing is reduced across lanes and the 12
+ * bytes of 6-bit scales need no unpacking: the raw-row decode
+ * (simd_avx512_panels_k.c) spends most of its time there and reads a few
+ * GB/s short of memory. Larger batches unpack the packed super-blocks into
+ * that file's panels and take its tiles (avx512_kq_packed_drive).
+ *
+ * Each (weight row, activation row) element is the panels' exact
+ * integers A and B per super-block, then their float step
+ *   acc += fmsub(float(A), d dx, float(B) (dm dx))
+ * in super-block order from 0, so the same bits as the raw rows
+ * (tests/unit/test_prepack.c). Formed here as:
+ *   Q4_K: per 64-byte load, the low nibbles (4 values of sub-block 2t for
+ *     16 rows) and the high ones (sub-block 2t + 1) meet broadcast dwords
+ *     of the activations in vpdpbusd; 4 loads make 16 products per lane,
+ *     |P| <= 16 x 15 x 128 < 2^15, so P is an int16 and one vpdpwssd with
+ *     the scale (a zero-extended byte: the pair (sc, 0)) adds sc x P to A.
+ *     B = sum_s min_s x (the activation sum of sub-block s): vpdpwssd on
+ *     the rows' min pairs and the activation's pairs of sub-block sums.
+ *   Q6_K: the 6-bit quants from the low or high nibbles of QL and two bits
+ *     of QH (vpternlogd: nibble | (shifted qh & 0x30)); a sub-block's 16
+ *     products per lane exceed int16, so sc x P by vpmulld. B = 32 x sum_s
+ *     sc_s x (the activation's 16-value sums): vpdpwssd on the scale pairs
+ *     against the activation's bsums pairs, then << 5. */
+#include <immintrin.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/prepack.h"
+#include "kernels/qact.h"
+#include "kernels/simd_avx512_common.h"
+
+#define KP_COLS 4         /* activation rows per call of a tile */
+#define KP_DEC_ROWS 4     /* batches up to this many rows run here; more: the panels */
+#define KP_AHEAD 4096     /* bytes of the group's stream asked for ahead of the loads */
+#define KP_MAX_BLOCKS 128 /* super-blocks per row the Q4_K sub-block sums take on the stack */
+
+AI __m512i kp_bcast(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+AI void kp_prefetch(const uint8_t *blk, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)(blk + KP_AHEAD + o), _MM_HINT_T0);
+}
+
+/* The super-block's float step for C activation rows (qact_d's dx). */
+AI void kp_float_step(int C, __m512i a[KP_COLS], __m512i bm[KP_COLS], __m512 d, __m512 dm, const float *const dx[],
+                      int64_t b, __m512 acc[KP_COLS])
+{
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++) {
+        __m512 dxv = _mm512_set1_ps(dx[c][b]);
+        __m512 bt = _mm512_mul_ps(_mm512_cvtepi32_ps(bm[c]), _mm512_mul_ps(dm, dxv));
+        acc[c] = _mm512_add_ps(acc[c], _mm512_fmsub_ps(_mm512_cvtepi32_ps(a[c]), _mm512_mul_ps(d, dxv), bt));
+    }
+}
+
+/* Q4_K: super-block b of a group (at blk) against C activation rows x[c];
+ * xsp[c][4b + u]: the pair of sub-block sums (2u, 2u + 1) of row c's
+ * super-block b as two int16. */
+AI void kp_q4_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const x[], const float *const dx[],
+                      const int32_t *const xsp[], __m512 acc[KP_COLS])
+{
+    const __m512i nib = _mm512_set1_epi8(15);
+    kp_prefetch(blk, Q4_K_PANEL_BLOCK);
+    __m512i a[2][KP_COLS], bm[KP_COLS];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++)
+        a[0][c] = a[1][c] = bm[c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++) {
+        const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 32 * t)));
+        const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 32 * t + 16)));
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i plo[KP_COLS], phi[KP_COLS];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                plo[c] = phi[c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; kk++) {
+                const int k = 4 * h + kk;
+                const __m512i v = _mm512_load_si512(blk + Q4P_Q + 64 * (8 * t + k));
+                const __m512i lo = _mm512_and_si512(v, nib);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++) {
+                    const uint8_t *xo = x[c] + QK_K * b + 64 * t + 4 * k;
+                    plo[c] = _mm512_dpbusd_epi32(plo[c], lo, kp_bcast(xo));
+                    phi[c] = _mm512_dpbusd_epi32(phi[c], hi, kp_bcast(xo + 32));
+                }
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++) {
+                a[t & 1][c] = _mm512_dpwssd_epi32(a[t & 1][c], plo[c], sc_lo);
+                a[t & 1][c] = _mm512_dpwssd_epi32(a[t & 1][c], phi[c], sc_hi);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; u++) {
+        const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(blk + Q4P_MN + 32 * u)));
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            bm[c] = _mm512_dpwssd_epi32(bm[c], mn, _mm512_set1_epi32(xsp[c][4 * b + u]));
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++)
+        a[0][c] = _mm512_add_epi32(a[0][c], a[1][c]);
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_D)));
+    const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_DM)));
+    kp_float_step(C, a[0], bm, d, dm, dx, b, acc);
+}
+
+/* Q6_K's scale of sub-block 2u + e, sign-extended, from a vector of the
+ * rows' scale pairs (2u, 2u + 1) as int16. */
+AI __m512i kp_q6_k_scale(__m512i pair, int e)
+{
+    return e ? _mm512_srai_epi32(pair, 16) : _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16);
+}
+
+/* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
+AI void kp_q6_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const x[], const float *const dx[],
+                      const int16_t *const bs[], __m512 acc[KP_COLS])
+{
+    const __m512i nib = _mm512_set1_epi8(15), hi2 = _mm512_set1_epi8(0x30);
+    kp_prefetch(blk, Q6_K_PANEL_BLOCK);
+    __m512i a[2][KP_COLS], bm[KP_COLS];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++)
+        a[0][c] = a[1][c] = bm[c] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        __m512i sp[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            sp[j] = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(blk + Q6P_SC + 32 * (4 * h + j))));
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                bm[c] =
+                    _mm512_dpwssd_epi32(bm[c], sp[j], kp_bcast((const uint8_t *)(bs[c] + 16 * b + 2 * (4 * h + j))));
+        }
+#pragma GCC unroll 2
+        for (int e = 0; e < 2; e++) {
+            /* k = 4e .. 4e + 3: values 128h + {0, 64, 32, 96} + 4k, of
+             * sub-blocks 8h + e + {0, 4, 2, 6}: pairs 4h + {0, 2, 1, 3} */
+            __m512i p[4][KP_COLS];
+#pragma GCC unroll 4
+            for (int q = 0; q < 4; q++)
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    p[q][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; kk++) {
+                const int k = 4 * e + kk;
+                const __m512i qh = _mm512_loadu_si512(blk + Q6P_QH + 64 * (8 * h + k));
+                const __m512i v1 = _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k));
+                const __m512i v2 = _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k + 8));
+                __m512i q[4];
+                q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(v1, nib), _mm512_slli_epi16(qh, 4), hi2, 0xf8);
+                q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v1, 4), nib), qh, hi2, 0xf8);
+                q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(v2, nib), _mm512_slli_epi16(qh, 2), hi2, 0xf8);
+                q[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v2, 4), nib),
+                                                 _mm512_srli_epi16(qh, 2), hi2, 0xf8);
+                static const int voff[4] = {0, 64, 32, 96};
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+#pragma GCC unroll 4
+                    for (int j = 0; j < 4; j++)
+                        p[j][c] =
+                            _mm512_dpbusd_epi32(p[j][c], q[j], kp_bcast(x[c] + QK_K * b + 128 * h + voff[j] + 4 * k));
+            }
+            static const int pair[4] = {0, 2, 1, 3};
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m512i sc = kp_q6_k_scale(sp[pair[j]], e);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    a[j & 1][c] = _mm512_add_epi32(a[j & 1][c], _mm512_mullo_epi32(p[j][c], sc));
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; c++) {
+        a[0][c] = _mm512_add_epi32(a[0][c], a[1][c]);
+        bm[c] = _mm512_slli_epi32(bm[c], 5);
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + Q6P_D)));
+    kp_float_step(C, a[0], bm, d, d, dx, b, acc);
+}
+
+/* Row c's pairs of Q4_K sub-block sums (xsp of kp_q4_k_group). */
+static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
+{
+    const int16_t *bs = qact_bsums(x, n);
+    const __m256i one = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        __m256i s = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(bs + 16 * b)), one); /* 8 x int32 */
+        __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)); /* exact: |s| <= 4096 */
+        _mm_storeu_si128((__m128i *)(xsp + 4 * b), p);
+    }
+}
+
+/* One group (its 16 rows, lanes past them masked off by m; y their
+ * outputs) against C activation rows; aux[c]: kp_q4_k_block's xsp or
+ * kp_q6_k_block's bs. */
+typedef void (*kp_tile_fn)(const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],
+                           const void *const aux[], float *y, size_t ys, __mmask16 m);
+
+#define KP_TILE(name, T, PB, C)                                                                                        \
+    static void kp_##name##_##C(const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],       \
+                                const void *const aux[], float *y, size_t ys, __mmask16 m)                             \
+    {                                                                                                                  \
+        const T *ax[KP_COLS];                                                                                          \
+        __m512 acc[KP_COLS];                                                                                           \
+        for (int c = 0; c < C; c++) {                                                                                  \
+            ax[c] = aux[c];                                                                                            \
+            acc[c] = _mm512_setzero_ps();                                                                              \
+        }                                                                                                              \
+        for (int64_t b = 0; b < nb; b++)                                                                               \
+            kp_##name##_block(C, g + (size_t)b * (PB), b, x, dx, ax, acc);                                             \
+        for (int c = 0; c < C; c++)                                                                                    \
+            _mm512_mask_storeu_ps(y + (size_t)c * ys, m, acc[c]);                                                      \
+    }
+#define KP_TILES(name, T, PB)                                                                                          \
+    KP_TILE(name, T, PB, 1)                                                                                            \
+    KP_TILE(name, T, PB, 2)                                                                                            \
+    KP_TILE(name, T, PB, 3)                                                                                            \
+    KP_TILE(name, T, PB, 4)                                                                                            \
+    static const kp_tile_fn kp_##name##_tiles[KP_COLS + 1] = {NULL, kp_##name##_1, kp_##name##_2, kp_##name##_3,       \
+                                                              kp_##name##_4};
+KP_TILES(q4_k, int32_t, Q4_K_PANEL_BLOCK)
+KP_TILES(q6_k, int16_t, Q6_K_PANEL_BLOCK)
+
+/* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
+ * group at a time, against n_x <= KP_DEC_ROWS activation rows. */
+static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                     int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const bool q4 = type == TYPE_Q4_K;
+    const int64_t nb = n / QK_K;
+    const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
+    const kp_tile_fn *tiles = q4 ? kp_q4_k_tiles : kp_q6_k_tiles;
+    _Alignas(64) int32_t sums[KP_DEC_ROWS][4 * KP_MAX_BLOCKS];
+    const uint8_t *x[KP_DEC_ROWS];
+    const float *dx[KP_DEC_ROWS];
+    const void *aux[KP_DEC_ROWS];
+    for (int64_t c = 0; c < n_x; c++) {
+        x[c] = (const uint8_t *)xq + (size_t)c * xs;
+        dx[c] = qact_d(x[c], n);
+        if (q4)
+            kp_q4_k_sums(x[c], n, sums[c]);
+        aux[c] = q4 ? (const void *)sums[c] : (const void *)qact_bsums(x[c], n);
+    }
+    for (int64_t r0 = 0; r0 < n_w; r0 += KQ_PANEL_ROWS) {
+        const uint8_t *g = (const uint8_t *)packed + (size_t)((row0 + r0) / KQ_PANEL_ROWS) * gb;
+        int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
+        tiles[n_x](g, nb, x, dx, aux, y + r0, ys, (__mmask16)((1u << nr) - 1));
+    }
+}
+
+void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    if (n_x <= KP_DEC_ROWS && n / QK_K <= KP_MAX_BLOCKS)
+        kp_drive(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+    else
+        avx512_kq_packed_drive(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+}
+
+void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    if (n_x <= KP_DEC_ROWS)
+        kp_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+    else
+        avx512_kq_packed_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+}
