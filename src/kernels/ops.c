@@ -157,6 +157,20 @@ static void matmul_f32_rows(const matmul_job_t *job, int i, long lo, long hi)
     }
 }
 
+/* Whether decode reads packed matrices as two ranges a chunk
+ * (dot_q_pair_packed): SPLASH_DECODE_PAIRS=0 turns it off, for measuring. */
+static bool matmul_pair_wanted(void)
+{
+    static atomic_int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        const char *env = getenv("SPLASH_DECODE_PAIRS");
+        v = !(env && env[0] == '0' && !env[1]);
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 /* The job's output rows, all matrices in turn, are cut into chunks of
  * chunk_rows rows, the pool's parts: each thread streams its own contiguous
  * run of chunks in order (what the hardware prefetcher wants; interleaving
@@ -173,7 +187,23 @@ static void matmul_chunk(void *ctx, int g, int n_chunks)
     while (g >= job->first_chunk[i + 1])
         i++;
     const matrix_t *w = job->w[i];
-    long lo = (g - job->first_chunk[i]) * job->chunk_rows;
+    long j = g - job->first_chunk[i];
+    if (job->xq && job->n_rows == 1 && w->packed && job->k[i]->dot_q_pair_packed && matmul_pair_wanted()) {
+        /* decode: chunk j is piece j of the matrix's first half and piece j
+         * of its second, read side by side (the same number of chunks) */
+        long piece = job->chunk_rows / 2, half = (long)(w->n_out + 2 * piece - 1) / (2 * piece) * piece;
+        long lo_a = j * piece, hi_a = lo_a + piece < half ? lo_a + piece : half;
+        long lo_b = half + lo_a, hi_b = lo_b + piece < w->n_out ? lo_b + piece : (long)w->n_out;
+        hi_a = hi_a < w->n_out ? hi_a : (long)w->n_out;
+        if (lo_b < hi_b) {
+            job->k[i]->dot_q_pair_packed(w->packed, lo_a, hi_a - lo_a, lo_b, hi_b - lo_b, job->xq, job->y[i] + lo_a,
+                                         job->y[i] + lo_b, w->n_in);
+            return;
+        }
+        matmul_q_rows(job, i, lo_a, hi_a);
+        return;
+    }
+    long lo = j * job->chunk_rows;
     long hi = lo + job->chunk_rows < w->n_out ? lo + job->chunk_rows : (long)w->n_out;
     if (job->xq)
         matmul_q_rows(job, i, lo, hi);

@@ -153,6 +153,28 @@ AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
     return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
 }
 
+/* Q6_K panels packed at load (kernels/prepack.h): the 6-bit quants of QL
+ * vectors 16h + k (v1) and 16h + k + 8 (v2) with their QH vector 8h + k,
+ * as u8: q[0] values 128h + 4k + 0..3 (v1's low nibbles, qh bits 0-1),
+ * q[1] + 64 (v1's high, bits 4-5), q[2] + 32 (v2's low, bits 2-3), q[3]
+ * + 96 (v2's high, bits 6-7). vpternlogd 0xf8: nibble | (qh & 0x30). */
+AI void q6_k_panel_quants(__m512i qh, __m512i v1, __m512i v2, __m512i q[4])
+{
+    const __m512i nib = _mm512_set1_epi8(15), hi2 = _mm512_set1_epi8(0x30);
+    q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(v1, nib), _mm512_slli_epi16(qh, 4), hi2, 0xf8);
+    q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v1, 4), nib), qh, hi2, 0xf8);
+    q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(v2, nib), _mm512_slli_epi16(qh, 2), hi2, 0xf8);
+    q[3] =
+        _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v2, 4), nib), _mm512_srli_epi16(qh, 2), hi2, 0xf8);
+}
+
+/* Q6_K's scale 2u + e of each row, sign-extended, from a vector of the
+ * rows' scale pairs (2u, 2u + 1) as int16. */
+AI __m512i q6_k_panel_scale(__m512i pair, int e)
+{
+    return e ? _mm512_srai_epi32(pair, 16) : _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16);
+}
+
 /* A family of panel kernels for one weight type, as the batch driver sees it. */
 typedef struct avx512_panel_kind {
     uint32_t type;
@@ -216,6 +238,10 @@ void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
                                    int64_t n_x, float *y, size_t ys, int64_t n);
 void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n);
+void avx512_q4_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
+                                   const void *xq, float *ya, float *yb, int64_t n);
+void avx512_q6_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
+                                   const void *xq, float *ya, float *yb, int64_t n);
 void avx512_kq_packed_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                             int64_t n_x, float *y, size_t ys, int64_t n);
 

@@ -56,8 +56,8 @@ AI void kp_prefetch(const uint8_t *blk, size_t bytes)
 }
 
 /* The super-block's float step for C activation rows (qact_d's dx). */
-AI void kp_float_step(int C, __m512i a[KP_COLS], __m512i bm[KP_COLS], __m512 d, __m512 dm, const float *const dx[],
-                      int64_t b, __m512 acc[KP_COLS])
+AI void kp_float_step(int C, const __m512i *a, const __m512i *bm, __m512 d, __m512 dm, const float *const dx[],
+                      int64_t b, __m512 *acc)
 {
 #pragma GCC unroll 4
     for (int c = 0; c < C; c++) {
@@ -71,7 +71,7 @@ AI void kp_float_step(int C, __m512i a[KP_COLS], __m512i bm[KP_COLS], __m512 d, 
  * xsp[c][4b + u]: the pair of sub-block sums (2u, 2u + 1) of row c's
  * super-block b as two int16. */
 AI void kp_q4_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const x[], const float *const dx[],
-                      const int32_t *const xsp[], __m512 acc[KP_COLS])
+                      const int32_t *const xsp[], __m512 *acc)
 {
     const __m512i nib = _mm512_set1_epi8(15);
     kp_prefetch(blk, Q4_K_PANEL_BLOCK);
@@ -124,18 +124,10 @@ AI void kp_q4_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const
     kp_float_step(C, a[0], bm, d, dm, dx, b, acc);
 }
 
-/* Q6_K's scale of sub-block 2u + e, sign-extended, from a vector of the
- * rows' scale pairs (2u, 2u + 1) as int16. */
-AI __m512i kp_q6_k_scale(__m512i pair, int e)
-{
-    return e ? _mm512_srai_epi32(pair, 16) : _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16);
-}
-
 /* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
 AI void kp_q6_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const x[], const float *const dx[],
-                      const int16_t *const bs[], __m512 acc[KP_COLS])
+                      const int16_t *const bs[], __m512 *acc)
 {
-    const __m512i nib = _mm512_set1_epi8(15), hi2 = _mm512_set1_epi8(0x30);
     kp_prefetch(blk, Q6_K_PANEL_BLOCK);
     __m512i a[2][KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
@@ -165,15 +157,10 @@ AI void kp_q6_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const
 #pragma GCC unroll 4
             for (int kk = 0; kk < 4; kk++) {
                 const int k = 4 * e + kk;
-                const __m512i qh = _mm512_loadu_si512(blk + Q6P_QH + 64 * (8 * h + k));
-                const __m512i v1 = _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k));
-                const __m512i v2 = _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k + 8));
                 __m512i q[4];
-                q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(v1, nib), _mm512_slli_epi16(qh, 4), hi2, 0xf8);
-                q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v1, 4), nib), qh, hi2, 0xf8);
-                q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(v2, nib), _mm512_slli_epi16(qh, 2), hi2, 0xf8);
-                q[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v2, 4), nib),
-                                                 _mm512_srli_epi16(qh, 2), hi2, 0xf8);
+                q6_k_panel_quants(_mm512_loadu_si512(blk + Q6P_QH + 64 * (8 * h + k)),
+                                  _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k)),
+                                  _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k + 8)), q);
                 static const int voff[4] = {0, 64, 32, 96};
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++)
@@ -185,7 +172,7 @@ AI void kp_q6_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const
             static const int pair[4] = {0, 2, 1, 3};
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
-                const __m512i sc = kp_q6_k_scale(sp[pair[j]], e);
+                const __m512i sc = q6_k_panel_scale(sp[pair[j]], e);
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++)
                     a[j & 1][c] = _mm512_add_epi32(a[j & 1][c], _mm512_mullo_epi32(p[j][c], sc));
@@ -244,6 +231,26 @@ typedef void (*kp_tile_fn)(const uint8_t *g, int64_t nb, const uint8_t *const x[
 KP_TILES(q4_k, int32_t, Q4_K_PANEL_BLOCK)
 KP_TILES(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
+/* Decode of two groups far apart (ga, gb) side by side, a super-block of
+ * each in turn, so that both streams are in flight. */
+#define KP_PAIR(name, T, PB)                                                                                           \
+    static void kp_##name##_pair(const uint8_t *ga, const uint8_t *gb, int64_t nb, const uint8_t *x, const float *dx,  \
+                                 const T *aux, float *ya, float *yb, __mmask16 ma, __mmask16 mb)                       \
+    {                                                                                                                  \
+        const uint8_t *const xs[1] = {x};                                                                              \
+        const float *const dxs[1] = {dx};                                                                              \
+        const T *const ax[1] = {aux};                                                                                  \
+        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};                                                    \
+        for (int64_t b = 0; b < nb; b++) {                                                                             \
+            kp_##name##_block(1, ga + (size_t)b * (PB), b, xs, dxs, ax, &acc[0]);                                      \
+            kp_##name##_block(1, gb + (size_t)b * (PB), b, xs, dxs, ax, &acc[1]);                                      \
+        }                                                                                                              \
+        _mm512_mask_storeu_ps(ya, ma, acc[0]);                                                                         \
+        _mm512_mask_storeu_ps(yb, mb, acc[1]);                                                                         \
+    }
+KP_PAIR(q4_k, int32_t, Q4_K_PANEL_BLOCK)
+KP_PAIR(q6_k, int16_t, Q6_K_PANEL_BLOCK)
+
 /* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
  * group at a time, against n_x <= KP_DEC_ROWS activation rows. */
 static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
@@ -287,4 +294,54 @@ void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
         kp_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
     else
         avx512_kq_packed_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+}
+
+/* Decode of rows [row_a, row_a + n_a) and [row_b, row_b + n_b) (row_a,
+ * row_b multiples of 16) against one activation row, a group of each side
+ * by side: two distant streams a thread read memory faster than one
+ * (docs/benchmarks.md). Each row's bits are those of kp_drive. */
+static void kp_pair_drive(uint32_t type, const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
+                          const void *xq, float *ya, float *yb, int64_t n)
+{
+    const bool q4 = type == TYPE_Q4_K;
+    if (q4 && n / QK_K > KP_MAX_BLOCKS) {
+        avx512_kq_packed_drive(type, packed, row_a, n_a, xq, 0, 1, ya, 0, n);
+        avx512_kq_packed_drive(type, packed, row_b, n_b, xq, 0, 1, yb, 0, n);
+        return;
+    }
+    const int64_t nb = n / QK_K;
+    const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
+    _Alignas(64) int32_t sums[4 * KP_MAX_BLOCKS];
+    const uint8_t *x = xq;
+    const float *dx = qact_d(x, n);
+    if (q4)
+        kp_q4_k_sums(x, n, sums);
+    int64_t r = 0;
+    for (; r < n_a && r < n_b; r += KQ_PANEL_ROWS) {
+        const uint8_t *ga = (const uint8_t *)packed + (size_t)((row_a + r) / KQ_PANEL_ROWS) * gb;
+        const uint8_t *gbp = (const uint8_t *)packed + (size_t)((row_b + r) / KQ_PANEL_ROWS) * gb;
+        int na = n_a - r < KQ_PANEL_ROWS ? (int)(n_a - r) : KQ_PANEL_ROWS;
+        int nbr = n_b - r < KQ_PANEL_ROWS ? (int)(n_b - r) : KQ_PANEL_ROWS;
+        __mmask16 ma = (__mmask16)((1u << na) - 1), mb = (__mmask16)((1u << nbr) - 1);
+        if (q4)
+            kp_q4_k_pair(ga, gbp, nb, x, dx, sums, ya + r, yb + r, ma, mb);
+        else
+            kp_q6_k_pair(ga, gbp, nb, x, dx, qact_bsums(x, n), ya + r, yb + r, ma, mb);
+    }
+    if (r < n_a)
+        kp_drive(type, packed, row_a + r, n_a - r, xq, 0, 1, ya + r, 0, n);
+    if (r < n_b)
+        kp_drive(type, packed, row_b + r, n_b - r, xq, 0, 1, yb + r, 0, n);
+}
+
+void avx512_q4_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
+                                   const void *xq, float *ya, float *yb, int64_t n)
+{
+    kp_pair_drive(TYPE_Q4_K, packed, row_a, n_a, row_b, n_b, xq, ya, yb, n);
+}
+
+void avx512_q6_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
+                                   const void *xq, float *ya, float *yb, int64_t n)
+{
+    kp_pair_drive(TYPE_Q6_K, packed, row_a, n_a, row_b, n_b, xq, ya, yb, n);
 }
