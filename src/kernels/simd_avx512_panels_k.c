@@ -636,17 +636,19 @@ static void pk_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t 
 {
     pk_pack16(type, w, ws, nr, b0, nb, panel);
 }
-#define PK_KIND(name, TYPE)                                                                                            \
-    static const avx512_panel_kind_t panel_##name = {                                                                  \
+/* A panel family: its tiles, with the raw rows packed per call (pack:
+ * pk_pack) or the packed matrix's super-blocks unpacked (pk_unpack). */
+#define PK_KIND(var, name, TYPE, pack)                                                                                 \
+    static const avx512_panel_kind_t var = {                                                                           \
         TYPE,                                                                                                          \
         QK_K,                                                                                                          \
         PK_CHUNK,                                                                                                      \
         PK_COLS,                                                                                                       \
-        pk_pack,                                                                                                       \
+        pack,                                                                                                          \
         {{NULL, pk_##name##_1x1, pk_##name##_1x2, pk_##name##_1x3, pk_##name##_1x4},                                   \
          {NULL, pk_##name##_2x1, pk_##name##_2x2, pk_##name##_2x3, pk_##name##_2x4}}};
-PK_KIND(q4_k, TYPE_Q4_K)
-PK_KIND(q6_k, TYPE_Q6_K)
+PK_KIND(panel_q4_k, q4_k, TYPE_Q4_K, pk_pack)
+PK_KIND(panel_q6_k, q6_k, TYPE_Q6_K, pk_pack)
 
 /* Super-blocks [b0, b0 + nb) of a group packed at load (kernels/prepack.h)
  * unpacked into panels: the same quants, scales, coefficients and d as
@@ -711,20 +713,8 @@ static void pk_unpack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_
     }
 }
 
-static const avx512_panel_kind_t panel_q4_k_packed = {TYPE_Q4_K,
-                                                      QK_K,
-                                                      PK_CHUNK,
-                                                      PK_COLS,
-                                                      pk_unpack,
-                                                      {{NULL, pk_q4_k_1x1, pk_q4_k_1x2, pk_q4_k_1x3, pk_q4_k_1x4},
-                                                       {NULL, pk_q4_k_2x1, pk_q4_k_2x2, pk_q4_k_2x3, pk_q4_k_2x4}}};
-static const avx512_panel_kind_t panel_q6_k_packed = {TYPE_Q6_K,
-                                                      QK_K,
-                                                      PK_CHUNK,
-                                                      PK_COLS,
-                                                      pk_unpack,
-                                                      {{NULL, pk_q6_k_1x1, pk_q6_k_1x2, pk_q6_k_1x3, pk_q6_k_1x4},
-                                                       {NULL, pk_q6_k_2x1, pk_q6_k_2x2, pk_q6_k_2x3, pk_q6_k_2x4}}};
+PK_KIND(panel_q4_k_packed, q4_k, TYPE_Q4_K, pk_unpack)
+PK_KIND(panel_q6_k_packed, q6_k, TYPE_Q6_K, pk_unpack)
 
 void avx512_kq_packed_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                             int64_t n_x, float *y, size_t ys, int64_t n)

@@ -107,35 +107,46 @@ static void *pack(const packing_t *pk, const type_kernels_t *k, const uint8_t *w
     return p;
 }
 
+/* Calls fn for each layout the level packs; returns how many it did. */
+static int for_each_packing(void (*fn)(const packing_t *pk, const type_kernels_t *k, void *ctx), void *ctx)
+{
+    int packed_types = 0;
+    for (size_t t = 0; t < N_PACKINGS; t++) {
+        const type_kernels_t *k = packing_kernels(packings[t].type);
+        if (k) {
+            packed_types++;
+            fn(&packings[t], k, ctx);
+        }
+    }
+    return packed_types;
+}
+
+static void row_readback(const packing_t *pk, const type_kernels_t *k, void *ctx)
+{
+    (void)ctx;
+    for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
+        for (size_t bi = 0; bi < 4 && pk->blocks[bi]; bi++) {
+            int64_t n_out = row_counts[ri], n_in = pk->qk * pk->blocks[bi];
+            size_t rb = row_bytes(pk->type, n_in);
+            uint8_t *w = random_rows(pk->type, n_out, n_in, 100 + ri * 10 + bi);
+            void *p = pack(pk, k, w, n_out, n_in);
+            uint8_t *row = malloc(rb);
+            for (int64_t r = 0; r < n_out; r++) {
+                pk->row(p, n_in, r, row);
+                if (memcmp(row, w + (size_t)r * rb, rb))
+                    fail_msg("%s: row %lld of %lld x %lld reads back wrong", type_name(pk->type), (long long)r,
+                             (long long)n_out, (long long)n_in);
+            }
+            free(row);
+            free(p);
+            free(w);
+        }
+}
+
 static void test_row_readback(void **state)
 {
     (void)state;
-    int packed_types = 0;
-    for (size_t t = 0; t < N_PACKINGS; t++) {
-        const packing_t *pk = &packings[t];
-        const type_kernels_t *k = packing_kernels(pk->type);
-        if (!k)
-            continue;
-        packed_types++;
-        for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
-            for (size_t bi = 0; bi < 4 && pk->blocks[bi]; bi++) {
-                int64_t n_out = row_counts[ri], n_in = pk->qk * pk->blocks[bi];
-                size_t rb = row_bytes(pk->type, n_in);
-                uint8_t *w = random_rows(pk->type, n_out, n_in, 100 + ri * 10 + bi);
-                void *p = pack(pk, k, w, n_out, n_in);
-                uint8_t *row = malloc(rb);
-                for (int64_t r = 0; r < n_out; r++) {
-                    pk->row(p, n_in, r, row);
-                    if (memcmp(row, w + (size_t)r * rb, rb))
-                        fail_msg("%s: row %lld of %lld x %lld reads back wrong", type_name(pk->type), (long long)r,
-                                 (long long)n_out, (long long)n_in);
-                }
-                free(row);
-                free(p);
-                free(w);
-            }
-    }
-    if (!packed_types)
+    if (!for_each_packing(row_readback, NULL))
         skip();
 }
 
@@ -164,25 +175,23 @@ static void check_bits(pool_t *pool, const packing_t *pk, const type_kernels_t *
     free(w);
 }
 
+static void matmul_bits(const packing_t *pk, const type_kernels_t *k, void *ctx)
+{
+    pool_t *pool = ctx;
+    for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
+        for (size_t bi = 0; bi < 4 && pk->blocks[bi]; bi++)
+            check_bits(pool, pk, k, row_counts[ri], pk->qk * pk->blocks[bi], 40, 200 + ri * 10 + bi);
+    if (pk->qk == 256) /* rows longer than the decode kernel's stack sums (129 super-blocks) */
+        check_bits(pool, pk, k, 17, 256 * 129, 3, 500);
+}
+
 static void test_matmul_bits(void **state)
 {
     (void)state;
     err_t err;
     pool_t *pool = pool_create(3, &err);
     assert_non_null(pool);
-    int packed_types = 0;
-    for (size_t t = 0; t < N_PACKINGS; t++) {
-        const packing_t *pk = &packings[t];
-        const type_kernels_t *k = packing_kernels(pk->type);
-        if (!k)
-            continue;
-        packed_types++;
-        for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
-            for (size_t bi = 0; bi < 4 && pk->blocks[bi]; bi++)
-                check_bits(pool, pk, k, row_counts[ri], pk->qk * pk->blocks[bi], 40, 200 + ri * 10 + bi);
-        if (pk->qk == 256) /* rows longer than the decode kernel's stack sums (129 super-blocks) */
-            check_bits(pool, pk, k, 17, 256 * 129, 3, 500);
-    }
+    int packed_types = for_each_packing(matmul_bits, pool);
     pool_destroy(pool);
     if (!packed_types)
         skip();
