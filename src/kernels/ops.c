@@ -192,9 +192,8 @@ static void matmul_chunk(void *ctx, int g, int n_chunks)
         /* decode: chunk j is piece j of the matrix's first half and piece j
          * of its second, read side by side (the same number of chunks) */
         long piece = job->chunk_rows / 2, half = (long)(w->n_out + 2 * piece - 1) / (2 * piece) * piece;
-        long lo_a = j * piece, hi_a = lo_a + piece < half ? lo_a + piece : half;
+        long lo_a = j * piece, hi_a = lo_a + piece < w->n_out ? lo_a + piece : (long)w->n_out; /* <= half */
         long lo_b = half + lo_a, hi_b = lo_b + piece < w->n_out ? lo_b + piece : (long)w->n_out;
-        hi_a = hi_a < w->n_out ? hi_a : (long)w->n_out;
         if (lo_b < hi_b) {
             job->k[i]->dot_q_pair_packed(w->packed, lo_a, hi_a - lo_a, lo_b, hi_b - lo_b, job->xq, job->y[i] + lo_a,
                                          job->y[i] + lo_b, w->n_in);

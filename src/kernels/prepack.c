@@ -33,43 +33,50 @@ void bf16_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
     }
 }
 
-/* The byte of a packed quant vector that holds byte j (0..3) of dword k of
- * row `lane`'s stream: vector k, dword lane. */
-static size_t kq_vec_byte(int k, int lane, int j)
+/* Where row `lane` of a group finds, in a packed block, dword k of its
+ * quant stream (vector k, dword lane) and byte s of its paired bytes (Q4_K's
+ * mins, Q6_K's scales: pair s / 2, element s % 2). */
+static size_t kq_dword(int k, int lane)
 {
-    return (size_t)(64 * k + 4 * lane + j);
+    return (size_t)(64 * k + 4 * lane);
 }
 
-static void q4_k_pack_block(const block_q4_k_t *in, int lane, uint8_t *blk)
+static size_t kq_pair_byte(int s, int lane)
 {
+    return (size_t)(32 * (s / 2) + 2 * lane + s % 2);
+}
+
+static void q4_k_pack_block(const void *raw, int lane, uint8_t *blk)
+{
+    const block_q4_k_t *in = raw;
     for (int k = 0; k < 32; k++) /* vector 8t + k' holds qs[32t + 4k'..]: qs dword k */
-        memcpy(blk + Q4P_Q + kq_vec_byte(k, lane, 0), in->qs + 4 * k, 4);
+        memcpy(blk + Q4P_Q + kq_dword(k, lane), in->qs + 4 * k, 4);
     for (int s = 0; s < 8; s++) {
         int sc, m;
         kq_scale_min_get(in->scales, s, &sc, &m);
         blk[Q4P_SC + 16 * s + lane] = (uint8_t)sc;
-        blk[Q4P_MN + 32 * (s / 2) + 2 * lane + s % 2] = (uint8_t)m;
+        blk[Q4P_MN + kq_pair_byte(s, lane)] = (uint8_t)m;
     }
     memcpy(blk + Q4P_D + 2 * lane, &in->d, 2);
     memcpy(blk + Q4P_DM + 2 * lane, &in->dmin, 2);
 }
 
-static void q6_k_pack_block(const block_q6_k_t *in, int lane, uint8_t *blk)
+static void q6_k_pack_block(const void *raw, int lane, uint8_t *blk)
 {
+    const block_q6_k_t *in = raw;
     for (int k = 0; k < 32; k++) /* vector 16h + k' holds ql[64h + 4k'..]: ql dword k */
-        memcpy(blk + Q6P_QL + kq_vec_byte(k, lane, 0), in->ql + 4 * k, 4);
+        memcpy(blk + Q6P_QL + kq_dword(k, lane), in->ql + 4 * k, 4);
     for (int k = 0; k < 16; k++)
-        memcpy(blk + Q6P_QH + kq_vec_byte(k, lane, 0), in->qh + 4 * k, 4);
+        memcpy(blk + Q6P_QH + kq_dword(k, lane), in->qh + 4 * k, 4);
     for (int s = 0; s < 16; s++)
-        blk[Q6P_SC + 32 * (s / 2) + 2 * lane + s % 2] = (uint8_t)in->scales[s];
+        blk[Q6P_SC + kq_pair_byte(s, lane)] = (uint8_t)in->scales[s];
     memcpy(blk + Q6P_D + 2 * lane, &in->d, 2);
 }
 
-/* Rows [row0, row0 + n_w) into their groups: each group's rows past n_w
- * (only in the matrix's last group) left as the caller's zeros or set to
- * zero here. */
+/* Rows [row0, row0 + n_w) into their groups, each group zeroed first so
+ * that its rows past the matrix (only in the last group) are zeros. */
 static void kq_pack(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed, size_t bb,
-                    size_t pb, void (*pack_block)(const void *in, int lane, uint8_t *blk))
+                    size_t pb, void (*pack_block)(const void *raw, int lane, uint8_t *blk))
 {
     const int64_t nb = n_in / QK_K;
     const size_t gb = (size_t)nb * pb;
@@ -85,24 +92,14 @@ static void kq_pack(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t
     }
 }
 
-static void q4_k_pack_any(const void *in, int lane, uint8_t *blk)
-{
-    q4_k_pack_block(in, lane, blk);
-}
-
-static void q6_k_pack_any(const void *in, int lane, uint8_t *blk)
-{
-    q6_k_pack_block(in, lane, blk);
-}
-
 void q4_k_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
 {
-    kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q4_k_t), Q4_K_PANEL_BLOCK, q4_k_pack_any);
+    kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q4_k_t), Q4_K_PANEL_BLOCK, q4_k_pack_block);
 }
 
 void q6_k_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
 {
-    kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q6_k_t), Q6_K_PANEL_BLOCK, q6_k_pack_any);
+    kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q6_k_t), Q6_K_PANEL_BLOCK, q6_k_pack_block);
 }
 
 void q4_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
@@ -114,11 +111,11 @@ void q4_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = group + (size_t)b * Q4_K_PANEL_BLOCK;
         for (int k = 0; k < 32; k++)
-            memcpy(out[b].qs + 4 * k, blk + Q4P_Q + kq_vec_byte(k, lane, 0), 4);
+            memcpy(out[b].qs + 4 * k, blk + Q4P_Q + kq_dword(k, lane), 4);
         uint8_t sc[8], m[8];
         for (int s = 0; s < 8; s++) {
             sc[s] = blk[Q4P_SC + 16 * s + lane];
-            m[s] = blk[Q4P_MN + 32 * (s / 2) + 2 * lane + s % 2];
+            m[s] = blk[Q4P_MN + kq_pair_byte(s, lane)];
         }
         kq_scale_min_pack(out[b].scales, sc, m);
         memcpy(&out[b].d, blk + Q4P_D + 2 * lane, 2);
@@ -135,11 +132,11 @@ void q6_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = group + (size_t)b * Q6_K_PANEL_BLOCK;
         for (int k = 0; k < 32; k++)
-            memcpy(out[b].ql + 4 * k, blk + Q6P_QL + kq_vec_byte(k, lane, 0), 4);
+            memcpy(out[b].ql + 4 * k, blk + Q6P_QL + kq_dword(k, lane), 4);
         for (int k = 0; k < 16; k++)
-            memcpy(out[b].qh + 4 * k, blk + Q6P_QH + kq_vec_byte(k, lane, 0), 4);
+            memcpy(out[b].qh + 4 * k, blk + Q6P_QH + kq_dword(k, lane), 4);
         for (int s = 0; s < 16; s++)
-            out[b].scales[s] = (int8_t)blk[Q6P_SC + 32 * (s / 2) + 2 * lane + s % 2];
+            out[b].scales[s] = (int8_t)blk[Q6P_SC + kq_pair_byte(s, lane)];
         memcpy(&out[b].d, blk + Q6P_D + 2 * lane, 2);
     }
 }

@@ -1,8 +1,8 @@
 /* Weights packed once, at load, in the layouts the kernels read: Q8_0,
  * Q4_K and Q6_K panels (AVX-512 VNNI), bfloat16 tiles (AMX), bfloat16 rows
- * (AVX-512 BF16). A layout is a fact shared by the packer, the kernels that read it
- * and the code that sizes or reads it back, so each is described here,
- * independent of the ISA.
+ * (AVX-512 BF16). A layout is a fact shared by the packer, the kernels that
+ * read it and the code that sizes or reads it back, so each is described
+ * here, independent of the ISA.
  *
  * Q8_0 panels (kernels/simd_avx512_panels_q8.c): a matrix of n_out rows of
  * n_in values (nb = n_in / 32 blocks a row) is ceil(n_out / 16) groups of

@@ -190,7 +190,7 @@ AI void kp_q6_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const
     kp_float_step(C, a[0], bm, d, d, dx, b, acc);
 }
 
-/* Row c's pairs of Q4_K sub-block sums (xsp of kp_q4_k_group). */
+/* Row c's pairs of Q4_K sub-block sums (xsp of kp_q4_k_block). */
 static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
 {
     const int16_t *bs = qact_bsums(x, n);
@@ -316,6 +316,7 @@ static void kp_pair_drive(uint32_t type, const void *packed, int64_t row_a, int6
     _Alignas(64) int32_t sums[4 * KP_MAX_BLOCKS];
     const uint8_t *x = xq;
     const float *dx = qact_d(x, n);
+    const int16_t *bs = qact_bsums(x, n);
     if (q4)
         kp_q4_k_sums(x, n, sums);
     int64_t r = 0;
@@ -328,7 +329,7 @@ static void kp_pair_drive(uint32_t type, const void *packed, int64_t row_a, int6
         if (q4)
             kp_q4_k_pair(ga, gbp, nb, x, dx, sums, ya + r, yb + r, ma, mb);
         else
-            kp_q6_k_pair(ga, gbp, nb, x, dx, qact_bsums(x, n), ya + r, yb + r, ma, mb);
+            kp_q6_k_pair(ga, gbp, nb, x, dx, bs, ya + r, yb + r, ma, mb);
     }
     if (r < n_a)
         kp_drive(type, packed, row_a + r, n_a - r, xq, 0, 1, ya + r, 0, n);
