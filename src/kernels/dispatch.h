@@ -29,12 +29,14 @@ typedef void (*type_dot_q_tile_fn)(const void *w, size_t w_stride, int64_t n_w, 
 typedef void (*type_dot_q_tile_packed_fn)(const void *packed, int64_t row0, int64_t n_w, const void *xq,
                                           size_t x_stride, int64_t n_x, float *y, size_t y_stride, int64_t n);
 
-/* Decode (one activation row) on a packed matrix, two row ranges side by
- * side: rows [row_a, row_a + n_a) into ya and [row_b, row_b + n_b) into yb
- * (row_a, row_b multiples of 16). Two distant streams a thread read memory
- * faster than one. Every element is bit-identical to dot_q_tile_packed. */
-typedef void (*type_dot_q_pair_packed_fn)(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
-                                          const void *xq, float *ya, float *yb, int64_t n);
+/* Decode (one activation row) on a packed matrix, n_ranges (1 ..
+ * TYPE_DECODE_RANGES) row ranges side by side: rows [row[s], row[s] +
+ * n_rows[s]) into y[s] (row[s] a multiple of 16). Distant streams read side
+ * by side by one thread come from memory faster than one. Every element is
+ * bit-identical to dot_q_tile_packed. */
+#define TYPE_DECODE_RANGES 4
+typedef void (*type_dot_q_ranges_packed_fn)(const void *packed, int n_ranges, const int64_t row[],
+                                            const int64_t n_rows[], const void *xq, float *const y[], int64_t n);
 
 /* Packs rows [row0, row0 + n_w) of a raw matrix (row r at w + r * w_stride,
  * row0 a multiple of 16) into their groups of the packed one. */
@@ -71,7 +73,7 @@ typedef struct type_kernels {
     type_pack_panels_fn pack_panels;
     type_packed_bytes_fn packed_bytes;
     type_dot_q_tile_packed_fn dot_q_tile_packed;
-    type_dot_q_pair_packed_fn dot_q_pair_packed; /* NULL: decode streams one range a call */
+    type_dot_q_ranges_packed_fn dot_q_ranges_packed; /* NULL: decode streams one range a call */
 } type_kernels_t;
 
 /* The kernels in use for a type (the level is cpu_level(), fixed at first call). */

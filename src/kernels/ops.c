@@ -18,6 +18,7 @@
 #define MATMUL_ROW_UNIT 4                 /* the smallest group of output rows a kernel takes */
 #define MATMUL_CHUNK 32                   /* output rows a thread takes at a time (a multiple of the unit) */
 #define MATMUL_DECODE_CHUNK 128           /* the same for a single activation row (fewer hand-outs, one call each) */
+#define MATMUL_DECODE_RANGES 4            /* distant ranges a decode chunk reads side by side, where it can */
 #define MATMUL_W_BLOCK 32                 /* weight rows per block (two of the AVX-512 Q8_0 panels) */
 #define MATMUL_X_BLOCK_BYTES (1024 << 10) /* activation bytes per block (a 32-row panel is packed once per block) */
 
@@ -157,18 +158,41 @@ static void matmul_f32_rows(const matmul_job_t *job, int i, long lo, long hi)
     }
 }
 
-/* Whether decode reads packed matrices as two ranges a chunk
- * (dot_q_pair_packed): SPLASH_DECODE_PAIRS=0 turns it off, for measuring. */
-static bool matmul_pair_wanted(void)
+/* How many distant ranges of a packed matrix a decode chunk reads side by
+ * side (dot_q_ranges_packed): SPLASH_DECODE_RANGES=1..4, for measuring;
+ * the default is measured (docs/benchmarks.md). */
+static int matmul_decode_ranges(void)
 {
     static atomic_int cached = -1;
     int v = atomic_load_explicit(&cached, memory_order_relaxed);
     if (v < 0) {
-        const char *env = getenv("SPLASH_DECODE_PAIRS");
-        v = !(env && env[0] == '0' && !env[1]);
+        const char *env = getenv("SPLASH_DECODE_RANGES");
+        v = env && env[0] >= '1' && env[0] <= '0' + TYPE_DECODE_RANGES && !env[1] ? env[0] - '0' : MATMUL_DECODE_RANGES;
         atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
     return v;
+}
+
+/* Decode's chunk j of a packed matrix of n_out rows in S ranges: the matrix
+ * is cut into S parts of whole pieces (chunk_rows / S rows each, rounded up
+ * to whole groups of 16), one piece a chunk, and the chunk is piece j of
+ * every part, read side by side. */
+static void matmul_ranges_chunk(const matmul_job_t *job, int i, long j, int S)
+{
+    const matrix_t *w = job->w[i];
+    long piece = (job->chunk_rows / S + 15) / 16 * 16,
+         part = ((long)w->n_out + job->chunk_rows - 1) / job->chunk_rows * piece;
+    int64_t row[TYPE_DECODE_RANGES], n_rows[TYPE_DECODE_RANGES];
+    float *y[TYPE_DECODE_RANGES];
+    int n = 0;
+    for (int s = 0; s < S; s++) {
+        long lo = s * part + j * piece, hi = lo + piece < w->n_out ? lo + piece : (long)w->n_out;
+        if (lo < hi) {
+            row[n] = lo, n_rows[n] = hi - lo, y[n] = job->y[i] + lo;
+            n++;
+        }
+    }
+    job->k[i]->dot_q_ranges_packed(w->packed, n, row, n_rows, job->xq, y, w->n_in);
 }
 
 /* The job's output rows, all matrices in turn, are cut into chunks of
@@ -188,18 +212,10 @@ static void matmul_chunk(void *ctx, int g, int n_chunks)
         i++;
     const matrix_t *w = job->w[i];
     long j = g - job->first_chunk[i];
-    if (job->xq && job->n_rows == 1 && w->packed && job->k[i]->dot_q_pair_packed && matmul_pair_wanted()) {
-        /* decode: chunk j is piece j of the matrix's first half and piece j
-         * of its second, read side by side (the same number of chunks) */
-        long piece = job->chunk_rows / 2, half = (long)(w->n_out + 2 * piece - 1) / (2 * piece) * piece;
-        long lo_a = j * piece, hi_a = lo_a + piece < w->n_out ? lo_a + piece : (long)w->n_out; /* <= half */
-        long lo_b = half + lo_a, hi_b = lo_b + piece < w->n_out ? lo_b + piece : (long)w->n_out;
-        if (lo_b < hi_b) {
-            job->k[i]->dot_q_pair_packed(w->packed, lo_a, hi_a - lo_a, lo_b, hi_b - lo_b, job->xq, job->y[i] + lo_a,
-                                         job->y[i] + lo_b, w->n_in);
-            return;
-        }
-        matmul_q_rows(job, i, lo_a, hi_a);
+    int S;
+    if (job->xq && job->n_rows == 1 && w->packed && job->k[i]->dot_q_ranges_packed &&
+        (S = matmul_decode_ranges()) > 1) {
+        matmul_ranges_chunk(job, i, j, S);
         return;
     }
     long lo = j * job->chunk_rows;

@@ -389,11 +389,11 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
         table[TYPE_Q4_K].pack_panels = q4_k_pack_panels;
         table[TYPE_Q4_K].packed_bytes = q4_k_panel_bytes;
         table[TYPE_Q4_K].dot_q_tile_packed = avx512_q4_k_dot_q_tile_packed;
-        table[TYPE_Q4_K].dot_q_pair_packed = avx512_q4_k_dot_q_pair_packed;
+        table[TYPE_Q4_K].dot_q_ranges_packed = avx512_q4_k_dot_q_ranges_packed;
         table[TYPE_Q6_K].pack_panels = q6_k_pack_panels;
         table[TYPE_Q6_K].packed_bytes = q6_k_panel_bytes;
         table[TYPE_Q6_K].dot_q_tile_packed = avx512_q6_k_dot_q_tile_packed;
-        table[TYPE_Q6_K].dot_q_pair_packed = avx512_q6_k_dot_q_pair_packed;
+        table[TYPE_Q6_K].dot_q_ranges_packed = avx512_q6_k_dot_q_ranges_packed;
     }
     int min_rows = cpu_features()->avx512bf16 ? bf16_min_rows() : 0;
     if (min_rows > 0) {

@@ -238,10 +238,10 @@ void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
                                    int64_t n_x, float *y, size_t ys, int64_t n);
 void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n);
-void avx512_q4_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
-                                   const void *xq, float *ya, float *yb, int64_t n);
-void avx512_q6_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
-                                   const void *xq, float *ya, float *yb, int64_t n);
+void avx512_q4_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n);
+void avx512_q6_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n);
 void avx512_kq_packed_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                             int64_t n_x, float *y, size_t ys, int64_t n);
 

@@ -8,8 +8,8 @@
  * bytes of 6-bit scales need no unpacking: the raw-row decode
  * (simd_avx512_panels_k.c) spends most of its time there and computes
  * barely faster than memory delivers; this one 2-3 times faster. Decode
- * also reads two distant ranges side by side (dot_q_pair_packed, as matmul
- * hands them out). Larger batches unpack the packed super-blocks into that
+ * also reads up to four distant ranges side by side (dot_q_ranges_packed,
+ * as matmul hands them out). Larger batches unpack the packed super-blocks into that
  * file's panels and take its tiles (avx512_kq_packed_drive).
  *
  * Each (weight row, activation row) element is the panels' exact
@@ -233,25 +233,161 @@ typedef void (*kp_tile_fn)(const uint8_t *g, int64_t nb, const uint8_t *const x[
 KP_TILES(q4_k, int32_t, Q4_K_PANEL_BLOCK)
 KP_TILES(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
-/* Decode of two groups far apart (ga, gb) side by side, a super-block of
- * each in turn, so that both streams are in flight. */
-#define KP_PAIR(name, T, PB)                                                                                           \
-    static void kp_##name##_pair(const uint8_t *ga, const uint8_t *gb, int64_t nb, const uint8_t *x, const float *dx,  \
-                                 const T *aux, float *ya, float *yb, __mmask16 ma, __mmask16 mb)                       \
-    {                                                                                                                  \
-        const uint8_t *const xs[1] = {x};                                                                              \
-        const float *const dxs[1] = {dx};                                                                              \
-        const T *const ax[1] = {aux};                                                                                  \
-        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};                                                    \
-        for (int64_t b = 0; b < nb; b++) {                                                                             \
-            kp_##name##_block(1, ga + (size_t)b * (PB), b, xs, dxs, ax, &acc[0]);                                      \
-            kp_##name##_block(1, gb + (size_t)b * (PB), b, xs, dxs, ax, &acc[1]);                                      \
-        }                                                                                                              \
-        _mm512_mask_storeu_ps(ya, ma, acc[0]);                                                                         \
-        _mm512_mask_storeu_ps(yb, mb, acc[1]);                                                                         \
+/* Decode of R groups far apart, g[s] at super-block b, side by side
+ * (one activation row x, its step dx): each line of the four streams'
+ * quants is loaded in turn, so that all R streams are in flight at once
+ * (interleaving whole super-blocks of each did not read faster than one
+ * stream), and the activation's broadcasts serve all R. The integers are
+ * those of kp_q4_k_block (sums of exact products, in another order) and the
+ * float step the same, so the same bits. */
+AI void kp_q4_k_multi_block(int R, const uint8_t *const g[], int64_t b, const uint8_t *x, const float *dx,
+                            const int32_t *xsp, __m512 *acc)
+{
+    const __m512i nib = _mm512_set1_epi8(15);
+    __m512i a[TYPE_DECODE_RANGES], bm[TYPE_DECODE_RANGES];
+#pragma GCC unroll 4
+    for (int s = 0; s < R; s++) {
+        kp_prefetch(g[s], Q4_K_PANEL_BLOCK);
+        a[s] = bm[s] = _mm512_setzero_si512();
     }
-KP_PAIR(q4_k, int32_t, Q4_K_PANEL_BLOCK)
-KP_PAIR(q6_k, int16_t, Q6_K_PANEL_BLOCK)
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i plo[TYPE_DECODE_RANGES], phi[TYPE_DECODE_RANGES];
+#pragma GCC unroll 4
+            for (int s = 0; s < R; s++)
+                plo[s] = phi[s] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; kk++) {
+                const int k = 4 * h + kk;
+                const uint8_t *xo = x + QK_K * b + 64 * t + 4 * k;
+                const __m512i xlo = kp_bcast(xo), xhi = kp_bcast(xo + 32);
+#pragma GCC unroll 4
+                for (int s = 0; s < R; s++) {
+                    const __m512i v = _mm512_load_si512(g[s] + Q4P_Q + 64 * (8 * t + k));
+                    plo[s] = _mm512_dpbusd_epi32(plo[s], _mm512_and_si512(v, nib), xlo);
+                    phi[s] = _mm512_dpbusd_epi32(phi[s], _mm512_and_si512(_mm512_srli_epi16(v, 4), nib), xhi);
+                }
+            }
+#pragma GCC unroll 4
+            for (int s = 0; s < R; s++) {
+                const uint8_t *sc = g[s] + Q4P_SC + 32 * t;
+                a[s] = _mm512_dpwssd_epi32(a[s], plo[s], _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)sc)));
+                a[s] =
+                    _mm512_dpwssd_epi32(a[s], phi[s], _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16))));
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < R; s++) {
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; u++) {
+            const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(g[s] + Q4P_MN + 32 * u)));
+            bm[s] = _mm512_dpwssd_epi32(bm[s], mn, _mm512_set1_epi32(xsp[4 * b + u]));
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(g[s] + Q4P_D)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(g[s] + Q4P_DM)));
+        kp_float_step(1, &a[s], &bm[s], d, dm, &dx, b, &acc[s]);
+    }
+}
+
+/* The same for Q6_K (kp_q6_k_block's integers and step). */
+AI void kp_q6_k_multi_block(int R, const uint8_t *const g[], int64_t b, const uint8_t *x, const float *dx,
+                            const int16_t *bs, __m512 *acc)
+{
+    __m512i a[TYPE_DECODE_RANGES], bm[TYPE_DECODE_RANGES];
+#pragma GCC unroll 4
+    for (int s = 0; s < R; s++) {
+        kp_prefetch(g[s], Q6_K_PANEL_BLOCK);
+        a[s] = bm[s] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m512i xs = kp_bcast((const uint8_t *)(bs + 16 * b + 2 * (4 * h + j)));
+#pragma GCC unroll 4
+            for (int s = 0; s < R; s++)
+                bm[s] = _mm512_dpwssd_epi32(
+                    bm[s],
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + j)))), xs);
+        }
+#pragma GCC unroll 2
+        for (int e = 0; e < 2; e++) {
+            __m512i p[4][TYPE_DECODE_RANGES];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+#pragma GCC unroll 4
+                for (int s = 0; s < R; s++)
+                    p[j][s] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; kk++) {
+                const int k = 4 * e + kk;
+                static const int voff[4] = {0, 64, 32, 96};
+                __m512i xb[4];
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++)
+                    xb[j] = kp_bcast(x + QK_K * b + 128 * h + voff[j] + 4 * k);
+#pragma GCC unroll 4
+                for (int s = 0; s < R; s++) {
+                    __m512i q[4];
+                    q6_k_panel_quants(_mm512_loadu_si512(g[s] + Q6P_QH + 64 * (8 * h + k)),
+                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k)),
+                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k + 8)), q);
+#pragma GCC unroll 4
+                    for (int j = 0; j < 4; j++)
+                        p[j][s] = _mm512_dpbusd_epi32(p[j][s], q[j], xb[j]);
+                }
+            }
+            static const int pair[4] = {0, 2, 1, 3};
+#pragma GCC unroll 4
+            for (int s = 0; s < R; s++)
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512i sp = _mm512_cvtepi8_epi16(
+                        _mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + pair[j]))));
+                    a[s] = _mm512_add_epi32(a[s], _mm512_mullo_epi32(p[j][s], q6_k_panel_scale(sp, e)));
+                }
+        }
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < R; s++) {
+        bm[s] = _mm512_slli_epi32(bm[s], 5);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_D)));
+        kp_float_step(1, &a[s], &bm[s], d, d, &dx, b, &acc[s]);
+    }
+}
+
+/* R groups far apart (g[s]) against one activation row, every super-block
+ * of each; outputs y[s], lanes past each group's rows masked off by m[s]. */
+typedef void (*kp_multi_fn)(const uint8_t *const g[], int64_t nb, const uint8_t *x, const float *dx, const void *aux,
+                            float *const y[], const __mmask16 m[]);
+
+#define KP_MULTI(name, T, PB, R)                                                                                       \
+    static void kp_##name##_multi_##R(const uint8_t *const g[], int64_t nb, const uint8_t *x, const float *dx,         \
+                                      const void *aux, float *const y[], const __mmask16 m[])                          \
+    {                                                                                                                  \
+        __m512 acc[R];                                                                                                 \
+        const uint8_t *gb[R];                                                                                          \
+        for (int s = 0; s < R; s++)                                                                                    \
+            acc[s] = _mm512_setzero_ps();                                                                              \
+        for (int64_t b = 0; b < nb; b++) {                                                                             \
+            for (int s = 0; s < R; s++)                                                                                \
+                gb[s] = g[s] + (size_t)b * (PB);                                                                       \
+            kp_##name##_multi_block(R, gb, b, x, dx, aux, acc);                                                        \
+        }                                                                                                              \
+        for (int s = 0; s < R; s++)                                                                                    \
+            _mm512_mask_storeu_ps(y[s], m[s], acc[s]);                                                                 \
+    }
+#define KP_MULTIS(name, T, PB)                                                                                         \
+    KP_MULTI(name, T, PB, 2)                                                                                           \
+    KP_MULTI(name, T, PB, 3)                                                                                           \
+    KP_MULTI(name, T, PB, 4)                                                                                           \
+    static const kp_multi_fn kp_##name##_multis[TYPE_DECODE_RANGES + 1] = {NULL, NULL, kp_##name##_multi_2,            \
+                                                                           kp_##name##_multi_3, kp_##name##_multi_4};
+KP_MULTIS(q4_k, int32_t, Q4_K_PANEL_BLOCK)
+KP_MULTIS(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
 /* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
  * group at a time, against n_x <= KP_DEC_ROWS activation rows. */
@@ -298,53 +434,63 @@ void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
         avx512_kq_packed_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
-/* Decode of rows [row_a, row_a + n_a) and [row_b, row_b + n_b) (row_a,
- * row_b multiples of 16) against one activation row, a group of each side
- * by side: two distant streams a thread read memory faster than one
- * (docs/benchmarks.md). Each row's bits are those of kp_drive. */
-static void kp_pair_drive(uint32_t type, const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
-                          const void *xq, float *ya, float *yb, int64_t n)
+/* Decode of n_ranges row ranges (kernels/dispatch.h's
+ * type_dot_q_ranges_packed_fn) against one activation row, a group of each
+ * side by side while every range has rows left, then what is left of each
+ * alone: distant streams a thread read side by side come from memory faster
+ * than one (docs/benchmarks.md). Each row's bits are those of kp_drive. */
+static void kp_ranges_drive(uint32_t type, const void *packed, int n_ranges, const int64_t row[],
+                            const int64_t n_rows[], const void *xq, float *const y[], int64_t n)
 {
     const bool q4 = type == TYPE_Q4_K;
-    if (q4 && n / QK_K > KP_MAX_BLOCKS) {
-        avx512_kq_packed_drive(type, packed, row_a, n_a, xq, 0, 1, ya, 0, n);
-        avx512_kq_packed_drive(type, packed, row_b, n_b, xq, 0, 1, yb, 0, n);
+    if (n_ranges < 2 || (q4 && n / QK_K > KP_MAX_BLOCKS)) {
+        for (int s = 0; s < n_ranges; s++)
+            if (q4)
+                avx512_q4_k_dot_q_tile_packed(packed, row[s], n_rows[s], xq, 0, 1, y[s], 0, n);
+            else
+                avx512_q6_k_dot_q_tile_packed(packed, row[s], n_rows[s], xq, 0, 1, y[s], 0, n);
         return;
     }
     const int64_t nb = n / QK_K;
     const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
+    const kp_multi_fn multi = (q4 ? kp_q4_k_multis : kp_q6_k_multis)[n_ranges];
     _Alignas(64) int32_t sums[4 * KP_MAX_BLOCKS];
     const uint8_t *x = xq;
     const float *dx = qact_d(x, n);
-    const int16_t *bs = qact_bsums(x, n);
-    if (q4)
+    const void *aux = qact_bsums(x, n);
+    if (q4) {
         kp_q4_k_sums(x, n, sums);
-    int64_t r = 0;
-    for (; r < n_a && r < n_b; r += KQ_PANEL_ROWS) {
-        const uint8_t *ga = (const uint8_t *)packed + (size_t)((row_a + r) / KQ_PANEL_ROWS) * gb;
-        const uint8_t *gbp = (const uint8_t *)packed + (size_t)((row_b + r) / KQ_PANEL_ROWS) * gb;
-        int na = n_a - r < KQ_PANEL_ROWS ? (int)(n_a - r) : KQ_PANEL_ROWS;
-        int nbr = n_b - r < KQ_PANEL_ROWS ? (int)(n_b - r) : KQ_PANEL_ROWS;
-        __mmask16 ma = (__mmask16)((1u << na) - 1), mb = (__mmask16)((1u << nbr) - 1);
-        if (q4)
-            kp_q4_k_pair(ga, gbp, nb, x, dx, sums, ya + r, yb + r, ma, mb);
-        else
-            kp_q6_k_pair(ga, gbp, nb, x, dx, bs, ya + r, yb + r, ma, mb);
+        aux = sums;
     }
-    if (r < n_a)
-        kp_drive(type, packed, row_a + r, n_a - r, xq, 0, 1, ya + r, 0, n);
-    if (r < n_b)
-        kp_drive(type, packed, row_b + r, n_b - r, xq, 0, 1, yb + r, 0, n);
+    int64_t common = n_rows[0];
+    for (int s = 1; s < n_ranges; s++)
+        common = n_rows[s] < common ? n_rows[s] : common;
+    int64_t r = 0;
+    for (; r < common; r += KQ_PANEL_ROWS) {
+        const uint8_t *g[TYPE_DECODE_RANGES];
+        float *ys[TYPE_DECODE_RANGES];
+        __mmask16 m[TYPE_DECODE_RANGES];
+        for (int s = 0; s < n_ranges; s++) {
+            g[s] = (const uint8_t *)packed + (size_t)((row[s] + r) / KQ_PANEL_ROWS) * gb;
+            ys[s] = y[s] + r;
+            int nr = n_rows[s] - r < KQ_PANEL_ROWS ? (int)(n_rows[s] - r) : KQ_PANEL_ROWS;
+            m[s] = (__mmask16)((1u << nr) - 1);
+        }
+        multi(g, nb, x, dx, aux, ys, m);
+    }
+    for (int s = 0; s < n_ranges; s++)
+        if (r < n_rows[s])
+            kp_drive(type, packed, row[s] + r, n_rows[s] - r, xq, 0, 1, y[s] + r, 0, n);
 }
 
-void avx512_q4_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
-                                   const void *xq, float *ya, float *yb, int64_t n)
+void avx512_q4_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n)
 {
-    kp_pair_drive(TYPE_Q4_K, packed, row_a, n_a, row_b, n_b, xq, ya, yb, n);
+    kp_ranges_drive(TYPE_Q4_K, packed, n_ranges, row, n_rows, xq, y, n);
 }
 
-void avx512_q6_k_dot_q_pair_packed(const void *packed, int64_t row_a, int64_t n_a, int64_t row_b, int64_t n_b,
-                                   const void *xq, float *ya, float *yb, int64_t n)
+void avx512_q6_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n)
 {
-    kp_pair_drive(TYPE_Q6_K, packed, row_a, n_a, row_b, n_b, xq, ya, yb, n);
+    kp_ranges_drive(TYPE_Q6_K, packed, n_ranges, row, n_rows, xq, y, n);
 }

@@ -4,6 +4,8 @@
  *     for batches of 1..40 rows, ragged row counts (not a multiple of 16 or
  *     32), rows that are not a multiple of the kernels' 64-block chunk, and
  *     a pool that splits the rows;
+ *   - decode's side-by-side ranges (dot_q_ranges_packed: 1..4 ranges, equal
+ *     and ragged lengths) give each row the bits of the one-range product;
  *   - a packed model's forward pass gives the same logits as the unpacked
  *     one (decode and a prefill chunk; dense, and hybrid with its NextN
  *     block packed too; F16 too, where the level packs it: AMX),
@@ -28,6 +30,7 @@
 #include "kernels/kquants.h"
 #include "kernels/ops.h"
 #include "kernels/prepack.h"
+#include "kernels/qact.h"
 #include "kernels/types.h"
 #include "model/forward.h"
 #include "tools/synth.h"
@@ -197,6 +200,58 @@ static void test_matmul_bits(void **state)
         skip();
 }
 
+/* Row ranges a decode chunk may hand out: equal lengths with a ragged
+ * last one, and unequal lengths (some not a multiple of 16). */
+static const int64_t range_rows[2][TYPE_DECODE_RANGES] = {{0, 64, 128, 256}, {0, 32, 96, 160}};
+static const int64_t range_lens[2][TYPE_DECODE_RANGES] = {{64, 64, 64, 44}, {17, 48, 5, 140}};
+
+static void ranges_bits(const packing_t *pk, const type_kernels_t *k, void *ctx)
+{
+    (void)ctx;
+    if (!k->dot_q_ranges_packed)
+        return;
+    const int64_t n_out = 300, in_blocks[] = {1, 3, 17, 129};
+    for (size_t bi = 0; bi < sizeof in_blocks / sizeof in_blocks[0]; bi++) {
+        int64_t n_in = pk->qk * in_blocks[bi];
+        uint8_t *w = random_rows(pk->type, n_out, n_in, 700 + bi);
+        void *p = pack(pk, k, w, n_out, n_in);
+        float *x = malloc((size_t)n_in * sizeof *x), y0[300], y1[300];
+        fill_normal(x, n_in, 800 + bi, 1.0f);
+        uint8_t *xq = aligned_alloc(64, (qact_row_bytes_max(n_in) + 63) & ~(size_t)63);
+        k->quantize_act(x, xq, n_in);
+        k->dot_q_tile_packed(p, 0, n_out, xq, 0, 1, y0, 0, n_in);
+        for (int cfg = 0; cfg < 2; cfg++)
+            for (int R = 1; R <= TYPE_DECODE_RANGES; R++) {
+                float *y[TYPE_DECODE_RANGES];
+                for (int s = 0; s < R; s++)
+                    y[s] = y1 + range_rows[cfg][s];
+                memset(y1, 0, sizeof y1);
+                k->dot_q_ranges_packed(p, R, range_rows[cfg], range_lens[cfg], xq, y, n_in);
+                for (int s = 0; s < R; s++)
+                    if (memcmp(y[s], y0 + range_rows[cfg][s], (size_t)range_lens[cfg][s] * sizeof *y0))
+                        fail_msg("%s: %d ranges (set %d) x %lld: range %d differs from one range", type_name(pk->type),
+                                 R, cfg, (long long)n_in, s);
+            }
+        free(xq);
+        free(x);
+        free(p);
+        free(w);
+    }
+}
+
+static void test_ranges_bits(void **state)
+{
+    (void)state;
+    int with_ranges = 0;
+    for (size_t t = 0; t < N_PACKINGS; t++) {
+        const type_kernels_t *k = packing_kernels(packings[t].type);
+        with_ranges += k && k->dot_q_ranges_packed;
+    }
+    if (!with_ranges)
+        skip();
+    for_each_packing(ranges_bits, NULL);
+}
+
 /* Logits of tokens run one by one, then as one chunk, through a model. */
 static void run_model(const model_t *m, pool_t *pool, int n, float *logits)
 {
@@ -334,8 +389,9 @@ static void test_model_kquants(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_row_readback), cmocka_unit_test(test_matmul_bits), cmocka_unit_test(test_model_dense),
-        cmocka_unit_test(test_model_hybrid), cmocka_unit_test(test_model_f16),   cmocka_unit_test(test_model_kquants),
+        cmocka_unit_test(test_row_readback),  cmocka_unit_test(test_matmul_bits),  cmocka_unit_test(test_ranges_bits),
+        cmocka_unit_test(test_model_dense),   cmocka_unit_test(test_model_hybrid), cmocka_unit_test(test_model_f16),
+        cmocka_unit_test(test_model_kquants),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }
