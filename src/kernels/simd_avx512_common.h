@@ -175,6 +175,39 @@ AI __m512i q6_k_panel_scale(__m512i pair, int e)
     return e ? _mm512_srai_epi32(pair, 16) : _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16);
 }
 
+/* Decode's side-by-side ranges (type_dot_q_ranges_packed_fn) on a layout
+ * of 16-row groups of group_bytes: k groups far apart, g[s], against one
+ * activation row x (aux: what the type's kernel takes from it besides),
+ * into y[s], lanes past each group's rows masked off by m[s]. */
+typedef void (*avx512_multi_fn)(const uint8_t *const g[], const uint8_t *x, const void *aux, int64_t n,
+                                float *const y[], const __mmask16 m[]);
+
+/* Walks the ranges a group at a time: group r of every range that still
+ * has rows goes to multi[k] (k of them, 1..TYPE_DECODE_RANGES), so that
+ * ragged ranges end on fewer streams and each row is computed the same way
+ * whatever its company. */
+AI void avx512_ranges_drive(const avx512_multi_fn multi[TYPE_DECODE_RANGES + 1], size_t group_bytes, const void *packed,
+                            int n_ranges, const int64_t row[], const int64_t n_rows[], const uint8_t *x,
+                            const void *aux, float *const y[], int64_t n)
+{
+    for (int64_t r = 0;; r += 16) {
+        const uint8_t *g[TYPE_DECODE_RANGES];
+        float *ys[TYPE_DECODE_RANGES];
+        __mmask16 m[TYPE_DECODE_RANGES];
+        int k = 0;
+        for (int s = 0; s < n_ranges; s++)
+            if (r < n_rows[s]) {
+                int nr = n_rows[s] - r < 16 ? (int)(n_rows[s] - r) : 16;
+                g[k] = (const uint8_t *)packed + (size_t)((row[s] + r) / 16) * group_bytes;
+                ys[k] = y[s] + r;
+                m[k++] = (__mmask16)((1u << nr) - 1);
+            }
+        if (!k)
+            return;
+        multi[k](g, x, aux, n, ys, m);
+    }
+}
+
 /* A family of panel kernels for one weight type, as the batch driver sees it. */
 typedef struct avx512_panel_kind {
     uint32_t type;
@@ -220,6 +253,8 @@ void avx512_q8_0_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *x
                             size_t ys, int64_t n);
 /* ... and on the panels packed once at load (kernels/prepack.h). */
 void avx512_q8_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
+void avx512_q8_0_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n);
 void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n);
 

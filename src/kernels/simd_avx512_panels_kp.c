@@ -359,35 +359,40 @@ AI void kp_q6_k_multi_block(int R, const uint8_t *const g[], int64_t b, const ui
     }
 }
 
-/* R groups far apart (g[s]) against one activation row, every super-block
- * of each; outputs y[s], lanes past each group's rows masked off by m[s]. */
-typedef void (*kp_multi_fn)(const uint8_t *const g[], int64_t nb, const uint8_t *x, const float *dx, const void *aux,
-                            float *const y[], const __mmask16 m[]);
+/* What the multi-range kernels take from the activation row besides its
+ * quants: its steps, and kp_q4_k_block's xsp or kp_q6_k_block's bs. */
+typedef struct kp_aux {
+    const float *dx;
+    const void *sums;
+} kp_aux_t;
 
-#define KP_MULTI(name, T, PB, R)                                                                                       \
-    static void kp_##name##_multi_##R(const uint8_t *const g[], int64_t nb, const uint8_t *x, const float *dx,         \
-                                      const void *aux, float *const y[], const __mmask16 m[])                          \
+/* avx512_multi_fn of R groups: every super-block of each. */
+#define KP_MULTI(name, PB, R)                                                                                          \
+    static void kp_##name##_multi_##R(const uint8_t *const g[], const uint8_t *x, const void *aux, int64_t n,          \
+                                      float *const y[], const __mmask16 m[])                                           \
     {                                                                                                                  \
+        const kp_aux_t *a = aux;                                                                                       \
         __m512 acc[R];                                                                                                 \
         const uint8_t *gb[R];                                                                                          \
         for (int s = 0; s < R; s++)                                                                                    \
             acc[s] = _mm512_setzero_ps();                                                                              \
-        for (int64_t b = 0; b < nb; b++) {                                                                             \
+        for (int64_t b = 0; b < n / QK_K; b++) {                                                                       \
             for (int s = 0; s < R; s++)                                                                                \
                 gb[s] = g[s] + (size_t)b * (PB);                                                                       \
-            kp_##name##_multi_block(R, gb, b, x, dx, aux, acc);                                                        \
+            kp_##name##_multi_block(R, gb, b, x, a->dx, a->sums, acc);                                                 \
         }                                                                                                              \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s]);                                                                 \
     }
-#define KP_MULTIS(name, T, PB)                                                                                         \
-    KP_MULTI(name, T, PB, 2)                                                                                           \
-    KP_MULTI(name, T, PB, 3)                                                                                           \
-    KP_MULTI(name, T, PB, 4)                                                                                           \
-    static const kp_multi_fn kp_##name##_multis[TYPE_DECODE_RANGES + 1] = {NULL, NULL, kp_##name##_multi_2,            \
-                                                                           kp_##name##_multi_3, kp_##name##_multi_4};
-KP_MULTIS(q4_k, int32_t, Q4_K_PANEL_BLOCK)
-KP_MULTIS(q6_k, int16_t, Q6_K_PANEL_BLOCK)
+#define KP_MULTIS(name, PB)                                                                                            \
+    KP_MULTI(name, PB, 1)                                                                                              \
+    KP_MULTI(name, PB, 2)                                                                                              \
+    KP_MULTI(name, PB, 3)                                                                                              \
+    KP_MULTI(name, PB, 4)                                                                                              \
+    static const avx512_multi_fn kp_##name##_multis[TYPE_DECODE_RANGES + 1] = {                                        \
+        NULL, kp_##name##_multi_1, kp_##name##_multi_2, kp_##name##_multi_3, kp_##name##_multi_4};
+KP_MULTIS(q4_k, Q4_K_PANEL_BLOCK)
+KP_MULTIS(q6_k, Q6_K_PANEL_BLOCK)
 
 /* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
  * group at a time, against n_x <= KP_DEC_ROWS activation rows. */
@@ -435,52 +440,29 @@ void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
 }
 
 /* Decode of n_ranges row ranges (kernels/dispatch.h's
- * type_dot_q_ranges_packed_fn) against one activation row, a group of each
- * side by side while every range has rows left, then what is left of each
- * alone: distant streams a thread read side by side come from memory faster
- * than one (docs/benchmarks.md). Each row's bits are those of kp_drive. */
+ * type_dot_q_ranges_packed_fn) against one activation row, their groups
+ * side by side (avx512_ranges_drive): distant streams a thread reads side
+ * by side come from memory faster than one (docs/benchmarks.md). Each row's
+ * bits are those of kp_drive. */
 static void kp_ranges_drive(uint32_t type, const void *packed, int n_ranges, const int64_t row[],
                             const int64_t n_rows[], const void *xq, float *const y[], int64_t n)
 {
     const bool q4 = type == TYPE_Q4_K;
-    if (n_ranges < 2 || (q4 && n / QK_K > KP_MAX_BLOCKS)) {
+    if (q4 && n / QK_K > KP_MAX_BLOCKS) {
         for (int s = 0; s < n_ranges; s++)
-            if (q4)
-                avx512_q4_k_dot_q_tile_packed(packed, row[s], n_rows[s], xq, 0, 1, y[s], 0, n);
-            else
-                avx512_q6_k_dot_q_tile_packed(packed, row[s], n_rows[s], xq, 0, 1, y[s], 0, n);
+            avx512_kq_packed_drive(type, packed, row[s], n_rows[s], xq, 0, 1, y[s], 0, n);
         return;
     }
-    const int64_t nb = n / QK_K;
-    const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
-    const kp_multi_fn multi = (q4 ? kp_q4_k_multis : kp_q6_k_multis)[n_ranges];
     _Alignas(64) int32_t sums[4 * KP_MAX_BLOCKS];
     const uint8_t *x = xq;
-    const float *dx = qact_d(x, n);
-    const void *aux = qact_bsums(x, n);
+    kp_aux_t aux = {qact_d(x, n), qact_bsums(x, n)};
     if (q4) {
         kp_q4_k_sums(x, n, sums);
-        aux = sums;
+        aux.sums = sums;
     }
-    int64_t common = n_rows[0];
-    for (int s = 1; s < n_ranges; s++)
-        common = n_rows[s] < common ? n_rows[s] : common;
-    int64_t r = 0;
-    for (; r < common; r += KQ_PANEL_ROWS) {
-        const uint8_t *g[TYPE_DECODE_RANGES];
-        float *ys[TYPE_DECODE_RANGES];
-        __mmask16 m[TYPE_DECODE_RANGES];
-        for (int s = 0; s < n_ranges; s++) {
-            g[s] = (const uint8_t *)packed + (size_t)((row[s] + r) / KQ_PANEL_ROWS) * gb;
-            ys[s] = y[s] + r;
-            int nr = n_rows[s] - r < KQ_PANEL_ROWS ? (int)(n_rows[s] - r) : KQ_PANEL_ROWS;
-            m[s] = (__mmask16)((1u << nr) - 1);
-        }
-        multi(g, nb, x, dx, aux, ys, m);
-    }
-    for (int s = 0; s < n_ranges; s++)
-        if (r < n_rows[s])
-            kp_drive(type, packed, row[s] + r, n_rows[s] - r, xq, 0, 1, y[s] + r, 0, n);
+    avx512_ranges_drive(q4 ? kp_q4_k_multis : kp_q6_k_multis,
+                        q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n), packed, n_ranges, row, n_rows, x,
+                        &aux, y, n);
 }
 
 void avx512_q4_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],

@@ -100,30 +100,32 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
 #define P16_AHEAD 4096
 #define P16_AHEAD_COLS 2
 
-/* Blocks [b0, b0 + nb) of RG panels (16 rows each) against C activation
- * rows, into the accumulators (lane i: row 16 g + i). */
-AI void q8_0_panel_blocks(int RG, int C, const uint8_t *const panel[2], int nb, int64_t b0, const uint8_t *x, size_t xs,
-                          int64_t n, __m512 acc[2][P16_COLS])
+/* Blocks [b0, b0 + nb) of RG panels (16 rows each: two adjacent groups
+ * of a tile, or up to TYPE_DECODE_RANGES far apart in decode) against C
+ * activation rows, into the accumulators (lane i: row i of panel g), line
+ * k of every panel in turn. */
+AI void q8_0_panel_blocks(int RG, int C, const uint8_t *const panel[], int nb, int64_t b0, const uint8_t *x, size_t xs,
+                          int64_t n, __m512 acc[][P16_COLS])
 {
     for (int b = 0; b < nb; b++) {
         if (C <= P16_AHEAD_COLS)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
 #pragma GCC unroll 9
                 for (int l = 0; l < P16_BLOCK; l += 64)
                     _mm_prefetch((const char *)panel[g] + (size_t)b * P16_BLOCK + P16_AHEAD + l, _MM_HINT_T0);
-        __m512i ia[2][P16_COLS];
+        __m512i ia[TYPE_DECODE_RANGES][P16_COLS];
 #pragma GCC unroll 6
         for (int c = 0; c < C; c++) {
             __m512i corr = _mm512_set1_epi32(-128 * qact_sums32(x + c * xs, n)[b0 + b]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
                 ia[g][c] = corr;
         }
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
-            __m512i wv[2];
-#pragma GCC unroll 2
+            __m512i wv[TYPE_DECODE_RANGES];
+#pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
                 wv[g] = _mm512_loadu_si512(panel[g] + (size_t)b * P16_BLOCK + 64 + 64 * k);
 #pragma GCC unroll 6
@@ -131,19 +133,19 @@ AI void q8_0_panel_blocks(int RG, int C, const uint8_t *const panel[2], int nb, 
                 int32_t q4;
                 memcpy(&q4, x + c * xs + 32 * (b0 + b) + 4 * k, sizeof q4);
                 __m512i xb = _mm512_set1_epi32(q4);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
                 for (int g = 0; g < RG; g++)
                     ia[g][c] = _mm512_dpbusd_epi32(ia[g][c], wv[g], xb);
             }
         }
-        __m512 dw[2];
-#pragma GCC unroll 2
+        __m512 dw[TYPE_DECODE_RANGES];
+#pragma GCC unroll 4
         for (int g = 0; g < RG; g++)
             dw[g] = _mm512_loadu_ps(panel[g] + (size_t)b * P16_BLOCK);
 #pragma GCC unroll 6
         for (int c = 0; c < C; c++) {
             __m512 dx = _mm512_set1_ps(qact_d(x + c * xs, n)[b0 + b]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
                 acc[g][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[g][c]), _mm512_mul_ps(dw[g], dx), acc[g][c]);
         }
@@ -318,6 +320,27 @@ static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t 
     }
 }
 
+/* avx512_multi_fn of R packed groups, the whole row length (the packed
+ * tile's one chunk for a decode row: the same bits). */
+#define Q8_MULTI(R)                                                                                                    \
+    static void q8_0_multi_##R(const uint8_t *const g[], const uint8_t *x, const void *aux, int64_t n,                 \
+                               float *const y[], const __mmask16 m[])                                                  \
+    {                                                                                                                  \
+        (void)aux;                                                                                                     \
+        __m512 acc[R][P16_COLS];                                                                                       \
+        for (int s = 0; s < R; s++)                                                                                    \
+            acc[s][0] = _mm512_setzero_ps();                                                                           \
+        q8_0_panel_blocks(R, 1, g, (int)(n / 32), 0, x, 0, n, acc);                                                    \
+        for (int s = 0; s < R; s++)                                                                                    \
+            _mm512_mask_storeu_ps(y[s], m[s], acc[s][0]);                                                              \
+    }
+Q8_MULTI(1)
+Q8_MULTI(2)
+Q8_MULTI(3)
+Q8_MULTI(4)
+static const avx512_multi_fn q8_0_multis[TYPE_DECODE_RANGES + 1] = {NULL, q8_0_multi_1, q8_0_multi_2, q8_0_multi_3,
+                                                                    q8_0_multi_4};
+
 static const avx512_panel_kind_t panel_q8_0 = {
     TYPE_Q8_0,
     32,
@@ -402,4 +425,11 @@ void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
             }
         }
     }
+}
+
+/* Decode of n_ranges ranges of a packed matrix side by side (kernels/dispatch.h). */
+void avx512_q8_0_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n)
+{
+    avx512_ranges_drive(q8_0_multis, q8_0_panel_group_bytes(n), packed, n_ranges, row, n_rows, xq, NULL, y, n);
 }
