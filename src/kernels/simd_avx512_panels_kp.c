@@ -39,10 +39,11 @@
 #include "kernels/qact.h"
 #include "kernels/simd_avx512_common.h"
 
-#define KP_COLS 4         /* activation rows per call of a tile */
+#define KP_COLS 4         /* activation rows per call of a tile; groups x rows of a block call */
 #define KP_DEC_ROWS 4     /* batches up to this many rows run here; more: the panels */
 #define KP_AHEAD 4096     /* bytes of the group's stream asked for ahead of the loads */
 #define KP_MAX_BLOCKS 128 /* super-blocks per row the Q4_K sub-block sums take on the stack */
+_Static_assert(TYPE_DECODE_RANGES <= KP_COLS, "a block call takes up to KP_COLS groups x rows");
 
 AI __m512i kp_bcast(const uint8_t *p)
 {
@@ -69,125 +70,156 @@ AI void kp_float_step(int C, const __m512i *a, const __m512i *bm, __m512 d, __m5
     }
 }
 
-/* Q4_K: super-block b of a group (at blk) against C activation rows x[c];
- * xsp[c][4b + u]: the pair of sub-block sums (2u, 2u + 1) of row c's
- * super-block b as two int16. */
-AI void kp_q4_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const x[], const float *const dx[],
-                      const int32_t *const xsp[], __m512 *acc)
+/* Q4_K: super-block b of R groups (g[s] at it) against C activation rows
+ * x[c], R x C <= KP_COLS, element (s, c) in acc[C s + c]; xsp[c][4b + u]:
+ * the pair of sub-block sums (2u, 2u + 1) of row c's super-block b as two
+ * int16. Decode of a few rows takes one group (R = 1); decode's distant
+ * ranges take up to four groups and one row (C = 1), line k of each group
+ * loaded in turn so that all R streams are in flight at once (whole
+ * super-blocks of each in turn read no faster than one stream), the
+ * activation's broadcasts serving all R. The integers are exact sums, so
+ * their order is free: every shape gives the same bits. */
+AI void kp_q4_k_block(int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+                      const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     const __m512i nib = _mm512_set1_epi8(15);
-    kp_prefetch(blk, Q4_K_PANEL_BLOCK);
-    __m512i a[2][KP_COLS], bm[KP_COLS];
+    __m512i a[KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; c++)
-        a[0][c] = a[1][c] = bm[c] = _mm512_setzero_si512();
+    for (int s = 0; s < R; s++)
+        kp_prefetch(g[s], Q4_K_PANEL_BLOCK);
+#pragma GCC unroll 4
+    for (int i = 0; i < R * C; i++)
+        a[i] = bm[i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int t = 0; t < 4; t++) {
-        const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 32 * t)));
-        const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 32 * t + 16)));
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m512i plo[KP_COLS], phi[KP_COLS];
 #pragma GCC unroll 4
-            for (int c = 0; c < C; c++)
-                plo[c] = phi[c] = _mm512_setzero_si512();
+            for (int i = 0; i < R * C; i++)
+                plo[i] = phi[i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int kk = 0; kk < 4; kk++) {
                 const int k = 4 * h + kk;
-                const __m512i v = _mm512_load_si512(blk + Q4P_Q + 64 * (8 * t + k));
-                const __m512i lo = _mm512_and_si512(v, nib);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+                __m512i xlo[KP_COLS], xhi[KP_COLS];
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++) {
                     const uint8_t *xo = x[c] + QK_K * b + 64 * t + 4 * k;
-                    plo[c] = _mm512_dpbusd_epi32(plo[c], lo, kp_bcast(xo));
-                    phi[c] = _mm512_dpbusd_epi32(phi[c], hi, kp_bcast(xo + 32));
+                    xlo[c] = kp_bcast(xo), xhi[c] = kp_bcast(xo + 32);
+                }
+#pragma GCC unroll 4
+                for (int s = 0; s < R; s++) {
+                    const __m512i v = _mm512_load_si512(g[s] + Q4P_Q + 64 * (8 * t + k));
+                    const __m512i lo = _mm512_and_si512(v, nib);
+                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+#pragma GCC unroll 4
+                    for (int c = 0; c < C; c++) {
+                        plo[C * s + c] = _mm512_dpbusd_epi32(plo[C * s + c], lo, xlo[c]);
+                        phi[C * s + c] = _mm512_dpbusd_epi32(phi[C * s + c], hi, xhi[c]);
+                    }
                 }
             }
 #pragma GCC unroll 4
-            for (int c = 0; c < C; c++) {
-                a[t & 1][c] = _mm512_dpwssd_epi32(a[t & 1][c], plo[c], sc_lo);
-                a[t & 1][c] = _mm512_dpwssd_epi32(a[t & 1][c], phi[c], sc_hi);
+            for (int s = 0; s < R; s++) {
+                const uint8_t *sc = g[s] + Q4P_SC + 32 * t;
+                const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)sc));
+                const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16)));
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++) {
+                    a[C * s + c] = _mm512_dpwssd_epi32(a[C * s + c], plo[C * s + c], sc_lo);
+                    a[C * s + c] = _mm512_dpwssd_epi32(a[C * s + c], phi[C * s + c], sc_hi);
+                }
             }
         }
     }
 #pragma GCC unroll 4
-    for (int u = 0; u < 4; u++) {
-        const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(blk + Q4P_MN + 32 * u)));
+    for (int s = 0; s < R; s++) {
 #pragma GCC unroll 4
-        for (int c = 0; c < C; c++)
-            bm[c] = _mm512_dpwssd_epi32(bm[c], mn, _mm512_set1_epi32(xsp[c][4 * b + u]));
+        for (int u = 0; u < 4; u++) {
+            const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(g[s] + Q4P_MN + 32 * u)));
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                bm[C * s + c] = _mm512_dpwssd_epi32(bm[C * s + c], mn, _mm512_set1_epi32(xsp[c][4 * b + u]));
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(g[s] + Q4P_D)));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(g[s] + Q4P_DM)));
+        kp_float_step(C, &a[C * s], &bm[C * s], d, dm, dx, b, &acc[C * s]);
     }
-#pragma GCC unroll 4
-    for (int c = 0; c < C; c++)
-        a[0][c] = _mm512_add_epi32(a[0][c], a[1][c]);
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_D)));
-    const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_DM)));
-    kp_float_step(C, a[0], bm, d, dm, dx, b, acc);
 }
 
 /* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
-AI void kp_q6_k_block(int C, const uint8_t *blk, int64_t b, const uint8_t *const x[], const float *const dx[],
-                      const int16_t *const bs[], __m512 *acc)
+AI void kp_q6_k_block(int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+                      const float *const dx[], const int16_t *const bs[], __m512 *acc)
 {
-    kp_prefetch(blk, Q6_K_PANEL_BLOCK);
-    __m512i a[2][KP_COLS], bm[KP_COLS];
+    __m512i a[KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; c++)
-        a[0][c] = a[1][c] = bm[c] = _mm512_setzero_si512();
+    for (int s = 0; s < R; s++)
+        kp_prefetch(g[s], Q6_K_PANEL_BLOCK);
+#pragma GCC unroll 4
+    for (int i = 0; i < R * C; i++)
+        a[i] = bm[i] = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
-        __m512i sp[4];
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            sp[j] = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(blk + Q6P_SC + 32 * (4 * h + j))));
+        for (int j = 0; j < 4; j++)
 #pragma GCC unroll 4
-            for (int c = 0; c < C; c++)
-                bm[c] =
-                    _mm512_dpwssd_epi32(bm[c], sp[j], kp_bcast((const uint8_t *)(bs[c] + 16 * b + 2 * (4 * h + j))));
-        }
+            for (int s = 0; s < R; s++) {
+                const __m512i sp =
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + j))));
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    bm[C * s + c] = _mm512_dpwssd_epi32(bm[C * s + c], sp,
+                                                        kp_bcast((const uint8_t *)(bs[c] + 16 * b + 2 * (4 * h + j))));
+            }
 #pragma GCC unroll 2
         for (int e = 0; e < 2; e++) {
             /* k = 4e .. 4e + 3: values 128h + {0, 64, 32, 96} + 4k, of
              * sub-blocks 8h + e + {0, 4, 2, 6}: pairs 4h + {0, 2, 1, 3} */
+            static const int voff[4] = {0, 64, 32, 96}, pair[4] = {0, 2, 1, 3};
             __m512i p[4][KP_COLS];
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; q++)
+            for (int j = 0; j < 4; j++)
 #pragma GCC unroll 4
-                for (int c = 0; c < C; c++)
-                    p[q][c] = _mm512_setzero_si512();
+                for (int i = 0; i < R * C; i++)
+                    p[j][i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int kk = 0; kk < 4; kk++) {
                 const int k = 4 * e + kk;
-                __m512i q[4];
-                q6_k_panel_quants(_mm512_loadu_si512(blk + Q6P_QH + 64 * (8 * h + k)),
-                                  _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k)),
-                                  _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k + 8)), q);
-                static const int voff[4] = {0, 64, 32, 96};
 #pragma GCC unroll 4
-                for (int c = 0; c < C; c++)
+                for (int s = 0; s < R; s++) {
+                    __m512i q[4];
+                    q6_k_panel_quants(_mm512_loadu_si512(g[s] + Q6P_QH + 64 * (8 * h + k)),
+                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k)),
+                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k + 8)), q);
 #pragma GCC unroll 4
-                    for (int j = 0; j < 4; j++)
-                        p[j][c] =
-                            _mm512_dpbusd_epi32(p[j][c], q[j], kp_bcast(x[c] + QK_K * b + 128 * h + voff[j] + 4 * k));
+                    for (int c = 0; c < C; c++)
+#pragma GCC unroll 4
+                        for (int j = 0; j < 4; j++)
+                            p[j][C * s + c] = _mm512_dpbusd_epi32(
+                                p[j][C * s + c], q[j], kp_bcast(x[c] + QK_K * b + 128 * h + voff[j] + 4 * k));
+                }
             }
-            static const int pair[4] = {0, 2, 1, 3};
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                const __m512i sc = q6_k_panel_scale(sp[pair[j]], e);
+            for (int s = 0; s < R; s++)
 #pragma GCC unroll 4
-                for (int c = 0; c < C; c++)
-                    a[j & 1][c] = _mm512_add_epi32(a[j & 1][c], _mm512_mullo_epi32(p[j][c], sc));
-            }
+                for (int j = 0; j < 4; j++) {
+                    const __m512i sp = _mm512_cvtepi8_epi16(
+                        _mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + pair[j]))));
+                    const __m512i sc = q6_k_panel_scale(sp, e);
+#pragma GCC unroll 4
+                    for (int c = 0; c < C; c++)
+                        a[C * s + c] = _mm512_add_epi32(a[C * s + c], _mm512_mullo_epi32(p[j][C * s + c], sc));
+                }
         }
     }
 #pragma GCC unroll 4
-    for (int c = 0; c < C; c++) {
-        a[0][c] = _mm512_add_epi32(a[0][c], a[1][c]);
-        bm[c] = _mm512_slli_epi32(bm[c], 5);
+    for (int s = 0; s < R; s++) {
+#pragma GCC unroll 4
+        for (int c = 0; c < C; c++)
+            bm[C * s + c] = _mm512_slli_epi32(bm[C * s + c], 5);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_D)));
+        kp_float_step(C, &a[C * s], &bm[C * s], d, d, dx, b, &acc[C * s]);
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(blk + Q6P_D)));
-    kp_float_step(C, a[0], bm, d, d, dx, b, acc);
 }
 
 /* Row c's pairs of Q4_K sub-block sums (xsp of kp_q4_k_block). */
@@ -218,8 +250,10 @@ typedef void (*kp_tile_fn)(const uint8_t *g, int64_t nb, const uint8_t *const x[
             ax[c] = aux[c];                                                                                            \
             acc[c] = _mm512_setzero_ps();                                                                              \
         }                                                                                                              \
-        for (int64_t b = 0; b < nb; b++)                                                                               \
-            kp_##name##_block(C, g + (size_t)b * (PB), b, x, dx, ax, acc);                                             \
+        for (int64_t b = 0; b < nb; b++) {                                                                             \
+            const uint8_t *const gb[1] = {g + (size_t)b * (PB)};                                                       \
+            kp_##name##_block(1, C, gb, b, x, dx, ax, acc);                                                            \
+        }                                                                                                              \
         for (int c = 0; c < C; c++)                                                                                    \
             _mm512_mask_storeu_ps(y + (size_t)c * ys, m, acc[c]);                                                      \
     }
@@ -233,132 +267,6 @@ typedef void (*kp_tile_fn)(const uint8_t *g, int64_t nb, const uint8_t *const x[
 KP_TILES(q4_k, int32_t, Q4_K_PANEL_BLOCK)
 KP_TILES(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
-/* Decode of R groups far apart, g[s] at super-block b, side by side
- * (one activation row x, its step dx): each line of the four streams'
- * quants is loaded in turn, so that all R streams are in flight at once
- * (interleaving whole super-blocks of each did not read faster than one
- * stream), and the activation's broadcasts serve all R. The integers are
- * those of kp_q4_k_block (sums of exact products, in another order) and the
- * float step the same, so the same bits. */
-AI void kp_q4_k_multi_block(int R, const uint8_t *const g[], int64_t b, const uint8_t *x, const float *dx,
-                            const int32_t *xsp, __m512 *acc)
-{
-    const __m512i nib = _mm512_set1_epi8(15);
-    __m512i a[TYPE_DECODE_RANGES], bm[TYPE_DECODE_RANGES];
-#pragma GCC unroll 4
-    for (int s = 0; s < R; s++) {
-        kp_prefetch(g[s], Q4_K_PANEL_BLOCK);
-        a[s] = bm[s] = _mm512_setzero_si512();
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; t++) {
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            __m512i plo[TYPE_DECODE_RANGES], phi[TYPE_DECODE_RANGES];
-#pragma GCC unroll 4
-            for (int s = 0; s < R; s++)
-                plo[s] = phi[s] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int kk = 0; kk < 4; kk++) {
-                const int k = 4 * h + kk;
-                const uint8_t *xo = x + QK_K * b + 64 * t + 4 * k;
-                const __m512i xlo = kp_bcast(xo), xhi = kp_bcast(xo + 32);
-#pragma GCC unroll 4
-                for (int s = 0; s < R; s++) {
-                    const __m512i v = _mm512_load_si512(g[s] + Q4P_Q + 64 * (8 * t + k));
-                    plo[s] = _mm512_dpbusd_epi32(plo[s], _mm512_and_si512(v, nib), xlo);
-                    phi[s] = _mm512_dpbusd_epi32(phi[s], _mm512_and_si512(_mm512_srli_epi16(v, 4), nib), xhi);
-                }
-            }
-#pragma GCC unroll 4
-            for (int s = 0; s < R; s++) {
-                const uint8_t *sc = g[s] + Q4P_SC + 32 * t;
-                a[s] = _mm512_dpwssd_epi32(a[s], plo[s], _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)sc)));
-                a[s] =
-                    _mm512_dpwssd_epi32(a[s], phi[s], _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16))));
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int s = 0; s < R; s++) {
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; u++) {
-            const __m512i mn = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(g[s] + Q4P_MN + 32 * u)));
-            bm[s] = _mm512_dpwssd_epi32(bm[s], mn, _mm512_set1_epi32(xsp[4 * b + u]));
-        }
-        const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(g[s] + Q4P_D)));
-        const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(g[s] + Q4P_DM)));
-        kp_float_step(1, &a[s], &bm[s], d, dm, &dx, b, &acc[s]);
-    }
-}
-
-/* The same for Q6_K (kp_q6_k_block's integers and step). */
-AI void kp_q6_k_multi_block(int R, const uint8_t *const g[], int64_t b, const uint8_t *x, const float *dx,
-                            const int16_t *bs, __m512 *acc)
-{
-    __m512i a[TYPE_DECODE_RANGES], bm[TYPE_DECODE_RANGES];
-#pragma GCC unroll 4
-    for (int s = 0; s < R; s++) {
-        kp_prefetch(g[s], Q6_K_PANEL_BLOCK);
-        a[s] = bm[s] = _mm512_setzero_si512();
-    }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            const __m512i xs = kp_bcast((const uint8_t *)(bs + 16 * b + 2 * (4 * h + j)));
-#pragma GCC unroll 4
-            for (int s = 0; s < R; s++)
-                bm[s] = _mm512_dpwssd_epi32(
-                    bm[s],
-                    _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + j)))), xs);
-        }
-#pragma GCC unroll 2
-        for (int e = 0; e < 2; e++) {
-            __m512i p[4][TYPE_DECODE_RANGES];
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++)
-#pragma GCC unroll 4
-                for (int s = 0; s < R; s++)
-                    p[j][s] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int kk = 0; kk < 4; kk++) {
-                const int k = 4 * e + kk;
-                static const int voff[4] = {0, 64, 32, 96};
-                __m512i xb[4];
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++)
-                    xb[j] = kp_bcast(x + QK_K * b + 128 * h + voff[j] + 4 * k);
-#pragma GCC unroll 4
-                for (int s = 0; s < R; s++) {
-                    __m512i q[4];
-                    q6_k_panel_quants(_mm512_loadu_si512(g[s] + Q6P_QH + 64 * (8 * h + k)),
-                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k)),
-                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k + 8)), q);
-#pragma GCC unroll 4
-                    for (int j = 0; j < 4; j++)
-                        p[j][s] = _mm512_dpbusd_epi32(p[j][s], q[j], xb[j]);
-                }
-            }
-            static const int pair[4] = {0, 2, 1, 3};
-#pragma GCC unroll 4
-            for (int s = 0; s < R; s++)
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    const __m512i sp = _mm512_cvtepi8_epi16(
-                        _mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + pair[j]))));
-                    a[s] = _mm512_add_epi32(a[s], _mm512_mullo_epi32(p[j][s], q6_k_panel_scale(sp, e)));
-                }
-        }
-    }
-#pragma GCC unroll 4
-    for (int s = 0; s < R; s++) {
-        bm[s] = _mm512_slli_epi32(bm[s], 5);
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_D)));
-        kp_float_step(1, &a[s], &bm[s], d, d, &dx, b, &acc[s]);
-    }
-}
-
 /* What the multi-range kernels take from the activation row besides its
  * quants: its steps, and kp_q4_k_block's xsp or kp_q6_k_block's bs. */
 typedef struct kp_aux {
@@ -367,11 +275,14 @@ typedef struct kp_aux {
 } kp_aux_t;
 
 /* avx512_multi_fn of R groups: every super-block of each. */
-#define KP_MULTI(name, PB, R)                                                                                          \
+#define KP_MULTI(name, T, PB, R)                                                                                       \
     static void kp_##name##_multi_##R(const uint8_t *const g[], const uint8_t *x, const void *aux, int64_t n,          \
                                       float *const y[], const __mmask16 m[])                                           \
     {                                                                                                                  \
         const kp_aux_t *a = aux;                                                                                       \
+        const uint8_t *const xs[1] = {x};                                                                              \
+        const float *const dxs[1] = {a->dx};                                                                           \
+        const T *const sums[1] = {a->sums};                                                                            \
         __m512 acc[R];                                                                                                 \
         const uint8_t *gb[R];                                                                                          \
         for (int s = 0; s < R; s++)                                                                                    \
@@ -379,20 +290,20 @@ typedef struct kp_aux {
         for (int64_t b = 0; b < n / QK_K; b++) {                                                                       \
             for (int s = 0; s < R; s++)                                                                                \
                 gb[s] = g[s] + (size_t)b * (PB);                                                                       \
-            kp_##name##_multi_block(R, gb, b, x, a->dx, a->sums, acc);                                                 \
+            kp_##name##_block(R, 1, gb, b, xs, dxs, sums, acc);                                                        \
         }                                                                                                              \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s]);                                                                 \
     }
-#define KP_MULTIS(name, PB)                                                                                            \
-    KP_MULTI(name, PB, 1)                                                                                              \
-    KP_MULTI(name, PB, 2)                                                                                              \
-    KP_MULTI(name, PB, 3)                                                                                              \
-    KP_MULTI(name, PB, 4)                                                                                              \
+#define KP_MULTIS(name, T, PB)                                                                                         \
+    KP_MULTI(name, T, PB, 1)                                                                                           \
+    KP_MULTI(name, T, PB, 2)                                                                                           \
+    KP_MULTI(name, T, PB, 3)                                                                                           \
+    KP_MULTI(name, T, PB, 4)                                                                                           \
     static const avx512_multi_fn kp_##name##_multis[TYPE_DECODE_RANGES + 1] = {                                        \
         NULL, kp_##name##_multi_1, kp_##name##_multi_2, kp_##name##_multi_3, kp_##name##_multi_4};
-KP_MULTIS(q4_k, Q4_K_PANEL_BLOCK)
-KP_MULTIS(q6_k, Q6_K_PANEL_BLOCK)
+KP_MULTIS(q4_k, int32_t, Q4_K_PANEL_BLOCK)
+KP_MULTIS(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
 /* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
  * group at a time, against n_x <= KP_DEC_ROWS activation rows. */
