@@ -9,8 +9,8 @@
  * (simd_avx512_panels_k.c) spends most of its time there and computes
  * barely faster than memory delivers; this one 2-3 times faster. Decode
  * also reads up to four distant ranges side by side (dot_q_ranges_packed,
- * as matmul hands them out). Larger batches unpack the packed super-blocks into that
- * file's panels and take its tiles (avx512_kq_packed_drive).
+ * as matmul hands them out). Larger batches unpack the packed super-blocks
+ * into that file's panels and take its tiles (avx512_kq_packed_drive).
  *
  * Each (weight row, activation row) element is the panels' exact
  * integers A and B per super-block, then their float step
