@@ -205,11 +205,12 @@ static void test_matmul_bits(void **state)
 static const int64_t range_rows[2][TYPE_DECODE_RANGES] = {{0, 64, 128, 256}, {0, 32, 96, 160}};
 static const int64_t range_lens[2][TYPE_DECODE_RANGES] = {{64, 64, 64, 44}, {17, 48, 5, 140}};
 
+/* ctx: how many layouts had ranges to check. */
 static void ranges_bits(const packing_t *pk, const type_kernels_t *k, void *ctx)
 {
-    (void)ctx;
     if (!k->dot_q_ranges_packed)
         return;
+    ++*(int *)ctx;
     const int64_t n_out = 300, in_blocks[] = {1, 3, 17, 129};
     for (size_t bi = 0; bi < sizeof in_blocks / sizeof in_blocks[0]; bi++) {
         int64_t n_in = pk->qk * in_blocks[bi];
@@ -243,13 +244,9 @@ static void test_ranges_bits(void **state)
 {
     (void)state;
     int with_ranges = 0;
-    for (size_t t = 0; t < N_PACKINGS; t++) {
-        const type_kernels_t *k = packing_kernels(packings[t].type);
-        with_ranges += k && k->dot_q_ranges_packed;
-    }
+    for_each_packing(ranges_bits, &with_ranges);
     if (!with_ranges)
         skip();
-    for_each_packing(ranges_bits, NULL);
 }
 
 /* Logits of tokens run one by one, then as one chunk, through a model. */
