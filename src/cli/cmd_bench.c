@@ -90,6 +90,10 @@ static const char bench_usage[] =
     "  --session-turns N        turns per conversation, one after another (default 4)\n"
     "  --session-first-tokens N / --session-turn-tokens N  the first turn's prompt and the tokens each\n"
     "                           later turn adds to the previous prompt (default 256 / 64)\n"
+    "  --session-key id|salt    what a balancer routes a conversation by: id (default) sends an\n"
+    "                           x-session-id that stays the same in every slot of the run, so each\n"
+    "                           slot meets the same routing; salt sends none, so a balancer falls back\n"
+    "                           to the conversation's cache_salt, fresh in every slot\n"
     "  --session-max-tokens N   output budget of each turn (default 8); metrics: session_prefill (prompt\n"
     "                           tokens a turn prefilled, not cached), session_ttft (follow-up turns,\n"
     "                           p50), session_throughput; the cached share, also per replica\n"
@@ -270,6 +274,10 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
             if (strcmp(v, "round") && strcmp(v, "never"))
                 return err_set(err, "--restart: '%s' is not round or never", v);
             o->restart = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--session-key", &missing))) {
+            if (strcmp(v, "id") && strcmp(v, "salt"))
+                return err_set(err, "--session-key: '%s' is not id or salt", v);
+            c->is_session_id_stable = !strcmp(v, "id");
         }
         INT_OPT("--rounds", rounds, 1, BENCH_MAX_ROUNDS)
         INT_OPT("--warmup", warmup, 0, 1000)

@@ -69,6 +69,7 @@ void bench_config_default(bench_config_t *c)
     c->sessions_first_tokens = 256;
     c->sessions_turn_tokens = 64;
     c->sessions_max_tokens = 8;
+    c->is_session_id_stable = true;
     for (int i = 0; i < BM_COUNT; i++)
         if (bench_metrics[i].is_default_decider)
             c->decide_mask |= 1u << i;
@@ -488,9 +489,10 @@ static json_t *config_json(const bench_config_t *c)
     if (c->do_sessions) {
         json_array_append_new(json_object_get(cfg, "workloads"), json_string("sessions"));
         json_object_set_new(cfg, "sessions",
-                            json_pack("{s:i,s:i,s:i,s:i,s:i}", "sessions", c->sessions, "turns", c->sessions_turns,
+                            json_pack("{s:i,s:i,s:i,s:i,s:i,s:s}", "sessions", c->sessions, "turns", c->sessions_turns,
                                       "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens,
-                                      "max_tokens", c->sessions_max_tokens));
+                                      "max_tokens", c->sessions_max_tokens, "session_key",
+                                      c->is_session_id_stable ? "id" : "salt"));
     }
     json_object_set_new(cfg, "cpus",
                         json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));

@@ -70,6 +70,10 @@ typedef struct bench_config {
      * long and extends turn t-1's; one cache_salt per conversation; each
      * turn generates sessions_max_tokens */
     int sessions, sessions_turns, sessions_first_tokens, sessions_turn_tokens, sessions_max_tokens;
+    /* sessions: each conversation sends an x-session-id that stays the same
+     * in every slot of the run (a balancer routes it alike in every slot, so
+     * slots compare like with like) instead of routing by its fresh salt */
+    bool is_session_id_stable;
     /* which metrics decide the verdict (bit i = bench_metric i) */
     unsigned decide_mask;
     int poll_ms;

@@ -74,6 +74,11 @@ static struct curl_slist *headers(const bench_http_t *h, bool has_body)
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->api_key);
         l = curl_slist_append(l, auth);
     }
+    if (h->session_id[0]) {
+        char sid[128];
+        snprintf(sid, sizeof sid, "x-session-id: %s", h->session_id);
+        l = curl_slist_append(l, sid);
+    }
     return l;
 }
 

@@ -19,6 +19,9 @@ typedef struct bench_http {
     char base[BENCH_URL_MAX];
     const char *api_key;
     long timeout_s;
+    /* sent as x-session-id with every request when not empty: the key a
+     * balancer routes a conversation by (deploy/haproxy.cfg) */
+    char session_id[96];
 } bench_http_t;
 
 int bench_http_init(bench_http_t *h, const char *base_url, const char *api_key, long timeout_s, err_t *err);

@@ -7,8 +7,13 @@
  * prompts stay exact-length token ids like every other workload's).
  *
  * A conversation keeps one fresh cache_salt for all its turns: its prefix
- * is reusable by its own later turns only, and the salt is also the
- * session key deploy/haproxy.cfg hashes on. Reuse is expected, not
+ * is reusable by its own later turns only. Its session key, what
+ * deploy/haproxy.cfg hashes on, is by default an x-session-id that names
+ * the conversation by its index and the run, the same in every slot: a
+ * balancer then routes conversation i alike in A1, B2, B3 and A4, so the
+ * slots differ only by what the arms do with it (with --session-key salt
+ * it sends none, and the fresh salt, drawn anew per slot, is the key).
+ * Reuse is expected, not
  * required: behind a round-robin balancer a turn may land where nothing of
  * its conversation is cached. What is measured is what routing decides:
  * the prompt tokens each turn had to prefill (those not served from the
@@ -30,6 +35,7 @@ typedef struct session {
     const slot_t *s;
     int idx;
     char salt[96];
+    char session_id[96];      /* x-session-id, "" for none */
     bench_stream_t *st;       /* (turns) */
     char (*err)[ERR_MSG_LEN]; /* (turns): transport error, or "" */
 } session_t;
@@ -58,6 +64,7 @@ static void *session_main(void *arg)
             snprintf(ss->err[t], sizeof ss->err[t], "%s", e.msg);
         return NULL;
     }
+    snprintf(h.session_id, sizeof h.session_id, "%s", ss->session_id);
     for (int t = 0; t < c->sessions_turns; t++) {
         req_spec_t q = turn_spec(c, ss, t);
         if (bench_stream_request(&h, ss->s->arm, &q, &ss->st[t], NULL, &e))
@@ -119,6 +126,7 @@ static void account(slot_t *s, session_t *ss, int t, sessions_sum_t *sum)
     json_object_set_new(rq, "session", json_integer(ss->idx));
     json_object_set_new(rq, "turn", json_integer(t + 1));
     json_object_set_new(rq, "replica", json_string(st->replica));
+    json_object_set_new(rq, "session_id", ss->session_id[0] ? json_string(ss->session_id) : json_null());
     sum->requests++;
     if (!is_valid)
         return;
@@ -152,6 +160,8 @@ void bench_workload_sessions(slot_t *s)
         ss[i].s = s;
         ss[i].idx = i;
         bench_new_salt(s->r, ss[i].salt, sizeof ss[i].salt);
+        if (c->is_session_id_stable)
+            snprintf(ss[i].session_id, sizeof ss[i].session_id, "splash-bench-%s-conversation-%d", s->r->run_id, i);
         ss[i].st = calloc((size_t)turns, sizeof *ss[i].st);
         ss[i].err = calloc((size_t)turns, sizeof *ss[i].err);
         is_oom = !ss[i].st || !ss[i].err;

@@ -326,7 +326,9 @@ def part_sessions(a):
                                               "--replica-id b"], expect_codes=(0, 10, 11, 12))
     assert rep["validity"]["valid"], reasons(rep)
     assert rep["config"]["sessions"] == {"sessions": 3, "turns": 3, "first_tokens": 40, "turn_tokens": 24,
-                                         "max_tokens": 4}
+                                         "max_tokens": 4, "session_key": "id"}
+    ids = {}  # a conversation's x-session-id is the same in every slot, its salt new in each
+    salts = set()
     lens = [40, 64, 88]
     for s in rep["slots"]:
         ss = s["sessions"]
@@ -340,6 +342,8 @@ def part_sessions(a):
             assert q["kind"] == "session" and q["prompt_tokens"] == lens[q["turn"] - 1], q
             assert q["cached_tokens"] == want[q["turn"] - 1], (q, want)
             by_session.setdefault(q["session"], set()).add(q["cache_salt"])
+            ids.setdefault(q["session"], set()).add(q["session_id"])
+            salts.add(q["cache_salt"])
         assert sorted(by_session) == [0, 1, 2] and all(len(v) == 1 for v in by_session.values()), by_session
         assert len(set().union(*by_session.values())) == 3, "one salt per conversation"
         assert ss["cached_tokens"] == 3 * sum(want) and ss["prompt_tokens"] == 3 * sum(lens), ss
@@ -348,12 +352,14 @@ def part_sessions(a):
         assert s["metrics"]["session_prefill"] == (3 * sum(lens) - ss["cached_tokens"]) / 9, (s["metrics"], ss)
         for k in ("session_ttft", "session_throughput"):
             assert s["metrics"][k] > 0, (k, s["metrics"])
+    assert all(len(v) == 1 for v in ids.values()) and len(set().union(*ids.values())) == 3, ids
+    assert len(salts) == 3 * len(rep["slots"]), "a fresh salt per conversation and slot"
     assert rep["statistics"]["session_prefill"]["decides"] and not rep["statistics"]["session_throughput"]["decides"]
     assert "sessions: 3 conversations at once" in p.stdout and " a " in p.stdout, p.stdout
     print(f"sessions: valid, {rep['statistics']['session_prefill']['combined']['a']:.1f} tokens prefilled a turn (A), "
           f"each later turn reusing its previous prompt's whole blocks")
     # reuse is measured, not required: a server that reuses nothing is valid: every turn prefills all its prompt
-    p, rep = bench(a, "sessions-off", SESSIONS + ["--candidate-args", "--test-no-prefix-cache"],
+    p, rep = bench(a, "sessions-off", SESSIONS + ["--candidate-args", "--test-no-prefix-cache", "--session-key", "salt"],
                    expect_codes=(0, 10, 11, 12))
     assert rep["validity"]["valid"], reasons(rep)
     for s in rep["slots"]:
@@ -361,8 +367,10 @@ def part_sessions(a):
         if s["slot"][0] == "B":
             assert s["metrics"]["session_prefill"] == sum(lens) / 3, s["metrics"]
     assert rep["statistics"]["session_prefill"]["combined"]["verdict"] == "regression", rep["statistics"]["session_prefill"]
+    assert rep["config"]["sessions"]["session_key"] == "salt"
+    assert all(q["session_id"] is None for s in rep["slots"] for q in s["requests"]), "--session-key salt sent an id"
     for bad, why in ((["--sessions", "0"], "out of range"), (["--session-turns", "65"], "out of range"),
-                     (["--session-first-tokens", "0"], "out of range"),
+                     (["--session-first-tokens", "0"], "out of range"), (["--session-key", "user"], "is not id or salt"),
                      (["--workload", "sessions", "--session-first-tokens", "999999", "--session-turns", "64"],
                       "exceeds the longest prompt")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)

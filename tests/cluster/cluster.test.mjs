@@ -128,6 +128,28 @@ test("cluster.sh up 2: healthy, affinity by session key, drain without loss, dow
         const keyless = new Set();
         for (let i = 0; i < 6; i++) keyless.add(await replicaFor(port, "/v1/completions", { prompt: "x", max_tokens: 1 }));
         assert.equal(keyless.size, 2, "requests without a key all went to one replica");
+        // splash bench's sessions workload through the balancer: its
+        // x-session-id names a conversation alike in every slot, so each
+        // conversation meets one replica throughout the run
+        const work = path.join(opts.deps, "bench-sessions");
+        rmSync(work, { recursive: true, force: true });
+        const url = `http://127.0.0.1:${port}`;
+        const b = spawnSync(opts.splash, ["bench", "--baseline-url", url, "--candidate-url", url, "--workload", "sessions",
+            "--sessions", "6", "--session-turns", "2", "--session-first-tokens", "8", "--session-turn-tokens", "8",
+            "--session-max-tokens", "1", "--rounds", "1", "--warmup", "0", "--quiet", "--work-dir", work], { encoding: "utf8" });
+        assert.ok([0, 10, 11, 12].includes(b.status), b.stdout + b.stderr);
+        const rep = JSON.parse(readFileSync(path.join(work, "report.json"), "utf8"));
+        assert.equal(rep.config.sessions.session_key, "id");
+        const where = new Map();
+        for (const s of rep.slots)
+            for (const q of s.requests) {
+                assert.match(q.session_id, /^splash-bench-.*-conversation-\d+$/);
+                if (!where.has(q.session_id)) where.set(q.session_id, new Set());
+                where.get(q.session_id).add(q.replica);
+            }
+        assert.equal(where.size, 6, [...where.keys()].join(" "));
+        for (const [id, replicas] of where) assert.equal(replicas.size, 1, `${id} met ${[...replicas]} across the slots`);
+        assert.equal(new Set([...where.values()].map((r) => [...r][0])).size, 2, "six conversations all on one replica");
 
         // drain: three streams and a whole answer in flight on the key's replica
         const key = "drain-session";
