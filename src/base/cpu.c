@@ -27,6 +27,14 @@ static void detect(void)
 {
     cpu_features_t *f = &features;
     unsigned int a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+        char vendor[13];
+        memcpy(vendor, &b, 4);
+        memcpy(vendor + 4, &d, 4);
+        memcpy(vendor + 8, &c, 4);
+        vendor[12] = 0;
+        f->is_amd = !strcmp(vendor, "AuthenticAMD");
+    }
     if (__get_cpuid(1, &a, &b, &c, &d)) {
         bool osxsave = c & (1u << 27);
         unsigned long long xcr0 = osxsave ? xgetbv0() : 0;

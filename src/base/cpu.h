@@ -10,6 +10,7 @@ typedef struct cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16;
     bool amx_tile, amx_int8, amx_bf16; /* usable: the OS granted the tile state */
+    bool is_amd;                       /* vendor "AuthenticAMD": some defaults are measured per vendor */
 } cpu_features_t;
 
 /* Kernel path levels, each implying the ones below it. */

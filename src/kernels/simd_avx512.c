@@ -312,12 +312,17 @@ static float q4_0_dot(const void *w, const float *x, int64_t n)
 
 /* ---- the type table ------------------------------------------------------ */
 
-/* The smallest batch that takes the bfloat16 path when it is on (decode
- * and short batches stay on f32 fma): measured on Zen 4, docs/benchmarks.md.
- * Off unless SPLASH_BF16_ROWS asks for it ("on": from BF16_MIN_ROWS rows; N:
- * from N rows): with a threshold a row's bits depend on its batch, and a
- * request served from a reused prefix (fewer rows to prefill) then samples
- * differently from the same request cold (tests/server/tools.test.mjs). */
+/* The smallest batch that takes the bfloat16 path: SPLASH_BF16_ROWS "off"
+ * (f32 fma for every row), "on" (from BF16_MIN_ROWS rows, measured on Zen
+ * 4) or N (from N rows). With a threshold above 1 a row's bits depend on
+ * its batch, and a request served from a reused prefix (fewer rows to
+ * prefill) samples differently from the same request cold
+ * (tests/server/tools.test.mjs), so the only default that is not off is 1:
+ * every row, decode included, on bfloat16 rows converted once at load. It
+ * is the default on AMD (Zen 5: prefill 1.7x, decode 1.1x the f32 path,
+ * docs/benchmarks.md); on Intel without AMX (a Xeon at SPLASH_CPU=avx512)
+ * it measured 0.87x at pp512, one vdpbf16ps a cycle against two FMAs, so
+ * Intel stays on f32 (with AMX it takes the bfloat16 tiles instead). */
 #define BF16_MIN_ROWS 32
 
 int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
@@ -338,7 +343,9 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
 static int bf16_min_rows(void)
 {
     const char *env = getenv("SPLASH_BF16_ROWS");
-    if (!env || !*env || !strcmp(env, "off"))
+    if (!env || !*env)
+        return cpu_features()->is_amd ? 1 : 0;
+    if (!strcmp(env, "off"))
         return 0;
     if (!strcmp(env, "on"))
         return BF16_MIN_ROWS;
