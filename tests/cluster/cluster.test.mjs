@@ -148,8 +148,10 @@ test("cluster.sh up 2: healthy, affinity by session key, drain without loss, dow
                 where.get(q.session_id).add(q.replica);
             }
         assert.equal(where.size, 6, [...where.keys()].join(" "));
+        // (not that the six use both replicas: their ids carry the run's id, so
+        // one run in 32 hashes all six to one replica; the key sources above
+        // check the spread with fixed keys)
         for (const [id, replicas] of where) assert.equal(replicas.size, 1, `${id} met ${[...replicas]} across the slots`);
-        assert.equal(new Set([...where.values()].map((r) => [...r][0])).size, 2, "six conversations all on one replica");
 
         // drain: three streams and a whole answer in flight on the key's replica
         const key = "drain-session";
