@@ -340,6 +340,23 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
     return v;
 }
 
+bool avx512_decode_spread(void)
+{
+    static atomic_int cache; /* 0: not read yet; 1: burst; 2: spread */
+    int v = atomic_load_explicit(&cache, memory_order_relaxed);
+    if (!v) {
+        const char *env = getenv("SPLASH_DECODE_PREFETCH");
+        if (env && !strcmp(env, "spread"))
+            v = 2;
+        else if (env && !strcmp(env, "burst"))
+            v = 1;
+        else
+            v = cpu_features()->is_amd ? 2 : 1;
+        atomic_store_explicit(&cache, v, memory_order_relaxed);
+    }
+    return v == 2;
+}
+
 static int bf16_min_rows(void)
 {
     const char *env = getenv("SPLASH_BF16_ROWS");

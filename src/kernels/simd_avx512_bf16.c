@@ -18,8 +18,11 @@
 
 TILE_DEFINE_DRIVE(qdrive, qmicro_fn, uint8_t, true) /* decode: see decode_rows_one_by_one (simd_avx512.c) */
 
-AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
-                    size_t ys, int64_t n)
+/* ahead (decode's 1 x 1 on AMD, bf16_rows_decode): a non-temporal
+ * prefetch BF16_AHEAD bytes beside each load of the row. */
+#define BF16_AHEAD 4096
+AI void tile_bf16dp_ahead(bool ahead, uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x,
+                          size_t xs, float *y, size_t ys, int64_t n)
 {
     __m512 acc[TILE_R][TILE_C];
 #pragma GCC unroll 4
@@ -37,6 +40,8 @@ AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, co
         for (int r = 0; r < R; r++) {
             if (R > 1)
                 avx512_prefetch_next_rows(w + r * ws + 2 * i, R, ws);
+            else if (ahead)
+                avx512_stream_line(w + 2 * i, BF16_AHEAD);
             __m512bh wv = bf16_weights(type, w + r * ws + 2 * i, m);
 #pragma GCC unroll 4
             for (int c = 0; c < C; c++)
@@ -50,7 +55,28 @@ AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, co
             y[c * ys + r] = avx512_hsum(acc[r][c]);
 }
 
+AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
+                    size_t ys, int64_t n)
+{
+    tile_bf16dp_ahead(false, type, R, C, w, ws, x, xs, y, ys, n);
+}
+
 TILE_DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
+
+/* Decode (one activation row) on bfloat16 rows, a row after the other as
+ * qdrive does, so the same bits: a single forward stream, which the
+ * hardware prefetcher alone kept at 60-74 % of splash perf's read probe on
+ * Zen 5 (F16 qwen3-0.6b); with the spread prefetch (avx512_decode_spread)
+ * 98-103 % (docs/benchmarks.md, session 24). False: not taken. */
+static bool bf16_rows_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t *x, int64_t n_x, float *y,
+                             int64_t n)
+{
+    if (n_x != 1 || !avx512_decode_spread())
+        return false;
+    for (int64_t r = 0; r < n_w; r++)
+        tile_bf16dp_ahead(true, TYPE_BF16, 1, 1, w + r * ws, ws, x, 0, y + r, 0, n);
+    return true;
+}
 
 /* F16 batches: each group of 4 weight rows is converted to bfloat16 once,
  * on the stack, and multiplied by the BF16 kernels against every activation
@@ -89,7 +115,17 @@ static void f16_bf_drive(qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const u
 }
 
 TILE_DEFINE_QKERNELS(f16_bf, tile_bf16dp, TYPE_F16, f16_bf_drive)
-AVX512_EXPORT_QKERNELS(bf16_bf)
+float avx512_bf16_bf_dot_q(const void *w, const void *xq, int64_t n)
+{
+    return bf16_bf_dot_q(w, xq, n);
+}
+
+void avx512_bf16_bf_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                               size_t ys, int64_t n)
+{
+    if (!bf16_rows_decode(w, ws, n_w, xq, n_x, y, n))
+        bf16_bf_dot_q_tile(w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
 AVX512_EXPORT_QKERNELS(f16_bf)
 
 /* F16 rows packed at load as bfloat16 rows (kernels/prepack.h): converted
@@ -111,7 +147,9 @@ void avx512_f16_bf_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n
                                      int64_t n_x, float *y, size_t ys, int64_t n)
 {
     const size_t rs = bf16_row_bytes(n);
-    bf16_bf_dot_q_tile((const uint8_t *)packed + (size_t)row0 * rs, rs, n_w, xq, xs, n_x, y, ys, n);
+    const uint8_t *w = (const uint8_t *)packed + (size_t)row0 * rs;
+    if (!bf16_rows_decode(w, rs, n_w, xq, n_x, y, n))
+        bf16_bf_dot_q_tile(w, rs, n_w, xq, xs, n_x, y, ys, n);
 }
 
 /* ACT_BF16 rows: vcvtneps2bf16 rounds as qact_quantize_bf16 does. */

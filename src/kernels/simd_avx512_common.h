@@ -55,6 +55,24 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
     _mm_prefetch((const char *)(p + (size_t)R * ws), _MM_HINT_T0);
 }
 
+/* How the packed decode kernels (Q8_0, Q4_K, Q6_K panels) ask for their
+ * weight stream ahead of the loads. Burst: every line of a block at once,
+ * AHEAD bytes on, into L1 (prefetcht0), when the block starts; measured on
+ * the Intel Xeon (packed Q8_0 decode 59-75 % -> 82-85 % of the read probe,
+ * session 20). Spread: one non-temporal prefetch beside each line's load,
+ * the same distance on: on AMD Zen 5 the bursts ran out of miss buffers and
+ * stalled at the prefetches (a third of the Q6_K kernel's samples), and
+ * spread + NTA took Q4_K_M decode 1.39x and Q8_0 1.13x there
+ * (docs/benchmarks.md, session 24). Spread on AMD, burst elsewhere;
+ * SPLASH_DECODE_PREFETCH=burst|spread chooses (simd_avx512.c). */
+bool avx512_decode_spread(void);
+
+/* Spread's prefetch of the line at p + ahead; a hint that never faults. */
+AI void avx512_stream_line(const uint8_t *p, size_t ahead)
+{
+    _mm_prefetch((const char *)(p + ahead), _MM_HINT_NTA);
+}
+
 /* An f16 at any address (blocks are read bytewise), as f32. */
 AI float avx512_f16_at(const uint8_t *p)
 {

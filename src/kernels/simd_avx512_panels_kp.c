@@ -52,10 +52,26 @@ AI __m512i kp_bcast(const uint8_t *p)
     return _mm512_set1_epi32(v);
 }
 
-AI void kp_prefetch(const uint8_t *blk, size_t bytes)
+/* A block's prefetch (avx512_decode_spread): burst, every line of it at
+ * its start; spread, the lines past the quants [from, bytes) one at a
+ * time beside the first quant loads (kp_spread_step), the quants' own
+ * lines beside their loads. */
+AI void kp_prefetch(bool spread, const uint8_t *blk, size_t bytes)
 {
-    for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)(blk + KP_AHEAD + o), _MM_HINT_T0);
+    if (!spread)
+        for (size_t o = 0; o < bytes; o += 64)
+            _mm_prefetch((const char *)(blk + KP_AHEAD + o), _MM_HINT_T0);
+}
+
+/* Spread's prefetches beside quant load i of a block: that line's, and
+ * line i of the block's tail [from, to) while there is one. */
+AI void kp_spread_step(bool spread, const uint8_t *blk, size_t line, size_t from, size_t to, int i)
+{
+    if (spread) {
+        avx512_stream_line(blk + line, KP_AHEAD);
+        if (from + 64 * (size_t)i < to)
+            avx512_stream_line(blk + from + 64 * (size_t)i, KP_AHEAD);
+    }
 }
 
 /* The super-block's float step for C activation rows (qact_d's dx). */
@@ -79,14 +95,14 @@ AI void kp_float_step(int C, const __m512i *a, const __m512i *bm, __m512 d, __m5
  * super-blocks of each in turn read no faster than one stream), the
  * activation's broadcasts serving all R. The integers are exact sums, so
  * their order is free: every shape gives the same bits. */
-AI void kp_q4_k_block(int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q4_k_block(bool spread, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     const __m512i nib = _mm512_set1_epi8(15);
     __m512i a[KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
     for (int s = 0; s < R; s++)
-        kp_prefetch(g[s], Q4_K_PANEL_BLOCK);
+        kp_prefetch(spread, g[s], Q4_K_PANEL_BLOCK);
 #pragma GCC unroll 4
     for (int i = 0; i < R * C; i++)
         a[i] = bm[i] = _mm512_setzero_si512();
@@ -109,6 +125,7 @@ AI void kp_q4_k_block(int R, int C, const uint8_t *const g[], int64_t b, const u
                 }
 #pragma GCC unroll 4
                 for (int s = 0; s < R; s++) {
+                    kp_spread_step(spread, g[s], Q4P_Q + 64 * (8 * t + k), Q4P_SC, Q4_K_PANEL_BLOCK, 8 * t + k);
                     const __m512i v = _mm512_load_si512(g[s] + Q4P_Q + 64 * (8 * t + k));
                     const __m512i lo = _mm512_and_si512(v, nib);
                     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
@@ -148,13 +165,13 @@ AI void kp_q4_k_block(int R, int C, const uint8_t *const g[], int64_t b, const u
 }
 
 /* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
-AI void kp_q6_k_block(int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q6_k_block(bool spread, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int16_t *const bs[], __m512 *acc)
 {
     __m512i a[KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
     for (int s = 0; s < R; s++)
-        kp_prefetch(g[s], Q6_K_PANEL_BLOCK);
+        kp_prefetch(spread, g[s], Q6_K_PANEL_BLOCK);
 #pragma GCC unroll 4
     for (int i = 0; i < R * C; i++)
         a[i] = bm[i] = _mm512_setzero_si512();
@@ -188,6 +205,9 @@ AI void kp_q6_k_block(int R, int C, const uint8_t *const g[], int64_t b, const u
 #pragma GCC unroll 4
                 for (int s = 0; s < R; s++) {
                     __m512i q[4];
+                    kp_spread_step(spread, g[s], Q6P_QH + 64 * (8 * h + k), Q6P_SC, Q6_K_PANEL_BLOCK, 8 * h + k);
+                    kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k), 0, 0, 0);
+                    kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k + 8), 0, 0, 0);
                     q6_k_panel_quants(_mm512_loadu_si512(g[s] + Q6P_QH + 64 * (8 * h + k)),
                                       _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k)),
                                       _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k + 8)), q);
@@ -237,12 +257,12 @@ static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
 /* One group (its 16 rows, lanes past them masked off by m; y their
  * outputs) against C activation rows; aux[c]: kp_q4_k_block's xsp or
  * kp_q6_k_block's bs. */
-typedef void (*kp_tile_fn)(const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],
+typedef void (*kp_tile_fn)(bool spread, const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],
                            const void *const aux[], float *y, size_t ys, __mmask16 m);
 
 #define KP_TILE(name, T, PB, C)                                                                                        \
-    static void kp_##name##_##C(const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],       \
-                                const void *const aux[], float *y, size_t ys, __mmask16 m)                             \
+    static void kp_##name##_##C(bool spread, const uint8_t *g, int64_t nb, const uint8_t *const x[],                   \
+                                const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m)    \
     {                                                                                                                  \
         const T *ax[KP_COLS];                                                                                          \
         __m512 acc[KP_COLS];                                                                                           \
@@ -252,7 +272,7 @@ typedef void (*kp_tile_fn)(const uint8_t *g, int64_t nb, const uint8_t *const x[
         }                                                                                                              \
         for (int64_t b = 0; b < nb; b++) {                                                                             \
             const uint8_t *const gb[1] = {g + (size_t)b * (PB)};                                                       \
-            kp_##name##_block(1, C, gb, b, x, dx, ax, acc);                                                            \
+            kp_##name##_block(spread, 1, C, gb, b, x, dx, ax, acc);                                                    \
         }                                                                                                              \
         for (int c = 0; c < C; c++)                                                                                    \
             _mm512_mask_storeu_ps(y + (size_t)c * ys, m, acc[c]);                                                      \
@@ -268,10 +288,12 @@ KP_TILES(q4_k, int32_t, Q4_K_PANEL_BLOCK)
 KP_TILES(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
 /* What the multi-range kernels take from the activation row besides its
- * quants: its steps, and kp_q4_k_block's xsp or kp_q6_k_block's bs. */
+ * quants: its steps, and kp_q4_k_block's xsp or kp_q6_k_block's bs; and
+ * how they prefetch. */
 typedef struct kp_aux {
     const float *dx;
     const void *sums;
+    bool spread;
 } kp_aux_t;
 
 /* avx512_multi_fn of R groups: every super-block of each. */
@@ -290,7 +312,7 @@ typedef struct kp_aux {
         for (int64_t b = 0; b < n / QK_K; b++) {                                                                       \
             for (int s = 0; s < R; s++)                                                                                \
                 gb[s] = g[s] + (size_t)b * (PB);                                                                       \
-            kp_##name##_block(R, 1, gb, b, xs, dxs, sums, acc);                                                        \
+            kp_##name##_block(a->spread, R, 1, gb, b, xs, dxs, sums, acc);                                             \
         }                                                                                                              \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s]);                                                                 \
@@ -312,6 +334,7 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
 {
     const bool q4 = type == TYPE_Q4_K;
     const int64_t nb = n / QK_K;
+    const bool spread = avx512_decode_spread();
     const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
     const kp_tile_fn *tiles = q4 ? kp_q4_k_tiles : kp_q6_k_tiles;
     _Alignas(64) int32_t sums[KP_DEC_ROWS][4 * KP_MAX_BLOCKS];
@@ -328,7 +351,7 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
     for (int64_t r0 = 0; r0 < n_w; r0 += KQ_PANEL_ROWS) {
         const uint8_t *g = (const uint8_t *)packed + (size_t)((row0 + r0) / KQ_PANEL_ROWS) * gb;
         int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
-        tiles[n_x](g, nb, x, dx, aux, y + r0, ys, (__mmask16)((1u << nr) - 1));
+        tiles[n_x](spread, g, nb, x, dx, aux, y + r0, ys, (__mmask16)((1u << nr) - 1));
     }
 }
 
@@ -366,7 +389,7 @@ static void kp_ranges_drive(uint32_t type, const void *packed, int n_ranges, con
     }
     _Alignas(64) int32_t sums[4 * KP_MAX_BLOCKS];
     const uint8_t *x = xq;
-    kp_aux_t aux = {qact_d(x, n), qact_bsums(x, n)};
+    kp_aux_t aux = {qact_d(x, n), qact_bsums(x, n), avx512_decode_spread()};
     if (q4) {
         kp_q4_k_sums(x, n, sums);
         aux.sums = sums;

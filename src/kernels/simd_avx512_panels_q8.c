@@ -96,7 +96,9 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
  * to P16_AHEAD_COLS activation rows (decode, a few concurrent rows), whose
  * cost is the weights' stream: packed Q8_0 decode went from 59-75 % to
  * 82-85 % of splash perf's read probe with it (docs/benchmarks.md, session
- * 20). A prefetch past the panel is a hint: it never faults. */
+ * 20), as a burst per block, or spread beside the loads
+ * (avx512_decode_spread). A prefetch past the panel is a hint: it never
+ * faults. */
 #define P16_AHEAD 4096
 #define P16_AHEAD_COLS 2
 
@@ -104,11 +106,12 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
  * of a tile, or up to TYPE_DECODE_RANGES far apart in decode) against C
  * activation rows, into the accumulators (lane i: row i of panel g), line
  * k of every panel in turn. */
-AI void q8_0_panel_blocks(int RG, int C, const uint8_t *const panel[], int nb, int64_t b0, const uint8_t *x, size_t xs,
-                          int64_t n, __m512 acc[][P16_COLS])
+AI void q8_0_panel_blocks(bool spread, int RG, int C, const uint8_t *const panel[], int nb, int64_t b0,
+                          const uint8_t *x, size_t xs, int64_t n, __m512 acc[][P16_COLS])
 {
+    const bool ahead = C <= P16_AHEAD_COLS;
     for (int b = 0; b < nb; b++) {
-        if (C <= P16_AHEAD_COLS)
+        if (ahead && !spread)
 #pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
 #pragma GCC unroll 9
@@ -126,8 +129,15 @@ AI void q8_0_panel_blocks(int RG, int C, const uint8_t *const panel[], int nb, i
         for (int k = 0; k < 8; k++) {
             __m512i wv[TYPE_DECODE_RANGES];
 #pragma GCC unroll 4
-            for (int g = 0; g < RG; g++)
-                wv[g] = _mm512_loadu_si512(panel[g] + (size_t)b * P16_BLOCK + 64 + 64 * k);
+            for (int g = 0; g < RG; g++) {
+                const uint8_t *blk = panel[g] + (size_t)b * P16_BLOCK;
+                if (ahead && spread) { /* the block's lines: its scales' beside its first quants */
+                    avx512_stream_line(blk + 64 + 64 * k, P16_AHEAD);
+                    if (k == 0)
+                        avx512_stream_line(blk, P16_AHEAD);
+                }
+                wv[g] = _mm512_loadu_si512(blk + 64 + 64 * k);
+            }
 #pragma GCC unroll 6
             for (int c = 0; c < C; c++) {
                 int32_t q4;
@@ -159,7 +169,7 @@ AI void q8_0_panel_tile(int RG, int C, const uint8_t *const panel[2], int nr, in
     __m512 acc[2][P16_COLS];
     __mmask16 m[2];
     avx512_panel_acc_load(RG, C, nr, b0, y, ys, acc, m);
-    q8_0_panel_blocks(RG, C, panel, nb, b0, x, xs, n, acc);
+    q8_0_panel_blocks(avx512_decode_spread(), RG, C, panel, nb, b0, x, xs, n, acc);
     avx512_panel_acc_store(RG, C, m, acc, y, ys);
 }
 
@@ -330,7 +340,7 @@ static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t 
         __m512 acc[R][P16_COLS];                                                                                       \
         for (int s = 0; s < R; s++)                                                                                    \
             acc[s][0] = _mm512_setzero_ps();                                                                           \
-        q8_0_panel_blocks(R, 1, g, (int)(n / 32), 0, x, 0, n, acc);                                                    \
+        q8_0_panel_blocks(avx512_decode_spread(), R, 1, g, (int)(n / 32), 0, x, 0, n, acc);                            \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s][0]);                                                              \
     }
