@@ -2,8 +2,9 @@
  * (kernels/prepack.h; compiled with the AVX-512 flags like simd_avx512.c,
  * which registers them when the CPU has VNNI).
  *
- * Decode and a few concurrent rows (up to KP_DEC_ROWS activation rows) run
- * here, a group of 16 weight rows at a time, each row in its own dword lane
+ * Decode and batches up to KP_DEC_ROWS activation rows (concurrent
+ * decodes, verification rows, short prompts) run here, a group of 16
+ * weight rows at a time, each row in its own dword lane
  * (as the Q8_0 panels do), so nothing is reduced across lanes and the 12
  * bytes of 6-bit scales need no unpacking: the raw-row decode
  * (simd_avx512_panels_k.c) spends most of its time there and computes
@@ -39,8 +40,13 @@
 #include "kernels/qact.h"
 #include "kernels/simd_avx512_common.h"
 
-#define KP_COLS 4         /* activation rows per call of a tile; groups x rows of a block call */
-#define KP_DEC_ROWS 4     /* batches up to this many rows run here; more: the panels */
+#define KP_COLS 4 /* activation rows per call of a tile; groups x rows of a block call */
+/* Batches up to KP_DEC_ROWS rows run here, KP_COLS at a time; more: the
+ * panels. Against the panels on Zen 5 (qwen3-0.6b Q4_K_M, 2 threads): 8
+ * rows 1.47x, 12 1.37x, 16 1.22x, 24 1.14x, 32 1.09x, 64 about even
+ * (docs/benchmarks.md, session 24). */
+#define KP_DEC_ROWS 32
+#define KP_DEC_MAX 32     /* the most SPLASH_KP_DEC_ROWS may ask for */
 #define KP_AHEAD 4096     /* bytes of the group's stream asked for ahead of the loads */
 #define KP_MAX_BLOCKS 128 /* super-blocks per row the Q4_K sub-block sums take on the stack */
 _Static_assert(TYPE_DECODE_RANGES <= KP_COLS, "a block call takes up to KP_COLS groups x rows");
@@ -327,8 +333,16 @@ typedef struct kp_aux {
 KP_MULTIS(q4_k, int32_t, Q4_K_PANEL_BLOCK)
 KP_MULTIS(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
+/* KP_DEC_ROWS, or SPLASH_KP_DEC_ROWS (1..KP_DEC_MAX) for measuring. */
+static int kp_dec_rows(void)
+{
+    static atomic_int cache;
+    return avx512_rows_knob(&cache, "SPLASH_KP_DEC_ROWS", KP_DEC_ROWS, KP_DEC_MAX);
+}
+
 /* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
- * group at a time, against n_x <= KP_DEC_ROWS activation rows. */
+ * group at a time, against n_x <= KP_DEC_MAX activation rows, KP_COLS at a
+ * time (a group's few KB stay in cache for the next KP_COLS). */
 static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                      int64_t n_x, float *y, size_t ys, int64_t n)
 {
@@ -337,10 +351,10 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
     const bool spread = avx512_decode_spread();
     const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
     const kp_tile_fn *tiles = q4 ? kp_q4_k_tiles : kp_q6_k_tiles;
-    _Alignas(64) int32_t sums[KP_DEC_ROWS][4 * KP_MAX_BLOCKS];
-    const uint8_t *x[KP_DEC_ROWS];
-    const float *dx[KP_DEC_ROWS];
-    const void *aux[KP_DEC_ROWS];
+    _Alignas(64) int32_t sums[KP_DEC_MAX][4 * KP_MAX_BLOCKS];
+    const uint8_t *x[KP_DEC_MAX];
+    const float *dx[KP_DEC_MAX];
+    const void *aux[KP_DEC_MAX];
     for (int64_t c = 0; c < n_x; c++) {
         x[c] = (const uint8_t *)xq + (size_t)c * xs;
         dx[c] = qact_d(x[c], n);
@@ -351,14 +365,17 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
     for (int64_t r0 = 0; r0 < n_w; r0 += KQ_PANEL_ROWS) {
         const uint8_t *g = (const uint8_t *)packed + (size_t)((row0 + r0) / KQ_PANEL_ROWS) * gb;
         int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
-        tiles[n_x](spread, g, nb, x, dx, aux, y + r0, ys, (__mmask16)((1u << nr) - 1));
+        for (int64_t c = 0; c < n_x; c += KP_COLS) {
+            int nc = n_x - c < KP_COLS ? (int)(n_x - c) : KP_COLS;
+            tiles[nc](spread, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
+        }
     }
 }
 
 void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    if (n_x <= KP_DEC_ROWS && n / QK_K <= KP_MAX_BLOCKS)
+    if (n_x <= kp_dec_rows() && n / QK_K <= KP_MAX_BLOCKS)
         kp_drive(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
     else
         avx512_kq_packed_drive(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
@@ -367,7 +384,7 @@ void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
 void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    if (n_x <= KP_DEC_ROWS)
+    if (n_x <= kp_dec_rows())
         kp_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
     else
         avx512_kq_packed_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
