@@ -2,7 +2,12 @@
 # Replicas behind HAProxy (deploy/), measured with splash bench's sessions
 # workload through the balancer (URL arms, the same servers throughout):
 #   affinity  A = 2 replicas behind round-robin, B = 2 replicas behind the
-#             session-key affinity config (each cluster: one core per replica)
+#             session-key affinity config (each cluster: one core per replica);
+#             --baseline random makes A scatter each turn by a hash of its
+#             x-request-id instead (cluster.sh --balance random): no affinity
+#             either, but each turn lands alike in every slot, where
+#             round-robin's landing follows the chance order of concurrent
+#             arrivals, which alone moved its slots by 9-22 %
 #   split     A = 1 replica with every core's threads, B = 2 replicas with a
 #             core each, both behind the affinity config (what splitting costs)
 # Each arm is its own cluster.sh cluster (own replicas, own HAProxy); only the
@@ -13,26 +18,28 @@
 # last of a flag wins: e.g. '--max-memory 80M --max-context 1024' bounds each
 # replica's KV pool below the conversations' working set, as many users do).
 #   bench/affinity.sh affinity|split [--model FILE] [--rounds 3] [--replicas 2] [--replica-args 'ARGS']
-#                     [--dir WORKDIR] [-- BENCH ARGS]
+#                     [--baseline roundrobin|random] [--dir WORKDIR] [-- BENCH ARGS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:?usage: bench/affinity.sh affinity|split [--model FILE] [--rounds N] [--dir WORKDIR] [-- BENCH ARGS]}
 shift
-model=build/models/default.gguf rounds=3 replicas=2 rargs="" dir=$(mktemp -d /tmp/splash-affinity.XXXXXX)
+model=build/models/default.gguf rounds=3 replicas=2 rargs="" baseline=roundrobin dir=$(mktemp -d /tmp/splash-affinity.XXXXXX)
 while [ $# -gt 0 ]; do
     case "$1" in
         --model) model=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --replicas) replicas=$2; shift 2 ;;
         --replica-args) rargs=$2; shift 2 ;;
+        --baseline) baseline=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --) shift; break ;;
         *) echo "bench/affinity.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
+[[ $baseline == roundrobin || $baseline == random ]] || { echo "bench/affinity.sh: --baseline roundrobin or random" >&2; exit 2; }
 export SPLASH=${SPLASH:-$PWD/build/splash}
 case $which in
-    affinity) a=("$replicas" --balance roundrobin) b=("$replicas" --balance affinity) ;;
+    affinity) a=("$replicas" --balance "$baseline") b=("$replicas" --balance affinity) ;;
     split) a=(1 --balance affinity) b=(2 --balance affinity) ;;
     *) echo "bench/affinity.sh: affinity or split, not '$which'" >&2; exit 2 ;;
 esac

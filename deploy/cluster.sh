@@ -12,8 +12,12 @@
 #   --model FILE         GGUF model (default: splash's built-in model)
 #   --port P             HAProxy's port (default 8000); replicas take free ports
 #   --balance MODE       affinity (default: session-key hashing, least
-#                        connections without a key) or roundrobin (the
-#                        baseline the benchmark compares against)
+#                        connections without a key), roundrobin (the
+#                        baseline the benchmark compares against) or random
+#                        (each request by a hash of its x-request-id, round-
+#                        robin without one: conversations scatter as under
+#                        round-robin, but a request lands alike whatever
+#                        else is in flight, so splash bench can judge it)
 #   --drain-timeout S    passed to each replica (default 30)
 #   -- ARGS...           further `splash serve` options for every replica
 # Environment: SPLASH (the binary; default `splash` on PATH, else this
@@ -125,8 +129,11 @@ write_haproxy_cfg() {
     for ((i = 1; i <= n; i++)); do servers+="r$i:$(cat "$dir/r$i.port") "; done
     awk -v port="$port" -v servers="$servers" -v balance="$balance" '
         /^[[:space:]]*bind 127\.0\.0\.1:8000$/ { sub(/8000/, port) }
-        balance == "roundrobin" && /^[[:space:]]*use_backend affinity/ { next }
+        balance != "affinity" && /^[[:space:]]*use_backend affinity/ { next }
         balance == "roundrobin" && /^[[:space:]]*balance leastconn/ { sub(/leastconn/, "roundrobin") }
+        balance == "random" && /^[[:space:]]*balance leastconn/ {
+            sub(/leastconn/, "hdr(x-request-id)"); print; sub(/balance.*/, "hash-type map-based sdbm avalanche")
+        }
         /^[[:space:]]*server r2 / { next }
         /^[[:space:]]*server r1 / {
             n = split(servers, s, " ")
@@ -151,14 +158,14 @@ cmd_up() {
         case $1 in
             --model) model=${2:?--model needs a file}; shift 2 ;;
             --port) port=${2:?--port needs a number}; shift 2 ;;
-            --balance) balance=${2:?--balance needs affinity or roundrobin}; shift 2 ;;
+            --balance) balance=${2:?--balance needs affinity, roundrobin or random}; shift 2 ;;
             --drain-timeout) drain=${2:?--drain-timeout needs seconds}; shift 2 ;;
             --) shift; break ;;
             *) die "unknown option '$1' (see the head of $0)" ;;
         esac
     done
     [[ $port =~ ^[0-9]+$ ]] && ((port >= 1 && port <= 65535)) || die "--port: '$port' is not a port"
-    [[ $balance == affinity || $balance == roundrobin ]] || die "--balance must be affinity or roundrobin"
+    [[ $balance =~ ^(affinity|roundrobin|random)$ ]] || die "--balance must be affinity, roundrobin or random"
     [[ $drain =~ ^[0-9]+$ ]] || die "--drain-timeout: '$drain' is not a number of seconds"
     mkdir -p "$dir"
     ls "$dir"/*.pid >/dev/null 2>&1 && die "a cluster is already up in $dir (cluster.sh down first)"
@@ -230,5 +237,5 @@ case ${1:-} in
     up) shift; cmd_up "$@" ;;
     down) cmd_down ;;
     status) cmd_status ;;
-    *) die "usage: cluster.sh up N [--model FILE] [--port P] [--balance affinity|roundrobin] | status | down" ;;
+    *) die "usage: cluster.sh up N [--model FILE] [--port P] [--balance affinity|roundrobin|random] | status | down" ;;
 esac

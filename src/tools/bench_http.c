@@ -79,6 +79,11 @@ static struct curl_slist *headers(const bench_http_t *h, bool has_body)
         snprintf(sid, sizeof sid, "x-session-id: %s", h->session_id);
         l = curl_slist_append(l, sid);
     }
+    if (h->request_id[0]) {
+        char rid[144];
+        snprintf(rid, sizeof rid, "x-request-id: %s", h->request_id);
+        l = curl_slist_append(l, rid);
+    }
     return l;
 }
 

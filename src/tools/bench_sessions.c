@@ -13,7 +13,11 @@
  * balancer then routes conversation i alike in A1, B2, B3 and A4, so the
  * slots differ only by what the arms do with it (with --session-key salt
  * it sends none, and the fresh salt, drawn anew per slot, is the key).
- * Reuse is expected, not
+ * With the id, each turn also carries an x-request-id, the id and the
+ * turn, the same in every slot too: a balancer that scatters requests by
+ * it (cluster.sh --balance random) lands each turn alike in every slot,
+ * a baseline that ignores conversations without round-robin's dependence
+ * on the chance order of concurrent arrivals. Reuse is expected, not
  * required: behind a round-robin balancer a turn may land where nothing of
  * its conversation is cached. What is measured is what routing decides:
  * the prompt tokens each turn had to prefill (those not served from the
@@ -53,6 +57,15 @@ static req_spec_t turn_spec(const bench_config_t *c, const session_t *ss, int t)
     return q;
 }
 
+/* Turn t's x-request-id: "" without a session id. */
+static void session_request_id(const session_t *ss, int t, char *out, size_t cap)
+{
+    if (ss->session_id[0])
+        snprintf(out, cap, "%s-turn-%d", ss->session_id, t + 1);
+    else if (cap)
+        out[0] = 0;
+}
+
 static void *session_main(void *arg)
 {
     session_t *ss = arg;
@@ -67,6 +80,7 @@ static void *session_main(void *arg)
     snprintf(h.session_id, sizeof h.session_id, "%s", ss->session_id);
     for (int t = 0; t < c->sessions_turns; t++) {
         req_spec_t q = turn_spec(c, ss, t);
+        session_request_id(ss, t, h.request_id, sizeof h.request_id);
         if (bench_stream_request(&h, ss->s->arm, &q, &ss->st[t], NULL, &e))
             snprintf(ss->err[t], sizeof ss->err[t], "%s", e.msg);
     }
@@ -127,6 +141,9 @@ static void account(slot_t *s, session_t *ss, int t, sessions_sum_t *sum)
     json_object_set_new(rq, "turn", json_integer(t + 1));
     json_object_set_new(rq, "replica", json_string(st->replica));
     json_object_set_new(rq, "session_id", ss->session_id[0] ? json_string(ss->session_id) : json_null());
+    char rid[112];
+    session_request_id(ss, t, rid, sizeof rid);
+    json_object_set_new(rq, "request_id", rid[0] ? json_string(rid) : json_null());
     sum->requests++;
     if (!is_valid)
         return;

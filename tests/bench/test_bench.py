@@ -343,6 +343,8 @@ def part_sessions(a):
             assert q["cached_tokens"] == want[q["turn"] - 1], (q, want)
             by_session.setdefault(q["session"], set()).add(q["cache_salt"])
             ids.setdefault(q["session"], set()).add(q["session_id"])
+            # a turn's x-request-id: its conversation's id and the turn, alike in every slot
+            assert q["request_id"] == f'{q["session_id"]}-turn-{q["turn"]}', q
             salts.add(q["cache_salt"])
         assert sorted(by_session) == [0, 1, 2] and all(len(v) == 1 for v in by_session.values()), by_session
         assert len(set().union(*by_session.values())) == 3, "one salt per conversation"
@@ -368,7 +370,8 @@ def part_sessions(a):
             assert s["metrics"]["session_prefill"] == sum(lens) / 3, s["metrics"]
     assert rep["statistics"]["session_prefill"]["combined"]["verdict"] == "regression", rep["statistics"]["session_prefill"]
     assert rep["config"]["sessions"]["session_key"] == "salt"
-    assert all(q["session_id"] is None for s in rep["slots"] for q in s["requests"]), "--session-key salt sent an id"
+    assert all(q["session_id"] is None and q["request_id"] is None for s in rep["slots"] for q in s["requests"]), \
+        "--session-key salt sent an id"
     for bad, why in ((["--sessions", "0"], "out of range"), (["--session-turns", "65"], "out of range"),
                      (["--session-first-tokens", "0"], "out of range"), (["--session-key", "user"], "is not id or salt"),
                      (["--workload", "sessions", "--session-first-tokens", "999999", "--session-turns", "64"],

@@ -4,7 +4,8 @@
 // one replica (x-splash-replica) while different keys use both; SIGTERM to a
 // replica loses none of its in-flight requests (streamed or whole) and new
 // requests with its keys go to the other; `down` leaves no process behind.
-// The round-robin variant (the benchmark's baseline) ignores the key.
+// The round-robin variant (the benchmark's baseline) ignores the key; the
+// random variant routes by x-request-id, alike in every slot of a bench run.
 // Replicas run with --test-step-delay-us so requests are still running when
 // the drain starts; nothing here depends on timings.
 //   node cluster.test.mjs --splash BIN --model GGUF --deps DIR
@@ -209,6 +210,46 @@ test("cluster.sh up 2 --balance roundrobin: the key does not pin a replica", asy
         for (let i = 0; i < 4; i++)
             seen.add(await replicaFor(port, "/v1/completions", { prompt: "x", max_tokens: 1 }, { "x-session-id": "one-session" }));
         assert.equal(seen.size, 2);
+    } finally {
+        const pids = pidFiles().map((f) => Number(readFileSync(path.join(DIR, f), "utf8")));
+        assert.equal(cluster("down").status, 0);
+        for (const pid of pids) assert.ok(!isAlive(pid), `pid ${pid} still running after down`);
+    }
+});
+
+test("cluster.sh up 2 --balance random: x-request-id decides, alike in every slot of a bench run", async () => {
+    const port = await freePort();
+    await up(port, "--balance", "random");
+    try {
+        // one session key, eight request ids (fixed: the hash is deterministic):
+        // both replicas; the same id twice: the same replica
+        const byId = new Map();
+        for (let i = 1; i <= 8; i++) {
+            const h = { "x-session-id": "one-session", "x-request-id": `one-session-turn-${i}` };
+            const r = await replicaFor(port, "/v1/completions", { prompt: "x", max_tokens: 1 }, h);
+            assert.equal(await replicaFor(port, "/v1/completions", { prompt: "y", max_tokens: 1 }, h), r);
+            byId.set(i, r);
+        }
+        assert.equal(new Set(byId.values()).size, 2, `eight request ids all went to ${[...byId.values()]}`);
+        // splash bench's sessions workload: each turn's x-request-id is the
+        // same in every slot, so each turn meets one replica throughout
+        const work = path.join(opts.deps, "bench-sessions-random");
+        rmSync(work, { recursive: true, force: true });
+        const url = `http://127.0.0.1:${port}`;
+        const b = spawnSync(opts.splash, ["bench", "--baseline-url", url, "--candidate-url", url, "--workload", "sessions",
+            "--sessions", "4", "--session-turns", "3", "--session-first-tokens", "8", "--session-turn-tokens", "8",
+            "--session-max-tokens", "1", "--rounds", "1", "--warmup", "0", "--quiet", "--work-dir", work], { encoding: "utf8" });
+        assert.ok([0, 10, 11, 12].includes(b.status), b.stdout + b.stderr);
+        const rep = JSON.parse(readFileSync(path.join(work, "report.json"), "utf8"));
+        const where = new Map();
+        for (const s of rep.slots)
+            for (const q of s.requests) {
+                assert.equal(q.request_id, `${q.session_id}-turn-${q.turn}`);
+                if (!where.has(q.request_id)) where.set(q.request_id, new Set());
+                where.get(q.request_id).add(q.replica);
+            }
+        assert.equal(where.size, 12, [...where.keys()].join(" "));
+        for (const [id, replicas] of where) assert.equal(replicas.size, 1, `${id} met ${[...replicas]} across the slots`);
     } finally {
         const pids = pidFiles().map((f) => Number(readFileSync(path.join(DIR, f), "utf8")));
         assert.equal(cluster("down").status, 0);
