@@ -71,6 +71,20 @@ async function replicaFor(port, urlPath, body, headers = {}) {
     return r.headers["x-splash-replica"];
 }
 
+// splash bench's sessions workload through the balancer on port (one round,
+// both arms the same URL, tiny turns): its report.
+function benchSessions(port, name, sessions, turns) {
+    const work = path.join(opts.deps, name);
+    rmSync(work, { recursive: true, force: true });
+    const url = `http://127.0.0.1:${port}`;
+    const b = spawnSync(opts.splash, ["bench", "--baseline-url", url, "--candidate-url", url, "--workload", "sessions",
+        "--sessions", String(sessions), "--session-turns", String(turns), "--session-first-tokens", "8",
+        "--session-turn-tokens", "8", "--session-max-tokens", "1", "--rounds", "1", "--warmup", "0", "--quiet",
+        "--work-dir", work], { encoding: "utf8" });
+    assert.ok([0, 10, 11, 12].includes(b.status), b.stdout + b.stderr);
+    return JSON.parse(readFileSync(path.join(work, "report.json"), "utf8"));
+}
+
 // A streamed completion through the balancer: {started, done}; started once
 // its first chunk arrived, done with {status, replica, events}.
 function stream(port, key, i) {
@@ -132,14 +146,7 @@ test("cluster.sh up 2: healthy, affinity by session key, drain without loss, dow
         // splash bench's sessions workload through the balancer: its
         // x-session-id names a conversation alike in every slot, so each
         // conversation meets one replica throughout the run
-        const work = path.join(opts.deps, "bench-sessions");
-        rmSync(work, { recursive: true, force: true });
-        const url = `http://127.0.0.1:${port}`;
-        const b = spawnSync(opts.splash, ["bench", "--baseline-url", url, "--candidate-url", url, "--workload", "sessions",
-            "--sessions", "6", "--session-turns", "2", "--session-first-tokens", "8", "--session-turn-tokens", "8",
-            "--session-max-tokens", "1", "--rounds", "1", "--warmup", "0", "--quiet", "--work-dir", work], { encoding: "utf8" });
-        assert.ok([0, 10, 11, 12].includes(b.status), b.stdout + b.stderr);
-        const rep = JSON.parse(readFileSync(path.join(work, "report.json"), "utf8"));
+        const rep = benchSessions(port, "bench-sessions", 6, 2);
         assert.equal(rep.config.sessions.session_key, "id");
         const where = new Map();
         for (const s of rep.slots)
@@ -233,14 +240,7 @@ test("cluster.sh up 2 --balance random: x-request-id decides, alike in every slo
         assert.equal(new Set(byId.values()).size, 2, `eight request ids all went to ${[...byId.values()]}`);
         // splash bench's sessions workload: each turn's x-request-id is the
         // same in every slot, so each turn meets one replica throughout
-        const work = path.join(opts.deps, "bench-sessions-random");
-        rmSync(work, { recursive: true, force: true });
-        const url = `http://127.0.0.1:${port}`;
-        const b = spawnSync(opts.splash, ["bench", "--baseline-url", url, "--candidate-url", url, "--workload", "sessions",
-            "--sessions", "4", "--session-turns", "3", "--session-first-tokens", "8", "--session-turn-tokens", "8",
-            "--session-max-tokens", "1", "--rounds", "1", "--warmup", "0", "--quiet", "--work-dir", work], { encoding: "utf8" });
-        assert.ok([0, 10, 11, 12].includes(b.status), b.stdout + b.stderr);
-        const rep = JSON.parse(readFileSync(path.join(work, "report.json"), "utf8"));
+        const rep = benchSessions(port, "bench-sessions-random", 4, 3);
         const where = new Map();
         for (const s of rep.slots)
             for (const q of s.requests) {
