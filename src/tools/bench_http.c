@@ -80,7 +80,7 @@ static struct curl_slist *headers(const bench_http_t *h, bool has_body)
         l = curl_slist_append(l, sid);
     }
     if (h->request_id[0]) {
-        char rid[144];
+        char rid[160];
         snprintf(rid, sizeof rid, "x-request-id: %s", h->request_id);
         l = curl_slist_append(l, rid);
     }

@@ -24,7 +24,7 @@ typedef struct bench_http {
     char session_id[96];
     /* sent as x-request-id when not empty: names one request, the key of
      * cluster.sh's per-request (random) balance mode */
-    char request_id[112];
+    char request_id[128];
 } bench_http_t;
 
 int bench_http_init(bench_http_t *h, const char *base_url, const char *api_key, long timeout_s, err_t *err);

@@ -141,7 +141,7 @@ static void account(slot_t *s, session_t *ss, int t, sessions_sum_t *sum)
     json_object_set_new(rq, "turn", json_integer(t + 1));
     json_object_set_new(rq, "replica", json_string(st->replica));
     json_object_set_new(rq, "session_id", ss->session_id[0] ? json_string(ss->session_id) : json_null());
-    char rid[112];
+    char rid[128];
     session_request_id(ss, t, rid, sizeof rid);
     json_object_set_new(rq, "request_id", rid[0] ? json_string(rid) : json_null());
     sum->requests++;
