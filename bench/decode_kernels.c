@@ -1,5 +1,5 @@
-/* Decode's matrix kernels on one thread, one activation row, as matmul
- * hands them out (128 weight rows a call): per weight type, the rate (GB/s
+/* Decode's matrix kernels on one thread, one activation row (or a few:
+ * concurrent decodes), as matmul hands them out (128 weight rows a call): per weight type, the rate (GB/s
  * of weights) with the weights in L2 (1024 rows, read 200 times: what the
  * arithmetic allows) and from memory (a matrix far larger than the caches,
  * on huge pages as the loader maps them), beside a read of the same memory
@@ -26,6 +26,7 @@
 #define L2_ROWS 1024
 #define L2_PASSES 200
 #define MAX_REPS 31
+#define MAX_X 32 /* activation rows: concurrent decodes, verification rows */
 
 static double now_s(void)
 {
@@ -101,20 +102,22 @@ static int dmat_make(dmat_t *m, uint32_t type, int64_t rows)
 }
 
 /* One pass over the matrix: seconds. */
-static double dmat_pass(const dmat_t *m, const float *x, uint8_t *xq, float *y)
+static double dmat_pass(const dmat_t *m, int n_x, const float *x, uint8_t *xq, size_t xqs, float *y)
 {
     const type_kernels_t *k = m->k;
     double t0 = now_s();
     bool q = k->dot_q && k->q_min_rows <= 1;
     if (q)
-        k->quantize_act(x, xq, N_IN);
+        for (int c = 0; c < n_x; c++)
+            k->quantize_act(x + (size_t)c * N_IN, xq + (size_t)c * xqs, N_IN);
+    size_t ys = (size_t)m->rows;
     for (int64_t o = 0; o < m->rows; o += CALL_ROWS) {
         if (q && m->packed)
-            k->dot_q_tile_packed(m->data, o, CALL_ROWS, xq, 0, 1, y + o, 0, N_IN);
+            k->dot_q_tile_packed(m->data, o, CALL_ROWS, xq, xqs, n_x, y + o, ys, N_IN);
         else if (q)
-            k->dot_q_tile(m->data + (size_t)o * m->row_bytes, m->row_bytes, CALL_ROWS, xq, 0, 1, y + o, 0, N_IN);
+            k->dot_q_tile(m->data + (size_t)o * m->row_bytes, m->row_bytes, CALL_ROWS, xq, xqs, n_x, y + o, ys, N_IN);
         else
-            k->dot_tile(m->data + (size_t)o * m->row_bytes, m->row_bytes, CALL_ROWS, x, 0, 1, y + o, 0, N_IN);
+            k->dot_tile(m->data + (size_t)o * m->row_bytes, m->row_bytes, CALL_ROWS, x, N_IN, n_x, y + o, ys, N_IN);
     }
     return now_s() - t0;
 }
@@ -138,17 +141,21 @@ int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 7;
     int64_t big_rows = argc > 2 ? atoll(argv[2]) : 64 * 1024;
-    if (reps < 1 || reps > MAX_REPS || big_rows < CALL_ROWS || big_rows % CALL_ROWS) {
-        fprintf(stderr, "usage: decode_kernels [REPS 1..%d] [ROWS, a multiple of %d]\n", MAX_REPS, CALL_ROWS);
+    int n_x = argc > 3 ? atoi(argv[3]) : 1;
+    if (reps < 1 || reps > MAX_REPS || big_rows < CALL_ROWS || big_rows % CALL_ROWS || n_x < 1 || n_x > MAX_X) {
+        fprintf(stderr, "usage: decode_kernels [REPS 1..%d] [ROWS, a multiple of %d] [ACTIVATION ROWS 1..%d]\n",
+                MAX_REPS, CALL_ROWS, MAX_X);
         return 2;
     }
     static const uint32_t types[] = {TYPE_F16, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K};
-    float *x = malloc(N_IN * sizeof *x), *y = malloc((size_t)big_rows * sizeof *y);
-    uint8_t *xq = aligned_alloc(64, (qact_row_bytes_max(N_IN) + 63) / 64 * 64);
+    size_t xqs = (qact_row_bytes_max(N_IN) + 63) / 64 * 64;
+    float *x = malloc((size_t)n_x * N_IN * sizeof *x), *y = malloc((size_t)n_x * (size_t)big_rows * sizeof *y);
+    uint8_t *xq = aligned_alloc(64, (size_t)n_x * xqs);
     if (!x || !y || !xq)
         return 1;
-    for (int i = 0; i < N_IN; i++)
+    for (int i = 0; i < n_x * N_IN; i++)
         x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+    printf("%d activation row%s a call of %d weight rows\n", n_x, n_x > 1 ? "s" : "", CALL_ROWS);
     printf(
         "| type | path | layout | in L2 GB/s | memory GB/s | read 1 stream | read 4 streams | memory / best read |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
@@ -162,9 +169,9 @@ int main(int argc, char **argv)
         for (int r = 0; r < reps; r++) {
             double s = 0;
             for (int p = 0; p < L2_PASSES; p++)
-                s += dmat_pass(&small, x, xq, y);
+                s += dmat_pass(&small, n_x, x, xq, xqs, y);
             l2[r] = small.bytes * (double)L2_PASSES / s / 1e9;
-            mem[r] = big.bytes / dmat_pass(&big, x, xq, y) / 1e9;
+            mem[r] = big.bytes / dmat_pass(&big, n_x, x, xq, xqs, y) / 1e9;
             r1[r] = big.bytes / read_pass(big.data, big.bytes, 1) / 1e9;
             r4[r] = big.bytes / read_pass(big.data, big.bytes, 4) / 1e9;
         }

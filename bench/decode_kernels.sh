@@ -2,7 +2,7 @@
 # Decode's matrix kernels on one thread, per weight type: in L2 (what the
 # arithmetic allows) and from memory, beside one- and four-stream reads of
 # the same memory (bench/decode_kernels.c). Needs a Release build in build/.
-#   bench/decode_kernels.sh [REPS] [ROWS]
+#   bench/decode_kernels.sh [REPS] [ROWS] [ACTIVATION ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake --build build --target splash_core >/dev/null

@@ -98,8 +98,12 @@ static const char bench_usage[] =
     "                           cache_salt, fresh in every slot\n"
     "  --session-max-tokens N   output budget of each turn (default 8); metrics: session_prefill (prompt\n"
     "                           tokens a turn prefilled, not cached), session_ttft (follow-up turns,\n"
-    "                           p50), session_throughput; the cached share, also per replica\n"
-    "                           (x-splash-replica), in the report\n"
+    "                           p50), session_throughput (over the wall time, pauses included); the\n"
+    "                           cached share, also per replica (x-splash-replica), in the report\n"
+    "  --session-stagger-ms MS / --session-think-ms MS  a schedule like users' (the same in every\n"
+    "                           slot): conversation i starts MS x i after the slot, and each later turn\n"
+    "                           is sent think MS after the previous answer ended (default 0 / 0: all\n"
+    "                           at once, back to back: a closed loop whose queues decide TTFT)\n"
     "  --expect-output-change   seeded and strict-json outputs may differ between A and B\n"
     "  --decide LIST            metrics that decide the verdict (default throughput,ttft_short,ttft_long,\n"
     "                           gap_p50, ttft_cached; also gap_p90, gap_p99, gap_max, mask_ns_per_token,\n"
@@ -330,6 +334,8 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         INT_OPT("--session-first-tokens", sessions_first_tokens, 1, BENCH_MAX_PROMPT)
         INT_OPT("--session-turn-tokens", sessions_turn_tokens, 1, BENCH_MAX_PROMPT)
         INT_OPT("--session-max-tokens", sessions_max_tokens, 1, 1000000)
+        INT_OPT("--session-stagger-ms", sessions_stagger_ms, 0, 600000)
+        INT_OPT("--session-think-ms", sessions_think_ms, 0, 600000)
         INT_OPT("--poll-ms", poll_ms, 1, 10000)
         INT_OPT("--trace-capacity", trace_capacity, 1024, 1 << 28)
         INT_OPT("--request-timeout", request_timeout_s, 1, 7 * 86400)

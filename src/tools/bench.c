@@ -489,10 +489,11 @@ static json_t *config_json(const bench_config_t *c)
     if (c->do_sessions) {
         json_array_append_new(json_object_get(cfg, "workloads"), json_string("sessions"));
         json_object_set_new(cfg, "sessions",
-                            json_pack("{s:i,s:i,s:i,s:i,s:i,s:s}", "sessions", c->sessions, "turns", c->sessions_turns,
-                                      "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens,
-                                      "max_tokens", c->sessions_max_tokens, "session_key",
-                                      c->is_session_id_stable ? "id" : "salt"));
+                            json_pack("{s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:i}", "sessions", c->sessions, "turns",
+                                      c->sessions_turns, "first_tokens", c->sessions_first_tokens, "turn_tokens",
+                                      c->sessions_turn_tokens, "max_tokens", c->sessions_max_tokens, "session_key",
+                                      c->is_session_id_stable ? "id" : "salt", "stagger_ms", c->sessions_stagger_ms,
+                                      "think_ms", c->sessions_think_ms));
     }
     json_object_set_new(cfg, "cpus",
                         json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));

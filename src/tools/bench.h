@@ -70,6 +70,11 @@ typedef struct bench_config {
      * long and extends turn t-1's; one cache_salt per conversation; each
      * turn generates sessions_max_tokens */
     int sessions, sessions_turns, sessions_first_tokens, sessions_turn_tokens, sessions_max_tokens;
+    /* sessions' schedule, the same in every slot: conversation i sends its
+     * first turn sessions_stagger_ms x i after the slot starts, and each
+     * later turn sessions_think_ms after the previous answer ended (0 and
+     * 0: all at once, back to back, a closed loop that saturates) */
+    int sessions_stagger_ms, sessions_think_ms;
     /* sessions: each conversation sends an x-session-id that stays the same
      * in every slot of the run (a balancer routes it alike in every slot, so
      * slots compare like with like) instead of routing by its fresh salt */

@@ -4,7 +4,14 @@
  * --session-turns requests one after another; turn t's prompt is turn
  * t-1's plus --session-turn-tokens new tokens (they stand for the previous
  * answer and the next question: the answer itself is not replayed, so the
- * prompts stay exact-length token ids like every other workload's).
+ * prompts stay exact-length token ids like every other workload's). By
+ * default all start at once and send turns back to back: a closed loop that
+ * keeps every replica saturated, so queueing decides TTFT and a replica's
+ * share of the backlog moves its median from slot to slot. A schedule like
+ * users' (--session-stagger-ms, --session-think-ms: conversation i starts
+ * i x stagger after the slot, each later turn follows the previous answer
+ * after a pause; the same in every slot) keeps the replicas below
+ * saturation, where TTFT is mostly the prefill that routing decides.
  *
  * A conversation keeps one fresh cache_salt for all its turns: its prefix
  * is reusable by its own later turns only. Its session key, what
@@ -25,10 +32,12 @@
  * fraction), the TTFT of follow-up turns (median) and useful-token
  * throughput over the workload's wall time; the x-splash-replica header of
  * each answer gives the cached fraction per replica. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "base/stats.h"
@@ -38,6 +47,7 @@
 typedef struct session {
     const slot_t *s;
     int idx;
+    int64_t t0_ns; /* the slot's schedule starts here (--session-stagger-ms) */
     char salt[96];
     char session_id[96];      /* x-session-id, "" for none */
     bench_stream_t *st;       /* (turns) */
@@ -66,6 +76,14 @@ static void session_request_id(const session_t *ss, int t, char *out, size_t cap
         out[0] = 0;
 }
 
+/* Sleeps until the monotonic clock reads t_ns. */
+static void sleep_until(int64_t t_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000), .tv_nsec = (long)(t_ns % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
 static void *session_main(void *arg)
 {
     session_t *ss = arg;
@@ -78,7 +96,10 @@ static void *session_main(void *arg)
         return NULL;
     }
     snprintf(h.session_id, sizeof h.session_id, "%s", ss->session_id);
+    sleep_until(ss->t0_ns + (int64_t)ss->idx * c->sessions_stagger_ms * 1000000);
     for (int t = 0; t < c->sessions_turns; t++) {
+        if (t > 0 && c->sessions_think_ms > 0)
+            sleep_until(clock_now_ns() + (int64_t)c->sessions_think_ms * 1000000);
         req_spec_t q = turn_spec(c, ss, t);
         session_request_id(ss, t, h.request_id, sizeof h.request_id);
         if (bench_stream_request(&h, ss->s->arm, &q, &ss->st[t], NULL, &e))
@@ -196,6 +217,8 @@ void bench_workload_sessions(slot_t *s)
         json_decref(st);
     }
     int64_t t0 = clock_now_ns();
+    for (int i = 0; i < n; i++)
+        ss[i].t0_ns = t0;
     for (int i = 0; i < n; i++)
         is_started[i] = pthread_create(&th[i], NULL, session_main, &ss[i]) == 0;
     for (int i = 0; i < n; i++)

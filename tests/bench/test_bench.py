@@ -326,7 +326,7 @@ def part_sessions(a):
                                               "--replica-id b"], expect_codes=(0, 10, 11, 12))
     assert rep["validity"]["valid"], reasons(rep)
     assert rep["config"]["sessions"] == {"sessions": 3, "turns": 3, "first_tokens": 40, "turn_tokens": 24,
-                                         "max_tokens": 4, "session_key": "id"}
+                                         "max_tokens": 4, "session_key": "id", "stagger_ms": 0, "think_ms": 0}
     ids = {}  # a conversation's x-session-id is the same in every slot, its salt new in each
     salts = set()
     lens = [40, 64, 88]
@@ -360,10 +360,21 @@ def part_sessions(a):
     assert "sessions: 3 conversations at once" in p.stdout and " a " in p.stdout, p.stdout
     print(f"sessions: valid, {rep['statistics']['session_prefill']['combined']['a']:.1f} tokens prefilled a turn (A), "
           f"each later turn reusing its previous prompt's whole blocks")
-    # reuse is measured, not required: a server that reuses nothing is valid: every turn prefills all its prompt
-    p, rep = bench(a, "sessions-off", SESSIONS + ["--candidate-args", "--test-no-prefix-cache", "--session-key", "salt"],
+    # reuse is measured, not required: a server that reuses nothing is valid: every turn prefills all its prompt;
+    # on a schedule like users': conversation i starts 150 ms x i into the slot, a turn 100 ms after the last answer
+    p, rep = bench(a, "sessions-off", SESSIONS + ["--candidate-args", "--test-no-prefix-cache", "--session-key", "salt",
+                                                  "--session-stagger-ms", "150", "--session-think-ms", "100"],
                    expect_codes=(0, 10, 11, 12))
     assert rep["validity"]["valid"], reasons(rep)
+    assert rep["config"]["sessions"]["stagger_ms"] == 150 and rep["config"]["sessions"]["think_ms"] == 100
+    for s in rep["slots"]:
+        turns = {(q["session"], q["turn"]): q for q in s["requests"] if q["kind"] == "session"}
+        for (i, t), q in turns.items():
+            if t == 1:
+                assert q["submit_ms"] >= 150 * i, (s["slot"], q)
+            else:
+                assert q["submit_ms"] >= turns[(i, t - 1)]["end_ms"] + 100, (s["slot"], q, turns[(i, t - 1)])
+    assert "started 150 ms apart, 100 ms between an answer and the next turn" in p.stdout, p.stdout
     for s in rep["slots"]:
         assert (s["sessions"]["cached_tokens"] == 0) == (s["slot"][0] == "B"), (s["slot"], s["sessions"])
         if s["slot"][0] == "B":
@@ -374,6 +385,7 @@ def part_sessions(a):
         "--session-key salt sent an id"
     for bad, why in ((["--sessions", "0"], "out of range"), (["--session-turns", "65"], "out of range"),
                      (["--session-first-tokens", "0"], "out of range"), (["--session-key", "user"], "is not id or salt"),
+                     (["--session-think-ms", "-1"], "out of range"), (["--session-stagger-ms", "600001"], "out of range"),
                      (["--workload", "sessions", "--session-first-tokens", "999999", "--session-turns", "64"],
                       "exceeds the longest prompt")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
