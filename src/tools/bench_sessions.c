@@ -10,7 +10,7 @@
  * share of the backlog moves its median from slot to slot. A schedule like
  * users' (--session-stagger-ms, --session-think-ms: conversation i starts
  * i x stagger after the slot, each later turn follows the previous answer
- * after a pause; the same in every slot) keeps the replicas below
+ * after a pause of 0.5-1.5 x think; the same in every slot) keeps the replicas below
  * saturation, where TTFT is mostly the prefill that routing decides.
  *
  * A conversation keeps one fresh cache_salt for all its turns: its prefix
@@ -84,6 +84,20 @@ static void sleep_until(int64_t t_ns)
     }
 }
 
+/* The pause before turn t of conversation i: think_ms x (0.5 .. 1.5),
+ * drawn from a hash of (i, t), so the same in every slot. Without the
+ * spread, pauses in lockstep would hand round-robin the same replica for
+ * every turn of a conversation whenever the conversations are even in
+ * number: an affinity by accident. */
+static int64_t think_ns(int think_ms, int i, int t)
+{
+    uint64_t z = ((uint64_t)(unsigned)i << 32 | (unsigned)t) + 0x9e3779b97f4a7c15u; /* splitmix64 */
+    z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ z >> 27) * 0x94d049bb133111ebu;
+    z ^= z >> 31;
+    return (int64_t)think_ms * (500000 + (int64_t)(z % 1000001)); /* ms x (0.5 .. 1.5) in ns */
+}
+
 static void *session_main(void *arg)
 {
     session_t *ss = arg;
@@ -98,8 +112,8 @@ static void *session_main(void *arg)
     snprintf(h.session_id, sizeof h.session_id, "%s", ss->session_id);
     sleep_until(ss->t0_ns + (int64_t)ss->idx * c->sessions_stagger_ms * 1000000);
     for (int t = 0; t < c->sessions_turns; t++) {
-        if (t > 0 && c->sessions_think_ms > 0)
-            sleep_until(clock_now_ns() + (int64_t)c->sessions_think_ms * 1000000);
+        if (t > 0)
+            sleep_until(clock_now_ns() + think_ns(c->sessions_think_ms, ss->idx, t));
         req_spec_t q = turn_spec(c, ss, t);
         session_request_id(ss, t, h.request_id, sizeof h.request_id);
         if (bench_stream_request(&h, ss->s->arm, &q, &ss->st[t], NULL, &e))
