@@ -360,8 +360,8 @@ static const char bench_combine_rule[] =
     "per round (SPEC): a = mean(A1, A4), b = mean(B2, B3), noise = max(|A1 - A4| / a, |B2 - B3| / b), "
     "change = b / a - 1 (positive = candidate better); combined over n rounds: change = median of the round "
     "changes; the 5 % gate applies to round_noise = the median of the rounds' own noise (above 5 %: "
-    "inconclusive); noise = 1.2533 x max(round_noise, 1.486 x 1.4826 x MAD of the round changes) / sqrt(n) "
-    "(n = 2: mean and SD of the two changes), also inconclusive above 5 %; gain when change > max(2 %, 2 x "
+    "inconclusive); noise = 1.2533 x max(round_noise, 1.486 x 1.4826 x MAD of the round changes / (1 + change)) / "
+    "sqrt(n) (n = 2: mean and SD of the two changes), also inconclusive above 5 %; gain when change > max(2 %, 2 x "
     "noise), regression when change < -max(2 %, 2 x noise), else no change. More rounds make a verdict firmer "
     "only through that threshold; one round is decided by its own figures.";
 

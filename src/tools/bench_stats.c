@@ -98,7 +98,9 @@ bench_abba_t bench_abba_combine(const bench_abba_t *rounds, size_t n, bool is_hi
         sd = BENCH_MAD_TO_SD * stats_quantile(w, n, 0.5);
     }
     free(w);
-    double spread = BENCH_NOISE_PER_SD * sd;    /* on the round noise's scale */
+    /* on the round noise's scale, which is relative: the same relative
+     * jitter of a slot moves the change (1 + change) times as far */
+    double spread = BENCH_NOISE_PER_SD * sd / (1 + mid[2]);
     double se = n == 2 ? 1.0 : BENCH_MEDIAN_SE; /* the median of two is their mean */
     double noise = se * fmax(mid[3], spread) / sqrt((double)n);
     bench_abba_t c = decide_change(mid[0], mid[1], mid[2], noise, mid[3]);

@@ -59,12 +59,17 @@ bench_abba_t bench_abba(const double v[4], bool is_higher_better);
  * median of the round changes, a and b are the medians of the rounds' a and
  * b (shown, not used: their ratio need not be the median change), and
  *   noise = 1.2533 x max(median round noise, spread) / sqrt(n),
- *   spread = 1.486 x 1.4826 x MAD of the round changes.
+ *   spread = 1.486 x 1.4826 x MAD of the round changes / (1 + median change).
  * The first term is the disagreement within rounds (A1 against A4, B2
  * against B3). The spread is the rounds' disagreement about the change (the
  * MAD scaled to an SD), which catches a disturbance that hit B2 and B3 alike
  * (adjacent in time) and so shows in a round's change but not in its noise.
- * It is put on the round noise's scale: for normal slot values the median
+ * It is put on the round noise's scale. That noise is relative (a share of
+ * a or b) and so is the 5 % gate, while a jitter of x % in b moves the
+ * change b / a - 1 by (1 + change) x x % points: a threefold TTFT cut whose
+ * slots are as steady as an A/A run's would otherwise read three times as
+ * noisy, hence the division. For the small changes a regression check
+ * looks for, the division changes little (0.9-1.1). For normal slot values the median
  * round noise is 1.486 SD of a round's change, so 2 x noise is as strict
  * for the combination as it is for one round (about 3 SD) rather than 2 SD,
  * which let A/A runs through as gains. 1.2533 = sqrt(pi / 2) is the
