@@ -35,8 +35,8 @@ static void print_sessions(const json_t *rep, FILE *f)
     fprintf(f, "\n  sessions: %lld conversations at once, %lld turns each (%lld tokens, +%lld a turn)",
             jint(cfg, "sessions"), jint(cfg, "turns"), jint(cfg, "first_tokens"), jint(cfg, "turn_tokens"));
     if (jint(cfg, "stagger_ms") > 0 || jint(cfg, "think_ms") > 0)
-        fprintf(f, "; started %lld ms apart, 0.5-1.5 x %lld ms between an answer and the next turn", jint(cfg, "stagger_ms"),
-                jint(cfg, "think_ms"));
+        fprintf(f, "; started %lld ms apart, 0.5-1.5 x %lld ms between an answer and the next turn",
+                jint(cfg, "stagger_ms"), jint(cfg, "think_ms"));
     fputc('\n', f);
     fprintf(f, "  %-5s %8s %14s %10s  %s\n", "slot", "cached", "turn TTFT p50", "tok/s",
             "per replica: cached (requests)");
