@@ -10,8 +10,9 @@
  * share of the backlog moves its median from slot to slot. A schedule like
  * users' (--session-stagger-ms, --session-think-ms: conversation i starts
  * i x stagger after the slot, each later turn follows the previous answer
- * after a pause of 0.5-1.5 x think; the same in every slot) keeps the replicas below
- * saturation, where TTFT is mostly the prefill that routing decides.
+ * after a pause of 0.5-1.5 x think; the same in every slot) keeps the
+ * replicas below saturation, where TTFT is mostly the prefill that routing
+ * decides.
  *
  * A conversation keeps one fresh cache_salt for all its turns: its prefix
  * is reusable by its own later turns only. Its session key, what
