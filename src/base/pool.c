@@ -52,8 +52,10 @@ struct pool {
     worker_t *workers;      /* (n_threads - 1): thread 0 is the caller */
     lane_t *lanes;          /* (n_threads) */
     atomic_uint generation; /* bumped once per job; a futex word */
-    atomic_uint n_done;     /* parts of the current job finished; a futex word */
-    atomic_int n_sleeping;  /* workers asleep on generation */
+    /* parts of the current job finished; a futex word. Its own cache line:
+     * the idle workers spin on the generation's, and the caller on this */
+    alignas(64) atomic_uint n_done;
+    alignas(64) atomic_int n_sleeping; /* workers asleep on generation */
     atomic_int is_caller_asleep;
     atomic_bool is_stopping;
     /* the current job: written before the generation is bumped; read by a
@@ -100,24 +102,29 @@ static long lane_take(lane_t *l, unsigned gen, bool is_back)
     }
 }
 
-/* Runs parts of job gen until none is left to claim. */
+/* Runs parts of job gen until none is left to claim, then counts them
+ * finished, all at once: one atomic add a thread and job, not one a part
+ * (with a part per 32 rows, a step of a few rows hands out thousands, and
+ * each add moved the caller's cache line across cores). */
 static void run_parts(pool_t *p, unsigned gen, int ith)
 {
     pool_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
     void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
     int n_parts = atomic_load_explicit(&p->n_parts, memory_order_relaxed);
     int n_lanes = atomic_load_explicit(&p->n_lanes, memory_order_relaxed);
+    unsigned n_ran = 0;
     for (int v = 0; v < n_lanes; v++) {
         int t = (ith + v) % n_lanes; /* our own lane first, then the others' */
         long part;
         while ((part = lane_take(&p->lanes[t], gen, t != ith)) >= 0) {
             fn(ctx, (int)part, n_parts);
-            /* the last part done wakes a sleeping caller (both sides
-             * sequentially consistent: one sees the other) */
-            if (atomic_fetch_add(&p->n_done, 1) + 1 == (unsigned)n_parts && atomic_load(&p->is_caller_asleep))
-                futex_wake(&p->n_done, 1);
+            n_ran++;
         }
     }
+    /* the last parts counted wake a sleeping caller (both sides
+     * sequentially consistent: one sees the other) */
+    if (n_ran && atomic_fetch_add(&p->n_done, n_ran) + n_ran == (unsigned)n_parts && atomic_load(&p->is_caller_asleep))
+        futex_wake(&p->n_done, 1);
 }
 
 /* Waits for a generation other than seen: spins, then sleeps. */
