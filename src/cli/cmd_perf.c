@@ -48,7 +48,10 @@ static const char perf_usage[] =
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
     "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
-    "--threads value), over the window in which all N decode.\n"
+    "--threads value), over the window in which all N decode. Each rep runs every level, the\n"
+    "order reversed every other rep (1 4 8, 8 4 1, ...); 'vs 1 sequence' is the median over reps\n"
+    "of a rep's run against the same rep's run of one sequence (with its range), so the host's\n"
+    "drift during a long measurement does not enter the ratio.\n"
     "\n"
     "--schema S.json (with --concurrency): every rep also runs the N sequences constrained by\n"
     "that JSON Schema (compiled as response_format json_schema; greedy; ending when the schema's\n"
@@ -314,10 +317,6 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
         fprintf(stderr, "splash perf: %s\n", err.msg);
         return 1;
     }
-    double base = 0;
-    for (int l = 0; l < n_levels; l++)
-        if (res[l].n_seqs == 1)
-            base = res[l].tps;
     const char *path = kernel_path(m);
     if (g) {
         if (json)
@@ -339,22 +338,30 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
                "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
                model_path, SPLASH_VERSION, SPLASH_GIT_REV, path, n_threads, tg, reps);
         for (int l = 0; l < n_levels; l++) {
-            printf("%s{\"seqs\": %d, \"decode_tokens_per_s\": %.3f, \"vs_one\": %.3f, \"runs\": [", l ? ", " : "",
-                   res[l].n_seqs, res[l].tps, base > 0 ? res[l].tps / base : 0);
+            const perf_conc_result_t *o = &res[l];
+            printf("%s{\"seqs\": %d, \"decode_tokens_per_s\": %.3f, \"vs_one\": %.4f, \"vs_one_min\": %.4f, "
+                   "\"vs_one_max\": %.4f, \"runs\": [",
+                   l ? ", " : "", o->n_seqs, o->tps, o->vs_one, o->vs_one_min, o->vs_one_max);
             for (int r = 0; r < reps; r++)
-                printf("%s%.3f", r ? ", " : "", res[l].runs[r]);
+                printf("%s%.3f", r ? ", " : "", o->runs[r]);
+            printf("], \"vs_one_runs\": [");
+            for (int r = 0; r < reps; r++)
+                printf("%s%.4f", r ? ", " : "", o->vs_one_runs[r]);
             printf("]}");
         }
         printf("]}\n");
         return 0;
     }
-    printf("model: %s; kernel path %s; %d threads; tg%d; median of %d\n\n", model_path, path, n_threads, tg, reps);
-    printf("| sequences | aggregate decode tok/s | runs | vs 1 sequence |\n|---|---|---|---|\n");
+    printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, the levels alternated\n\n", model_path, path,
+           n_threads, tg, reps);
+    printf("| sequences | aggregate decode tok/s | runs | vs 1 sequence (per rep: median, range) |\n"
+           "|---|---|---|---|\n");
     for (int l = 0; l < n_levels; l++) {
-        printf("| %d | %.2f | ", res[l].n_seqs, res[l].tps);
-        print_runs(res[l].runs, reps);
-        if (base > 0)
-            printf(" | %.2fx |\n", res[l].tps / base);
+        const perf_conc_result_t *o = &res[l];
+        printf("| %d | %.2f | ", o->n_seqs, o->tps);
+        print_runs(o->runs, reps);
+        if (o->vs_one > 0)
+            printf(" | %.2fx (%.2f-%.2f) |\n", o->vs_one, o->vs_one_min, o->vs_one_max);
         else
             printf(" | |\n");
     }

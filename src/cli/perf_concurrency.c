@@ -126,12 +126,20 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
         return -1;
     }
     int rc = 0;
-    for (int l = 0; l < n_levels && !rc; l++) {
-        perf_conc_result_t *o = &out[l];
-        memset(o, 0, sizeof *o);
-        engine_snapshot_t s0 = {0}, s1 = {0};
-        rc = engine_snapshot(e, &s0, err);
-        for (int r = 0; r < reps && !rc; r++) {
+    for (int l = 0; l < n_levels; l++) {
+        memset(&out[l], 0, sizeof out[l]);
+        out[l].n_seqs = levels[l];
+    }
+    /* Every rep runs every level, the order turning round each rep (1 4 8,
+     * 8 4 1, ...), so a level's run and the base level's run of the same
+     * rep sit side by side in time, and the host's drift over a long
+     * measurement falls on both */
+    for (int r = 0; r < reps && !rc; r++) {
+        for (int i = 0; i < n_levels && !rc; i++) {
+            int l = r & 1 ? n_levels - 1 - i : i;
+            perf_conc_result_t *o = &out[l];
+            engine_snapshot_t s0 = {0}, s1 = {0};
+            rc = engine_snapshot(e, &s0, err);
             /* A B, then B A: neither side always runs first */
             for (int k = 0; k < (g ? 2 : 1) && !rc; k++) {
                 bool is_constrained = g && (k ^ (r & 1));
@@ -140,24 +148,35 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
                               is_constrained ? &o->runs_constrained[r] : &o->runs[r], &n_tok, err);
                 o->tokens_constrained += is_constrained ? (uint64_t)n_tok : 0;
             }
+            if (!rc)
+                rc = engine_snapshot(e, &s1, err);
+            if (!rc) {
+                o->masks += s1.grammar_masks - s0.grammar_masks;
+                o->mask_ns += s1.grammar_mask_ns - s0.grammar_mask_ns;
+                o->forced += s1.grammar_forced - s0.grammar_forced;
+            }
+            engine_snapshot_free(&s0);
+            engine_snapshot_free(&s1);
         }
-        if (!rc)
-            rc = engine_snapshot(e, &s1, err);
-        if (!rc) {
-            o->masks = s1.grammar_masks - s0.grammar_masks;
-            o->mask_ns = s1.grammar_mask_ns - s0.grammar_mask_ns;
-            o->forced = s1.grammar_forced - s0.grammar_forced;
-        }
-        engine_snapshot_free(&s0);
-        engine_snapshot_free(&s1);
-        if (rc)
-            break;
-        o->n_seqs = levels[l];
+    }
+    int base = -1; /* the level of one sequence, if asked for */
+    for (int l = 0; l < n_levels; l++)
+        base = levels[l] == 1 ? l : base;
+    for (int l = 0; l < n_levels && !rc; l++) {
+        perf_conc_result_t *o = &out[l];
         double sorted[PERF_CONC_MAX_REPS];
         memcpy(sorted, o->runs, (size_t)reps * sizeof *sorted);
         o->tps = median(sorted, reps);
         memcpy(sorted, o->runs_constrained, (size_t)reps * sizeof *sorted);
         o->tps_constrained = g ? median(sorted, reps) : 0;
+        if (base < 0)
+            continue;
+        for (int r = 0; r < reps; r++)
+            o->vs_one_runs[r] = out[base].runs[r] > 0 ? o->runs[r] / out[base].runs[r] : 0;
+        memcpy(sorted, o->vs_one_runs, (size_t)reps * sizeof *sorted);
+        o->vs_one = median(sorted, reps);
+        o->vs_one_min = sorted[0];
+        o->vs_one_max = sorted[reps - 1];
     }
     engine_destroy(e);
     vocab_free(&vocab);

@@ -16,6 +16,11 @@ typedef struct perf_conc_result {
     int n_seqs;
     double tps; /* median aggregate decode tokens/s */
     double runs[PERF_CONC_MAX_REPS];
+    /* against one sequence (when a level is 1): each rep's run over the
+     * same rep's run of one sequence, beside it in time; their median,
+     * least and greatest (0 without a level of 1) */
+    double vs_one_runs[PERF_CONC_MAX_REPS];
+    double vs_one, vs_one_min, vs_one_max;
     /* with a grammar: the same, constrained, runs alternated with the
      * unconstrained ones (A B B A ...), and the engine's mask counters */
     double tps_constrained;
@@ -24,7 +29,8 @@ typedef struct perf_conc_result {
 } perf_conc_result_t;
 
 /* For each level N: N sequences of a 32-token prompt decode tg tokens each;
- * tokens/s over the window where all N decode, median of reps runs. With g
+ * tokens/s over the window where all N decode, median of reps runs; every
+ * rep runs all levels, in turn forwards and backwards. With g
  * (not NULL) every rep also runs the N sequences constrained by g (greedy,
  * ending when the grammar does), in alternating order. */
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,

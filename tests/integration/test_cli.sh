@@ -172,6 +172,17 @@ assert all(len(x["probe_runs"])==2 and min(x["probe_runs"])>0 and x["tg_fraction
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]
 assert r["probe_read_gbs"]>0 and r["probe_runs"]==[] and r["tg_fraction_of_probe"]==0' \
     "$work/perf.json" && ok || bad "perf --tg 0 --json: $(head -c 300 "$work/perf.json")"
+# --concurrency: every rep runs every level; a level's ratio is each rep's
+# run over the same rep's run of one sequence, their median and range
+"$splash" perf --concurrency 2,1 --tg 8 --reps 3 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys,statistics as st; r=json.load(open(sys.argv[1]))["results"]
+assert [x["seqs"] for x in r]==[2,1] and all(len(x["runs"])==3 and min(x["runs"])>0 for x in r)
+two,one=r
+want=[a/b for a,b in zip(two["runs"],one["runs"])]
+assert all(abs(a-b)<1e-3 for a,b in zip(two["vs_one_runs"],want)), (two, want)
+assert abs(two["vs_one"]-st.median(want))<1e-3 and abs(two["vs_one_min"]-min(want))<1e-3 and abs(two["vs_one_max"]-max(want))<1e-3
+assert one["vs_one_runs"]==[1,1,1] and one["vs_one"]==1' \
+    "$work/perf.json" && ok || bad "perf --concurrency --json: $(head -c 400 "$work/perf.json")"
 expect_error 2 "--pp and --tg are both 0" -- "$splash" perf --pp 0 --tg 0
 expect_error 2 "--threads: 0 is out of range" -- "$splash" perf --threads 0
 SPLASH_CPU=pentium "$splash" perf --tg 1 --pp 0 >/dev/null 2>"$work/err"; [ $? -eq 2 ] && grep -q "SPLASH_CPU must be" "$work/err" && ok || bad "bad SPLASH_CPU accepted"
