@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/ops.h"
+
 /* The first candidate threshold on w (w is 1 at the most likely token) and
  * the factor it is lowered by until the candidates provably hold every
  * survivor of the filters; below the floor the threshold drops to 0. */
@@ -146,6 +148,8 @@ static int32_t penalise(sampler_t *s, const float *logits)
     const uint32_t *mask = s->mask;
     const float *bias = s->bias;
     float *l = s->l, max = -INFINITY;
+    if (!has_rep && !has_counts && !mask && !bias) /* nothing to apply (greedy, a plain request): the */
+        return (int32_t)ops_argmax(l, logits, s->vocab); /* same pick, vectorised (kernels/ops.h) */
     int32_t best = mask ? first_allowed(mask, s->vocab) : 0;
     for (int i = 0; i < s->vocab; i++) {
         float v = logits[i];

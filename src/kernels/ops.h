@@ -85,4 +85,13 @@ void ops_swiglu(float *gate, const float *up, int64_t n);
 void ops_swiglu_ref(float *gate, const float *up, int64_t n);
 void swiglu_avx512(float *gate, const float *up, int64_t n);
 
+/* Greedy's pick: y = x with NaN as -inf, and the position of the maximum,
+ * the lowest on ties (-0 and +0 tie), 0 when every element is -inf or NaN.
+ * The scalar reference (one pass, as the sampler's step 1) and an AVX-512
+ * path (the maximum 16 lanes at a time, then its first position), chosen
+ * by cpu_level(); both give the same y and the same position. */
+int64_t ops_argmax(float *y, const float *x, int64_t n);
+int64_t ops_argmax_ref(float *y, const float *x, int64_t n);
+int64_t argmax_avx512(float *y, const float *x, int64_t n);
+
 #endif

@@ -1,4 +1,4 @@
-/* AVX-512 kernels, RMSNorm and SwiGLU (kernels/ops.h; compiled with the
+/* AVX-512 kernels, RMSNorm, SwiGLU and argmax (kernels/ops.h; compiled with the
  * AVX-512 flags like simd_avx512.c, called only when cpu_level() says the
  * CPU has them). */
 #include <immintrin.h>
@@ -40,4 +40,26 @@ void swiglu_avx512(float *gate, const float *up, int64_t n)
         __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, e));
         _mm512_mask_storeu_ps(gate + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
     }
+}
+
+int64_t argmax_avx512(float *y, const float *x, int64_t n)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 mx = ninf;
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v); /* NaN: -inf */
+        _mm512_mask_storeu_ps(y + i, m, v);
+        mx = _mm512_mask_max_ps(mx, m, v, mx);
+    }
+    /* the first position holding the maximum (either zero matches a zero) */
+    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 eq = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, y + i), max, _CMP_EQ_OQ);
+        if (eq)
+            return i + __builtin_ctz(eq);
+    }
+    return 0;
 }

@@ -243,6 +243,33 @@ static void test_rmsnorm_swiglu_paths(void **state)
     }
 }
 
+/* Greedy's argmax: the AVX-512 path against the scalar reference, the same
+ * y and position, over ragged lengths with NaN, -inf, +inf, +-0 and ties. */
+static void test_argmax_paths(void **state)
+{
+    (void)state;
+    if (cpu_level() < CPU_AVX512)
+        skip();
+    const float specials[] = {NAN, -INFINITY, INFINITY, 0.0f, -0.0f, 1.0f, -1.0f};
+    uint32_t r = 7u;
+    float x[100], ref[100], got[100];
+    for (int trial = 0; trial < 600; trial++) {
+        int64_t n = 1 + trial % 100;
+        for (int64_t i = 0; i < n; i++) {
+            r = r * 1664525u + 1013904223u;
+            int k = (int)(r >> 24); /* few distinct values: ties are common */
+            x[i] = k < 40 ? specials[k % 7] : (float)(k % 5 - 2) * 0.5f;
+        }
+        if (trial % 11 == 0)
+            for (int64_t i = 0; i < n; i++)
+                x[i] = trial % 2 ? -INFINITY : NAN; /* nothing finite: 0 */
+        int64_t want = ops_argmax_ref(ref, x, n);
+        assert_int_equal(argmax_avx512(got, x, n), want);
+        assert_memory_equal(got, ref, (size_t)n * sizeof *ref);
+        assert_false(isnan(ref[want]));
+    }
+}
+
 static void test_rope(void **state)
 {
     (void)state;
@@ -291,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_matmul_threads_and_batch_invariance),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rmsnorm_swiglu_paths),
+        cmocka_unit_test(test_argmax_paths),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_softmax_swiglu),
     };

@@ -246,6 +246,46 @@ static void test_ties_and_masks(void **state)
     expect_probs(probs, (double[]){0, 0.5, 0, 0.5, 0, 0}, 6);
 }
 
+/* Greedy with nothing to apply takes a vectorised argmax: the same token as
+ * the general step 1 (reached here through a zero logit_bias) and as a
+ * plain first-strictly-greater scan, over lengths around the 16 lanes,
+ * with NaN, -inf, +-0 and ties. */
+static void test_greedy_fast_path(void **state)
+{
+    (void)state;
+    uint32_t x = 12345u;
+    const float specials[] = {NAN, -INFINITY, INFINITY, 0.0f, -0.0f, 1.0f, -1.0f};
+    for (int trial = 0; trial < 400; trial++) {
+        int n = 1 + trial % 70;
+        float l[70];
+        for (int i = 0; i < n; i++) {
+            x = x * 1664525u + 1013904223u;
+            int k = (int)(x >> 24);
+            /* few distinct values, so ties are common */
+            l[i] = k < 40 ? specials[k % 7] : (float)((int)(k % 5) - 2) * 0.5f;
+        }
+        if (trial % 9 == 0)
+            for (int i = 0; i < n; i++)
+                l[i] = trial % 2 ? -INFINITY : NAN; /* no finite logit at all: 0 */
+        int32_t want = 0;
+        float best = -INFINITY;
+        for (int i = 0; i < n; i++)
+            if (l[i] == l[i] && l[i] > best)
+                best = l[i], want = i;
+        sampler_params_t p = params(0.0f);
+        sampler_t fast, slow;
+        err_t err = {{0}};
+        assert_int_equal(sampler_init(&fast, &p, n, &err), 0);
+        p.bias = (const sampler_bias_t[]){{0, 0.0f}};
+        p.n_bias = 1;
+        assert_int_equal(sampler_init(&slow, &p, n, &err), 0);
+        assert_int_equal(sampler_sample(&fast, l), want);
+        assert_int_equal(sampler_sample(&slow, l), want);
+        sampler_free(&fast);
+        sampler_free(&slow);
+    }
+}
+
 /* The next draw, recomputed from the distribution and a copy of the
  * generator: inverse CDF in id order. */
 static int32_t predict(sampler_t *s, const float *logits, double *probs)
@@ -571,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_penalties),
         cmocka_unit_test(test_filters),
         cmocka_unit_test(test_ties_and_masks),
+        cmocka_unit_test(test_greedy_fast_path),
         cmocka_unit_test(test_draws_follow_distribution),
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_full_vocabulary_tail),
