@@ -148,8 +148,9 @@ static int32_t penalise(sampler_t *s, const float *logits)
     const uint32_t *mask = s->mask;
     const float *bias = s->bias;
     float *l = s->l, max = -INFINITY;
-    if (!has_rep && !has_counts && !mask && !bias) /* nothing to apply (greedy, a plain request): the */
-        return (int32_t)ops_argmax(l, logits, s->vocab); /* same pick, vectorised (kernels/ops.h) */
+    /* nothing to apply (greedy, a plain request): the same pick, vectorised */
+    if (!has_rep && !has_counts && !mask && !bias)
+        return (int32_t)ops_argmax(l, logits, s->vocab);
     int32_t best = mask ? first_allowed(mask, s->vocab) : 0;
     for (int i = 0; i < s->vocab; i++) {
         float v = logits[i];
