@@ -67,6 +67,13 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
  * SPLASH_DECODE_PREFETCH=burst|spread chooses (simd_avx512.c). */
 bool avx512_decode_spread(void);
 
+/* How far on spread asks for the K-quant panels' lines (AMD): 8 KB against
+ * 4 KB, same binary alternated on Zen 5 (qwen3-0.6b Q4_K_M, 2 threads):
+ * decode 1.07x (76-80 % of the read probe against 72-75 %), qwen35 1.08x,
+ * 4 and 8 sequences 1.07-1.10x; 12 and 16 KB no better than 4 KB
+ * (docs/benchmarks.md, session 26). */
+#define AVX512_SPREAD_AHEAD 8192
+
 /* Spread's prefetch of the line at p + ahead; a hint that never faults. */
 AI void avx512_stream_line(const uint8_t *p, size_t ahead)
 {

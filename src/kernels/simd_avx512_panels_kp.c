@@ -47,7 +47,7 @@
  * (docs/benchmarks.md, session 24). */
 #define KP_DEC_ROWS 32
 #define KP_DEC_MAX 32     /* the most SPLASH_KP_DEC_ROWS may ask for */
-#define KP_AHEAD 4096     /* bytes of the group's stream asked for ahead of the loads */
+#define KP_AHEAD 4096     /* bytes of the group's stream a burst asks for ahead of the loads (Intel) */
 #define KP_MAX_BLOCKS 128 /* super-blocks per row the Q4_K sub-block sums take on the stack */
 _Static_assert(TYPE_DECODE_RANGES <= KP_COLS, "a block call takes up to KP_COLS groups x rows");
 
@@ -74,9 +74,9 @@ AI void kp_prefetch(bool spread, const uint8_t *blk, size_t bytes)
 AI void kp_spread_step(bool spread, const uint8_t *blk, size_t line, size_t from, size_t to, int i)
 {
     if (spread) {
-        avx512_stream_line(blk + line, KP_AHEAD);
+        avx512_stream_line(blk + line, AVX512_SPREAD_AHEAD);
         if (from + 64 * (size_t)i < to)
-            avx512_stream_line(blk + from + 64 * (size_t)i, KP_AHEAD);
+            avx512_stream_line(blk + from + 64 * (size_t)i, AVX512_SPREAD_AHEAD);
     }
 }
 
