@@ -18,7 +18,7 @@
 #define MATMUL_ROW_UNIT 4                 /* the smallest group of output rows a kernel takes */
 #define MATMUL_CHUNK 32                   /* output rows a thread takes at a time (a multiple of the unit) */
 #define MATMUL_DECODE_CHUNK 128           /* the same for a single activation row (fewer hand-outs, one call each) */
-#define MATMUL_DECODE_RANGES 4            /* distant ranges a decode chunk reads side by side, where it can (Intel) */
+#define MATMUL_DECODE_RANGES 4            /* distant ranges a decode chunk reads side by side, where it can */
 #define MATMUL_W_BLOCK 32                 /* weight rows per block (two of the AVX-512 Q8_0 panels) */
 #define MATMUL_X_BLOCK_BYTES (1024 << 10) /* activation bytes per block (a 32-row panel is packed once per block) */
 
@@ -158,22 +158,24 @@ static void matmul_f32_rows(const matmul_job_t *job, int i, long lo, long hi)
     }
 }
 
-/* How many distant ranges of a packed matrix a decode chunk reads side by
- * side (dot_q_ranges_packed): SPLASH_DECODE_RANGES=1..4, for measuring;
- * the default is measured (docs/benchmarks.md): four on Intel (the Xeon,
- * session 22: 1.10x Q4_K_M, 1.17x Q8_0 over one), one on AMD (Zen 5,
- * session 26: one range 1.1-1.25x four, Q4_K_M and Q8_0, 1 and 2 threads). */
-static int matmul_decode_ranges(void)
+/* How many distant ranges of a packed matrix of this type a decode chunk
+ * reads side by side (dot_q_ranges_packed): SPLASH_DECODE_RANGES=1..4, for
+ * measuring; the default is measured (docs/benchmarks.md): four (the Xeon,
+ * session 22: 1.10x Q4_K_M, 1.17x Q8_0 over one), except the K-quants on
+ * AMD, one (Zen 5, session 26: Q4_K_M 1.3-1.5x over four at 1 and 2
+ * threads, where Q8_0 still reads faster in four). */
+static int matmul_decode_ranges(uint32_t type)
 {
-    static atomic_int cached = -1;
+    static atomic_int cached = -1; /* the variable's value; 0: unset */
     int v = atomic_load_explicit(&cached, memory_order_relaxed);
     if (v < 0) {
         const char *env = getenv("SPLASH_DECODE_RANGES");
-        int def = cpu_features()->is_amd ? 1 : MATMUL_DECODE_RANGES;
-        v = env && env[0] >= '1' && env[0] <= '0' + TYPE_DECODE_RANGES && !env[1] ? env[0] - '0' : def;
+        v = env && env[0] >= '1' && env[0] <= '0' + TYPE_DECODE_RANGES && !env[1] ? env[0] - '0' : 0;
         atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
-    return v;
+    if (v > 0)
+        return v;
+    return cpu_features()->is_amd && (type == TYPE_Q4_K || type == TYPE_Q6_K) ? 1 : MATMUL_DECODE_RANGES;
 }
 
 /* Decode's chunk j of a packed matrix of n_out rows in S ranges: the matrix
@@ -217,7 +219,7 @@ static void matmul_chunk(void *ctx, int g, int n_chunks)
     long j = g - job->first_chunk[i];
     int S;
     if (job->xq && job->n_rows == 1 && w->packed && job->k[i]->dot_q_ranges_packed &&
-        (S = matmul_decode_ranges()) > 1) {
+        (S = matmul_decode_ranges(w->type)) > 1) {
         matmul_ranges_chunk(job, i, j, S);
         return;
     }
