@@ -13,8 +13,9 @@
  * least FWD_PAR_ROWS / 2 rows each), so a descheduled thread's rows are
  * taken by the others. */
 #define FWD_PARTS_PER_THREAD 4
-/* Attention below this many MACs (q.k and p.v over every row's context)
- * runs on the calling thread. Lower than the products' limit
+/* Attention below this many MACs (q.k and p.v over every row's context),
+ * or below ops_serial_macs() where that is lower, runs on the calling
+ * thread. Lower than the products' limit
  * (ops_serial_macs): each MAC reads a 2-byte f16 cache element, so a layer
  * of 4 sequences at 64 tokens (1 M MACs, 2 MB of cache) kept the other
  * thread idle. Measured on Zen 5, 2 threads, qwen3-0.6b Q4_K_M, 4 sequences
