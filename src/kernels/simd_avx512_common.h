@@ -183,14 +183,19 @@ AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
  * as u8: q[0] values 128h + 4k + 0..3 (v1's low nibbles, qh bits 0-1),
  * q[1] + 64 (v1's high, bits 4-5), q[2] + 32 (v2's low, bits 2-3), q[3]
  * + 96 (v2's high, bits 6-7). vpternlogd 0xf8: nibble | (qh & 0x30). */
-AI void q6_k_panel_quants(__m512i qh, __m512i v1, __m512i v2, __m512i q[4])
+/* Half of it: q[0], q[1] (from v1 = v, half 0) or q[2], q[3] (v2 = v, half 1). */
+AI void q6_k_panel_quants_half(__m512i qh, __m512i v, int half, __m512i q[2])
 {
     const __m512i nib = _mm512_set1_epi8(15), hi2 = _mm512_set1_epi8(0x30);
-    q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(v1, nib), _mm512_slli_epi16(qh, 4), hi2, 0xf8);
-    q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v1, 4), nib), qh, hi2, 0xf8);
-    q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(v2, nib), _mm512_slli_epi16(qh, 2), hi2, 0xf8);
-    q[3] =
-        _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v2, 4), nib), _mm512_srli_epi16(qh, 2), hi2, 0xf8);
+    q[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, nib), _mm512_slli_epi16(qh, half ? 2 : 4), hi2, 0xf8);
+    q[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), nib),
+                                     half ? _mm512_srli_epi16(qh, 2) : qh, hi2, 0xf8);
+}
+
+AI void q6_k_panel_quants(__m512i qh, __m512i v1, __m512i v2, __m512i q[4])
+{
+    q6_k_panel_quants_half(qh, v1, 0, q);
+    q6_k_panel_quants_half(qh, v2, 1, q + 2);
 }
 
 /* Q6_K's scale 2u + e of each row, sign-extended, from a vector of the

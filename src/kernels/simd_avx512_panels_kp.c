@@ -197,45 +197,64 @@ AI void kp_q6_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
 #pragma GCC unroll 2
         for (int e = 0; e < 2; e++) {
             /* k = 4e .. 4e + 3: values 128h + {0, 64, 32, 96} + 4k, of
-             * sub-blocks 8h + e + {0, 4, 2, 6}: pairs 4h + {0, 2, 1, 3} */
+             * sub-blocks 8h + e + {0, 4, 2, 6}: pairs 4h + {0, 2, 1, 3}.
+             * With more than one activation row, in two passes of two j
+             * each (QL's first line, then its second; QH loaded twice):
+             * 4 x C sums at once spilled (71 vectors a super-block at 4
+             * rows, 37 now), and the 4- and 8-row tiles read 5-20 % faster
+             * in L2 on Zen 5 (docs/benchmarks.md, session 26). Decode's
+             * streams side by side (R > 1, C = 1: Intel) keep one pass,
+             * not measured there. */
             static const int voff[4] = {0, 64, 32, 96}, pair[4] = {0, 2, 1, 3};
-            __m512i p[4][KP_COLS];
+            const int NJ = C > 1 ? 2 : 4; /* j a pass */
+#pragma GCC unroll 2
+            for (int j0 = 0; j0 < 4; j0 += NJ) {
+                __m512i p[4][KP_COLS];
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++)
+                for (int j = 0; j < NJ; j++)
 #pragma GCC unroll 4
-                for (int i = 0; i < R * C; i++)
-                    p[j][i] = _mm512_setzero_si512();
+                    for (int i = 0; i < R * C; i++)
+                        p[j][i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
-            for (int kk = 0; kk < 4; kk++) {
-                const int k = 4 * e + kk;
+                for (int kk = 0; kk < 4; kk++) {
+                    const int k = 4 * e + kk;
 #pragma GCC unroll 4
-                for (int s = 0; s < R; s++) {
-                    __m512i q[4];
-                    kp_spread_step(spread, g[s], Q6P_QH + 64 * (8 * h + k), Q6P_SC, Q6_K_PANEL_BLOCK, 8 * h + k);
-                    kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k), 0, 0, 0);
-                    kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k + 8), 0, 0, 0);
-                    q6_k_panel_quants(_mm512_loadu_si512(g[s] + Q6P_QH + 64 * (8 * h + k)),
-                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k)),
-                                      _mm512_loadu_si512(g[s] + Q6P_QL + 64 * (16 * h + k + 8)), q);
+                    for (int s = 0; s < R; s++) {
+                        __m512i q[4];
+                        const uint8_t *qh = g[s] + Q6P_QH + 64 * (8 * h + k), *v1 = g[s] + Q6P_QL + 64 * (16 * h + k),
+                                      *v2 = v1 + 64 * 8;
+                        if (j0 == 0) {
+                            kp_spread_step(spread, g[s], Q6P_QH + 64 * (8 * h + k), Q6P_SC, Q6_K_PANEL_BLOCK,
+                                           8 * h + k);
+                            kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k), 0, 0, 0);
+                        }
+                        if (j0 + NJ > 2)
+                            kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k + 8), 0, 0, 0);
+                        if (NJ == 4)
+                            q6_k_panel_quants(_mm512_loadu_si512(qh), _mm512_loadu_si512(v1), _mm512_loadu_si512(v2),
+                                              q);
+                        else
+                            q6_k_panel_quants_half(_mm512_loadu_si512(qh), _mm512_loadu_si512(j0 ? v2 : v1), j0 / 2, q);
 #pragma GCC unroll 4
-                    for (int c = 0; c < C; c++)
+                        for (int c = 0; c < C; c++)
 #pragma GCC unroll 4
-                        for (int j = 0; j < 4; j++)
-                            p[j][C * s + c] = _mm512_dpbusd_epi32(
-                                p[j][C * s + c], q[j], kp_bcast(x[c] + QK_K * b + 128 * h + voff[j] + 4 * k));
+                            for (int j = 0; j < NJ; j++)
+                                p[j][C * s + c] = _mm512_dpbusd_epi32(
+                                    p[j][C * s + c], q[j], kp_bcast(x[c] + QK_K * b + 128 * h + voff[j0 + j] + 4 * k));
+                    }
                 }
+#pragma GCC unroll 4
+                for (int s = 0; s < R; s++)
+#pragma GCC unroll 4
+                    for (int j = 0; j < NJ; j++) {
+                        const __m512i sp = _mm512_cvtepi8_epi16(
+                            _mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + pair[j0 + j]))));
+                        const __m512i sc = q6_k_panel_scale(sp, e);
+#pragma GCC unroll 4
+                        for (int c = 0; c < C; c++)
+                            a[C * s + c] = _mm512_add_epi32(a[C * s + c], _mm512_mullo_epi32(p[j][C * s + c], sc));
+                    }
             }
-#pragma GCC unroll 4
-            for (int s = 0; s < R; s++)
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    const __m512i sp = _mm512_cvtepi8_epi16(
-                        _mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + pair[j]))));
-                    const __m512i sc = q6_k_panel_scale(sp, e);
-#pragma GCC unroll 4
-                    for (int c = 0; c < C; c++)
-                        a[C * s + c] = _mm512_add_epi32(a[C * s + c], _mm512_mullo_epi32(p[j][C * s + c], sc));
-                }
         }
     }
 #pragma GCC unroll 4
