@@ -178,12 +178,8 @@ AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
     return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
 }
 
-/* Q6_K panels packed at load (kernels/prepack.h): the 6-bit quants of QL
- * vectors 16h + k (v1) and 16h + k + 8 (v2) with their QH vector 8h + k,
- * as u8: q[0] values 128h + 4k + 0..3 (v1's low nibbles, qh bits 0-1),
- * q[1] + 64 (v1's high, bits 4-5), q[2] + 32 (v2's low, bits 2-3), q[3]
- * + 96 (v2's high, bits 6-7). vpternlogd 0xf8: nibble | (qh & 0x30). */
-/* Half of it: q[0], q[1] (from v1 = v, half 0) or q[2], q[3] (v2 = v, half 1). */
+/* Half of q6_k_panel_quants (below): its q[0], q[1] (v = v1, half 0) or
+ * its q[2], q[3] (v = v2, half 1), into q[0], q[1]. */
 AI void q6_k_panel_quants_half(__m512i qh, __m512i v, int half, __m512i q[2])
 {
     const __m512i nib = _mm512_set1_epi8(15), hi2 = _mm512_set1_epi8(0x30);
@@ -192,6 +188,11 @@ AI void q6_k_panel_quants_half(__m512i qh, __m512i v, int half, __m512i q[2])
                                      half ? _mm512_srli_epi16(qh, 2) : qh, hi2, 0xf8);
 }
 
+/* Q6_K panels packed at load (kernels/prepack.h): the 6-bit quants of QL
+ * vectors 16h + k (v1) and 16h + k + 8 (v2) with their QH vector 8h + k,
+ * as u8: q[0] values 128h + 4k + 0..3 (v1's low nibbles, qh bits 0-1),
+ * q[1] + 64 (v1's high, bits 4-5), q[2] + 32 (v2's low, bits 2-3), q[3]
+ * + 96 (v2's high, bits 6-7). vpternlogd 0xf8: nibble | (qh & 0x30). */
 AI void q6_k_panel_quants(__m512i qh, __m512i v1, __m512i v2, __m512i q[4])
 {
     q6_k_panel_quants_half(qh, v1, 0, q);
