@@ -15,10 +15,9 @@
 #define FWD_PARTS_PER_THREAD 4
 /* Attention below this many MACs (q.k and p.v over every row's context),
  * or below ops_serial_macs() where that is lower, runs on the calling
- * thread. Lower than the products' limit
- * (ops_serial_macs): each MAC reads a 2-byte f16 cache element, so a layer
- * of 4 sequences at 64 tokens (1 M MACs, 2 MB of cache) kept the other
- * thread idle. Measured on Zen 5, 2 threads, qwen3-0.6b Q4_K_M, 4 sequences
+ * thread. Lower than the products' limit: each MAC reads a 2-byte f16
+ * cache element, so a layer of 4 sequences at 64 tokens (1 M MACs, 2 MB of
+ * cache) kept the other thread idle. Measured on Zen 5, 2 threads, qwen3-0.6b Q4_K_M, 4 sequences
  * (perf --concurrency, A B B A): limit 1.5 M 289-298 tok/s, 400 K 300-320,
  * 100 K 319-333, 0 312-315; one sequence unchanged. */
 #define FWD_ATTN_SERIAL_MACS 100000

@@ -186,8 +186,8 @@ void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t
     int64_t macs = 0; /* q.k and p.v over every row's context */
     for (int r = 0; r < b->n_rows; r++)
         macs += 2 * (int64_t)(b->pos[r] + 1) * c->n_heads * c->head_dim;
-    int64_t serial = ops_serial_macs() < FWD_ATTN_SERIAL_MACS ? ops_serial_macs() : FWD_ATTN_SERIAL_MACS;
-    if (macs < serial) /* SPLASH_POOL_SERIAL_MACS=0 (the unit tests) splits every pass */
+    int64_t serial = ops_serial_macs(); /* 0 in the unit tests: every pass split */
+    if (macs < (serial < FWD_ATTN_SERIAL_MACS ? serial : FWD_ATTN_SERIAL_MACS))
         attn_worker(&job, 0, 1);
     else
         pool_run(ctx->pool, attn_worker, &job);
