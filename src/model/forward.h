@@ -83,6 +83,7 @@ typedef struct fwd_ctx {
     int n_gdn_layers;
     size_t state_floats; /* per slot and GDN layer: conv state (K - 1, conv_dim), then S (ssm_v_heads, dk, dv) */
     float *state;        /* (n_state_slots, n_gdn_layers, state_floats) */
+    size_t state_bytes;  /* of state, on 2 MB pages where the kernel allows (base/sysmem.h) */
     int32_t *state_pos;  /* (n_state_slots) the position each slot's state continues at */
     int32_t *slot_next;  /* (n_state_slots) check_batch's scratch */
     uint8_t *slot_seen;  /* (n_state_slots) check_batch's scratch */

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sysmem.h"
+
 int kv_type_parse(const char *flag, const char *s, kv_type_t *out, err_t *err)
 {
     if (!strcmp(s, "f32"))
@@ -51,12 +53,14 @@ int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, in
     kv->block_size = block_size;
     kv->kv_dim = kv_dim;
     kv->k = kv->v = NULL;
+    kv->bytes = 0;
     if (n == 0)
         return 0;
     if (type != KV_F32)
         fp16_init(); /* q8_0's scales are f16 */
-    kv->k = calloc(1, kv_bytes(type, n));
-    kv->v = calloc(1, kv_bytes(type, n));
+    kv->bytes = kv_bytes(type, n);
+    kv->k = sysmem_huge_alloc(kv->bytes);
+    kv->v = sysmem_huge_alloc(kv->bytes);
     if (!kv->k || !kv->v) {
         kv_store_free(kv);
         return err_set(err, "KV store: out of memory for %llu bytes",
@@ -67,7 +71,7 @@ int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, in
 
 void kv_store_free(kv_store_t *kv)
 {
-    free(kv->k);
-    free(kv->v);
+    sysmem_huge_free(kv->k, kv->bytes);
+    sysmem_huge_free(kv->v, kv->bytes);
     kv->k = kv->v = NULL;
 }

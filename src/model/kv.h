@@ -36,6 +36,7 @@ typedef struct kv_store {
     int kv_dim;     /* n_kv_heads * head_dim */
     void *k;        /* (n_layers, n_blocks, block_size * kv_dim) elements of type */
     void *v;        /* (n_layers, n_blocks, block_size * kv_dim) */
+    size_t bytes;   /* of k, and of v: each on 2 MB pages where the kernel allows (base/sysmem.h) */
 } kv_store_t;
 
 /* "f32", "f16", "q8_0" -> the type; -1 with one clear message otherwise.

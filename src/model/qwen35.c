@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sysmem.h"
 #include "kernels/gdn.h"
 #include "kernels/ops.h"
 #include "kernels/types.h"
@@ -358,22 +359,26 @@ int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err)
     if (n_slots < 1)
         return err_set(err, "forward: state slots must be positive");
     size_t per_slot = (size_t)ctx->n_gdn_layers * ctx->state_floats;
-    float *state = calloc((size_t)n_slots * per_slot + 1, sizeof(float));
+    /* on 2 MB pages: decode reads and writes every slot's whole state a
+     * token (megabytes a sequence), a TLB walk every 4 KB on small pages */
+    size_t state_bytes = ((size_t)n_slots * per_slot + 1) * sizeof(float);
+    float *state = sysmem_huge_alloc(state_bytes);
     int32_t *pos = calloc((size_t)n_slots, sizeof(int32_t)), *next = calloc((size_t)n_slots, sizeof(int32_t));
     uint8_t *seen = calloc((size_t)n_slots, 1);
     if (!state || !pos || !next || !seen) {
-        free(state);
+        sysmem_huge_free(state, state_bytes);
         free(pos);
         free(next);
         free(seen);
         return err_set(err, "forward: out of memory for %d sequences' recurrent state (%.1f MiB)", n_slots,
                        (double)n_slots * (double)per_slot * sizeof(float) / 1048576.0);
     }
-    free(ctx->state);
+    sysmem_huge_free(ctx->state, ctx->state_bytes);
     free(ctx->state_pos);
     free(ctx->slot_next);
     free(ctx->slot_seen);
     ctx->state = state;
+    ctx->state_bytes = state_bytes;
     ctx->state_pos = pos;
     ctx->slot_next = next;
     ctx->slot_seen = seen;
@@ -415,7 +420,7 @@ void qwen35_ctx_free(fwd_ctx_t *ctx)
     free(ctx->mix);
     free(ctx->gdn_tmp);
     free(ctx->mtp_cat);
-    free(ctx->state);
+    sysmem_huge_free(ctx->state, ctx->state_bytes);
     free(ctx->state_pos);
     free(ctx->slot_next);
     free(ctx->slot_seen);
