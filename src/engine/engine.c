@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/pool.h"
+#include "base/sysmem.h"
 #include "base/thread.h"
 #include "engine/blocks.h"
 #include "engine/spec.h"
@@ -115,7 +116,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     int rows = c->batch_tokens, n_info = c->max_seqs + c->queue_size;
     e->logit_rows = c->max_seqs * (1 + engine_max_drafts(c)) + c->prompt_logit_rows;
     spec_fitter_init(&e->fitter, c->draft_mode ? c->draft_max : 0);
-    e->logits = malloc((size_t)e->logit_rows * mc->vocab * sizeof(float));
+    e->logits = sysmem_huge_alloc((size_t)e->logit_rows * mc->vocab * sizeof(float));
     e->running = calloc((size_t)c->max_seqs, sizeof *e->running);
     e->b_tokens = malloc((size_t)rows * sizeof *e->b_tokens);
     e->b_pos = malloc((size_t)rows * sizeof *e->b_pos);
@@ -190,7 +191,7 @@ void engine_destroy(engine_t *e)
     fwd_ctx_free(&e->fwd);
     pool_destroy(e->pool);
     free(e->is_eog);
-    free(e->logits);
+    sysmem_huge_free(e->logits, (size_t)e->logit_rows * (size_t)e->m->cfg.vocab * sizeof(float));
     free(e->running);
     free(e->b_tokens);
     free(e->b_pos);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "base/fp16.h"
 #include "kernels/dispatch.h"
 #include "kernels/qact.h"
 #include "kernels/types.h"
@@ -427,6 +428,21 @@ int64_t ops_argmax_ref(float *y, const float *x, int64_t n)
         }
     }
     return best;
+}
+
+void ops_f32_to_f16(uint16_t *y, const float *x, int64_t n)
+{
+    if (cpu_level() >= CPU_AVX512) {
+        f32_to_f16_avx512(y, x, n);
+        return;
+    }
+    ops_f32_to_f16_ref(y, x, n);
+}
+
+void ops_f32_to_f16_ref(uint16_t *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = f32_to_fp16(x[i]);
 }
 
 void ops_swiglu(float *gate, const float *up, int64_t n)

@@ -94,4 +94,13 @@ int64_t ops_argmax(float *y, const float *x, int64_t n);
 int64_t ops_argmax_ref(float *y, const float *x, int64_t n);
 int64_t argmax_avx512(float *y, const float *x, int64_t n);
 
+/* y[i] = x[i] rounded to half precision (base/fp16.h's f32_to_fp16: to
+ * nearest even, overflow to infinity, NaN as sign | 0x7e00): the keys and
+ * values a step writes into an f16 cache. The scalar reference and an
+ * AVX-512 path (vcvtps2ph, its NaN lanes set as the reference sets them),
+ * chosen by cpu_level(); both give the same bits for every input. */
+void ops_f32_to_f16(uint16_t *y, const float *x, int64_t n);
+void ops_f32_to_f16_ref(uint16_t *y, const float *x, int64_t n);
+void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n);
+
 #endif

@@ -21,6 +21,7 @@
 
 #include "base/err.h"
 #include "base/fp16.h"
+#include "kernels/ops.h"
 #include "kernels/types.h"
 
 #define KV_BLOCK_SIZE 16 /* default tokens per block */
@@ -73,11 +74,8 @@ static inline void kv_store_put(const kv_store_t *kv, int layer, int32_t block, 
 {
     size_t off = kv_block_off(kv, layer, block) + at;
     if (kv->type == KV_F16) {
-        uint16_t *kd = (uint16_t *)kv->k + off, *vd = (uint16_t *)kv->v + off;
-        for (int i = 0; i < n; i++) {
-            kd[i] = f32_to_fp16(k[i]);
-            vd[i] = f32_to_fp16(v[i]);
-        }
+        ops_f32_to_f16((uint16_t *)kv->k + off, k, n);
+        ops_f32_to_f16((uint16_t *)kv->v + off, v, n);
     } else if (kv->type == KV_Q8_0) {
         type_from_f32_fn quantise = type_traits(TYPE_Q8_0)->from_f32;
         quantise(k, (char *)kv->k + kv_bytes(KV_Q8_0, off), n);

@@ -270,6 +270,39 @@ static void test_argmax_paths(void **state)
     }
 }
 
+/* The f16 cache's writes: the AVX-512 path against the scalar reference,
+ * bit for bit, over float bit patterns spread across all 2^32 (every
+ * exponent, so subnormal halves, the rounding edges and overflow) and
+ * NaN, infinities and zeros of both signs, at ragged lengths. */
+static void test_f32_to_f16_paths(void **state)
+{
+    (void)state;
+    if (cpu_level() < CPU_AVX512)
+        skip();
+    enum { N = 4099 };
+    static float x[N];
+    static uint16_t ref[N], got[N + 1];
+    const float specials[] = {NAN,           -NAN,          INFINITY,      -INFINITY,     0.0f,
+                              -0.0f,         65504.0f,      65519.996f,    65520.0f,      -65520.0f,
+                              5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f, 6.1035152e-5f};
+    uint32_t bits = 0x9e3779b9u;
+    for (int pass = 0; pass < 256; pass++) {
+        for (int i = 0; i < N; i++) {
+            bits += 0x00f4243bu;                                    /* an odd stride: every exponent and sign in turn */
+            uint32_t u = pass % 4 == 3 ? bits & 0x387fffffu : bits; /* some passes all near the f16 range */
+            memcpy(&x[i], &u, sizeof u);
+        }
+        for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
+            x[(pass * 7 + (int)i * 131) % N] = specials[i];
+        int n = N - pass % 17;
+        ops_f32_to_f16_ref(ref, x, n);
+        memset(got, 0xa5, sizeof got);
+        f32_to_f16_avx512(got, x, n);
+        assert_memory_equal(got, ref, (size_t)n * sizeof *ref);
+        assert_int_equal(got[n], 0xa5a5); /* nothing past n */
+    }
+}
+
 static void test_rope(void **state)
 {
     (void)state;
@@ -319,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rmsnorm_swiglu_paths),
         cmocka_unit_test(test_argmax_paths),
+        cmocka_unit_test(test_f32_to_f16_paths),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_softmax_swiglu),
     };
