@@ -163,7 +163,7 @@ AI void attn_scores(int ET, int NV, int NQ, const float *const q[], const attn_k
      * the value pass then finds them in cache, where it otherwise began cold
      * on every call (a decode step's contexts are short, and every key/value
      * head of every sequence and layer is a call of its own). Zen 5,
-     * bench/attn_kernels.sh: 1.2-1.5x at 64 positions, 1.05-1.25x at 1,024. */
+     * bench/attn_kernels.sh, two runs: 1.1-1.5x at 64 positions, level at 1,024. */
     attn_cursor_t vp = attn_cursor(kv, kv->v, (size_t)head_off, ET);
     for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
         int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
