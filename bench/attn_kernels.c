@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "base/fp16.h"
+#include "bench/kernel_bench.h"
 #include "kernels/attn.h"
 
 #define LAYERS 28
@@ -25,19 +26,6 @@
 #define GROUP 2
 #define BLOCK 16
 #define MAX_REPS 31
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void *huge(size_t bytes)
 {
@@ -114,10 +102,8 @@ int main(int argc, char **argv)
             sink += (float)(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
             read[rep] = (double)lines * 64 / (now_s() - t) / 1e9;
         }
-        qsort(rate, (size_t)reps, sizeof *rate, cmp_double);
-        qsort(read, (size_t)reps, sizeof *read, cmp_double);
-        printf("| %d | %.1f | %.1f | %.0f %% |\n", n, rate[reps / 2], read[reps / 2],
-               100.0 * rate[reps / 2] / read[reps / 2]);
+        double r = median(rate, reps), rd = median(read, reps);
+        printf("| %d | %.1f | %.1f | %.0f %% |\n", n, r, rd, 100.0 * r / rd);
     }
     return 0;
 }

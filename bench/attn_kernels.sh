@@ -9,6 +9,6 @@ cd "$(dirname "$0")/.."
 cmake --build build --target splash_core >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cc -O2 -std=c17 -mavx2 -Isrc bench/attn_kernels.c build/libsplash_core.a -lm -lpthread -o "$out/attn_kernels"
+cc -O2 -std=c17 -mavx2 -I. -Isrc bench/attn_kernels.c build/libsplash_core.a -lm -lpthread -o "$out/attn_kernels"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'); kernel level: ${SPLASH_CPU:-best}"
 "$out/attn_kernels" "$@"

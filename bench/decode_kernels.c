@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "bench/kernel_bench.h"
 #include "kernels/dispatch.h"
 #include "kernels/qact.h"
 #include "kernels/types.h"
@@ -27,25 +28,6 @@
 #define L2_PASSES 200
 #define MAX_REPS 31
 #define MAX_X 32 /* activation rows: concurrent decodes, verification rows */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static uint8_t *huge_alloc(size_t bytes)
 {

@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 cmake --build build --target splash_core >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cc -O2 -std=c17 -mavx2 -Isrc bench/decode_kernels.c build/libsplash_core.a -lm -lpthread -o "$out/decode_kernels"
+cc -O2 -std=c17 -mavx2 -I. -Isrc bench/decode_kernels.c build/libsplash_core.a -lm -lpthread -o "$out/decode_kernels"
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'); kernel level: ${SPLASH_CPU:-best}"
 "$out/decode_kernels" "$@"
