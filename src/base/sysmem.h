@@ -23,12 +23,14 @@ uint64_t sysmem_thread_stack(void);
  * threads. */
 void sysmem_fit_address_limit(void);
 
-/* Large read-mostly buffers (the weights, the bandwidth probe) on 2 MB
- * pages where the kernel allows transparent huge pages: `bytes` of
- * anonymous memory, zero-filled, aligned to 2 MB and advised
- * MADV_HUGEPAGE. Streaming 600 MB a token through 4 KB pages costs a TLB
- * walk every 4 KB; on 2 MB pages decode ran faster here (docs/benchmarks.md,
- * "Weights on huge pages"). NULL when out of memory. Free with sysmem_huge_free(p, bytes). */
+/* Large buffers a decode step streams through (the weights, the KV store,
+ * the recurrent state, the logits rows, the bandwidth probe) on 2 MB pages
+ * where the kernel allows transparent huge pages: `bytes` of anonymous
+ * memory, zero-filled, aligned to 2 MB and advised MADV_HUGEPAGE, committed
+ * as it is first touched (2 MB at a time). Streaming 600 MB a token through
+ * 4 KB pages costs a TLB walk every 4 KB; on 2 MB pages decode ran faster
+ * here (docs/benchmarks.md, "Weights on huge pages", and session 27's KV
+ * store). NULL when out of memory. Free with sysmem_huge_free(p, bytes). */
 void *sysmem_huge_alloc(size_t bytes);
 void sysmem_huge_free(void *p, size_t bytes);
 
