@@ -6,7 +6,13 @@
  * as one forward stream and as four side by side (splash perf's probe
  * keeps the faster). A kernel whose in-L2 rate is not well above the
  * four-stream read cannot reach the probe from memory. Medians of REPS
- * runs. Built and run by bench/decode_kernels.sh. */
+ * runs. Built and run by bench/decode_kernels.sh.
+ *
+ * Beside the rates: the in-L2 time per 256 inputs of 16 weight rows (one
+ * packed K-quant super-block group, or the same weights of another type)
+ * for all the activation rows, and, where the CPU has AVX-512 VNNI, how
+ * many vpdpbusd (zmm) it retires per ns from independent chains: the
+ * K-quant tiles' floor is their VNNI instruction count over that rate. */
 #define _GNU_SOURCE
 #include <immintrin.h>
 #include <stdbool.h>
@@ -17,6 +23,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "base/cpu.h"
 #include "bench/kernel_bench.h"
 #include "kernels/dispatch.h"
 #include "kernels/qact.h"
@@ -104,6 +111,28 @@ static double dmat_pass(const dmat_t *m, int n_x, const float *x, uint8_t *xq, s
     return now_s() - t0;
 }
 
+/* vpdpbusd (zmm) retired per ns: 12 independent accumulator chains, more
+ * than latency times throughput on the CPUs here, so the ports bind. */
+__attribute__((target("avx512f,avx512vnni"))) static double vnni_per_ns(void)
+{
+    __m512i a0 = _mm512_set1_epi32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+    __m512i a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(5);
+    const long iters = 20 * 1000 * 1000;
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+        a0 = _mm512_dpbusd_epi32(a0, u, s), a1 = _mm512_dpbusd_epi32(a1, u, s), a2 = _mm512_dpbusd_epi32(a2, u, s);
+        a3 = _mm512_dpbusd_epi32(a3, u, s), a4 = _mm512_dpbusd_epi32(a4, u, s), a5 = _mm512_dpbusd_epi32(a5, u, s);
+        a6 = _mm512_dpbusd_epi32(a6, u, s), a7 = _mm512_dpbusd_epi32(a7, u, s), a8 = _mm512_dpbusd_epi32(a8, u, s);
+        a9 = _mm512_dpbusd_epi32(a9, u, s), a10 = _mm512_dpbusd_epi32(a10, u, s);
+        a11 = _mm512_dpbusd_epi32(a11, u, s);
+        /* keeps the chains (the compiler may not fold them) */
+        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));
+        __asm__ volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
+    }
+    return 12.0 * (double)iters / (now_s() - t0) / 1e9;
+}
+
 /* Reads `bytes` as `streams` side-by-side forward streams: seconds. */
 static double read_pass(const uint8_t *p, size_t bytes, int streams)
 {
@@ -138,9 +167,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < n_x * N_IN; i++)
         x[i] = (float)((i * 37 % 101) - 50) / 50.0f;
     printf("%d activation row%s a call of %d weight rows\n", n_x, n_x > 1 ? "s" : "", CALL_ROWS);
-    printf(
-        "| type | path | layout | in L2 GB/s | memory GB/s | read 1 stream | read 4 streams | memory / best read |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
+    if (cpu_features()->avx512vnni) {
+        double v[MAX_REPS];
+        for (int r = 0; r < reps; r++)
+            v[r] = vnni_per_ns();
+        printf("vpdpbusd zmm, independent chains: %.2f per ns\n", median(v, reps));
+    }
+    printf("| type | path | layout | in L2 GB/s | in L2 ns / 16 rows x 256 | memory GB/s | read 1 stream | read 4 "
+           "streams | memory / best read |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         dmat_t small, big;
         if (dmat_make(&small, types[t], L2_ROWS) || dmat_make(&big, types[t], big_rows)) {
@@ -158,8 +193,11 @@ int main(int argc, char **argv)
             r4[r] = big.bytes / read_pass(big.data, big.bytes, 4) / 1e9;
         }
         double m_l2 = median(l2, reps), m_mem = median(mem, reps), m_r1 = median(r1, reps), m_r4 = median(r4, reps);
-        printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f %% |\n", type_name(types[t]), small.k->path,
-               big.packed ? "packed" : "raw rows", m_l2, m_mem, m_r1, m_r4, 100 * m_mem / (m_r1 > m_r4 ? m_r1 : m_r4));
+        /* a pass over the L2 matrix is L2_ROWS / 16 groups x N_IN / 256 super-blocks */
+        double group_ns = small.bytes / (m_l2 * 1e9) / ((double)L2_ROWS / 16 * (N_IN / 256)) * 1e9;
+        printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f %% |\n", type_name(types[t]), small.k->path,
+               big.packed ? "packed" : "raw rows", m_l2, group_ns, m_mem, m_r1, m_r4,
+               100 * m_mem / (m_r1 > m_r4 ? m_r1 : m_r4));
         free(small.data);
         free(big.data);
     }
