@@ -4,11 +4,4 @@
 # 1,024 positions, its read rate beside one forward stream over the same
 # memory (bench/attn_kernels.c). Needs a Release build in build/.
 #   bench/attn_kernels.sh [REPS] [SEQUENCES]
-set -euo pipefail
-cd "$(dirname "$0")/.."
-cmake --build build --target splash_core >/dev/null
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-cc -O2 -std=c17 -mavx2 -I. -Isrc bench/attn_kernels.c build/libsplash_core.a -lm -lpthread -o "$out/attn_kernels"
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p'); kernel level: ${SPLASH_CPU:-best}"
-"$out/attn_kernels" "$@"
+exec "$(dirname "$0")/kernel_bench.sh" attn_kernels "$@"

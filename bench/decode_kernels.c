@@ -193,8 +193,8 @@ int main(int argc, char **argv)
             r4[r] = big.bytes / read_pass(big.data, big.bytes, 4) / 1e9;
         }
         double m_l2 = median(l2, reps), m_mem = median(mem, reps), m_r1 = median(r1, reps), m_r4 = median(r4, reps);
-        /* a pass over the L2 matrix is L2_ROWS / 16 groups x N_IN / 256 super-blocks */
-        double group_ns = small.bytes / (m_l2 * 1e9) / ((double)L2_ROWS / 16 * (N_IN / 256)) * 1e9;
+        /* bytes over GB/s is ns; a pass over the L2 matrix is L2_ROWS / 16 groups x N_IN / 256 super-blocks */
+        double group_ns = small.bytes / m_l2 / ((double)L2_ROWS / 16 * (N_IN / 256));
         printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f %% |\n", type_name(types[t]), small.k->path,
                big.packed ? "packed" : "raw rows", m_l2, group_ns, m_mem, m_r1, m_r4,
                100 * m_mem / (m_r1 > m_r4 ? m_r1 : m_r4));

@@ -4,11 +4,4 @@
 # the same memory, with the in-L2 time per 16-row super-block and the
 # CPU's vpdpbusd rate (bench/decode_kernels.c). Needs a Release build in build/.
 #   bench/decode_kernels.sh [REPS] [ROWS] [ACTIVATION ROWS]
-set -euo pipefail
-cd "$(dirname "$0")/.."
-cmake --build build --target splash_core >/dev/null
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-cc -O2 -std=c17 -mavx2 -I. -Isrc bench/decode_kernels.c build/libsplash_core.a -lm -lpthread -o "$out/decode_kernels"
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p'); kernel level: ${SPLASH_CPU:-best}"
-"$out/decode_kernels" "$@"
+exec "$(dirname "$0")/kernel_bench.sh" decode_kernels "$@"
