@@ -92,24 +92,24 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
     }
 }
 
-/* Bytes of each panel's stream asked for ahead of its loads, in tiles of up
- * to P16_AHEAD_COLS activation rows (decode, a few concurrent rows), whose
- * cost is the weights' stream: packed Q8_0 decode went from 59-75 % to
- * 82-85 % of splash perf's read probe with it (docs/benchmarks.md, session
- * 20), as a burst per block, or spread beside the loads
- * (avx512_decode_spread). A prefetch past the panel is a hint: it never
- * faults. */
+/* Bytes of each panel's stream asked for ahead of its loads by the tiles
+ * that read the weights from memory: those of the packed path's first
+ * column of activation rows (decode, a few concurrent rows, and the first
+ * sweep of each chunk of a batch), whose cost is the weights' stream.
+ * Packed Q8_0 decode went from 59-75 % to 82-85 % of splash perf's read
+ * probe with it (docs/benchmarks.md, session 20); 4 concurrent rows, whose
+ * tiles had none, gained 1.15-1.20x at pp4 on Zen 5 (session 29). As a
+ * burst per block, or spread beside the loads (avx512_decode_spread). A
+ * prefetch past the panel is a hint: it never faults. */
 #define P16_AHEAD 4096
-#define P16_AHEAD_COLS 2
 
 /* Blocks [b0, b0 + nb) of RG panels (16 rows each: two adjacent groups
  * of a tile, or up to TYPE_DECODE_RANGES far apart in decode) against C
  * activation rows, into the accumulators (lane i: row i of panel g), line
  * k of every panel in turn. */
-AI void q8_0_panel_blocks(bool spread, int RG, int C, const uint8_t *const panel[], int nb, int64_t b0,
+AI void q8_0_panel_blocks(bool spread, bool ahead, int RG, int C, const uint8_t *const panel[], int nb, int64_t b0,
                           const uint8_t *x, size_t xs, int64_t n, __m512 acc[][P16_COLS])
 {
-    const bool ahead = C <= P16_AHEAD_COLS;
     for (int b = 0; b < nb; b++) {
         if (ahead && !spread)
 #pragma GCC unroll 4
@@ -162,23 +162,31 @@ AI void q8_0_panel_blocks(bool spread, int RG, int C, const uint8_t *const panel
     }
 }
 
-/* One chunk of blocks for an RG x C tile. */
-AI void q8_0_panel_tile(int RG, int C, const uint8_t *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,
-                        size_t xs, float *y, size_t ys, int64_t n)
+/* One chunk of blocks for an RG x C tile, prefetching if ahead. */
+AI void q8_0_panel_tile(bool ahead, int RG, int C, const uint8_t *const panel[2], int nr, int nb, int64_t b0,
+                        const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)
 {
     __m512 acc[2][P16_COLS];
     __mmask16 m[2];
     avx512_panel_acc_load(RG, C, nr, b0, y, ys, acc, m);
-    q8_0_panel_blocks(avx512_decode_spread(), RG, C, panel, nb, b0, x, xs, n, acc);
+    q8_0_panel_blocks(avx512_decode_spread(), ahead, RG, C, panel, nb, b0, x, xs, n, acc);
     avx512_panel_acc_store(RG, C, m, acc, y, ys);
 }
 
+/* Each RG x C tile twice: q8_0_p16_ on weights in cache (a packed panel, a
+ * later sweep of a chunk), q8_0_p16f_ streaming them from memory. */
 #define P16_TILE(RG, C)                                                                                                \
     static void q8_0_p16_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,          \
                                     size_t xs, float *y, size_t ys, int64_t n)                                         \
     {                                                                                                                  \
         const uint8_t *const p[2] = {panel[0], panel[1]};                                                              \
-        q8_0_panel_tile(RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                                        \
+        q8_0_panel_tile(false, RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                                 \
+    }                                                                                                                  \
+    static void q8_0_p16f_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,         \
+                                     size_t xs, float *y, size_t ys, int64_t n)                                        \
+    {                                                                                                                  \
+        const uint8_t *const p[2] = {panel[0], panel[1]};                                                              \
+        q8_0_panel_tile(true, RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                                  \
     }
 P16_TILE(1, 1)
 P16_TILE(1, 2)
@@ -192,6 +200,9 @@ P16_TILE(2, 3)
 P16_TILE(2, 4)
 P16_TILE(2, 5)
 P16_TILE(2, 6)
+static const avx512_panel_tile_fn q8_0_first_pass_tiles[2][P16_COLS + 1] = {
+    {NULL, q8_0_p16f_1x1, q8_0_p16f_1x2, q8_0_p16f_1x3, q8_0_p16f_1x4, q8_0_p16f_1x5, q8_0_p16f_1x6},
+    {NULL, q8_0_p16f_2x1, q8_0_p16f_2x2, q8_0_p16f_2x3, q8_0_p16f_2x4, q8_0_p16f_2x5, q8_0_p16f_2x6}};
 
 static void q8_0_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel)
 {
@@ -340,7 +351,7 @@ static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t 
         __m512 acc[R][P16_COLS];                                                                                       \
         for (int s = 0; s < R; s++)                                                                                    \
             acc[s][0] = _mm512_setzero_ps();                                                                           \
-        q8_0_panel_blocks(avx512_decode_spread(), R, 1, g, (int)(n / 32), 0, x, 0, n, acc);                            \
+        q8_0_panel_blocks(avx512_decode_spread(), true, R, 1, g, (int)(n / 32), 0, x, 0, n, acc);                      \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s][0]);                                                              \
     }
@@ -430,8 +441,8 @@ void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
                                           RG > 1 ? g0 + gb + (size_t)b0 * P16_BLOCK : NULL};
             for (int64_t c = 0; c < n_x; c += P16_COLS) {
                 int C = n_x - c < P16_COLS ? (int)(n_x - c) : P16_COLS;
-                panel_q8_0.tiles[RG - 1][C](panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs,
-                                            y + (size_t)c * ys + r0, ys, n);
+                (c ? panel_q8_0.tiles : q8_0_first_pass_tiles)[RG - 1][C](
+                    panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs, y + (size_t)c * ys + r0, ys, n);
             }
         }
     }
