@@ -16,11 +16,12 @@
  * each activation block is sized to stay in L2 while the weight rows sweep
  * it. Blocks change which elements are computed together, never how one is
  * computed, so they do not affect the results. */
-#define MATMUL_ROW_UNIT 4                 /* the smallest group of output rows a kernel takes */
-#define MATMUL_CHUNK 32                   /* output rows a thread takes at a time (a multiple of the unit) */
-#define MATMUL_DECODE_CHUNK 128           /* the same for a single activation row (fewer hand-outs, one call each) */
-#define MATMUL_DECODE_RANGES 4            /* distant ranges a decode chunk reads side by side, where it can */
-#define MATMUL_W_BLOCK 32                 /* weight rows per block (two of the AVX-512 Q8_0 panels) */
+#define MATMUL_ROW_UNIT 4       /* the smallest group of output rows a kernel takes */
+#define MATMUL_CHUNK 32         /* output rows a thread takes at a time (a multiple of the unit) */
+#define MATMUL_DECODE_CHUNK 128 /* the same for up to MATMUL_DECODE_ROWS rows (fewer hand-outs, one call each) */
+#define MATMUL_DECODE_ROWS 8    /* decode-sized batches: concurrent sequences, short verifications */
+#define MATMUL_DECODE_RANGES 4  /* distant ranges a decode chunk reads side by side, where it can */
+#define MATMUL_W_BLOCK 32       /* weight rows per block (two of the AVX-512 Q8_0 panels) */
 #define MATMUL_X_BLOCK_BYTES (1024 << 10) /* activation bytes per block (a 32-row panel is packed once per block) */
 
 /* Below this many activation values a batch is quantised on the calling
@@ -61,7 +62,7 @@ typedef struct matmul_job {
     int64_t n_in;
     uint8_t *xq; /* (n_rows, xq_stride) quantised activations; NULL: the f32 path */
     size_t xq_stride;
-    long chunk_rows;                     /* MATMUL_CHUNK, or MATMUL_DECODE_CHUNK for one activation row */
+    long chunk_rows;                     /* MATMUL_CHUNK, or MATMUL_DECODE_CHUNK for decode-sized batches */
     long first_chunk[OPS_MULTI_MAX + 1]; /* matrix i's chunks are [first_chunk[i], first_chunk[i + 1]) */
 } matmul_job_t;
 
@@ -274,7 +275,7 @@ static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
         else
             pool_run(pool, quantize_worker, job);
     }
-    job->chunk_rows = job->n_rows == 1 ? MATMUL_DECODE_CHUNK : MATMUL_CHUNK;
+    job->chunk_rows = job->n_rows <= MATMUL_DECODE_ROWS ? MATMUL_DECODE_CHUNK : MATMUL_CHUNK;
     int64_t macs = 0;
     for (int i = 0; i < job->n_mats; i++)
         macs += job->w[i]->n_out * job->n_in;
