@@ -269,15 +269,46 @@ static const char *weights_memory(const model_t *m)
     return m->gguf->is_huge_copy ? "read into huge-page memory" : "file mapped (SPLASH_MMAP, no THP, or little memory)";
 }
 
+/* Bytes a matrix holds for its kernels: its packed copy where it has one. */
+static uint64_t matrix_bytes(const matrix_t *w)
+{
+    if (w->packed)
+        return type_kernels(w->type)->packed_bytes(w->n_out, w->n_in);
+    return w->data ? (uint64_t)w->row_bytes * (uint64_t)w->n_out : 0;
+}
+
+/* Bytes of the NextN/MTP blocks (qwen35), which only the MTP drafter runs:
+ * each block's attention, FFN and eh_proj, and its norms. */
+static uint64_t nextn_bytes(const model_t *m)
+{
+    const model_config_t *c = &m->cfg;
+    uint64_t b = 0;
+    for (int i = 0; i < c->n_nextn; i++) {
+        const model_layer_t *l = &m->layers[c->n_layers + i];
+        const matrix_t *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down, &m->nextn[i].eh_proj};
+        for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++)
+            b += matrix_bytes(ws[k]);
+        const float *hidden_vecs[] = {l->attn_norm, l->ffn_norm, m->nextn[i].enorm, m->nextn[i].hnorm,
+                                      m->nextn[i].shared_head_norm};
+        for (size_t k = 0; k < sizeof hidden_vecs / sizeof hidden_vecs[0]; k++)
+            b += hidden_vecs[k] ? (uint64_t)c->hidden * sizeof(float) : 0;
+        b += (l->q_norm ? 1 : 0) * (uint64_t)c->head_dim * sizeof(float);
+        b += (l->k_norm ? 1 : 0) * (uint64_t)c->head_dim * sizeof(float);
+    }
+    return b;
+}
+
 /* Bytes of weights one decode step reads: every layer matrix and norm, the
  * output projection, and one embedding row (the whole table only when tied,
- * as it is then the output projection); the panels of packed ones. */
+ * as it is then the output projection); the panels of packed ones. Not the
+ * NextN/MTP blocks: plain decode never runs them (they were counted until
+ * session 29, which put qwen35's rate about 2 % high). */
 static uint64_t streamed_bytes(const model_t *m)
 {
     uint64_t embd = (uint64_t)m->tok_embd.row_bytes * (uint64_t)m->tok_embd.n_out;
     /* packed matrices stream their packed copy (Q8_0 panels: 1.059 x their raw bytes) */
     return m->weight_bytes - (m->cfg.is_tied ? 0 : embd) + m->tok_embd.row_bytes + m->packed_bytes -
-           m->packed_raw_bytes;
+           m->packed_raw_bytes - nextn_bytes(m);
 }
 
 static void print_runs(const double *runs, int reps)
@@ -526,17 +557,19 @@ int cmd_perf(int argc, char **argv)
         free(threads);
         return 1;
     }
-    uint64_t streamed = streamed_bytes(m);
+    uint64_t streamed = streamed_bytes(m), state = m->cfg.arch_id == MODEL_ARCH_QWEN35 ? fwd_state_bytes(m, 1) : 0;
     char feats[256];
     cpu_features_string(feats, sizeof feats);
     const char *path = kernel_path(m);
     if (json) {
         printf("{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
-               ", \"weight_bytes_per_token\": %" PRIu64 ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
+               ", \"weight_bytes_per_token\": %" PRIu64 ", \"state_bytes_per_sequence\": %" PRIu64
+               ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
                "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
                "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"results\": [",
-               model_path, m->arch, m->n_params, streamed, SPLASH_VERSION, SPLASH_GIT_REV, cpu_level_name(cpu_level()),
-               path, weights_memory(m), feats, (int)pp, (int)tg, (int)reps, (int)depth, kv_type_name(kv_type));
+               model_path, m->arch, m->n_params, streamed, state, SPLASH_VERSION, SPLASH_GIT_REV,
+               cpu_level_name(cpu_level()), path, weights_memory(m), feats, (int)pp, (int)tg, (int)reps, (int)depth,
+               kv_type_name(kv_type));
         for (int t = 0; t < n_threads; t++) {
             const perf_result_t *r = &results[t];
             double gbs = r->tg_tps * streamed / 1e9;
@@ -557,6 +590,10 @@ int cmd_perf(int argc, char **argv)
     } else {
         printf("model: %s (%s, %.1f M parameters, %.1f MiB of weights read per decode token)\n", model_path, m->arch,
                m->n_params / 1e6, streamed / 1048576.0);
+        if (state) /* qwen35's Gated DeltaNet layers */
+            printf("state: %.1f MiB of recurrent state a sequence, read and written by every decode token (not in "
+                   "the weight rate)\n",
+                   state / 1048576.0);
         printf("cpu:   %s; kernel path %s (level %s)\n", feats, path, cpu_level_name(cpu_level()));
         printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(kv_type),
                depth ? ", decode from a deep context" : "");

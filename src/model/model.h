@@ -65,8 +65,9 @@ static inline int model_kv_layers(const model_config_t *c)
 }
 
 /* Whether the model keeps a recurrent state per sequence (qwen35's Gated
- * DeltaNet layers): its state cannot be rolled back or shared by prefix yet,
- * so the engine turns speculation and prefix reuse off for it. */
+ * DeltaNet layers): the engine gives each sequence a state slot, snapshots
+ * it at block boundaries for prefix reuse, and rolls it back after rejected
+ * drafts (engine_admit.c, engine_draft.c). */
 static inline bool model_is_hybrid(const model_config_t *c)
 {
     return c->arch_id == MODEL_ARCH_QWEN35;

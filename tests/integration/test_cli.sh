@@ -201,6 +201,25 @@ grep -q "architecture:  qwen35" "$work/info" &&
     --ids-out "$work/q35-ids.txt" >/dev/null 2>"$work/err" &&
     [ "$(wc -w <"$work/q35-ids.txt")" -eq 6 ] && ok || bad "qwen35 run: $(head -c 300 "$work/err")"
 expect_ok "$splash" perf --model "$q35" --pp 8 --tg 4 --reps 1
+# perf's bytes a decode token reads: every tensor of the file but the NextN
+# block's (blk.4, which only the MTP drafter runs), with one row of the tied
+# embedding table counted twice (the lookup and the LM head); raw sizes with
+# packing off. The recurrent state a sequence (3 GDN layers, conv 3 x 768 and
+# 8 heads x 32 x 32, f32) is reported beside it.
+"$splash" model info --no-hash "$q35" >"$work/info" 2>&1
+SPLASH_PREPACK=0 "$splash" perf --model "$q35" --pp 0 --tg 2 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,re,sys
+tot=emb_row=0
+for l in open(sys.argv[2]):
+    m=re.match(r"^  (blk\.\d+\S*|token_embd\S*|output\S*)\s+\S+\s+\[([^\]]*)\]\s+(\d+)$", l)
+    if m and not m.group(1).startswith("blk.4."):
+        tot+=int(m.group(3))
+        if m.group(1)=="token_embd.weight":
+            emb_row=int(m.group(3))//int(m.group(2).split(",")[1])
+d=json.load(open(sys.argv[1]))
+assert d["weight_bytes_per_token"]==tot+emb_row, (d["weight_bytes_per_token"], tot, emb_row)
+assert d["state_bytes_per_sequence"]>=3*(3*768+8*32*32)*4, d["state_bytes_per_sequence"]' \
+    "$work/perf.json" "$work/info" && ok || bad "qwen35 perf bytes: $(head -c 300 "$work/perf.json")"
 expect_ok "$splash" perplexity --model "$q35" --file "$work/text.txt" --ctx 64 --stride 32
 # speculation on the hybrid model (state rollback): the same ids with each drafter
 for d in ngram mtp; do
