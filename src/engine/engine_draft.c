@@ -365,6 +365,33 @@ int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
     return 0;
 }
 
+/* Hybrid models, a decode row at pos that is committed whatever the step
+ * accepts: when it ends a block past the prompt, the sequence's decode
+ * snapshot (decode_snapshot, one per sequence) is taken by the forward
+ * itself, each thread copying its own heads right after their update
+ * (mostly still in L2), instead of one 19 MB copy on the engine thread after
+ * the step while the workers wait (qwen35-0.8b, 4 sequences: 1.4 % of the
+ * samples, on the engine thread alone). */
+float *decode_snap_row(engine_t *e, engine_req_t *r, int pos)
+{
+    int bs = e->blocks.block_size, end = pos + 1;
+    if (!model_is_hybrid(&e->m->cfg) || e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || r->state_slot < 0 ||
+        r->is_unhashed || end % bs || end <= r->n_prompt || end <= r->dsnap_end)
+        return NULL;
+    blk_hash_t h = r->chain; /* the chain hash of block n_hashed - 1, extended to the block ending at pos */
+    for (int i = r->n_hashed; i < end / bs; i++)
+        if (!blk_hash_next(&e->blocks, &h, r->tokens + (size_t)i * bs, bs, &h))
+            return NULL; /* libcrypto out of memory: no snapshot */
+    if (r->dsnap_end)
+        snap_drop(&e->snaps, &r->dsnap_hash);
+    float *dst = snap_reserve(&e->snaps, &h);
+    if (dst) {
+        r->dsnap_end = end;
+        r->dsnap_hash = h;
+    }
+    return dst;
+}
+
 /* Hybrid models: a follow-up turn extends prompt + answer, so answers leave
  * snapshots too: at the end of the newest cached block, when this step's
  * committed rows passed it (from the live state, or a verify snapshot of a

@@ -278,6 +278,9 @@ float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next);
 /* Where decode-group row newest + j leaves its state (j < 0: a replayed
  * row), or NULL. */
 float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, int j);
+/* Where plain decode row pos leaves the sequence's decode snapshot (a block
+ * end past the prompt), or NULL: then decode_snapshot takes it after the step. */
+float *decode_snap_row(engine_t *e, engine_req_t *r, int pos);
 /* After commit (n_kv set): when a draft was rejected, restores the state
  * after the last accepted row (or the newest token's, with rows to replay);
  * -1 if it cannot (no snapshot). */

@@ -294,7 +294,9 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                 if (!is_decode)
                     e->b_snaps[n] = r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
                 else
-                    e->b_snaps[n] = vsnap ? verify_snap_row(e, r, vsnap, j - newest) : NULL;
+                    e->b_snaps[n] = vsnap         ? verify_snap_row(e, r, vsnap, j - newest)
+                                    : j <= newest ? decode_snap_row(e, r, pos)
+                                                  : NULL;
                 e->b_req[n++] = r;
             }
             if (want == ENGINE_PHASE_DECODE)
