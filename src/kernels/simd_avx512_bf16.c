@@ -63,18 +63,42 @@ AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, co
 
 TILE_DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
 
-/* Decode (one activation row) on bfloat16 rows, a row after the other as
- * qdrive does, so the same bits: a single forward stream, which the
- * hardware prefetcher alone kept at 60-74 % of splash perf's read probe on
- * Zen 5 (F16 qwen3-0.6b); with the spread prefetch (avx512_decode_spread)
- * 98-103 % (docs/benchmarks.md, session 24). False: not taken. */
-static bool bf16_rows_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t *x, int64_t n_x, float *y,
-                             int64_t n)
+/* Decode and batches of up to BF16_DEC_ROWS activation rows (concurrent
+ * decodes, short verifications) on bfloat16 rows, a row after the other
+ * against every activation row at once (each element one accumulator over
+ * the row in order, as in qdrive's tiles, so the same bits): a single
+ * forward stream, which the hardware prefetcher alone kept at 60-74 % of
+ * splash perf's read probe on Zen 5 (F16 qwen3-0.6b); with the spread
+ * prefetch (avx512_decode_spread) 98-103 % (docs/benchmarks.md, session
+ * 24). Four rows' chains cost a row about what one row's does, where the
+ * 4 x 4 tiles read four rows side by side: pp2 1.15x, pp3 1.20x, pp4
+ * 1.04x, 4 concurrent sequences 3.2x -> 3.6x of one (Zen 5, session 29);
+ * 8 rows, two passes a row, lost to the tiles (4.8x -> 3.3-3.6x).
+ * SPLASH_BF16_DEC_ROWS (1..4) sets the largest batch taken, for measuring.
+ * False: not taken. */
+#define BF16_DEC_ROWS TILE_C
+/* One weight row against C activation rows, asking for the stream ahead. */
+#define BF16_ROW_C(C)                                                                                                  \
+    static void bf16_row_##C(const uint8_t *w, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)            \
+    {                                                                                                                  \
+        tile_bf16dp_ahead(true, TYPE_BF16, 1, C, w, 0, x, xs, y, ys, n);                                               \
+    }
+BF16_ROW_C(1)
+BF16_ROW_C(2)
+BF16_ROW_C(3)
+BF16_ROW_C(4)
+typedef void (*bf16_row_fn)(const uint8_t *w, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n);
+static const bf16_row_fn bf16_row[BF16_DEC_ROWS + 1] = {NULL, bf16_row_1, bf16_row_2, bf16_row_3, bf16_row_4};
+
+static bool bf16_rows_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t *x, size_t xs, int64_t n_x,
+                             float *y, size_t ys, int64_t n)
 {
-    if (n_x != 1 || !avx512_decode_spread())
+    static atomic_int cache;
+    if (n_x > avx512_rows_knob(&cache, "SPLASH_BF16_DEC_ROWS", BF16_DEC_ROWS, BF16_DEC_ROWS) || !avx512_decode_spread())
         return false;
+    const bf16_row_fn row = bf16_row[n_x];
     for (int64_t r = 0; r < n_w; r++)
-        tile_bf16dp_ahead(true, TYPE_BF16, 1, 1, w + r * ws, ws, x, 0, y + r, 0, n);
+        row(w + r * ws, x, xs, y + r, ys, n);
     return true;
 }
 
@@ -123,7 +147,7 @@ float avx512_bf16_bf_dot_q(const void *w, const void *xq, int64_t n)
 void avx512_bf16_bf_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                                size_t ys, int64_t n)
 {
-    if (!bf16_rows_decode(w, ws, n_w, xq, n_x, y, n))
+    if (!bf16_rows_decode(w, ws, n_w, xq, xs, n_x, y, ys, n))
         bf16_bf_dot_q_tile(w, ws, n_w, xq, xs, n_x, y, ys, n);
 }
 AVX512_EXPORT_QKERNELS(f16_bf)
@@ -148,7 +172,7 @@ void avx512_f16_bf_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n
 {
     const size_t rs = bf16_row_bytes(n);
     const uint8_t *w = (const uint8_t *)packed + (size_t)row0 * rs;
-    if (!bf16_rows_decode(w, rs, n_w, xq, n_x, y, n))
+    if (!bf16_rows_decode(w, rs, n_w, xq, xs, n_x, y, ys, n))
         bf16_bf_dot_q_tile(w, rs, n_w, xq, xs, n_x, y, ys, n);
 }
 

@@ -179,7 +179,7 @@ static void *bf_weight_row(uint32_t type, int64_t n, uint64_t seed)
 static void test_bf16_dot_and_tiles(void **state)
 {
     (void)state;
-    static const int64_t shapes[][2] = {{1, 1}, {4, 1}, {5, 3}, {9, 7}, {16, 4}, {3, 10}, {17, 13}};
+    static const int64_t shapes[][2] = {{1, 1}, {4, 1}, {6, 2}, {5, 3}, {9, 7}, {16, 4}, {3, 10}, {17, 13}};
     const int64_t max_w = 17, max_x = 13;
     type_kernels_t table[TYPE_COUNT];
     kernels_table_for_level(cpu_level(), table);
