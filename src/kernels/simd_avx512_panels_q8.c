@@ -441,8 +441,8 @@ void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
                                           RG > 1 ? g0 + gb + (size_t)b0 * P16_BLOCK : NULL};
             for (int64_t c = 0; c < n_x; c += P16_COLS) {
                 int C = n_x - c < P16_COLS ? (int)(n_x - c) : P16_COLS;
-                (c ? panel_q8_0.tiles : q8_0_first_pass_tiles)[RG - 1][C](
-                    panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs, y + (size_t)c * ys + r0, ys, n);
+                const avx512_panel_tile_fn tile = c ? panel_q8_0.tiles[RG - 1][C] : q8_0_first_pass_tiles[RG - 1][C];
+                tile(panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs, y + (size_t)c * ys + r0, ys, n);
             }
         }
     }
