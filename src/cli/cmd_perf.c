@@ -557,7 +557,7 @@ int cmd_perf(int argc, char **argv)
         free(threads);
         return 1;
     }
-    uint64_t streamed = streamed_bytes(m), state = m->cfg.arch_id == MODEL_ARCH_QWEN35 ? fwd_state_bytes(m, 1) : 0;
+    uint64_t streamed = streamed_bytes(m), state = fwd_state_snapshot_floats(m) * sizeof(float); /* 0: no GDN */
     char feats[256];
     cpu_features_string(feats, sizeof feats);
     const char *path = kernel_path(m);

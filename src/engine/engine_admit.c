@@ -237,6 +237,16 @@ void cache_full_blocks(engine_t *e, engine_req_t *r)
     }
 }
 
+bool req_chain_hash(engine_t *e, const engine_req_t *r, int n_blk, blk_hash_t *h)
+{
+    int bs = e->blocks.block_size;
+    *h = r->chain;
+    for (int i = r->n_hashed; i < n_blk; i++)
+        if (!blk_hash_next(&e->blocks, h, r->tokens + (size_t)i * bs, bs, h))
+            return false;
+    return true;
+}
+
 /* Retires the requests that ended, keeping the others' order. */
 void retire(engine_t *e, const char *error)
 {

@@ -365,6 +365,20 @@ int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
     return 0;
 }
 
+/* The sequence's one decode snapshot moves to the block ending at end
+ * (hash h): the previous is dropped and a pending slot reserved, or NULL. */
+static float *dsnap_replace(engine_t *e, engine_req_t *r, const blk_hash_t *h, int end)
+{
+    if (r->dsnap_end)
+        snap_drop(&e->snaps, &r->dsnap_hash);
+    float *dst = snap_reserve(&e->snaps, h);
+    if (dst) {
+        r->dsnap_end = end;
+        r->dsnap_hash = *h;
+    }
+    return dst;
+}
+
 /* Hybrid models, a decode row at pos that is committed whatever the step
  * accepts: when it ends a block past the prompt, the sequence's decode
  * snapshot (decode_snapshot, one per sequence) is taken by the forward
@@ -378,18 +392,8 @@ float *decode_snap_row(engine_t *e, engine_req_t *r, int pos)
     if (!model_is_hybrid(&e->m->cfg) || e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || r->state_slot < 0 ||
         r->is_unhashed || end % bs || end <= r->n_prompt || end <= r->dsnap_end)
         return NULL;
-    blk_hash_t h = r->chain; /* the chain hash of block n_hashed - 1, extended to the block ending at pos */
-    for (int i = r->n_hashed; i < end / bs; i++)
-        if (!blk_hash_next(&e->blocks, &h, r->tokens + (size_t)i * bs, bs, &h))
-            return NULL; /* libcrypto out of memory: no snapshot */
-    if (r->dsnap_end)
-        snap_drop(&e->snaps, &r->dsnap_hash);
-    float *dst = snap_reserve(&e->snaps, &h);
-    if (dst) {
-        r->dsnap_end = end;
-        r->dsnap_hash = h;
-    }
-    return dst;
+    blk_hash_t h;
+    return req_chain_hash(e, r, end / bs, &h) ? dsnap_replace(e, r, &h, end) : NULL;
 }
 
 /* Hybrid models: a follow-up turn extends prompt + answer, so answers leave
@@ -415,14 +419,9 @@ void decode_snapshot(engine_t *e, engine_req_t *r, int first, int newest)
             return; /* passed inside a replayed row or a row without a copy: the next block */
         src = e->vsnaps + (size_t)(r->vsnap0 + j) * floats;
     }
-    blk_hash_t h = r->chain; /* cache_full_blocks left the newest block's hash */
-    if (r->dsnap_end)
-        snap_drop(&e->snaps, &r->dsnap_hash);
-    float *dst = snap_reserve(&e->snaps, &h);
+    float *dst = dsnap_replace(e, r, &r->chain, end); /* cache_full_blocks left the newest block's hash */
     if (!dst)
         return;
     memcpy(dst, src, floats * sizeof(float));
     snap_commit(&e->snaps);
-    r->dsnap_end = end;
-    r->dsnap_hash = h;
 }

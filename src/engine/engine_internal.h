@@ -235,6 +235,9 @@ void admit_queued(engine_t *e);              /* queued requests that ended go; t
 void reap_running(engine_t *e);              /* cancelled and timed-out running requests end */
 void retire(engine_t *e, const char *error); /* running requests that ended are finished, in order */
 void cache_full_blocks(engine_t *e, engine_req_t *r); /* r's newly full blocks registered in the prefix cache */
+/* The chain hash of r's block n_blk - 1 (n_blk >= n_hashed), from the last
+ * one cache_full_blocks knows; false if libcrypto ran out of memory. */
+bool req_chain_hash(engine_t *e, const engine_req_t *r, int n_blk, blk_hash_t *h);
 
 /* Removes running[i] (its recurrent-state slot freed), keeping the others' order. */
 void running_remove(engine_t *e, int i);

@@ -257,11 +257,8 @@ static float *snapshot_for(engine_t *e, engine_req_t *r, int pos)
     int n_blk = end / bs;
     if (n_blk != r->n_prompt / bs && n_blk != (r->n_prompt - 1) / bs && n_blk % ENGINE_SNAPSHOT_STRIDE)
         return NULL;
-    blk_hash_t h = r->chain; /* the chain hash of block n_blk - 1, from the last one known */
-    for (int i = r->n_hashed; i < n_blk; i++)
-        if (!blk_hash_next(&e->blocks, &h, r->tokens + (size_t)i * bs, bs, &h))
-            return NULL; /* libcrypto out of memory: no snapshot */
-    return snap_reserve(&e->snaps, &h);
+    blk_hash_t h;
+    return req_chain_hash(e, r, n_blk, &h) ? snap_reserve(&e->snaps, &h) : NULL;
 }
 
 /* Preparation: the batch arrays, decode rows first, then prefill chunks. */
