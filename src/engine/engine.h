@@ -255,6 +255,7 @@ typedef struct engine_snapshot {
     uint64_t decode_width_hist[ENGINE_WIDTH_BUCKETS];
     /* requests */
     uint64_t submitted, completed, cancelled, failed, rejected;
+    uint64_t in_flight; /* accepted and not yet ended, read live (the counts above are per step) */
     uint64_t prompt_tokens, generated_tokens; /* totals */
     int n_active;
     engine_req_info_t *active; /* (n_active) points into the snapshot's own storage */

@@ -164,6 +164,7 @@ struct engine {
     atomic_bool is_cancelling_all; /* engine_cancel_all: every request ends */
     uint64_t next_id;
     uint64_t submitted, rejected;
+    atomic_uint_fast64_t ended; /* requests req_finish ended (any thread reads it live) */
 
     /* engine thread only */
     engine_req_t **running; /* (max_seqs) in admission order */

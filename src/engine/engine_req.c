@@ -137,6 +137,7 @@ void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *m
     else
         e->completed++;
     e->generated_tokens += (uint64_t)r->n_generated;
+    atomic_fetch_add(&e->ended, 1);
     TRACE_EVENT(e->cfg.trace, why == ENGINE_FINISH_CANCELLED ? TRACE_REQ_CANCELLED : TRACE_REQ_DONE, TRACE_INSTANT,
                 TRACE_TID_ENGINE, r->id, (uint32_t)why, (uint32_t)r->n_generated, 0);
     req_emit(r, &ev, NULL, 0);

@@ -149,6 +149,7 @@ int engine_snapshot(engine_t *e, engine_snapshot_t *s, err_t *err)
     pthread_mutex_lock(&e->mu);
     s->submitted = e->submitted;
     s->rejected = e->rejected;
+    s->in_flight = e->submitted - atomic_load(&e->ended);
     pthread_mutex_unlock(&e->mu);
     s->unix_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
     return 0;

@@ -441,11 +441,13 @@ int server_trace_write(server_t *s, bool is_final, err_t *err)
         return err_set(err, "tracing is off (start with --trace-capacity N --trace-out FILE)");
     bool is_idle = is_final;
     if (!is_final && atomic_load(&s->is_ready)) {
-        /* on demand: complete only if nothing is in flight right now */
+        /* on demand: complete only if nothing is in flight right now (read
+         * live: the per-step counts lag a request the engine has not yet
+         * picked up) */
         engine_snapshot_t snap = {0};
         if (engine_snapshot(s->m.engine, &snap, err))
             return -1;
-        is_idle = snap.queued + snap.prefilling + snap.decoding == 0;
+        is_idle = snap.in_flight == 0;
         engine_snapshot_free(&snap);
     }
     char build[128];
