@@ -88,14 +88,19 @@ static const char bench_usage[] =
     "  --sessions N             sessions (opt-in): conversations sent at once, a thread each, one\n"
     "                           cache_salt each (the session key a balancer hashes on; default 8)\n"
     "  --session-turns N        turns per conversation, one after another (default 4)\n"
-    "  --session-first-tokens N / --session-turn-tokens N  the first turn's prompt and the tokens each\n"
-    "                           later turn adds to the previous prompt (default 256 / 64)\n"
+    "  --session-first-tokens N / --session-turn-tokens N|LO-HI  the first turn's prompt and the\n"
+    "                           tokens each later turn adds to the previous prompt (default 256 / 64);\n"
+    "                           LO-HI: a count in that range drawn per conversation and turn, the same\n"
+    "                           in every slot and run (messages of varied length, as users send)\n"
     "  --session-key id|salt    what a balancer routes a conversation by: id (default) sends an\n"
     "                           x-session-id that stays the same in every slot of the run, so each\n"
     "                           slot meets the same routing (each turn also sends an x-request-id, the\n"
     "                           id and the turn, for a balancer that scatters requests by it); salt\n"
     "                           sends neither, so a balancer falls back to the conversation's\n"
     "                           cache_salt, fresh in every slot\n"
+    "  --session-name STEM      the x-session-id of conversation i is STEM-conversation-i (default\n"
+    "                           splash-bench): the same in every run, so runs meet the same routing;\n"
+    "                           another stem draws another routing (letters, digits, '.', '_', '-')\n"
     "  --session-max-tokens N   output budget of each turn (default 8); metrics: session_prefill (prompt\n"
     "                           tokens a turn prefilled, not cached), session_ttft (follow-up turns,\n"
     "                           p50), session_throughput (over the wall time, pauses included); the\n"
@@ -149,6 +154,39 @@ static int parse_int(const char *flag, const char *v, int lo, int hi, int *out, 
     if (cli_parse_i64(flag, v, lo, hi, &x, err))
         return -1;
     *out = (int)x;
+    return 0;
+}
+
+/* --session-turn-tokens N or LO-HI (LO <= HI). */
+static int parse_turn_tokens(const char *v, bench_config_t *c, err_t *err)
+{
+    const char *dash = strchr(v, '-');
+    if (!dash) {
+        if (parse_int("--session-turn-tokens", v, 1, BENCH_MAX_PROMPT, &c->sessions_turn_tokens, err))
+            return -1;
+        c->sessions_turn_tokens_max = c->sessions_turn_tokens;
+        return 0;
+    }
+    char lo[24];
+    size_t n = (size_t)(dash - v);
+    if (n == 0 || n >= sizeof lo)
+        return err_set(err, "--session-turn-tokens: '%s' is not N or LO-HI", v);
+    memcpy(lo, v, n);
+    lo[n] = 0;
+    if (parse_int("--session-turn-tokens", lo, 1, BENCH_MAX_PROMPT, &c->sessions_turn_tokens, err) ||
+        parse_int("--session-turn-tokens", dash + 1, 1, BENCH_MAX_PROMPT, &c->sessions_turn_tokens_max, err))
+        return -1;
+    if (c->sessions_turn_tokens_max < c->sessions_turn_tokens)
+        return err_set(err, "--session-turn-tokens: %s's high end is below its low end", v);
+    return 0;
+}
+
+/* --session-name: a header-safe stem of up to 48 characters. */
+static int check_session_name(const char *v, err_t *err)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n > 48 || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+        return err_set(err, "--session-name: '%s' is not 1-48 letters, digits, '.', '_' or '-'", v);
     return 0;
 }
 
@@ -281,6 +319,13 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
             if (strcmp(v, "round") && strcmp(v, "never"))
                 return err_set(err, "--restart: '%s' is not round or never", v);
             o->restart = v;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--session-turn-tokens", &missing))) {
+            if (parse_turn_tokens(v, c, err))
+                return -1;
+        } else if (!missing && (v = cli_opt(argc, argv, &i, "--session-name", &missing))) {
+            if (check_session_name(v, err))
+                return -1;
+            c->sessions_name = v;
         } else if (!missing && (v = cli_opt(argc, argv, &i, "--session-key", &missing))) {
             if (strcmp(v, "id") && strcmp(v, "salt"))
                 return err_set(err, "--session-key: '%s' is not id or salt", v);
@@ -333,7 +378,6 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         INT_OPT("--sessions", sessions, 1, BENCH_MAX_SESSIONS)
         INT_OPT("--session-turns", sessions_turns, 1, BENCH_MAX_SESSION_TURNS)
         INT_OPT("--session-first-tokens", sessions_first_tokens, 1, BENCH_MAX_PROMPT)
-        INT_OPT("--session-turn-tokens", sessions_turn_tokens, 1, BENCH_MAX_PROMPT)
         INT_OPT("--session-max-tokens", sessions_max_tokens, 1, 1000000)
         INT_OPT("--session-stagger-ms", sessions_stagger_ms, 0, 600000)
         INT_OPT("--session-think-ms", sessions_think_ms, 0, 600000)
@@ -409,7 +453,7 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
         return err_set(err, "--cached-prefix-tokens %d plus --cached-suffix-tokens %d exceed the longest prompt (%d)",
                        c->cached_prefix_tokens, c->cached_suffix_tokens, BENCH_MAX_PROMPT);
     if (c->do_sessions &&
-        (int64_t)c->sessions_first_tokens + (int64_t)(c->sessions_turns - 1) * c->sessions_turn_tokens >
+        (int64_t)c->sessions_first_tokens + (int64_t)(c->sessions_turns - 1) * c->sessions_turn_tokens_max >
             BENCH_MAX_PROMPT)
         return err_set(err, "sessions: the last turn's prompt exceeds the longest prompt (%d)", BENCH_MAX_PROMPT);
     if (c->do_serial && c->n_serial_lens == 0)

@@ -67,9 +67,10 @@ void bench_config_default(bench_config_t *c)
     c->sessions = 8;
     c->sessions_turns = 4;
     c->sessions_first_tokens = 256;
-    c->sessions_turn_tokens = 64;
+    c->sessions_turn_tokens = c->sessions_turn_tokens_max = 64;
     c->sessions_max_tokens = 8;
     c->is_session_id_stable = true;
+    c->sessions_name = "splash-bench";
     for (int i = 0; i < BM_COUNT; i++)
         if (bench_metrics[i].is_default_decider)
             c->decide_mask |= 1u << i;
@@ -489,11 +490,13 @@ static json_t *config_json(const bench_config_t *c)
     if (c->do_sessions) {
         json_array_append_new(json_object_get(cfg, "workloads"), json_string("sessions"));
         json_object_set_new(cfg, "sessions",
-                            json_pack("{s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:i}", "sessions", c->sessions, "turns",
+                            json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:s?,s:i,s:i}", "sessions", c->sessions, "turns",
                                       c->sessions_turns, "first_tokens", c->sessions_first_tokens, "turn_tokens",
-                                      c->sessions_turn_tokens, "max_tokens", c->sessions_max_tokens, "session_key",
-                                      c->is_session_id_stable ? "id" : "salt", "stagger_ms", c->sessions_stagger_ms,
-                                      "think_ms", c->sessions_think_ms));
+                                      c->sessions_turn_tokens, "turn_tokens_max", c->sessions_turn_tokens_max,
+                                      "max_tokens", c->sessions_max_tokens, "session_key",
+                                      c->is_session_id_stable ? "id" : "salt", "session_name",
+                                      c->is_session_id_stable ? c->sessions_name : NULL, "stagger_ms",
+                                      c->sessions_stagger_ms, "think_ms", c->sessions_think_ms));
     }
     json_object_set_new(cfg, "cpus",
                         json_pack("{s:s?,s:s?}", "server", c->server_cpus_text, "client", c->client_cpus_text));

@@ -66,10 +66,13 @@ typedef struct bench_config {
      * cached one), each generating cached_max_tokens */
     int cached_prefix_tokens, cached_suffix_tokens, cached_pairs, cached_max_tokens;
     /* sessions: `sessions` conversations at once, each sessions_turns turns;
-     * turn t's prompt is sessions_first_tokens + t * sessions_turn_tokens
-     * long and extends turn t-1's; one cache_salt per conversation; each
-     * turn generates sessions_max_tokens */
-    int sessions, sessions_turns, sessions_first_tokens, sessions_turn_tokens, sessions_max_tokens;
+     * turn t's prompt extends turn t-1's by sessions_turn_tokens (or, with
+     * sessions_turn_tokens_max above it, by a count between the two drawn
+     * from a hash of the conversation and the turn: the same in every slot
+     * and every run); one cache_salt per conversation; each turn generates
+     * sessions_max_tokens */
+    int sessions, sessions_turns, sessions_first_tokens, sessions_turn_tokens, sessions_turn_tokens_max,
+        sessions_max_tokens;
     /* sessions' schedule, the same in every slot: conversation i sends its
      * first turn sessions_stagger_ms x i after the slot starts, and each
      * later turn sessions_think_ms after the previous answer ended (0 and
@@ -79,6 +82,9 @@ typedef struct bench_config {
      * in every slot of the run (a balancer routes it alike in every slot, so
      * slots compare like with like) instead of routing by its fresh salt */
     bool is_session_id_stable;
+    /* the x-session-id's stem: conversation i is "<stem>-conversation-<i>"
+     * in every slot and every run (the same routing run after run) */
+    const char *sessions_name;
     /* which metrics decide the verdict (bit i = bench_metric i) */
     unsigned decide_mask;
     int poll_ms;

@@ -35,7 +35,7 @@ static int build_context(run_t *r, arm_rt_t *a, bench_http_t *h, err_t *err)
     if (c->do_cached && c->cached_prefix_tokens + c->cached_suffix_tokens + 1 > need)
         need = c->cached_prefix_tokens + c->cached_suffix_tokens + 1;
     /* conversation i starts at i * 997 (bench_sessions.c); the context wraps, so this only avoids repeats */
-    int session_need = c->sessions_first_tokens + (c->sessions_turns - 1) * c->sessions_turn_tokens;
+    int session_need = c->sessions_first_tokens + (c->sessions_turns - 1) * c->sessions_turn_tokens_max;
     if (c->do_sessions && session_need > need)
         need = session_need;
     static const char *const words[] = {"river",  "stone",  "quiet",  "lantern", "orbit",  "maple", "signal", "harbor",

@@ -32,8 +32,11 @@ static void print_sessions(const json_t *rep, FILE *f)
     const json_t *cfg = json_object_get(json_object_get(rep, "config"), "sessions");
     if (!cfg)
         return;
-    fprintf(f, "\n  sessions: %lld conversations at once, %lld turns each (%lld tokens, +%lld a turn)",
-            jint(cfg, "sessions"), jint(cfg, "turns"), jint(cfg, "first_tokens"), jint(cfg, "turn_tokens"));
+    fprintf(f, "\n  sessions: %lld conversations at once, %lld turns each (%lld tokens, +%lld", jint(cfg, "sessions"),
+            jint(cfg, "turns"), jint(cfg, "first_tokens"), jint(cfg, "turn_tokens"));
+    if (jint(cfg, "turn_tokens_max") > jint(cfg, "turn_tokens"))
+        fprintf(f, "-%lld", jint(cfg, "turn_tokens_max"));
+    fprintf(f, " a turn)");
     if (jint(cfg, "stagger_ms") > 0 || jint(cfg, "think_ms") > 0)
         fprintf(f, "; started %lld ms apart, 0.5-1.5 x %lld ms between an answer and the next turn",
                 jint(cfg, "stagger_ms"), jint(cfg, "think_ms"));

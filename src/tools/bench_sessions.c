@@ -55,11 +55,35 @@ typedef struct session {
     char (*err)[ERR_MSG_LEN]; /* (turns): transport error, or "" */
 } session_t;
 
+/* A hash of (stream, i, t), the same in every slot and every run
+ * (splitmix64's finaliser): stream 0 draws pauses, 1 turn lengths. */
+static uint64_t session_hash(uint64_t stream, int i, int t)
+{
+    uint64_t z = ((uint64_t)(unsigned)i << 32 | (unsigned)t) + 0x9e3779b97f4a7c15u * (stream + 1);
+    z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ z >> 27) * 0x94d049bb133111ebu;
+    return z ^ z >> 31;
+}
+
+/* The prompt length of turn t of conversation i: the first turn's, plus
+ * each later turn's addition (fixed, or drawn in [turn_tokens,
+ * turn_tokens_max]). Varied additions spread the tokens a turn must
+ * prefill when it lands away from its prefix, so the follow-up turns'
+ * median TTFT sits inside a spread of values, not on the edge between
+ * "one turn's addition" and "two turns'" that fixed additions make. */
+static int turn_len(const bench_config_t *c, int i, int t)
+{
+    int len = c->sessions_first_tokens, span = c->sessions_turn_tokens_max - c->sessions_turn_tokens;
+    for (int u = 1; u <= t; u++)
+        len += c->sessions_turn_tokens + (int)(session_hash(1, i, u) % (uint64_t)(span + 1));
+    return len;
+}
+
 /* Turn t of conversation i: the prompt and budget both arms send alike. */
 static req_spec_t turn_spec(const bench_config_t *c, const session_t *ss, int t)
 {
     req_spec_t q = {.kind = "session",
-                    .prompt_len = c->sessions_first_tokens + t * c->sessions_turn_tokens,
+                    .prompt_len = turn_len(c, ss->idx, t),
                     .offset = ss->idx * 997, /* conversations differ from their first token */
                     .max_tokens = c->sessions_max_tokens,
                     .seed = -1,
@@ -92,11 +116,7 @@ static void sleep_until(int64_t t_ns)
  * number: an affinity by accident. */
 static int64_t think_ns(int think_ms, int i, int t)
 {
-    uint64_t z = ((uint64_t)(unsigned)i << 32 | (unsigned)t) + 0x9e3779b97f4a7c15u; /* splitmix64 */
-    z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ z >> 27) * 0x94d049bb133111ebu;
-    z ^= z >> 31;
-    return (int64_t)think_ms * (500000 + (int64_t)(z % 1000001)); /* ms x (0.5 .. 1.5) in ns */
+    return (int64_t)think_ms * (500000 + (int64_t)(session_hash(0, i, t) % 1000001)); /* ms x (0.5 .. 1.5) in ns */
 }
 
 static void *session_main(void *arg)
@@ -214,7 +234,7 @@ void bench_workload_sessions(slot_t *s)
         ss[i].idx = i;
         bench_new_salt(s->r, ss[i].salt, sizeof ss[i].salt);
         if (c->is_session_id_stable)
-            snprintf(ss[i].session_id, sizeof ss[i].session_id, "splash-bench-%s-conversation-%d", s->r->run_id, i);
+            snprintf(ss[i].session_id, sizeof ss[i].session_id, "%s-conversation-%d", c->sessions_name, i);
         ss[i].st = calloc((size_t)turns, sizeof *ss[i].st);
         ss[i].err = calloc((size_t)turns, sizeof *ss[i].err);
         is_oom = !ss[i].st || !ss[i].err;
@@ -251,12 +271,12 @@ void bench_workload_sessions(slot_t *s)
     double cached_frac = sum.prompt ? (double)sum.cached / (double)sum.prompt : 0;
     double ttft_p50 = stats_quantile(sum.ttft_followup, sum.n_ttft, 0.5);
     double tput = wall_ms > 0 ? (double)sum.completion / (wall_ms / 1000.0) : 0;
-    json_t *j =
-        json_pack("{s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "sessions", n, "turns", turns,
-                  "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens, "max_tokens",
-                  c->sessions_max_tokens, "requests", (json_int_t)sum.requests, "valid", (json_int_t)sum.valid,
-                  "prompt_tokens", (json_int_t)sum.prompt, "cached_tokens", (json_int_t)sum.cached, "cached_fraction",
-                  cached_frac, "followup_ttft_p50_ms", ttft_p50, "wall_ms", wall_ms, "throughput", tput);
+    json_t *j = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "sessions", n, "turns", turns,
+                          "first_tokens", c->sessions_first_tokens, "turn_tokens", c->sessions_turn_tokens,
+                          "turn_tokens_max", c->sessions_turn_tokens_max, "max_tokens", c->sessions_max_tokens,
+                          "requests", (json_int_t)sum.requests, "valid", (json_int_t)sum.valid, "prompt_tokens",
+                          (json_int_t)sum.prompt, "cached_tokens", (json_int_t)sum.cached, "cached_fraction",
+                          cached_frac, "followup_ttft_p50_ms", ttft_p50, "wall_ms", wall_ms, "throughput", tput);
     json_object_set_new(j, "replicas", replicas_json(sum.replicas, sum.n_replicas));
     json_object_set_new(j, "block_size", block_size > 0 ? json_integer(block_size) : json_null());
     json_object_set_new(s->j, "sessions", j);

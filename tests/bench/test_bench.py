@@ -322,25 +322,35 @@ SESSIONS = ["--workload", "sessions", "--sessions", "3", "--session-turns", "3",
 
 
 def part_sessions(a):
-    p, rep = bench(a, "sessions", SESSIONS + ["--baseline-args", "--replica-id a", "--candidate-args",
-                                              "--replica-id b"], expect_codes=(0, 10, 11, 12))
+    # each later turn adds 16-40 tokens, drawn per conversation and turn
+    args = SESSIONS + ["--session-turn-tokens", "16-40", "--session-name", "t.bench_1"]
+    p, rep = bench(a, "sessions", args + ["--baseline-args", "--replica-id a", "--candidate-args", "--replica-id b"],
+                   expect_codes=(0, 10, 11, 12))
     assert rep["validity"]["valid"], reasons(rep)
-    assert rep["config"]["sessions"] == {"sessions": 3, "turns": 3, "first_tokens": 40, "turn_tokens": 24,
-                                         "max_tokens": 4, "session_key": "id", "stagger_ms": 0, "think_ms": 0}
+    assert rep["config"]["sessions"] == {"sessions": 3, "turns": 3, "first_tokens": 40, "turn_tokens": 16,
+                                         "turn_tokens_max": 40, "max_tokens": 4, "session_key": "id",
+                                         "session_name": "t.bench_1", "stagger_ms": 0, "think_ms": 0}
     ids = {}  # a conversation's x-session-id is the same in every slot, its salt new in each
     salts = set()
-    lens = [40, 64, 88]
+    lens = {}  # (session, turn) -> prompt length: the same in every slot
+    for s in rep["slots"]:
+        for q in s["requests"]:
+            assert lens.setdefault((q["session"], q["turn"]), q["prompt_tokens"]) == q["prompt_tokens"], q
+    adds = [lens[(i, t)] - lens[(i, t - 1)] for i in range(3) for t in (2, 3)]
+    assert all(lens[(i, 1)] == 40 for i in range(3)) and all(16 <= d <= 40 for d in adds) and len(set(adds)) > 1, lens
     for s in rep["slots"]:
         ss = s["sessions"]
         bs = ss["block_size"]
         assert bs > 0 and ss["requests"] == ss["valid"] == 9, ss
         # one server: every later turn reuses its previous prompt's whole
         # blocks (never its own last token), nothing else, and the first none
-        want = [0] + [min((lens[t] - 1) // bs, lens[t - 1] // bs) * bs for t in (1, 2)]
+        want = {(i, t): 0 if t == 1 else min((lens[(i, t)] - 1) // bs, lens[(i, t - 1)] // bs) * bs
+                for (i, t) in lens}
         by_session = {}
         for q in s["requests"]:
-            assert q["kind"] == "session" and q["prompt_tokens"] == lens[q["turn"] - 1], q
-            assert q["cached_tokens"] == want[q["turn"] - 1], (q, want)
+            assert q["kind"] == "session", q
+            assert q["cached_tokens"] == want[(q["session"], q["turn"])], (q, want)
+            assert q["session_id"] == f't.bench_1-conversation-{q["session"]}', q
             by_session.setdefault(q["session"], set()).add(q["cache_salt"])
             ids.setdefault(q["session"], set()).add(q["session_id"])
             # a turn's x-request-id: its conversation's id and the turn, alike in every slot
@@ -348,20 +358,22 @@ def part_sessions(a):
             salts.add(q["cache_salt"])
         assert sorted(by_session) == [0, 1, 2] and all(len(v) == 1 for v in by_session.values()), by_session
         assert len(set().union(*by_session.values())) == 3, "one salt per conversation"
-        assert ss["cached_tokens"] == 3 * sum(want) and ss["prompt_tokens"] == 3 * sum(lens), ss
+        assert ss["cached_tokens"] == sum(want.values()) and ss["prompt_tokens"] == sum(lens.values()), ss
         name = "a" if s["slot"][0] == "A" else "b"
         assert list(ss["replicas"]) == [name] and ss["replicas"][name]["requests"] == 9, ss["replicas"]
-        assert s["metrics"]["session_prefill"] == (3 * sum(lens) - ss["cached_tokens"]) / 9, (s["metrics"], ss)
+        assert s["metrics"]["session_prefill"] == (sum(lens.values()) - ss["cached_tokens"]) / 9, (s["metrics"], ss)
         for k in ("session_ttft", "session_throughput"):
             assert s["metrics"][k] > 0, (k, s["metrics"])
     assert all(len(v) == 1 for v in ids.values()) and len(set().union(*ids.values())) == 3, ids
     assert len(salts) == 3 * len(rep["slots"]), "a fresh salt per conversation and slot"
     assert rep["statistics"]["session_prefill"]["decides"] and not rep["statistics"]["session_throughput"]["decides"]
-    assert "sessions: 3 conversations at once" in p.stdout and " a " in p.stdout, p.stdout
+    assert "sessions: 3 conversations at once, 3 turns each (40 tokens, +16-40 a turn)" in p.stdout, p.stdout
+    assert " a " in p.stdout, p.stdout
     print(f"sessions: valid, {rep['statistics']['session_prefill']['combined']['a']:.1f} tokens prefilled a turn (A), "
           f"each later turn reusing its previous prompt's whole blocks")
     # reuse is measured, not required: a server that reuses nothing is valid: every turn prefills all its prompt;
     # on a schedule like users': conversation i starts 150 ms x i into the slot, a turn 100 ms after the last answer
+    lens = [40, 64, 88]
     p, rep = bench(a, "sessions-off", SESSIONS + ["--candidate-args", "--test-no-prefix-cache", "--session-key", "salt",
                                                   "--session-stagger-ms", "150", "--session-think-ms", "100"],
                    expect_codes=(0, 10, 11, 12))
@@ -389,6 +401,10 @@ def part_sessions(a):
     for bad, why in ((["--sessions", "0"], "out of range"), (["--session-turns", "65"], "out of range"),
                      (["--session-first-tokens", "0"], "out of range"), (["--session-key", "user"], "is not id or salt"),
                      (["--session-think-ms", "-1"], "out of range"), (["--session-stagger-ms", "600001"], "out of range"),
+                     (["--session-turn-tokens", "40-16"], "high end is below its low end"),
+                     (["--session-turn-tokens", "0-16"], "out of range"),
+                     (["--session-turn-tokens", "-16"], "is not N or LO-HI"),
+                     (["--session-name", "a/b"], "is not 1-48 letters"),
                      (["--workload", "sessions", "--session-first-tokens", "999999", "--session-turns", "64"],
                       "exceeds the longest prompt")):
         p = subprocess.run([a.splash, "bench", "--model", a.model] + bad, capture_output=True, text=True, timeout=60)
