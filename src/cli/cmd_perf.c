@@ -42,6 +42,9 @@ static const char perf_usage[] =
     "stream and four side-by-side streams a thread, best of 5 passes), taken before each decode\n"
     "run and after the last: each run's weight rate is set against the faster probe beside it,\n"
     "and 'of probe' is the median of those fractions (the probe column: the probes' median).\n"
+    "'all GB/s' and 'all of probe' count every byte a decode token moves besides the weights\n"
+    "too: each attention layer's keys and values read up to the step's position (their mean over\n"
+    "the run), and a hybrid model's recurrent state, read and written back.\n"
     "Figures are medians of --reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips\n"
     "that test. --depth D: the decode steps take positions D .. D + tg - 1 (attention over a\n"
     "long context). --kv-type: the KV cache's element type (default f16; the engine's --kv-type).\n"
@@ -126,8 +129,9 @@ static double median(double *v, int n)
 
 typedef struct perf_result {
     int threads;
-    double probe_gbs;   /* median of probe_runs (of the one probe when tg is 0) */
-    double tg_fraction; /* median over decode reps of the rep's weight rate / its probe */
+    double probe_gbs;       /* median of probe_runs (of the one probe when tg is 0) */
+    double tg_fraction;     /* median over decode reps of the rep's weight rate / its probe */
+    double tg_fraction_all; /* the same with every byte a step moves (perf_shape_t.other) */
     double pp_tps, tg_tps;
     double pp_runs[PERF_MAX_REPS], tg_runs[PERF_MAX_REPS];
     double probe_runs[PERF_MAX_REPS + 1]; /* before each decode rep, and after the last */
@@ -140,6 +144,7 @@ typedef struct perf_shape {
     kv_type_t kv_type;
     const uint64_t *probe; /* PERF_PROBE_BYTES for the probe, or NULL */
     uint64_t streamed;     /* weight bytes one decode step reads */
+    double other;          /* and the other bytes it moves, mean over the tg steps (other_bytes) */
 } perf_shape_t;
 
 static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_result_t *r, err_t *err)
@@ -236,6 +241,11 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
             tmp[i] = p > 0 ? r->tg_runs[i] * (double)sh->streamed / 1e9 / p : 0;
         }
         r->tg_fraction = median(tmp, reps);
+        for (int i = 0; i < reps; i++) {
+            double p = r->probe_runs[i] > r->probe_runs[i + 1] ? r->probe_runs[i] : r->probe_runs[i + 1];
+            tmp[i] = p > 0 ? r->tg_runs[i] * ((double)sh->streamed + sh->other) / 1e9 / p : 0;
+        }
+        r->tg_fraction_all = median(tmp, reps);
         memcpy(tmp, r->probe_runs, sizeof r->probe_runs);
         r->probe_gbs = median(tmp, r->n_probes);
     }
@@ -309,6 +319,21 @@ static uint64_t streamed_bytes(const model_t *m)
     /* packed matrices stream their packed copy (Q8_0 panels: 1.059 x their raw bytes) */
     return m->weight_bytes - (m->cfg.is_tied ? 0 : embd) + m->tok_embd.row_bytes + m->packed_bytes -
            m->packed_raw_bytes - nextn_bytes(m);
+}
+
+/* Bytes a decode step moves besides the weights, mean over tg steps from
+ * position depth: every attention layer's keys and values up to the
+ * step's position (read), and a hybrid model's recurrent state (read and
+ * written back: at 19-38 MiB a sequence it stays in no cache the weight
+ * stream passes through). */
+static double other_bytes(const model_t *m, kv_type_t kv_type, int depth, int tg)
+{
+    const model_config_t *c = &m->cfg;
+    double kv_token =
+        (double)kv_store_bytes(kv_type, model_kv_layers(c), 1, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) /
+        KV_BLOCK_SIZE;
+    double mean_ctx = depth + (tg + 1) / 2.0; /* step i attends to positions 0 .. depth + i */
+    return kv_token * mean_ctx + 2.0 * (double)(fwd_state_snapshot_floats(m) * sizeof(float));
 }
 
 static void print_runs(const double *runs, int reps)
@@ -545,7 +570,8 @@ int cmd_perf(int argc, char **argv)
         results[t].threads = threads[t];
         if (tg == 0) /* prefill only: one probe for the table */
             results[t].probe_gbs = probe ? probe_bandwidth(pool, probe, PERF_PROBE_BYTES) : 0;
-        perf_shape_t sh = {(int)pp, (int)tg, (int)depth, (int)reps, kv_type, probe, streamed_bytes(m)};
+        perf_shape_t sh = {(int)pp, (int)tg, (int)depth,        (int)reps,
+                           kv_type, probe,   streamed_bytes(m), other_bytes(m, kv_type, (int)depth, (int)tg)};
         if (measure(m, pool, &sh, &results[t], &err))
             rc = 1;
         pool_destroy(pool);
@@ -558,24 +584,28 @@ int cmd_perf(int argc, char **argv)
         return 1;
     }
     uint64_t streamed = streamed_bytes(m), state = fwd_state_snapshot_floats(m) * sizeof(float); /* 0: no GDN */
+    double other = other_bytes(m, kv_type, (int)depth, (int)tg);
     char feats[256];
     cpu_features_string(feats, sizeof feats);
     const char *path = kernel_path(m);
     if (json) {
         printf("{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
                ", \"weight_bytes_per_token\": %" PRIu64 ", \"state_bytes_per_sequence\": %" PRIu64
+               ", \"other_bytes_per_token\": %.0f"
                ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
                "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
                "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"results\": [",
-               model_path, m->arch, m->n_params, streamed, state, SPLASH_VERSION, SPLASH_GIT_REV,
+               model_path, m->arch, m->n_params, streamed, state, other, SPLASH_VERSION, SPLASH_GIT_REV,
                cpu_level_name(cpu_level()), path, weights_memory(m), feats, (int)pp, (int)tg, (int)reps, (int)depth,
                kv_type_name(kv_type));
         for (int t = 0; t < n_threads; t++) {
             const perf_result_t *r = &results[t];
             double gbs = r->tg_tps * streamed / 1e9;
             printf("%s{\"threads\": %d, \"probe_read_gbs\": %.3f, \"pp_tokens_per_s\": %.3f, \"tg_tokens_per_s\": "
-                   "%.3f, \"tg_weight_gbs\": %.3f, \"tg_fraction_of_probe\": %.4f, \"probe_runs\": [",
-                   t ? ", " : "", r->threads, r->probe_gbs, r->pp_tps, r->tg_tps, gbs, r->tg_fraction);
+                   "%.3f, \"tg_weight_gbs\": %.3f, \"tg_fraction_of_probe\": %.4f, \"tg_all_gbs\": %.3f, "
+                   "\"tg_all_fraction_of_probe\": %.4f, \"probe_runs\": [",
+                   t ? ", " : "", r->threads, r->probe_gbs, r->pp_tps, r->tg_tps, gbs, r->tg_fraction,
+                   r->tg_tps * (streamed + other) / 1e9, r->tg_fraction_all);
             for (int i = 0; i < r->n_probes; i++)
                 printf("%s%.3f", i ? ", " : "", r->probe_runs[i]);
             printf("], \"pp_runs\": [");
@@ -594,25 +624,32 @@ int cmd_perf(int argc, char **argv)
             printf("state: %.1f MiB of recurrent state a sequence, read and written by every decode token (not in "
                    "the weight rate)\n",
                    state / 1048576.0);
+        if (tg > 0)
+            printf("other: %.1f MiB a decode token besides the weights (keys and values read at the mean position, "
+                   "recurrent state read and written): 'all' counts them\n",
+                   other / 1048576.0);
         printf("cpu:   %s; kernel path %s (level %s)\n", feats, path, cpu_level_name(cpu_level()));
         printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(kv_type),
                depth ? ", decode from a deep context" : "");
         printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
-        printf("| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe |\n",
-               (int)reps);
-        printf("|---|---|---|---|---|---|---|\n");
+        printf(
+            "| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe | all GB/s | "
+            "all of probe |\n",
+            (int)reps);
+        printf("|---|---|---|---|---|---|---|---|---|\n");
         for (int t = 0; t < n_threads; t++) {
             const perf_result_t *r = &results[t];
             if (pp > 0) {
                 printf("| %d | pp%d | %.2f | ", r->threads, (int)pp, r->pp_tps);
                 print_runs(r->pp_runs, (int)reps);
-                printf(" | | %.1f | |\n", r->probe_gbs);
+                printf(" | | %.1f | | | |\n", r->probe_gbs);
             }
             if (tg > 0) {
                 double gbs = r->tg_tps * streamed / 1e9;
                 printf("| %d | tg%d%s%.0d | %.2f | ", r->threads, (int)tg, depth ? " @ " : "", (int)depth, r->tg_tps);
                 print_runs(r->tg_runs, (int)reps);
-                printf(" | %.2f | %.1f | %.0f %% |\n", gbs, r->probe_gbs, 100 * r->tg_fraction);
+                printf(" | %.2f | %.1f | %.0f %% | %.2f | %.0f %% |\n", gbs, r->probe_gbs, 100 * r->tg_fraction,
+                       r->tg_tps * (streamed + other) / 1e9, 100 * r->tg_fraction_all);
             }
         }
     }

@@ -220,6 +220,17 @@ d=json.load(open(sys.argv[1]))
 assert d["weight_bytes_per_token"]==tot+emb_row, (d["weight_bytes_per_token"], tot, emb_row)
 assert d["state_bytes_per_sequence"]>=3*(3*768+8*32*32)*4, d["state_bytes_per_sequence"]' \
     "$work/perf.json" "$work/info" && ok || bad "qwen35 perf bytes: $(head -c 300 "$work/perf.json")"
+# and the other bytes a decode token moves: the recurrent state read and
+# written, and the attention layer's keys and values read at the mean
+# position (1.5 for tg 2, 2.5 for tg 4: the difference is one token's KV)
+"$splash" perf --model "$q35" --pp 0 --tg 4 --reps 1 --threads 1 --json >"$work/perf4.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys
+d2,d4=(json.load(open(f)) for f in sys.argv[1:3])
+kv=d4["other_bytes_per_token"]-d2["other_bytes_per_token"]
+assert kv>0 and abs(d2["other_bytes_per_token"]-(2*d2["state_bytes_per_sequence"]+1.5*kv))<=1, (d2, kv)
+r=d4["results"][0]
+assert r["tg_all_fraction_of_probe"]>r["tg_fraction_of_probe"]>0 and r["tg_all_gbs"]>r["tg_weight_gbs"], r' \
+    "$work/perf.json" "$work/perf4.json" && ok || bad "qwen35 perf other bytes: $(head -c 400 "$work/perf4.json")"
 expect_ok "$splash" perplexity --model "$q35" --file "$work/text.txt" --ctx 64 --stride 32
 # speculation on the hybrid model (state rollback): the same ids with each drafter
 for d in ngram mtp; do
