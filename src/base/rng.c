@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-static uint64_t splitmix64(uint64_t *x)
+uint64_t rng_splitmix64(uint64_t *x)
 {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -13,7 +13,7 @@ static uint64_t splitmix64(uint64_t *x)
 void rng_seed(rng_t *r, uint64_t seed)
 {
     for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
+        r->s[i] = rng_splitmix64(&seed);
 }
 
 static inline uint64_t rotl(uint64_t x, int k)

@@ -236,16 +236,14 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
          * after it (the machine's bandwidth drifts between runs on a
          * shared host; a probe taken once would favour or blame the
          * decode by the drift) */
+        double all[PERF_MAX_REPS] = {0};
         for (int i = 0; i < reps; i++) {
             double p = r->probe_runs[i] > r->probe_runs[i + 1] ? r->probe_runs[i] : r->probe_runs[i + 1];
             tmp[i] = p > 0 ? r->tg_runs[i] * (double)sh->streamed / 1e9 / p : 0;
+            all[i] = p > 0 ? r->tg_runs[i] * ((double)sh->streamed + sh->other) / 1e9 / p : 0;
         }
         r->tg_fraction = median(tmp, reps);
-        for (int i = 0; i < reps; i++) {
-            double p = r->probe_runs[i] > r->probe_runs[i + 1] ? r->probe_runs[i] : r->probe_runs[i + 1];
-            tmp[i] = p > 0 ? r->tg_runs[i] * ((double)sh->streamed + sh->other) / 1e9 / p : 0;
-        }
-        r->tg_fraction_all = median(tmp, reps);
+        r->tg_fraction_all = median(all, reps);
         memcpy(tmp, r->probe_runs, sizeof r->probe_runs);
         r->probe_gbs = median(tmp, r->n_probes);
     }

@@ -255,7 +255,6 @@ typedef struct engine_snapshot {
     uint64_t decode_width_hist[ENGINE_WIDTH_BUCKETS];
     /* requests */
     uint64_t submitted, completed, cancelled, failed, rejected;
-    uint64_t in_flight; /* accepted and not yet ended, read live (the counts above are per step) */
     uint64_t prompt_tokens, generated_tokens; /* totals */
     int n_active;
     engine_req_info_t *active; /* (n_active) points into the snapshot's own storage */
@@ -296,6 +295,9 @@ typedef struct engine_snapshot {
  * first call and reused; engine_snapshot_free when done). Copies under a lock the engine holds only
  * to publish a step's counters, so it never stalls a step. */
 int engine_snapshot(engine_t *e, engine_snapshot_t *s, err_t *err);
+/* Requests accepted and not yet ended, read live (a snapshot's counts are
+ * the last step's: they miss a request the engine has not picked up). */
+uint64_t engine_in_flight(engine_t *e);
 void engine_snapshot_free(engine_snapshot_t *s);
 const char *engine_phase_name(engine_phase_t p);
 /* Lower bound of decode-width bucket i (1, 2, 3, 5, 9, ...). */

@@ -149,10 +149,17 @@ int engine_snapshot(engine_t *e, engine_snapshot_t *s, err_t *err)
     pthread_mutex_lock(&e->mu);
     s->submitted = e->submitted;
     s->rejected = e->rejected;
-    s->in_flight = e->submitted - atomic_load(&e->ended);
     pthread_mutex_unlock(&e->mu);
     s->unix_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
     return 0;
+}
+
+uint64_t engine_in_flight(engine_t *e)
+{
+    pthread_mutex_lock(&e->mu);
+    uint64_t n = e->submitted - atomic_load(&e->ended);
+    pthread_mutex_unlock(&e->mu);
+    return n;
 }
 
 void engine_snapshot_free(engine_snapshot_t *s)

@@ -440,16 +440,8 @@ int server_trace_write(server_t *s, bool is_final, err_t *err)
     if (!s->cfg.trace || !s->cfg.trace_out)
         return err_set(err, "tracing is off (start with --trace-capacity N --trace-out FILE)");
     bool is_idle = is_final;
-    if (!is_final && atomic_load(&s->is_ready)) {
-        /* on demand: complete only if nothing is in flight right now (read
-         * live: the per-step counts lag a request the engine has not yet
-         * picked up) */
-        engine_snapshot_t snap = {0};
-        if (engine_snapshot(s->m.engine, &snap, err))
-            return -1;
-        is_idle = snap.in_flight == 0;
-        engine_snapshot_free(&snap);
-    }
+    if (!is_final && atomic_load(&s->is_ready)) /* on demand: complete only if nothing is in flight now */
+        is_idle = engine_in_flight(s->m.engine) == 0;
     char build[128];
     snprintf(build, sizeof build, "%s %s", SPLASH_VERSION, SPLASH_GIT_REV);
     trace_meta_t meta = {build, s->binary_sha256, s->m.sha256, s->m.path, is_idle};

@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/rng.h"
 #include "base/stats.h"
 #include "tools/bench_internal.h"
 
@@ -55,14 +56,12 @@ typedef struct session {
     char (*err)[ERR_MSG_LEN]; /* (turns): transport error, or "" */
 } session_t;
 
-/* A hash of (stream, i, t), the same in every slot and every run
- * (splitmix64's finaliser): stream 0 draws pauses, 1 turn lengths. */
+/* A hash of (stream, i, t), the same in every slot and every run: stream
+ * 0 draws pauses, 1 turn lengths. */
 static uint64_t session_hash(uint64_t stream, int i, int t)
 {
-    uint64_t z = ((uint64_t)(unsigned)i << 32 | (unsigned)t) + 0x9e3779b97f4a7c15u * (stream + 1);
-    z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ z >> 27) * 0x94d049bb133111ebu;
-    return z ^ z >> 31;
+    uint64_t x = ((uint64_t)(unsigned)i << 32 | (unsigned)t) + 0x9e3779b97f4a7c15u * stream;
+    return rng_splitmix64(&x);
 }
 
 /* The prompt length of turn t of conversation i: the first turn's, plus
