@@ -65,11 +65,11 @@ static void q6_k_pack_block(const void *raw, int lane, uint8_t *blk)
 {
     const block_q6_k_t *in = raw;
     for (int k = 0; k < 32; k++) /* vector 16h + k' holds ql[64h + 4k'..]: ql dword k */
-        memcpy(blk + Q6P_QL + kq_dword(k, lane), in->ql + 4 * k, 4);
+        memcpy(blk + Q6P_QL(k) + 4 * lane, in->ql + 4 * k, 4);
     for (int k = 0; k < 16; k++)
-        memcpy(blk + Q6P_QH + kq_dword(k, lane), in->qh + 4 * k, 4);
+        memcpy(blk + Q6P_QH(k) + 4 * lane, in->qh + 4 * k, 4);
     for (int s = 0; s < 16; s++)
-        blk[Q6P_SC + kq_pair_byte(s, lane)] = (uint8_t)in->scales[s];
+        blk[Q6P_SC(s / 2) + 2 * lane + s % 2] = (uint8_t)in->scales[s];
     memcpy(blk + Q6P_D + 2 * lane, &in->d, 2);
 }
 
@@ -132,11 +132,11 @@ void q6_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = group + (size_t)b * Q6_K_PANEL_BLOCK;
         for (int k = 0; k < 32; k++)
-            memcpy(out[b].ql + 4 * k, blk + Q6P_QL + kq_dword(k, lane), 4);
+            memcpy(out[b].ql + 4 * k, blk + Q6P_QL(k) + 4 * lane, 4);
         for (int k = 0; k < 16; k++)
-            memcpy(out[b].qh + 4 * k, blk + Q6P_QH + kq_dword(k, lane), 4);
+            memcpy(out[b].qh + 4 * k, blk + Q6P_QH(k) + 4 * lane, 4);
         for (int s = 0; s < 16; s++)
-            out[b].scales[s] = (int8_t)blk[Q6P_SC + kq_pair_byte(s, lane)];
+            out[b].scales[s] = (int8_t)blk[Q6P_SC(s / 2) + 2 * lane + s % 2];
         memcpy(&out[b].d, blk + Q6P_D + 2 * lane, 2);
     }
 }

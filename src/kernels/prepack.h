@@ -89,7 +89,8 @@ void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
  * are the raw bytes, a dword of each row side by side, so one 64-byte load
  * feeds vpdpbusd for 16 outputs; the scales are unpacked to a byte each.
  *
- * A Q4_K super-block of a group, Q4_K_PANEL_BLOCK bytes:
+ * A Q4_K super-block of a group, Q4_K_PANEL_BLOCK bytes, the scales and
+ * steps first so that decode's stream only moves forward (see Q6_K below):
  *   Q4P_Q:  32 vectors; vector 8t + k, dword i = row i's qs[32t + 4k ..
  *           32t + 4k + 3]: its low nibbles are values 64t + 4k .. + 3 (of
  *           sub-block 2t), its high nibbles values 64t + 32 + 4k .. + 3
@@ -103,26 +104,32 @@ void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
  *
  * A Q6_K super-block of a group, Q6_K_PANEL_BLOCK bytes (the raw 16 x 210
  * and 32 bytes of padding, so that every block starts on a cache line:
- * loads across two lines ran the decode kernel at half the rate):
- *   Q6P_QL: 32 vectors; vector 16h + k, dword i = row i's ql[64h + 4k ..
- *           64h + 4k + 3];
- *   Q6P_QH: 16 vectors; vector 8h + k, dword i = row i's qh[32h + 4k ..
- *           32h + 4k + 3] (the high bits of QL vectors 16h + k and
- *           16h + k + 8);
- *   Q6P_SC: byte 32u + 2i + e, row i's scale 2u + e (int8);
- *   Q6P_D:  row i's f16 d at 2i. */
+ * loads across two lines ran the decode kernel at half the rate), its 53
+ * lines in the order decode reads them, so that the stream only moves
+ * forward (with the scales at the block's end, decode's first load of a
+ * block waited on them: 14 % of the Q6_K kernel's samples on Zen 5):
+ *   Q6P_D:       row i's f16 d at 2i (then 32 bytes of padding);
+ *   Q6P_HALF(h): values 128h .. 128h + 127, 26 lines:
+ *   Q6P_SC(u):   32 bytes in half u / 4; byte 2i + e, row i's scale 2u + e
+ *                (int8);
+ *   Q6P_QH(v):   vector v (in half v / 8), dword i = row i's qh[4v ..
+ *                4v + 3] (the high bits of QL vectors 16h + k and
+ *                16h + k + 8, v = 8h + k);
+ *   Q6P_QL(v):   vector v (in half v / 16), dword i = row i's ql[4v ..
+ *                4v + 3]; each QH vector followed by its two QL vectors. */
 #define KQ_PANEL_ROWS 16
-#define Q4P_Q 0
-#define Q4P_SC (32 * 64)
+#define Q4P_SC 0
 #define Q4P_MN (Q4P_SC + 8 * 16)
 #define Q4P_D (Q4P_MN + 8 * 16)
 #define Q4P_DM (Q4P_D + 16 * 2)
-#define Q4_K_PANEL_BLOCK (Q4P_DM + 16 * 2)
-#define Q6P_QL 0
-#define Q6P_QH (32 * 64)
-#define Q6P_SC (Q6P_QH + 16 * 64)
-#define Q6P_D (Q6P_SC + 16 * 16)
-#define Q6_K_PANEL_BLOCK (Q6P_D + 64) /* d, then 32 bytes of padding */
+#define Q4P_Q (Q4P_DM + 16 * 2)
+#define Q4_K_PANEL_BLOCK (Q4P_Q + 32 * 64)
+#define Q6P_D 0
+#define Q6P_HALF(h) (64 + 1664 * (h))
+#define Q6P_SC(u) (Q6P_HALF((u) / 4) + 32 * ((u) % 4))
+#define Q6P_QH(v) (Q6P_HALF((v) / 8) + 128 + 192 * ((v) % 8))
+#define Q6P_QL(v) (Q6P_QH((v) / 16 * 8 + (v) % 8) + 64 + 64 * ((v) % 16 / 8))
+#define Q6_K_PANEL_BLOCK Q6P_HALF(2)
 
 static inline size_t q4_k_panel_group_bytes(int64_t n_in)
 {

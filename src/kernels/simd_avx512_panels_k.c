@@ -679,15 +679,14 @@ static void pk_unpack_q6_k(const uint8_t *blk, pk_block_t *out)
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 8; k++) { /* values 128h + 4k + {0, 64, 32, 96} */
             __m512i q[4];
-            q6_k_panel_quants(_mm512_loadu_si512(blk + Q6P_QH + 64 * (8 * h + k)),
-                              _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k)),
-                              _mm512_loadu_si512(blk + Q6P_QL + 64 * (16 * h + k + 8)), q);
+            q6_k_panel_quants(_mm512_loadu_si512(blk + Q6P_QH(8 * h + k)), _mm512_loadu_si512(blk + Q6P_QL(16 * h + k)),
+                              _mm512_loadu_si512(blk + Q6P_QL(16 * h + k + 8)), q);
             static const int grp[4] = {0, 16, 8, 24};
             for (int j = 0; j < 4; j++)
                 _mm512_store_si512(out->q[32 * h + grp[j] + k], q[j]);
         }
     for (int u = 0; u < 8; u++) { /* scales 2u, 2u + 1 sign-extended; coef[u]: 32 x both */
-        __m512i pr = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(blk + Q6P_SC + 32 * u)));
+        __m512i pr = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(blk + Q6P_SC(u))));
         _mm512_store_si512(out->sc[2 * u], q6_k_panel_scale(pr, 0));
         _mm512_store_si512(out->sc[2 * u + 1], q6_k_panel_scale(pr, 1));
         _mm512_store_si512(out->coef[u], _mm512_slli_epi16(pr, 5));

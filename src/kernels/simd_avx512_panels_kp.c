@@ -59,9 +59,9 @@ AI __m512i kp_bcast(const uint8_t *p)
 }
 
 /* A block's prefetch (avx512_decode_spread): burst, every line of it at
- * its start; spread, the lines past the quants [from, bytes) one at a
- * time beside the first quant loads (kp_spread_step), the quants' own
- * lines beside their loads. */
+ * its start; spread, each line one at a time beside a load: the quants'
+ * own lines beside their loads, and the block's other lines (scales,
+ * steps) beside the first quant loads, one each (kp_spread_step's tail). */
 AI void kp_prefetch(bool spread, const uint8_t *blk, size_t bytes)
 {
     if (!spread)
@@ -69,15 +69,30 @@ AI void kp_prefetch(bool spread, const uint8_t *blk, size_t bytes)
             _mm_prefetch((const char *)(blk + KP_AHEAD + o), _MM_HINT_T0);
 }
 
-/* Spread's prefetches beside quant load i of a block: that line's, and
- * line i of the block's tail [from, to) while there is one. */
-AI void kp_spread_step(bool spread, const uint8_t *blk, size_t line, size_t from, size_t to, int i)
+#define KP_NO_TAIL ((size_t)-1)
+
+/* Spread's prefetches beside a quant load: that load's line, and the
+ * block's non-quant line at `tail` where it is not KP_NO_TAIL. */
+AI void kp_spread_step(bool spread, const uint8_t *blk, size_t line, size_t tail)
 {
     if (spread) {
         avx512_stream_line(blk + line, AVX512_SPREAD_AHEAD);
-        if (from + 64 * (size_t)i < to)
-            avx512_stream_line(blk + from + 64 * (size_t)i, AVX512_SPREAD_AHEAD);
+        if (tail != KP_NO_TAIL)
+            avx512_stream_line(blk + tail, AVX512_SPREAD_AHEAD);
     }
+}
+
+/* Q4_K's non-quant line i (its scales, mins and steps before the quants). */
+AI size_t kp_q4_k_tail(int i)
+{
+    return 64 * i < Q4P_Q ? 64 * (size_t)i : KP_NO_TAIL;
+}
+
+/* Q6_K's non-quant line i: the steps' line, then each half's two lines of
+ * scales. */
+AI size_t kp_q6_k_tail(int i)
+{
+    return i == 0 ? Q6P_D : i < 5 ? (size_t)Q6P_HALF((i - 1) / 2) + 64 * (size_t)((i - 1) % 2) : KP_NO_TAIL;
 }
 
 /* The super-block's float step for C activation rows (qact_d's dx). */
@@ -131,7 +146,7 @@ AI void kp_q4_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
                 }
 #pragma GCC unroll 4
                 for (int s = 0; s < R; s++) {
-                    kp_spread_step(spread, g[s], Q4P_Q + 64 * (8 * t + k), Q4P_SC, Q4_K_PANEL_BLOCK, 8 * t + k);
+                    kp_spread_step(spread, g[s], Q4P_Q + 64 * (8 * t + k), kp_q4_k_tail(8 * t + k));
                     const __m512i v = _mm512_load_si512(g[s] + Q4P_Q + 64 * (8 * t + k));
                     const __m512i lo = _mm512_and_si512(v, nib);
                     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
@@ -188,7 +203,7 @@ AI void kp_q6_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
 #pragma GCC unroll 4
             for (int s = 0; s < R; s++) {
                 const __m512i sp =
-                    _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + j))));
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC(4 * h + j))));
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++)
                     bm[C * s + c] = _mm512_dpwssd_epi32(bm[C * s + c], sp,
@@ -221,15 +236,14 @@ AI void kp_q6_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
 #pragma GCC unroll 4
                     for (int s = 0; s < R; s++) {
                         __m512i q[4];
-                        const uint8_t *qh = g[s] + Q6P_QH + 64 * (8 * h + k), *v1 = g[s] + Q6P_QL + 64 * (16 * h + k),
-                                      *v2 = v1 + 64 * 8;
+                        const uint8_t *qh = g[s] + Q6P_QH(8 * h + k), *v1 = g[s] + Q6P_QL(16 * h + k),
+                                      *v2 = g[s] + Q6P_QL(16 * h + k + 8);
                         if (j0 == 0) {
-                            kp_spread_step(spread, g[s], Q6P_QH + 64 * (8 * h + k), Q6P_SC, Q6_K_PANEL_BLOCK,
-                                           8 * h + k);
-                            kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k), 0, 0, 0);
+                            kp_spread_step(spread, g[s], Q6P_QH(8 * h + k), kp_q6_k_tail(8 * h + k));
+                            kp_spread_step(spread, g[s], Q6P_QL(16 * h + k), KP_NO_TAIL);
                         }
                         if (j0 + NJ > 2)
-                            kp_spread_step(spread, g[s], Q6P_QL + 64 * (16 * h + k + 8), 0, 0, 0);
+                            kp_spread_step(spread, g[s], Q6P_QL(16 * h + k + 8), KP_NO_TAIL);
                         if (NJ == 4)
                             q6_k_panel_quants(_mm512_loadu_si512(qh), _mm512_loadu_si512(v1), _mm512_loadu_si512(v2),
                                               q);
@@ -248,7 +262,7 @@ AI void kp_q6_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
 #pragma GCC unroll 4
                     for (int j = 0; j < NJ; j++) {
                         const __m512i sp = _mm512_cvtepi8_epi16(
-                            _mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC + 32 * (4 * h + pair[j0 + j]))));
+                            _mm256_loadu_si256((const __m256i *)(g[s] + Q6P_SC(4 * h + pair[j0 + j]))));
                         const __m512i sc = q6_k_panel_scale(sp, e);
 #pragma GCC unroll 4
                         for (int c = 0; c < C; c++)
