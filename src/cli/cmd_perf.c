@@ -558,6 +558,8 @@ int cmd_perf(int argc, char **argv)
     if (probe)
         memset(probe, 1, PERF_PROBE_BYTES); /* fault the pages in before timing */
     perf_result_t results[PERF_MAX_THREAD_COUNTS] = {0};
+    uint64_t streamed = streamed_bytes(m), state = fwd_state_snapshot_floats(m) * sizeof(float); /* 0: no GDN */
+    double other = other_bytes(m, kv_type, (int)depth, (int)tg);
     int rc = 0;
     for (int t = 0; t < n_threads && !rc; t++) {
         pool_t *pool = pool_create(threads[t], &err);
@@ -568,8 +570,7 @@ int cmd_perf(int argc, char **argv)
         results[t].threads = threads[t];
         if (tg == 0) /* prefill only: one probe for the table */
             results[t].probe_gbs = probe ? probe_bandwidth(pool, probe, PERF_PROBE_BYTES) : 0;
-        perf_shape_t sh = {(int)pp, (int)tg, (int)depth,        (int)reps,
-                           kv_type, probe,   streamed_bytes(m), other_bytes(m, kv_type, (int)depth, (int)tg)};
+        perf_shape_t sh = {(int)pp, (int)tg, (int)depth, (int)reps, kv_type, probe, streamed, other};
         if (measure(m, pool, &sh, &results[t], &err))
             rc = 1;
         pool_destroy(pool);
@@ -581,8 +582,6 @@ int cmd_perf(int argc, char **argv)
         free(threads);
         return 1;
     }
-    uint64_t streamed = streamed_bytes(m), state = fwd_state_snapshot_floats(m) * sizeof(float); /* 0: no GDN */
-    double other = other_bytes(m, kv_type, (int)depth, (int)tg);
     char feats[256];
     cpu_features_string(feats, sizeof feats);
     const char *path = kernel_path(m);

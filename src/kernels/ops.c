@@ -288,12 +288,11 @@ static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
         else
             pool_run(pool, quantize_worker, job);
     }
-    int64_t macs = 0, n_out = 0;
+    int64_t n_out = 0;
     for (int i = 0; i < job->n_mats; i++)
         n_out += job->w[i]->n_out;
-    macs = n_out * job->n_in;
+    int64_t macs = n_out * job->n_in * job->n_rows;
     job->chunk_rows = job->n_rows <= MATMUL_DECODE_ROWS ? decode_chunk_rows(n_out, pool) : MATMUL_CHUNK;
-    macs *= job->n_rows;
     for (;;) {
         job->first_chunk[0] = 0;
         for (int i = 0; i < job->n_mats; i++)
