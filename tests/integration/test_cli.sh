@@ -174,7 +174,7 @@ assert r["probe_read_gbs"]>0 and r["probe_runs"]==[] and r["tg_fraction_of_probe
     "$work/perf.json" && ok || bad "perf --tg 0 --json: $(head -c 300 "$work/perf.json")"
 # --concurrency: every rep runs every level; a level's ratio is each rep's
 # run over the same rep's run of one sequence, their median and range
-"$splash" perf --concurrency 2,1 --tg 8 --reps 3 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
+"$splash" perf --concurrency 2,1 --tg 32 --reps 3 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
     /usr/bin/python3 -c 'import json,sys,statistics as st; r=json.load(open(sys.argv[1]))["results"]
 assert [x["seqs"] for x in r]==[2,1] and all(len(x["runs"])==3 and min(x["runs"])>0 for x in r)
 two,one=r
