@@ -257,13 +257,13 @@ int qwen35_load(model_t *m, err_t *err)
  * several sequences can share a batch. The paged KV store holds the
  * full-attention layers only (model_kv_layers), in layer order.
  *
- * Prefill runs the delta rule token by token too (the SIMD path of
- * gdn_kernels()). The chunk-parallel (WY/UT) form would make a row's result
- * depend on where its prefill chunk starts, and the engine promises results
- * independent of the chunking (bit for bit, test_engine); on a CPU it would
- * not save flops either, and the recurrence is a small share of the work
- * (about 7 dk dv flops per value head and token against the matrix
- * products' 2 per weight; docs/architecture.md). */
+ * Prefill runs the delta rule in chunks (the WY/UT form, gdn_kernels()'s
+ * delta_chunk) over the runs of rows the caller marks (fwd_batch_t.gdn_chunk),
+ * each aligned to a multiple of the chunk length in its sequence, so a row's
+ * result does not depend on where its prefill chunk starts (the engine's
+ * bit-for-bit promise, test_engine); decode and unmarked rows go token by
+ * token. One pool job runs a GDN layer's conv, norms and delta rule, split
+ * by key heads (gdn_layer_worker). */
 
 static size_t maxz(size_t a, size_t b)
 {
@@ -587,50 +587,58 @@ static float *snap_of(const fwd_ctx_t *ctx, const gdn_arg_t *a, int r)
     return snap ? snap + (size_t)a->gdn_index * ctx->state_floats : NULL;
 }
 
-/* The causal conv over channels split across the pool; every thread walks
- * the rows in order, so each slot's conv state advances token by token.
- * In place: qkv becomes silu(conv(qkv)). */
-static void gdn_conv_worker(void *p, int ith, int nth)
+/* The heads one part of a GDN layer owns: key heads [klo, khi) and the
+ * value heads that read them, [klo + i nk, khi + i nk) for i < nv / nk
+ * (value head j reads key head j % nk). A part's conv channels, norms and
+ * delta rule touch only its own heads, so one job runs a layer's whole
+ * recurrent step without a join between its stages. */
+typedef struct gdn_part {
+    long klo, khi;
+    int groups; /* nv / nk */
+} gdn_part_t;
+
+/* Row r's causal conv over the part's channels (its q heads, k heads and
+ * value heads), advancing the slot's conv state; in place: qkv becomes
+ * silu(conv(qkv)) there. Then the snapshot's copy of those channels. */
+static void gdn_conv_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, const gdn_part_t *p, int r)
 {
-    const rows_job_t *job = p;
-    const gdn_arg_t *a = job->arg;
-    const fwd_ctx_t *ctx = job->ctx;
-    q35_dims_t d = dims_of(&ctx->model->cfg);
     const model_layer_t *l = &ctx->model->layers[a->layer];
-    long lo, hi;
-    pool_split(d.conv_dim, ith, nth, &lo, &hi);
-    for (int r = 0; r < job->n_rows; r++) {
-        float *row = ctx->qkv + (size_t)r * d.conv_dim;
-        float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
-        gdn_kernels()->conv_step(row, conv_state, row, l->conv1d, d.conv_dim, d.kernel, lo, hi);
-        float *snap = snap_of(ctx, a, r);
-        for (int i = 0; snap && i < d.kernel - 1; i++) /* this thread's channels of the snapshot */
-            memcpy(snap + (size_t)i * d.conv_dim + lo, conv_state + (size_t)i * d.conv_dim + lo,
+    float *row = ctx->qkv + (size_t)r * d->conv_dim;
+    float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
+    float *snap = snap_of(ctx, a, r);
+    for (int s = 0; s < 2 + p->groups; s++) {
+        long lo = s < 2 ? (long)s * d->Dk + p->klo * d->dk : 2L * d->Dk + (p->klo + (long)(s - 2) * d->nk) * d->dv;
+        long hi = lo + (p->khi - p->klo) * (s < 2 ? d->dk : d->dv);
+        gdn_kernels()->conv_step(row, conv_state, row, l->conv1d, d->conv_dim, d->kernel, lo, hi);
+        for (int i = 0; snap && i < d->kernel - 1; i++)
+            memcpy(snap + (size_t)i * d->conv_dim + lo, conv_state + (size_t)i * d->conv_dim + lo,
                    (size_t)(hi - lo) * sizeof(float));
     }
 }
 
-/* Per row, between the conv and the recurrence: q and k L2-normed per key
- * head, q scaled by 1/sqrt(dk); beta = sigmoid(beta); the decay
- * g = ssm_a * softplus(alpha + dt_bias) into alpha. */
-static void gdn_prep_row(const fwd_ctx_t *ctx, const void *p, int r)
+/* Row r, between the conv and the recurrence, for the part's heads: q and
+ * k L2-normed per key head, q scaled by 1/sqrt(dk); beta = sigmoid(beta);
+ * the decay g = ssm_a * softplus(alpha + dt_bias) into alpha. */
+static void gdn_prep_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, const gdn_part_t *p, int r)
 {
-    const gdn_arg_t *a = p;
     const model_config_t *c = &ctx->model->cfg;
     const model_layer_t *l = &ctx->model->layers[a->layer];
-    q35_dims_t d = dims_of(c);
-    float *row = ctx->qkv + (size_t)r * d.conv_dim, q_scale = 1.0f / sqrtf((float)d.dk);
-    for (int h = 0; h < 2 * d.nk; h++) /* q heads, then k heads */
-        gdn_l2norm(row + (size_t)h * d.dk, d.dk, c->rms_eps);
-    for (int i = 0; i < d.Dk; i++)
-        row[i] *= q_scale;
-    float *beta = ctx->beta + (size_t)r * d.nv, *g = ctx->alpha + (size_t)r * d.nv;
-    for (int j = 0; j < d.nv; j++) {
-        beta[j] = 1.0f / (1.0f + expf(-beta[j]));
-        float t = g[j] + l->dt_bias[j];
-        float softplus = t > 20.0f ? t : log1pf(expf(t));
-        g[j] = l->ssm_a[j] * softplus;
+    float *row = ctx->qkv + (size_t)r * d->conv_dim, q_scale = 1.0f / sqrtf((float)d->dk);
+    for (long h = p->klo; h < p->khi; h++) {
+        float *q = row + (size_t)h * d->dk;
+        gdn_l2norm(q, d->dk, c->rms_eps);
+        gdn_l2norm(row + d->Dk + (size_t)h * d->dk, d->dk, c->rms_eps);
+        for (int i = 0; i < d->dk; i++)
+            q[i] *= q_scale;
     }
+    float *beta = ctx->beta + (size_t)r * d->nv, *g = ctx->alpha + (size_t)r * d->nv;
+    for (int s = 0; s < p->groups; s++)
+        for (long j = p->klo + (long)s * d->nk; j < p->khi + (long)s * d->nk; j++) {
+            beta[j] = 1.0f / (1.0f + expf(-beta[j]));
+            float t = g[j] + l->dt_bias[j];
+            float softplus = t > 20.0f ? t : log1pf(expf(t));
+            g[j] = l->ssm_a[j] * softplus;
+        }
 }
 
 /* Rows [r, r + n) that go through the delta rule as one chunk (n >= 2), or
@@ -662,53 +670,78 @@ static int gdn_chunk_len(const kv_store_t *kv)
     return atomic_load(&is_off) || !gdn_kernels()->delta_chunk ? 1 : fwd_gdn_chunk(kv->block_size);
 }
 
-/* The delta rule over value heads split across the pool, each thread
- * walking the rows in order (a marked chunk at once: chunk_rows); then the
- * gated RMSNorm of the head's output into xn (n, Dv). Value head j reads
- * key head j % nk. */
-static void gdn_recur_worker(void *p, int ith, int nth)
+/* Rows [r, r + n) (one slot; a chunk when n > 1) through the delta rule
+ * for value head j, then the gated RMSNorm of the head's output into xn
+ * (n, Dv). */
+static void gdn_delta_head(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, long j, int r, int n,
+                           float *S_all, float *tmp)
 {
-    const rows_job_t *job = p;
-    const gdn_arg_t *a = job->arg;
-    const fwd_ctx_t *ctx = job->ctx;
     const model_config_t *c = &ctx->model->cfg;
-    const model_layer_t *l = &ctx->model->layers[a->layer];
-    q35_dims_t d = dims_of(c);
-    float *tmp = ctx->gdn_tmp + (size_t)ith * gdn_tmp_floats(&d);
     const gdn_kernels_t *k_path = gdn_kernels();
-    long lo, hi;
-    pool_split(d.nv, ith, nth, &lo, &hi);
-    for (int r = 0; r < job->n_rows;) {
+    const float *row = ctx->qkv + (size_t)r * d->conv_dim;
+    long kh = j % d->nk;
+    const float *q = row + (size_t)kh * d->dk, *k = row + d->Dk + (size_t)kh * d->dk;
+    const float *v = row + 2 * (size_t)d->Dk + (size_t)j * d->dv;
+    float *o = ctx->xn + (size_t)r * d->Dv + (size_t)j * d->dv;
+    const float *g = ctx->alpha + (size_t)r * d->nv + j, *beta = ctx->beta + (size_t)r * d->nv + j;
+    float *S = S_all + (size_t)j * d->dk * d->dv;
+    if (n > 1)
+        k_path->delta_chunk(S, o, (size_t)d->Dv, q, k, (size_t)d->conv_dim, v, (size_t)d->conv_dim, g, beta,
+                            (size_t)d->nv, n, d->dk, d->dv, tmp);
+    else
+        k_path->delta_step(S, o, q, k, v, *g, *beta, d->dk, d->dv, tmp);
+    for (int t = 0; t < n; t++)
+        k_path->gated_rmsnorm(o + (size_t)t * d->Dv, o + (size_t)t * d->Dv, ctx->model->layers[a->layer].ssm_norm,
+                              ctx->zg + (size_t)(r + t) * d->Dv + (size_t)j * d->dv, d->dv, c->rms_eps);
+}
+
+/* The delta rule for the part's value heads, walking the rows in order (a
+ * marked chunk at once: chunk_rows); after each row or chunk, the
+ * snapshot's copy of those heads' state where the row has one. */
+static void gdn_recur_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, const gdn_part_t *p,
+                           int n_rows, float *tmp)
+{
+    const size_t head = (size_t)d->dk * d->dv;
+    for (int r = 0; r < n_rows;) {
         int n = chunk_rows(a->b, a->chunk, r);
         for (int i = 0; i < n - 1; i++)
             if (snap_of(ctx, a, r + i)) { /* inside a chunk (never, with the block size as C): token by token */
                 n = 1;
                 break;
             }
-        const float *row = ctx->qkv + (size_t)r * d.conv_dim;
-        float *S_all = layer_state(ctx, slot_of(a->b, r), a->gdn_index) + (size_t)(d.kernel - 1) * d.conv_dim;
-        for (long j = lo; j < hi; j++) {
-            int kh = (int)(j % d.nk);
-            const float *q = row + (size_t)kh * d.dk, *k = row + d.Dk + (size_t)kh * d.dk;
-            const float *v = row + 2 * (size_t)d.Dk + (size_t)j * d.dv;
-            float *o = ctx->xn + (size_t)r * d.Dv + (size_t)j * d.dv;
-            const float *g = ctx->alpha + (size_t)r * d.nv + j, *beta = ctx->beta + (size_t)r * d.nv + j;
-            float *S = S_all + (size_t)j * d.dk * d.dv;
-            if (n > 1)
-                k_path->delta_chunk(S, o, (size_t)d.Dv, q, k, (size_t)d.conv_dim, v, (size_t)d.conv_dim, g, beta,
-                                    (size_t)d.nv, n, d.dk, d.dv, tmp);
-            else
-                k_path->delta_step(S, o, q, k, v, *g, *beta, d.dk, d.dv, tmp);
-            for (int t = 0; t < n; t++)
-                k_path->gated_rmsnorm(o + (size_t)t * d.Dv, o + (size_t)t * d.Dv, l->ssm_norm,
-                                      ctx->zg + (size_t)(r + t) * d.Dv + (size_t)j * d.dv, d.dv, c->rms_eps);
-        }
+        float *S_all = layer_state(ctx, slot_of(a->b, r), a->gdn_index) + (size_t)(d->kernel - 1) * d->conv_dim;
         float *snap = snap_of(ctx, a, r + n - 1);
-        if (snap) /* this thread's value heads of the snapshot */
-            memcpy(snap + (size_t)(d.kernel - 1) * d.conv_dim + (size_t)lo * d.dk * d.dv,
-                   S_all + (size_t)lo * d.dk * d.dv, (size_t)(hi - lo) * d.dk * d.dv * sizeof(float));
+        for (int s = 0; s < p->groups; s++) {
+            long lo = p->klo + (long)s * d->nk, hi = p->khi + (long)s * d->nk;
+            for (long j = lo; j < hi; j++)
+                gdn_delta_head(ctx, a, d, j, r, n, S_all, tmp);
+            if (snap)
+                memcpy(snap + (size_t)(d->kernel - 1) * d->conv_dim + (size_t)lo * head, S_all + (size_t)lo * head,
+                       (size_t)(hi - lo) * head * sizeof(float));
+        }
         r += n;
     }
+}
+
+/* A GDN layer's recurrent step, key heads split across the pool (gdn_part_t):
+ * each part runs the conv over its channels row by row (each slot's conv
+ * state advancing token by token), then its norms and gates, then the delta
+ * rule; no part reads what another writes, so the stages need no join. */
+static void gdn_layer_worker(void *p, int ith, int nth)
+{
+    const rows_job_t *job = p;
+    const gdn_arg_t *a = job->arg;
+    const fwd_ctx_t *ctx = job->ctx;
+    q35_dims_t d = dims_of(&ctx->model->cfg);
+    gdn_part_t part = {0, 0, d.nv / d.nk};
+    pool_split(d.nk, ith, nth, &part.klo, &part.khi);
+    if (part.klo == part.khi)
+        return;
+    for (int r = 0; r < job->n_rows; r++)
+        gdn_conv_part(ctx, a, &d, &part, r);
+    for (int r = 0; r < job->n_rows; r++)
+        gdn_prep_part(ctx, a, &d, &part, r);
+    gdn_recur_part(ctx, a, &d, &part, job->n_rows, ctx->gdn_tmp + (size_t)ith * gdn_tmp_floats(&d));
 }
 
 /* Each row's rotation over the first rope_dim dims. Pair i takes its
@@ -762,10 +795,8 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
             /* causal conv + silu (rows in order per slot); L2 norms, beta, decay;
              * the delta rule and gated norm into xn (n, Dv); mix = W_out xn */
             gdn_arg_t a = {b, li, gi++, gdn_chunk_len(kv)};
-            rows_job_t conv = {ctx, &a, NULL, n};
-            pool_run(ctx->pool, gdn_conv_worker, &conv);
-            for_rows(ctx, n, gdn_prep_row, &a);
-            pool_run(ctx->pool, gdn_recur_worker, &conv);
+            rows_job_t step = {ctx, &a, NULL, n};
+            pool_run(ctx->pool, gdn_layer_worker, &step);
             ops_matmul_scratch(ctx->pool, &l->w_ssm_out, ctx->xn, ctx->mix, n, ctx->xq);
         }
         qwen35_ffn(ctx, n, li, li + 1 < c->n_layers ? m->layers[li + 1].attn_norm : NULL);
