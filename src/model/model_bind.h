@@ -1,4 +1,4 @@
-/* Shared by the architecture loaders (model.c, qwen35.c): reading
+/* Shared by the architecture loaders (model.c, qwen35_load.c): reading
  * hyperparameters and binding tensors with their shape and type checked. Each
  * returns -1 (NULL) with a message naming the key or tensor on a defect. */
 #ifndef SPLASH_MODEL_BIND_H
