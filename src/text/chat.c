@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "text/bytelevel.h"
+#include "text/chat_json.h"
 
 /* The template this file renders, verbatim (no trailing newline). */
 const char chat_qwen3_template[] =
@@ -113,8 +114,6 @@ const char chat_qwen3_template[] =
     "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "                      \
     "<args-json-object>}\n</tool_call><|im_end|>\n"
 
-#define JS_NUMBER_MAX 32 /* longest JavaScript number text: "-1.2345678901234567e-308" and the NUL */
-
 /* ---- strings ------------------------------------------------------------ */
 
 typedef struct str {
@@ -216,305 +215,13 @@ static str_t trim_end(str_t s)
 
 /* ---- output ------------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap; /* bytes used, bytes allocated (len + 1 <= cap: always NUL-terminated) */
-    bool is_oom;
-} sbuf_t;
-
-static void sb_put(sbuf_t *b, const char *s, size_t n)
+static void sb_str(chat_sbuf_t *b, str_t s)
 {
-    if (b->is_oom)
-        return;
-    if (n >= SIZE_MAX / 2 - b->len) {
-        b->is_oom = true;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->is_oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf_t *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
-}
-
-static void sb_str(sbuf_t *b, str_t s)
-{
-    sb_put(b, s.p, s.n);
-}
-
-/* ---- JavaScript numbers ------------------------------------------------- */
-
-/* Digits and decimal exponent of "d.ddde±x" (printf's %e). */
-static int split_exp(const char *s, char *digits, int *exp10)
-{
-    int k = 0;
-    for (; *s && *s != 'e'; s++)
-        if (*s >= '0' && *s <= '9')
-            digits[k++] = *s;
-    *exp10 = atoi(s + 1);
-    return k;
-}
-
-static double digits_value(const char *digits, int k, int exp10)
-{
-    char buf[48];
-    int n = 0;
-    buf[n++] = digits[0];
-    buf[n++] = '.';
-    for (int i = 1; i < k; i++)
-        buf[n++] = digits[i];
-    snprintf(buf + n, sizeof buf - (size_t)n, "e%d", exp10);
-    return strtod(buf, NULL);
-}
-
-/* Adds one unit (delta +1) or takes one away (-1) in the last of k digits;
- * returns the new digit count (a borrow out of the leading digit drops it). */
-static int step_digits(char *digits, int k, int *exp10, int delta)
-{
-    int i = k - 1;
-    if (delta > 0) {
-        while (i >= 0 && digits[i] == '9')
-            digits[i--] = '0';
-        if (i >= 0) {
-            digits[i]++;
-        } else {
-            digits[0] = '1';
-            (*exp10)++;
-        }
-        return k;
-    }
-    while (i >= 0 && digits[i] == '0')
-        digits[i--] = '9';
-    if (i < 0)
-        return k; /* all zeros: not reached for a non-zero value */
-    digits[i]--;
-    if (digits[0] == '0' && k > 1) {
-        memmove(digits, digits + 1, (size_t)k - 1);
-        (*exp10)--;
-        k--;
-    }
-    return k;
-}
-
-/* Number.prototype.toString() of a finite double: the fewest significant
- * digits that read back as v, placed as ECMA-262 says (plain notation for
- * decimal exponents -7 < e < 21, else d.ddde±x). Checked against V8 on
- * 700,000 doubles, every power of two among them. */
-static size_t js_number(double v, char out[JS_NUMBER_MAX])
-{
-    if (v == 0) /* and -0 */
-        return (size_t)snprintf(out, JS_NUMBER_MAX, "0");
-    char *o = out;
-    if (v < 0) {
-        *o++ = '-';
-        v = -v;
-    }
-    char buf[40], digits[24];
-    int k = 0, exp10 = 0;
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*e", prec - 1, v);
-        k = split_exp(buf, digits, &exp10);
-        double r = digits_value(digits, k, exp10);
-        if (r == v)
-            break;
-        /* The nearest prec-digit decimal is outside v's rounding interval. At a
-         * power of two that interval is lopsided, and the neighbour on v's
-         * other side can still be inside it (V8 then prints that one). */
-        char alt[24];
-        int alt_exp = exp10;
-        memcpy(alt, digits, (size_t)k);
-        int alt_k = step_digits(alt, k, &alt_exp, r < v ? 1 : -1);
-        if (digits_value(alt, alt_k, alt_exp) == v) {
-            memcpy(digits, alt, (size_t)alt_k);
-            k = alt_k;
-            exp10 = alt_exp;
-            break;
-        }
-    }
-    while (k > 1 && digits[k - 1] == '0')
-        k--;
-    int n = exp10 + 1; /* digits before the decimal point */
-    if (k <= n && n <= 21) {
-        memcpy(o, digits, (size_t)k);
-        o += k;
-        for (int i = 0; i < n - k; i++)
-            *o++ = '0';
-    } else if (0 < n && n <= 21) {
-        memcpy(o, digits, (size_t)n);
-        o += n;
-        *o++ = '.';
-        memcpy(o, digits + n, (size_t)(k - n));
-        o += k - n;
-    } else if (-6 < n && n <= 0) {
-        *o++ = '0';
-        *o++ = '.';
-        for (int i = 0; i < -n; i++)
-            *o++ = '0';
-        memcpy(o, digits, (size_t)k);
-        o += k;
-    } else {
-        *o++ = digits[0];
-        if (k > 1) {
-            *o++ = '.';
-            memcpy(o, digits + 1, (size_t)k - 1);
-            o += k - 1;
-        }
-        o += snprintf(o, JS_NUMBER_MAX - (size_t)(o - out), "e%c%d", n - 1 >= 0 ? '+' : '-', abs(n - 1));
-    }
-    *o = '\0';
-    return (size_t)(o - out);
-}
-
-/* ---- tojson ------------------------------------------------------------- */
-
-/* JSON.stringify of a string: only '"', '\' and control characters escaped. */
-static void put_json_string(sbuf_t *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    sb_put(b, "\"", 1);
-    size_t run = 0; /* start of the pending unescaped run */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        sb_put(b, s + run, i - run);
-        run = i + 1;
-        char esc[7] = {'\\', 0};
-        size_t k = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            k = 6;
-        }
-        sb_put(b, esc, k);
-    }
-    sb_put(b, s + run, n - run);
-    sb_put(b, "\"", 1);
-}
-
-typedef struct json_key {
-    const char *key;
-    size_t key_len;
-    json_t *value;
-    uint32_t index; /* the key's value when is_index */
-    bool is_index;
-} json_key_t;
-
-/* An array index in JavaScript's sense: "0".."4294967294", no leading zero.
- * Objects list such keys first, in numeric order. */
-static bool key_array_index(const char *k, size_t n, uint32_t *index)
-{
-    if (n == 0 || n > 10 || (n > 1 && k[0] == '0'))
-        return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k[i] < '0' || k[i] > '9')
-            return false;
-        v = v * 10 + (uint64_t)(k[i] - '0');
-    }
-    if (v > 4294967294u)
-        return false;
-    *index = (uint32_t)v;
-    return true;
-}
-
-static int cmp_key_index(const void *a, const void *b)
-{
-    uint32_t x = ((const json_key_t *)a)->index, y = ((const json_key_t *)b)->index;
-    return (x > y) - (x < y);
-}
-
-/* JSON.stringify-like output with separators ", " and ": " (the reference's
- * tojson without arguments). -1 only for nesting or memory limits. */
-static int put_json(sbuf_t *b, const json_t *v, int depth, err_t *err)
-{
-    if (depth > CHAT_MAX_JSON_DEPTH)
-        return err_set(err, "nested deeper than %d levels", CHAT_MAX_JSON_DEPTH);
-    char num[JS_NUMBER_MAX];
-    switch (json_typeof(v)) {
-    case JSON_NULL: sb_puts(b, "null"); return 0;
-    case JSON_TRUE: sb_puts(b, "true"); return 0;
-    case JSON_FALSE: sb_puts(b, "false"); return 0;
-    case JSON_INTEGER: /* the reference holds every number as a double */
-        sb_put(b, num, js_number((double)json_integer_value(v), num));
-        return 0;
-    case JSON_REAL: sb_put(b, num, js_number(json_real_value(v), num)); return 0;
-    case JSON_STRING: put_json_string(b, json_string_value(v), json_string_length(v)); return 0;
-    case JSON_ARRAY:
-        sb_put(b, "[", 1);
-        for (size_t i = 0; i < json_array_size(v); i++) {
-            if (i)
-                sb_put(b, ", ", 2);
-            if (put_json(b, json_array_get(v, i), depth + 1, err))
-                return -1;
-        }
-        sb_put(b, "]", 1);
-        return 0;
-    case JSON_OBJECT: break;
-    }
-    size_t n = json_object_size(v), n_keys = 0;
-    if (n == 0) {
-        sb_puts(b, "{}");
-        return 0;
-    }
-    json_key_t *keys = malloc(n * sizeof *keys);
-    if (!keys)
-        return err_set(err, "out of memory");
-    /* array-index keys first, in numeric order, then the rest in the object's (insertion) order */
-    for (int pass = 0; pass < 2; pass++) {
-        size_t first = n_keys;
-        for (void *it = json_object_iter((json_t *)v); it && n_keys < n; it = json_object_iter_next((json_t *)v, it)) {
-            json_key_t k = {.key = json_object_iter_key(it),
-                            .key_len = json_object_iter_key_len(it),
-                            .value = json_object_iter_value(it)};
-            k.is_index = key_array_index(k.key, k.key_len, &k.index);
-            if (k.is_index == (pass == 0))
-                keys[n_keys++] = k;
-        }
-        if (pass == 0)
-            qsort(keys + first, n_keys - first, sizeof *keys, cmp_key_index);
-    }
-    int rc = 0;
-    sb_put(b, "{", 1);
-    for (size_t i = 0; i < n_keys && rc == 0; i++) {
-        if (i)
-            sb_put(b, ", ", 2);
-        put_json_string(b, keys[i].key, keys[i].key_len);
-        sb_put(b, ": ", 2);
-        rc = put_json(b, keys[i].value, depth + 1, err);
-    }
-    sb_put(b, "}", 1);
-    free(keys);
-    return rc;
+    chat_sb_put(b, s.p, s.n);
 }
 
 /* {{ value }}: a string raw, null/undefined nothing, the rest as tojson. */
-static int put_value(sbuf_t *b, const json_t *v, err_t *err)
+static int put_value(chat_sbuf_t *b, const json_t *v, err_t *err)
 {
     if (!v || json_is_null(v))
         return 0;
@@ -522,7 +229,7 @@ static int put_value(sbuf_t *b, const json_t *v, err_t *err)
         sb_str(b, json_str(v));
         return 0;
     }
-    return put_json(b, v, 0, err);
+    return chat_put_json(b, v, err);
 }
 
 /* ---- messages ----------------------------------------------------------- */
@@ -661,28 +368,28 @@ static int check_message(const json_t *msg, size_t i, chat_msg_t *m, err_t *err)
 
 /* ---- the template ------------------------------------------------------- */
 
-static int render_tool_calls(sbuf_t *b, const chat_msg_t *m, str_t content, size_t i, err_t *err)
+static int render_tool_calls(chat_sbuf_t *b, const chat_msg_t *m, str_t content, size_t i, err_t *err)
 {
     for (size_t j = 0; j < json_array_size(m->tool_calls); j++) {
         const json_t *target = call_target(json_array_get(m->tool_calls, j));
         if (j > 0 || content.n > 0)
-            sb_puts(b, "\n");
-        sb_puts(b, "<tool_call>\n{\"name\": \"");
+            chat_sb_puts(b, "\n");
+        chat_sb_puts(b, "<tool_call>\n{\"name\": \"");
         sb_str(b, json_str(json_object_get(target, "name")));
-        sb_puts(b, "\", \"arguments\": ");
+        chat_sb_puts(b, "\", \"arguments\": ");
         const json_t *args = json_object_get(target, "arguments");
         if (json_is_string(args))
             sb_str(b, json_str(args));
         else if (!args) /* undefined | tojson */
-            sb_puts(b, "null");
-        else if (put_json(b, args, 0, err))
+            chat_sb_puts(b, "null");
+        else if (chat_put_json(b, args, err))
             return err_prefix(err, "messages[%zu].tool_calls[%zu] arguments: ", i, j);
-        sb_puts(b, "}\n</tool_call>");
+        chat_sb_puts(b, "}\n</tool_call>");
     }
     return 0;
 }
 
-static int render_assistant(sbuf_t *b, const chat_msg_t *m, size_t i, size_t n, ptrdiff_t last_query, err_t *err)
+static int render_assistant(chat_sbuf_t *b, const chat_msg_t *m, size_t i, size_t n, ptrdiff_t last_query, err_t *err)
 {
     str_t content = m->content, reasoning = {"", 0};
     if (m->has_reasoning) {
@@ -701,41 +408,41 @@ static int render_assistant(sbuf_t *b, const chat_msg_t *m, size_t i, size_t n, 
         reasoning = trim_start(before);
         content = trim_start((str_t){content.p + last + tag, content.n - (size_t)last - tag});
     }
-    sb_puts(b, "<|im_start|>assistant\n");
+    chat_sb_puts(b, "<|im_start|>assistant\n");
     if ((ptrdiff_t)i > last_query && (i == n - 1 || reasoning.n > 0)) {
-        sb_puts(b, "<think>\n");
+        chat_sb_puts(b, "<think>\n");
         sb_str(b, trim_end(trim_start(reasoning)));
-        sb_puts(b, "\n</think>\n\n");
+        chat_sb_puts(b, "\n</think>\n\n");
         sb_str(b, trim_start(content));
     } else {
         sb_str(b, content);
     }
     if (m->tool_calls && render_tool_calls(b, m, content, i, err))
         return -1;
-    sb_puts(b, "<|im_end|>\n");
+    chat_sb_puts(b, "<|im_end|>\n");
     return 0;
 }
 
-static int render(sbuf_t *b, const chat_msg_t *m, size_t n, const json_t *tools, const chat_opts_t *o, err_t *err)
+static int render(chat_sbuf_t *b, const chat_msg_t *m, size_t n, const json_t *tools, const chat_opts_t *o, err_t *err)
 {
     bool has_system = n > 0 && m[0].role == ROLE_SYSTEM;
     if (tools && json_array_size(tools) > 0) {
-        sb_puts(b, "<|im_start|>system\n");
+        chat_sb_puts(b, "<|im_start|>system\n");
         if (has_system) {
             sb_str(b, m[0].content);
-            sb_puts(b, "\n\n");
+            chat_sb_puts(b, "\n\n");
         }
-        sb_puts(b, TOOLS_HEADER);
+        chat_sb_puts(b, TOOLS_HEADER);
         for (size_t t = 0; t < json_array_size(tools); t++) {
-            sb_puts(b, "\n");
-            if (put_json(b, json_array_get(tools, t), 0, err))
+            chat_sb_puts(b, "\n");
+            if (chat_put_json(b, json_array_get(tools, t), err))
                 return err_prefix(err, "tools[%zu]: ", t);
         }
-        sb_puts(b, TOOLS_FOOTER);
+        chat_sb_puts(b, TOOLS_FOOTER);
     } else if (has_system) {
-        sb_puts(b, "<|im_start|>system\n");
+        chat_sb_puts(b, "<|im_start|>system\n");
         sb_str(b, m[0].content);
-        sb_puts(b, "<|im_end|>\n");
+        chat_sb_puts(b, "<|im_end|>\n");
     }
 
     /* The last user message that is not only a tool response wrapped as a user
@@ -756,11 +463,11 @@ static int render(sbuf_t *b, const chat_msg_t *m, size_t n, const json_t *tools,
                 break; /* already in the header */
             /* fall through */
         case ROLE_USER:
-            sb_puts(b, "<|im_start|>");
+            chat_sb_puts(b, "<|im_start|>");
             sb_str(b, m[i].role_name);
-            sb_puts(b, "\n");
+            chat_sb_puts(b, "\n");
             sb_str(b, m[i].content);
-            sb_puts(b, "<|im_end|>\n");
+            chat_sb_puts(b, "<|im_end|>\n");
             break;
         case ROLE_ASSISTANT:
             if (render_assistant(b, &m[i], i, n, last_query, err))
@@ -769,21 +476,21 @@ static int render(sbuf_t *b, const chat_msg_t *m, size_t n, const json_t *tools,
         case ROLE_TOOL:
             /* consecutive tool messages share one user turn */
             if (i == 0 || m[i - 1].role != ROLE_TOOL)
-                sb_puts(b, "<|im_start|>user");
-            sb_puts(b, "\n<tool_response>\n");
+                chat_sb_puts(b, "<|im_start|>user");
+            chat_sb_puts(b, "\n<tool_response>\n");
             if (put_value(b, m[i].content_v, err))
                 return err_prefix(err, "messages[%zu].content: ", i);
-            sb_puts(b, "\n</tool_response>");
+            chat_sb_puts(b, "\n</tool_response>");
             if (i == n - 1 || m[i + 1].role != ROLE_TOOL)
-                sb_puts(b, "<|im_end|>\n");
+                chat_sb_puts(b, "<|im_end|>\n");
             break;
         case ROLE_OTHER: break;
         }
     }
     if (o->add_generation_prompt) {
-        sb_puts(b, "<|im_start|>assistant\n");
+        chat_sb_puts(b, "<|im_start|>assistant\n");
         if (o->enable_thinking == 0)
-            sb_puts(b, "<think>\n\n</think>\n\n");
+            chat_sb_puts(b, "<think>\n\n</think>\n\n");
     }
     return 0;
 }
@@ -810,9 +517,9 @@ int chat_render_qwen3(const json_t *messages, const json_t *tools, const chat_op
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = check_message(json_array_get(messages, i), i, &m[i], err);
-    sbuf_t b = {0};
+    chat_sbuf_t b = {0};
     if (rc == 0) {
-        sb_put(&b, "", 0); /* an empty rendering is still a string */
+        chat_sb_put(&b, "", 0); /* an empty rendering is still a string */
         rc = render(&b, m, n, tools, &o, err);
     }
     if (rc == 0 && b.is_oom)
