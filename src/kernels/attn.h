@@ -49,32 +49,44 @@ typedef struct attn_kv {
     attn_type_t type;     /* f32, f16 or q8_0 elements */
 } attn_kv_t;
 
-/* Walks the slots of positions 0, 1, 2, ... in order, counting blocks and
- * slots (no division per position). */
+/* Walks the slots of positions 0, 1, 2, ... in order: a running pointer
+ * that steps one slot at a time and reads the block table only when a
+ * position of the next block is asked for (no multiply per position, and
+ * never a table entry past the last block used). */
 typedef struct attn_cursor {
-    const char *base; /* kv->k or kv->v, plus the offset within a slot, in bytes */
-    const attn_kv_t *kv;
-    int32_t block; /* index into the table */
-    int slot;
+    const char *p;        /* the next slot's first element, within the current block */
+    const char *base;     /* kv->k or kv->v, plus the offset within a slot, in bytes */
+    const int32_t *table; /* the next block's entry */
+    size_t slot_bytes, block_bytes;
+    int left; /* slots left in the current block (0: read the next entry first) */
+    int block_size;
 } attn_cursor_t;
 
 /* The cursor at element `off` of kv->k or kv->v (`base`), elements of type t. */
 static inline attn_cursor_t attn_cursor(const attn_kv_t *kv, const void *base, size_t off, int t)
 {
-    attn_cursor_t c = {.base = (const char *)base + attn_bytes(t, off), .kv = kv, .block = 0, .slot = 0};
+    attn_cursor_t c = {.p = NULL,
+                       .base = (const char *)base + attn_bytes(t, off),
+                       .table = kv->table,
+                       .slot_bytes = attn_bytes(t, kv->stride),
+                       .block_bytes = attn_bytes(t, kv->block_stride),
+                       .left = 0,
+                       .block_size = kv->block_size};
     return c;
 }
 
-/* The next slot's first element; t: the element type (a constant at the
- * call, so the SIMD paths compile one loop per type). */
+/* The next slot's first element; t: the element type (the cursor counts
+ * bytes from attn_cursor on; kept so each call names its type). */
 static inline const void *attn_next_e(attn_cursor_t *c, int t)
 {
-    const char *p =
-        c->base + attn_bytes(t, (size_t)c->kv->table[c->block] * c->kv->block_stride + (size_t)c->slot * c->kv->stride);
-    if (++c->slot == c->kv->block_size) {
-        c->slot = 0;
-        c->block++;
+    (void)t;
+    if (c->left == 0) {
+        c->p = c->base + (size_t)*c->table++ * c->block_bytes;
+        c->left = c->block_size;
     }
+    const char *p = c->p;
+    c->p += c->slot_bytes;
+    c->left--;
     return p;
 }
 
