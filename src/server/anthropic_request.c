@@ -43,18 +43,6 @@ void anthropic_error_body(reply_t *r)
     r->body = body;
 }
 
-static int bad(reply_t *r, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(reply_t *r, const char *param, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    reply_error(r, 400, param, "%s", msg);
-    return -1;
-}
-
 /* Refuses a field not in allowed; where names the object in messages. */
 static int check_keys(const json_t *obj, const char *where, const char *const *allowed, reply_t *r)
 {
@@ -63,7 +51,7 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
     json_object_foreach((json_t *)obj, key, v)
     {
         if (!field_in_list(key, allowed))
-            return bad(r, key, "%s%s%s: unknown or unsupported field", where, where[0] ? "." : "", key);
+            return reply_bad(r, key, "%s%s%s: unknown or unsupported field", where, where[0] ? "." : "", key);
     }
     return 0;
 }
@@ -81,7 +69,7 @@ static int check_cache_control(const json_t *v, const char *where, reply_t *r)
         return 0;
     static const char *const keys[] = {"type", "ttl", NULL};
     if (!json_is_object(v) || strcmp(type_of(v), "ephemeral") || check_keys(v, where, keys, r))
-        return bad(r, "cache_control", "%s.cache_control must be {\"type\": \"ephemeral\"}", where);
+        return reply_bad(r, "cache_control", "%s.cache_control must be {\"type\": \"ephemeral\"}", where);
     return 0;
 }
 
@@ -93,11 +81,11 @@ static const json_t *text_block(const json_t *b, const char *where, reply_t *r)
     if (check_keys(b, where, keys, r) || check_cache_control(json_object_get(b, "cache_control"), where, r))
         return NULL;
     if (!json_is_string(text)) {
-        bad(r, "text", "%s.text must be a string", where);
+        reply_bad(r, "text", "%s.text must be a string", where);
         return NULL;
     }
     if (cit && !json_is_null(cit) && !(json_is_array(cit) && json_array_size(cit) == 0)) {
-        bad(r, "citations", "%s.citations: citations are not supported", where);
+        reply_bad(r, "citations", "%s.citations: citations are not supported", where);
         return NULL;
     }
     return text;
@@ -109,7 +97,7 @@ static json_t *join_text(const json_t *content, const char *where, reply_t *r)
     if (json_is_string(content))
         return json_copy((json_t *)content);
     if (!json_is_array(content)) {
-        bad(r, where, "%s must be a string or an array of text blocks", where);
+        reply_bad(r, where, "%s must be a string or an array of text blocks", where);
         return NULL;
     }
     json_t *out = json_string("");
@@ -122,9 +110,9 @@ static json_t *join_text(const json_t *content, const char *where, reply_t *r)
         if (!json_is_object(b) || strcmp(type_of(b), "text")) {
             json_decref(out);
             if (json_is_object(b) && type_of(b)[0])
-                bad(r, at, "%s: '%s' blocks are not supported here (text only)", at, type_of(b));
+                reply_bad(r, at, "%s: '%s' blocks are not supported here (text only)", at, type_of(b));
             else
-                bad(r, at, "%s must be a content block with a \"type\"", at);
+                reply_bad(r, at, "%s must be a content block with a \"type\"", at);
             return NULL;
         }
         const json_t *t = text_block(b, at, r);
@@ -178,11 +166,11 @@ static int map_user(const json_t *content, size_t i, json_t *msgs, reply_t *r)
             if (check_keys(b, at, keys, r) || check_cache_control(json_object_get(b, "cache_control"), at, r))
                 goto fail;
             if (!json_is_string(id) || !json_string_length(id)) {
-                bad(r, "tool_use_id", "%s.tool_use_id must be a non-empty string", at);
+                reply_bad(r, "tool_use_id", "%s.tool_use_id must be a non-empty string", at);
                 goto fail;
             }
             if (err && !json_is_boolean(err)) {
-                bad(r, "is_error", "%s.is_error must be a boolean", at);
+                reply_bad(r, "is_error", "%s.is_error must be a boolean", at);
                 goto fail;
             }
             char cat[112];
@@ -207,8 +195,8 @@ static int map_user(const json_t *content, size_t i, json_t *msgs, reply_t *r)
             json_array_append_new(msgs,
                                   json_pack("{s:s,s:O,s:o}", "role", "tool", "tool_call_id", id, "content", text));
         } else {
-            bad(r, at, "%s: '%s' blocks are not supported (this server reads text, tool_use and tool_result)", at,
-                type);
+            reply_bad(r, at, "%s: '%s' blocks are not supported (this server reads text, tool_use and tool_result)", at,
+                      type);
             goto fail;
         }
     }
@@ -251,7 +239,7 @@ static int map_assistant(const json_t *content, size_t i, json_t *msgs, reply_t 
             if (check_keys(b, at, keys, r))
                 goto fail;
             if (!json_is_string(t)) {
-                bad(r, "thinking", "%s.thinking must be a string", at);
+                reply_bad(r, "thinking", "%s.thinking must be a string", at);
                 goto fail;
             }
             json_decref(reasoning);
@@ -263,13 +251,13 @@ static int map_assistant(const json_t *content, size_t i, json_t *msgs, reply_t 
             if (check_keys(b, at, keys, r) || check_cache_control(json_object_get(b, "cache_control"), at, r))
                 goto fail;
             if (!json_is_string(id) || !json_is_string(name) || !json_is_object(input)) {
-                bad(r, at, "%s: a tool_use block needs id and name (strings) and input (an object)", at);
+                reply_bad(r, at, "%s: a tool_use block needs id and name (strings) and input (an object)", at);
                 goto fail;
             }
             json_array_append_new(calls, json_pack("{s:O,s:s,s:{s:O,s:O}}", "id", id, "type", "function", "function",
                                                    "name", name, "arguments", input));
         } else {
-            bad(r, at, "%s: '%s' blocks are not supported in an assistant turn", at, type);
+            reply_bad(r, at, "%s: '%s' blocks are not supported in an assistant turn", at, type);
             goto fail;
         }
     }
@@ -306,7 +294,7 @@ static int map_messages(const json_t *req, json_t *chat, reply_t *r)
         json_array_append_new(msgs, json_pack("{s:s,s:o}", "role", "system", "content", text));
     }
     if (!json_is_array(in) || json_array_size(in) == 0)
-        return bad(r, "messages", "messages: a non-empty array is required");
+        return reply_bad(r, "messages", "messages: a non-empty array is required");
     size_t i;
     json_t *m;
     char at[64];
@@ -315,20 +303,20 @@ static int map_messages(const json_t *req, json_t *chat, reply_t *r)
         snprintf(at, sizeof at, "messages[%zu]", i);
         static const char *const keys[] = {"role", "content", NULL};
         if (!json_is_object(m) || check_keys(m, at, keys, r))
-            return json_is_object(m) ? -1 : bad(r, at, "%s must be an object", at);
+            return json_is_object(m) ? -1 : reply_bad(r, at, "%s must be an object", at);
         const json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
         if (!json_is_string(content) && !json_is_array(content))
-            return bad(r, at, "%s.content must be a string or an array of content blocks", at);
+            return reply_bad(r, at, "%s.content must be a string or an array of content blocks", at);
         if (json_is_string(role) && !strcmp(json_string_value(role), "user")) {
             if (map_user(content, i, msgs, r))
                 return -1;
         } else if (json_is_string(role) && !strcmp(json_string_value(role), "assistant")) {
             if (i + 1 == json_array_size(in))
-                return bad(r, at, "%s: a final assistant turn (prefill) is not supported", at);
+                return reply_bad(r, at, "%s: a final assistant turn (prefill) is not supported", at);
             if (map_assistant(content, i, msgs, r))
                 return -1;
         } else {
-            return bad(r, at, "%s.role must be \"user\" or \"assistant\"", at);
+            return reply_bad(r, at, "%s.role must be \"user\" or \"assistant\"", at);
         }
     }
     return 0;
@@ -339,7 +327,7 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
     const json_t *tools = json_object_get(req, "tools"), *tc = json_object_get(req, "tool_choice");
     if (tools && !json_is_null(tools)) {
         if (!json_is_array(tools))
-            return bad(r, "tools", "tools must be an array");
+            return reply_bad(r, "tools", "tools must be an array");
         json_t *out = json_array();
         json_object_set_new(chat, "tools", out);
         size_t i;
@@ -351,22 +339,22 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
             static const char *const keys[] = {"type",          "name",   "description", "input_schema",
                                                "cache_control", "strict", NULL};
             if (!json_is_object(t))
-                return bad(r, at, "%s must be an object", at);
+                return reply_bad(r, at, "%s must be an object", at);
             const json_t *type = json_object_get(t, "type"), *name = json_object_get(t, "name"),
                          *desc = json_object_get(t, "description"), *schema = json_object_get(t, "input_schema"),
                          *strict = json_object_get(t, "strict");
             if (type && !json_is_null(type) && strcmp(type_of(t), "custom"))
-                return bad(r, at, "%s: server tools ('%s') are not supported; give custom tools", at, type_of(t));
+                return reply_bad(r, at, "%s: server tools ('%s') are not supported; give custom tools", at, type_of(t));
             if (check_keys(t, at, keys, r) || check_cache_control(json_object_get(t, "cache_control"), at, r))
                 return -1;
             if (!json_is_string(name))
-                return bad(r, at, "%s.name must be a string", at);
+                return reply_bad(r, at, "%s.name must be a string", at);
             if (desc && !json_is_string(desc))
-                return bad(r, at, "%s.description must be a string", at);
+                return reply_bad(r, at, "%s.description must be a string", at);
             if (!json_is_object(schema))
-                return bad(r, at, "%s.input_schema must be a JSON Schema object", at);
+                return reply_bad(r, at, "%s.input_schema must be a JSON Schema object", at);
             if (strict && !json_is_boolean(strict))
-                return bad(r, at, "%s.strict must be a boolean", at);
+                return reply_bad(r, at, "%s.strict must be a boolean", at);
             json_t *fn = json_pack("{s:O,s:O}", "name", name, "parameters", schema);
             if (desc)
                 json_object_set(fn, "description", (json_t *)desc);
@@ -381,20 +369,20 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
     const char *type = type_of(tc);
     const json_t *name = json_object_get(tc, "name"), *dp = json_object_get(tc, "disable_parallel_tool_use");
     if (!json_is_object(tc) || check_keys(tc, "tool_choice", keys, r))
-        return json_is_object(tc) ? -1 : bad(r, "tool_choice", "tool_choice must be an object");
+        return json_is_object(tc) ? -1 : reply_bad(r, "tool_choice", "tool_choice must be an object");
     if (dp && !json_is_boolean(dp))
-        return bad(r, "tool_choice", "tool_choice.disable_parallel_tool_use must be a boolean");
+        return reply_bad(r, "tool_choice", "tool_choice.disable_parallel_tool_use must be a boolean");
     if (!strcmp(type, "auto") || !strcmp(type, "any") || !strcmp(type, "none")) {
         if (name)
-            return bad(r, "tool_choice", "tool_choice.name is only for type \"tool\"");
+            return reply_bad(r, "tool_choice", "tool_choice.name is only for type \"tool\"");
         json_object_set_new(chat, "tool_choice", json_string(!strcmp(type, "any") ? "required" : type));
     } else if (!strcmp(type, "tool")) {
         if (!json_is_string(name))
-            return bad(r, "tool_choice", "tool_choice of type \"tool\" needs a name");
+            return reply_bad(r, "tool_choice", "tool_choice of type \"tool\" needs a name");
         json_object_set_new(chat, "tool_choice",
                             json_pack("{s:s,s:{s:O}}", "type", "function", "function", "name", name));
     } else {
-        return bad(r, "tool_choice", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"");
+        return reply_bad(r, "tool_choice", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"");
     }
     if (json_is_true(dp))
         json_object_set_new(chat, "parallel_tool_calls", json_false());
@@ -410,7 +398,7 @@ static int map_thinking(const json_t *req, json_t *chat, json_int_t max_tokens, 
     if (th && !json_is_null(th)) {
         const char *type = type_of(th);
         if (!json_is_object(th))
-            return bad(r, "thinking", "thinking must be an object");
+            return reply_bad(r, "thinking", "thinking must be an object");
         if (!strcmp(type, "enabled")) {
             static const char *const keys[] = {"type", "budget_tokens", "display", NULL};
             const json_t *b = json_object_get(th, "budget_tokens"), *d = json_object_get(th, "display");
@@ -418,17 +406,20 @@ static int map_thinking(const json_t *req, json_t *chat, json_int_t max_tokens, 
                 return -1;
             if (!json_is_integer(b) || json_integer_value(b) < 1024 ||
                 (max_tokens && json_integer_value(b) >= max_tokens))
-                return bad(r, "thinking", "thinking.budget_tokens must be an integer >= 1024 and below max_tokens");
+                return reply_bad(r, "thinking",
+                                 "thinking.budget_tokens must be an integer >= 1024 and below max_tokens");
             if (d && !json_is_null(d) && !(json_is_string(d) && !strcmp(json_string_value(d), "summarized")))
-                return bad(r, "thinking", "thinking.display: only \"summarized\" (the whole thinking) is supported");
+                return reply_bad(r, "thinking",
+                                 "thinking.display: only \"summarized\" (the whole thinking) is supported");
             is_on = true;
         } else if (!strcmp(type, "disabled")) {
             static const char *const keys[] = {"type", NULL};
             if (check_keys(th, "thinking", keys, r))
                 return -1;
         } else {
-            return bad(r, "thinking",
-                       "thinking.type must be \"enabled\" or \"disabled\" (the model cannot choose when to think)");
+            return reply_bad(
+                r, "thinking",
+                "thinking.type must be \"enabled\" or \"disabled\" (the model cannot choose when to think)");
         }
     }
     json_object_set_new(chat, "chat_template_kwargs", json_pack("{s:b}", "enable_thinking", is_on));
@@ -449,7 +440,7 @@ json_t *anthropic_to_chat(const json_t *req, bool is_count, reply_t *r)
         goto fail;
     const json_t *model = json_object_get(req, "model");
     if (!json_is_string(model)) {
-        bad(r, "model", "model: a string is required");
+        reply_bad(r, "model", "model: a string is required");
         goto fail;
     }
     json_object_set(chat, "model", (json_t *)model);
@@ -457,7 +448,7 @@ json_t *anthropic_to_chat(const json_t *req, bool is_count, reply_t *r)
     if (!is_count) {
         const json_t *mt = json_object_get(req, "max_tokens");
         if (!json_is_integer(mt) || json_integer_value(mt) < 1 || json_integer_value(mt) > INT32_MAX) {
-            bad(r, "max_tokens", "max_tokens: a positive integer is required");
+            reply_bad(r, "max_tokens", "max_tokens: a positive integer is required");
             goto fail;
         }
         max_tokens = json_integer_value(mt);
@@ -466,24 +457,24 @@ json_t *anthropic_to_chat(const json_t *req, bool is_count, reply_t *r)
                      *tk = json_object_get(req, "top_k"), *st = json_object_get(req, "stream"),
                      *seed = json_object_get(req, "seed");
         if (t && (!json_is_number(t) || json_number_value(t) < 0 || json_number_value(t) > 1)) {
-            bad(r, "temperature", "temperature must be a number in [0, 1]");
+            reply_bad(r, "temperature", "temperature must be a number in [0, 1]");
             goto fail;
         }
         json_object_set_new(chat, "temperature", json_real(t ? json_number_value(t) : 1.0));
         if (tp && (!json_is_number(tp) || !(json_number_value(tp) > 0) || json_number_value(tp) > 1)) {
-            bad(r, "top_p", "top_p must be a number in (0, 1]");
+            reply_bad(r, "top_p", "top_p must be a number in (0, 1]");
             goto fail;
         }
         if (tp)
             json_object_set(chat, "top_p", (json_t *)tp);
         if (tk && (!json_is_integer(tk) || json_integer_value(tk) < 0 || json_integer_value(tk) > INT32_MAX)) {
-            bad(r, "top_k", "top_k must be a non-negative integer");
+            reply_bad(r, "top_k", "top_k must be a non-negative integer");
             goto fail;
         }
         if (tk)
             json_object_set(chat, "top_k", (json_t *)tk);
         if (st && !json_is_boolean(st)) {
-            bad(r, "stream", "stream must be a boolean");
+            reply_bad(r, "stream", "stream must be a boolean");
             goto fail;
         }
         if (st)
@@ -495,7 +486,8 @@ json_t *anthropic_to_chat(const json_t *req, bool is_count, reply_t *r)
         const json_t *ss = json_object_get(req, "stop_sequences");
         if (ss && !json_is_null(ss)) {
             if (!json_is_array(ss) || json_array_size(ss) > ENGINE_MAX_STOP) {
-                bad(r, "stop_sequences", "stop_sequences must be an array of at most %d strings", ENGINE_MAX_STOP);
+                reply_bad(r, "stop_sequences", "stop_sequences must be an array of at most %d strings",
+                          ENGINE_MAX_STOP);
                 goto fail;
             }
             if (json_array_size(ss))
@@ -508,14 +500,14 @@ json_t *anthropic_to_chat(const json_t *req, bool is_count, reply_t *r)
             if (!json_is_object(md) || check_keys(md, "metadata", keys, r) ||
                 (u && !json_is_null(u) && !json_is_string(u))) {
                 if (!json_is_object(md) || (u && !json_is_string(u)))
-                    bad(r, "metadata", "metadata must be an object with only user_id (a string)");
+                    reply_bad(r, "metadata", "metadata must be an object with only user_id (a string)");
                 goto fail;
             }
         }
         const json_t *tier = json_object_get(req, "service_tier");
         if (tier && !(json_is_string(tier) && (!strcmp(json_string_value(tier), "auto") ||
                                                !strcmp(json_string_value(tier), "standard_only")))) {
-            bad(r, "service_tier", "service_tier must be \"auto\" or \"standard_only\"");
+            reply_bad(r, "service_tier", "service_tier must be \"auto\" or \"standard_only\"");
             goto fail;
         }
     }

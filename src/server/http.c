@@ -100,6 +100,17 @@ void server_config_default(server_config_t *c)
     c->body_timeout_s = SERVER_DEFAULT_BODY_TIMEOUT_S;
 }
 
+int reply_bad(reply_t *r, const char *param, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    reply_error(r, 400, param, "%s", msg);
+    return -1;
+}
+
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...)
 {
     char msg[1024];

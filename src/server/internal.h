@@ -102,6 +102,8 @@ bool pages_response(const char *url, http_response_t *resp);
 
 /* Sets an OpenAI error body {"error": {message, type, param, code}}. */
 void reply_error(reply_t *r, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* reply_error with 400 (a request field the client got wrong); returns -1. */
+int reply_bad(reply_t *r, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A request the server is too short of memory to serve now: 503 with
  * Retry-After, naming what could not be allocated and, when known (> 0),
  * how many bytes. */

@@ -21,24 +21,12 @@
 #include "server/fields.h"
 #include "server/responses.h"
 
-static int bad(reply_t *r, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(reply_t *r, const char *param, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    reply_error(r, 400, param, "%s", msg);
-    return -1;
-}
-
 /* A 400 naming AT.FIELD: "AT.FIELD WHAT". */
 static int bad_field(reply_t *r, const char *at, const char *field, const char *what)
 {
     char param[192];
     snprintf(param, sizeof param, "%s.%s", at, field);
-    return bad(r, param, "%s %s", param, what);
+    return reply_bad(r, param, "%s %s", param, what);
 }
 
 /* Refuses a field not in allowed; where names the object ("" at the top). */
@@ -51,7 +39,7 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
     {
         if (!field_in_list(key, allowed)) {
             snprintf(param, sizeof param, "%s%s%s", where, where[0] ? "." : "", key);
-            return bad(r, param, "unknown or unsupported parameter '%s'", param);
+            return reply_bad(r, param, "unknown or unsupported parameter '%s'", param);
         }
     }
     return 0;
@@ -82,7 +70,7 @@ static json_t *text_parts(const json_t *content, const char *where, reply_t *r)
     if (json_is_string(content))
         return json_pack("[{s:s,s:O}]", "type", "text", "text", content);
     if (!json_is_array(content)) {
-        bad(r, where, "%s must be a string or an array of input_text parts", where);
+        reply_bad(r, where, "%s must be a string or an array of input_text parts", where);
         return NULL;
     }
     json_t *out = json_array();
@@ -96,12 +84,13 @@ static json_t *text_parts(const json_t *content, const char *where, reply_t *r)
         static const char *const keys[] = {"type", "text", "annotations", "logprobs", NULL};
         if (!json_is_object(p) || !type) {
             json_decref(out);
-            bad(r, at, "%s must be a content part object with a type", at);
+            reply_bad(r, at, "%s must be a content part object with a type", at);
             return NULL;
         }
         if (strcmp(type, "input_text") && strcmp(type, "output_text")) {
             json_decref(out);
-            bad(r, at, "%s: '%s' parts are not supported (this server reads input_text and output_text)", at, type);
+            reply_bad(r, at, "%s: '%s' parts are not supported (this server reads input_text and output_text)", at,
+                      type);
             return NULL;
         }
         if (check_keys(p, at, keys, r)) {
@@ -110,7 +99,7 @@ static json_t *text_parts(const json_t *content, const char *where, reply_t *r)
         }
         if (!json_is_string(json_object_get(p, "text"))) {
             json_decref(out);
-            bad(r, at, "%s.text must be a string", at);
+            reply_bad(r, at, "%s.text must be a string", at);
             return NULL;
         }
         json_array_append_new(out, json_pack("{s:s,s:O}", "type", "text", "text", json_object_get(p, "text")));
@@ -142,7 +131,7 @@ static int message_item(inputs_t *in, const json_t *it, const char *at, reply_t 
     char where[160];
     snprintf(where, sizeof where, "%s.role", at);
     if (!role || !field_in_list(role, roles))
-        return bad(r, where, "%s must be one of user, assistant, system, developer", where);
+        return reply_bad(r, where, "%s must be one of user, assistant, system, developer", where);
     snprintf(where, sizeof where, "%s.content", at);
     json_t *parts = text_parts(json_object_get(it, "content"), where, r);
     if (!parts)
@@ -164,7 +153,7 @@ static int function_call_item(inputs_t *in, const json_t *it, const char *at, re
         return -1;
     const char *call_id = str_of(it, "call_id"), *name = str_of(it, "name"), *args = str_of(it, "arguments");
     if (!call_id || !call_id[0] || !name || !name[0] || !args)
-        return bad(r, at, "%s: a function_call item needs call_id, name and arguments (strings)", at);
+        return reply_bad(r, at, "%s: a function_call item needs call_id, name and arguments (strings)", at);
     json_t *parsed = json_loads(args, JSON_DECODE_ANY, NULL);
     bool is_ok = json_is_object(parsed);
     json_decref(parsed);
@@ -213,7 +202,7 @@ static int reasoning_item(inputs_t *in, const json_t *it, const char *at, reply_
     if (!is_set(src))
         src = json_object_get(it, "summary");
     if (is_set(src) && !json_is_array(src))
-        return bad(r, at, "%s.summary and .content must be arrays of text parts", at);
+        return reply_bad(r, at, "%s.summary and .content must be arrays of text parts", at);
     json_t *text = json_string("");
     size_t j;
     json_t *p;
@@ -222,7 +211,7 @@ static int reasoning_item(inputs_t *in, const json_t *it, const char *at, reply_
         const json_t *t = json_object_get(p, "text");
         if (!json_is_object(p) || !json_is_string(t)) {
             json_decref(text);
-            return bad(r, at, "%s: each summary or content part needs a text (a string)", at);
+            return reply_bad(r, at, "%s: each summary or content part needs a text (a string)", at);
         }
         size_t n0 = json_string_length(text), n1 = json_string_length(t);
         char *buf = malloc(n0 + n1 + 2);
@@ -253,7 +242,7 @@ static int map_input(const json_t *req, json_t *chat, reply_t *r)
     json_object_set_new(chat, "messages", in.msgs);
     if (is_set(instr)) {
         if (!json_is_string(instr))
-            return bad(r, "instructions", "instructions must be a string");
+            return reply_bad(r, "instructions", "instructions must be a string");
         json_array_append_new(in.msgs, json_pack("{s:s,s:O}", "role", "system", "content", instr));
     }
     if (json_is_string(input)) {
@@ -261,7 +250,7 @@ static int map_input(const json_t *req, json_t *chat, reply_t *r)
         return 0;
     }
     if (!json_is_array(input) || json_array_size(input) == 0)
-        return bad(r, "input", "input: a string or a non-empty array of input items is required");
+        return reply_bad(r, "input", "input: a string or a non-empty array of input items is required");
     size_t i;
     json_t *it;
     char at[64];
@@ -270,7 +259,7 @@ static int map_input(const json_t *req, json_t *chat, reply_t *r)
     {
         snprintf(at, sizeof at, "input[%zu]", i);
         if (!json_is_object(it)) {
-            rc = bad(r, at, "%s must be an object", at);
+            rc = reply_bad(r, at, "%s must be an object", at);
             break;
         }
         const json_t *t = json_object_get(it, "type");
@@ -287,10 +276,10 @@ static int map_input(const json_t *req, json_t *chat, reply_t *r)
             rc = reasoning_item(&in, it, at, r);
         else {
             snprintf(at, sizeof at, "input[%zu].type", i);
-            rc = bad(r, at,
-                     "%s: '%s' items are not supported (this server reads message, function_call, "
-                     "function_call_output and reasoning)",
-                     at, type);
+            rc = reply_bad(r, at,
+                           "%s: '%s' items are not supported (this server reads message, function_call, "
+                           "function_call_output and reasoning)",
+                           at, type);
         }
         if (rc)
             break;
@@ -306,7 +295,7 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
     const json_t *tools = json_object_get(req, "tools"), *tc = json_object_get(req, "tool_choice");
     if (is_set(tools)) {
         if (!json_is_array(tools))
-            return bad(r, "tools", "tools must be an array");
+            return reply_bad(r, "tools", "tools must be an array");
         json_t *out = json_array();
         json_object_set_new(chat, "tools", out);
         size_t i;
@@ -318,9 +307,9 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
             static const char *const keys[] = {"type", "name", "description", "parameters", "strict", NULL};
             const char *type = str_of(t, "type");
             if (!json_is_object(t) || !type)
-                return bad(r, at, "%s must be a tool object with a type", at);
+                return reply_bad(r, at, "%s must be a tool object with a type", at);
             if (strcmp(type, "function"))
-                return bad(r, at, "%s: '%s' tools are not supported (only function tools)", at, type);
+                return reply_bad(r, at, "%s: '%s' tools are not supported (only function tools)", at, type);
             if (check_keys(t, at, keys, r))
                 return -1;
             const json_t *desc = json_object_get(t, "description"), *params = json_object_get(t, "parameters"),
@@ -342,9 +331,9 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
     if (json_is_string(tc)) {
         static const char *const modes[] = {"auto", "none", "required", NULL};
         if (!field_in_list(json_string_value(tc), modes))
-            return bad(r, "tool_choice",
-                       "tool_choice must be \"auto\", \"none\", \"required\" or "
-                       "{\"type\": \"function\", \"name\": ...}");
+            return reply_bad(r, "tool_choice",
+                             "tool_choice must be \"auto\", \"none\", \"required\" or "
+                             "{\"type\": \"function\", \"name\": ...}");
         json_object_set(chat, "tool_choice", (json_t *)tc);
         return 0;
     }
@@ -353,9 +342,9 @@ static int map_tools(const json_t *req, json_t *chat, reply_t *r)
     if (!json_is_object(tc) || !type || strcmp(type, "function") || !name || check_keys(tc, "tool_choice", keys, r))
         return json_is_object(tc) && type && !strcmp(type, "function") && name
                    ? -1
-                   : bad(r, "tool_choice",
-                         "tool_choice must be \"auto\", \"none\", \"required\" or "
-                         "{\"type\": \"function\", \"name\": ...}");
+                   : reply_bad(r, "tool_choice",
+                               "tool_choice must be \"auto\", \"none\", \"required\" or "
+                               "{\"type\": \"function\", \"name\": ...}");
     json_object_set_new(chat, "tool_choice", json_pack("{s:s,s:{s:s}}", "type", "function", "function", "name", name));
     return 0;
 }
@@ -369,18 +358,19 @@ static int map_text(const json_t *req, json_t *chat, reply_t *r)
         return 0;
     static const char *const keys[] = {"format", "verbosity", NULL};
     if (!json_is_object(text))
-        return bad(r, "text", "text must be an object");
+        return reply_bad(r, "text", "text must be an object");
     if (check_keys(text, "text", keys, r))
         return -1;
     const json_t *verb = json_object_get(text, "verbosity");
     if (is_set(verb) && !(json_is_string(verb) && !strcmp(json_string_value(verb), "medium")))
-        return bad(r, "text.verbosity", "text.verbosity: only \"medium\" is supported (the model has no such control)");
+        return reply_bad(r, "text.verbosity",
+                         "text.verbosity: only \"medium\" is supported (the model has no such control)");
     const json_t *f = json_object_get(text, "format");
     if (!is_set(f))
         return 0;
     const char *type = str_of(f, "type");
     if (!json_is_object(f) || !type)
-        return bad(r, "text.format", "text.format must be an object with a type");
+        return reply_bad(r, "text.format", "text.format must be an object with a type");
     if (!strcmp(type, "text") || !strcmp(type, "json_object")) {
         static const char *const fkeys[] = {"type", NULL};
         if (check_keys(f, "text.format", fkeys, r))
@@ -389,12 +379,13 @@ static int map_text(const json_t *req, json_t *chat, reply_t *r)
         return 0;
     }
     if (strcmp(type, "json_schema"))
-        return bad(r, "text.format.type", "text.format.type must be \"text\", \"json_object\" or \"json_schema\"");
+        return reply_bad(r, "text.format.type",
+                         "text.format.type must be \"text\", \"json_object\" or \"json_schema\"");
     static const char *const skeys[] = {"type", "name", "schema", "description", "strict", NULL};
     if (check_keys(f, "text.format", skeys, r))
         return -1;
     if (!json_is_object(json_object_get(f, "schema")))
-        return bad(r, "text.format.schema", "text.format.schema must be a JSON Schema object");
+        return reply_bad(r, "text.format.schema", "text.format.schema must be a JSON Schema object");
     json_t *js = json_deep_copy(f);
     json_object_del(js, "type");
     json_object_set_new(chat, "response_format", json_pack("{s:s,s:o}", "type", "json_schema", "json_schema", js));
@@ -413,17 +404,18 @@ static int map_reasoning(const json_t *req, json_t *chat, reply_t *r)
     static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", NULL};
     static const char *const summaries[] = {"auto", "concise", "detailed", NULL};
     if (!json_is_object(re))
-        return bad(r, "reasoning", "reasoning must be an object");
+        return reply_bad(r, "reasoning", "reasoning must be an object");
     if (check_keys(re, "reasoning", keys, r))
         return -1;
     const json_t *e = json_object_get(re, "effort"), *s = json_object_get(re, "summary"),
                  *g = json_object_get(re, "generate_summary");
     if (is_set(e) && !(json_is_string(e) && field_in_list(json_string_value(e), efforts)))
-        return bad(r, "reasoning.effort",
-                   "reasoning.effort must be one of none, minimal, low, medium, high, xhigh (none: thinking off)");
+        return reply_bad(
+            r, "reasoning.effort",
+            "reasoning.effort must be one of none, minimal, low, medium, high, xhigh (none: thinking off)");
     if ((is_set(s) && !(json_is_string(s) && field_in_list(json_string_value(s), summaries))) ||
         (is_set(g) && !(json_is_string(g) && field_in_list(json_string_value(g), summaries))))
-        return bad(r, "reasoning.summary", "reasoning.summary must be auto, concise or detailed");
+        return reply_bad(r, "reasoning.summary", "reasoning.summary must be auto, concise or detailed");
     if (is_set(e))
         json_object_set_new(chat, "chat_template_kwargs",
                             json_pack("{s:b}", "enable_thinking", strcmp(json_string_value(e), "none") != 0));
@@ -438,45 +430,45 @@ static int check_accepted(const json_t *req, reply_t *r)
     static const char *const stateful[] = {"previous_response_id", "conversation", "prompt", NULL};
     for (const char *const *k = stateful; *k; k++)
         if (is_set(json_object_get(req, *k)))
-            return bad(r, *k,
-                       "%s is not supported: this server is stateless (responses are not stored); send the whole "
-                       "conversation in input",
-                       *k);
+            return reply_bad(r, *k,
+                             "%s is not supported: this server is stateless (responses are not stored); send the whole "
+                             "conversation in input",
+                             *k);
     static const char *const strings[] = {"user", "safety_identifier", "prompt_cache_key", "service_tier", NULL};
     for (const char *const *k = strings; *k; k++) {
         const json_t *v = json_object_get(req, *k);
         if (is_set(v) && !json_is_string(v))
-            return bad(r, *k, "%s must be a string", *k);
+            return reply_bad(r, *k, "%s must be a string", *k);
     }
     const json_t *v = json_object_get(req, "store");
     if (is_set(v) && !json_is_boolean(v))
-        return bad(r, "store", "store must be a boolean (nothing is stored either way)");
+        return reply_bad(r, "store", "store must be a boolean (nothing is stored either way)");
     v = json_object_get(req, "background");
     if (is_set(v) && !json_is_false(v))
-        return bad(r, "background", "background: true is not supported (responses are not stored to poll)");
+        return reply_bad(r, "background", "background: true is not supported (responses are not stored to poll)");
     v = json_object_get(req, "truncation");
     if (is_set(v) &&
         !(json_is_string(v) && (!strcmp(json_string_value(v), "disabled") || !strcmp(json_string_value(v), "auto"))))
-        return bad(r, "truncation", "truncation must be \"disabled\" or \"auto\"");
+        return reply_bad(r, "truncation", "truncation must be \"disabled\" or \"auto\"");
     v = json_object_get(req, "max_tool_calls");
     if (is_set(v) && !(json_is_integer(v) && json_integer_value(v) >= 1))
-        return bad(r, "max_tool_calls", "max_tool_calls must be a positive integer");
+        return reply_bad(r, "max_tool_calls", "max_tool_calls must be a positive integer");
     v = json_object_get(req, "top_logprobs");
     if (is_set(v) && !(json_is_integer(v) && json_integer_value(v) == 0))
-        return bad(r, "top_logprobs", "top_logprobs are not supported on /v1/responses");
+        return reply_bad(r, "top_logprobs", "top_logprobs are not supported on /v1/responses");
     v = json_object_get(req, "include");
     if (is_set(v) && !(json_is_array(v) && json_array_size(v) == 0))
-        return bad(r, "include", "include: no extra output data is supported (reasoning is always plain text)");
+        return reply_bad(r, "include", "include: no extra output data is supported (reasoning is always plain text)");
     v = json_object_get(req, "metadata");
     if (is_set(v)) {
         const char *key;
         json_t *x;
         if (!json_is_object(v) || json_object_size(v) > 16)
-            return bad(r, "metadata", "metadata must be an object of at most 16 string values");
+            return reply_bad(r, "metadata", "metadata must be an object of at most 16 string values");
         json_object_foreach((json_t *)v, key, x)
         {
             if (!json_is_string(x) || strlen(key) > 64 || json_string_length(x) > 512)
-                return bad(r, "metadata", "metadata must map keys of up to 64 bytes to strings of up to 512");
+                return reply_bad(r, "metadata", "metadata must map keys of up to 64 bytes to strings of up to 512");
         }
     }
     v = json_object_get(req, "stream_options");
@@ -484,8 +476,8 @@ static int check_accepted(const json_t *req, reply_t *r)
         static const char *const keys[] = {"include_obfuscation", NULL};
         const json_t *o = json_object_get(v, "include_obfuscation");
         if (!json_is_object(v) || (o && !json_is_boolean(o)))
-            return bad(r, "stream_options",
-                       "stream_options must be an object with only include_obfuscation (a boolean)");
+            return reply_bad(r, "stream_options",
+                             "stream_options must be an object with only include_obfuscation (a boolean)");
         if (check_keys(v, "stream_options", keys, r))
             return -1;
     }
@@ -573,7 +565,7 @@ json_t *responses_to_chat(const json_t *req, json_t **echo, reply_t *r)
     const json_t *mt = json_object_get(req, "max_output_tokens");
     if (is_set(mt)) {
         if (!json_is_integer(mt) || json_integer_value(mt) < 1 || json_integer_value(mt) > INT32_MAX) {
-            bad(r, "max_output_tokens", "max_output_tokens must be a positive integer");
+            reply_bad(r, "max_output_tokens", "max_output_tokens must be a positive integer");
             goto fail;
         }
         json_object_set(chat, "max_tokens", (json_t *)mt);
