@@ -76,20 +76,31 @@ int cli_parse_i32_list(const char *flag, const char *s, int32_t lo, int32_t hi, 
     return 0;
 }
 
-const char *cli_opt(int argc, char **argv, int *i, const char *name, bool *missing)
+void cli_options_join(struct option *out, const struct option *named, const cli_int_t *ints, int n, int base)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    *missing = false;
-    if (strncmp(a, name, n) != 0)
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
+    size_t m = 0;
+    for (; named[m].name; m++)
+        out[m] = named[m];
+    for (int k = 0; k < n; k++)
+        out[m++] = (struct option){ints[k].name + 2, required_argument, NULL, base + k};
+    out[m] = (struct option){NULL, 0, NULL, 0};
+}
+
+int cli_int_set(const cli_int_t *t, const char *v, void *opts, err_t *err)
+{
+    int64_t x = 0;
+    if (cli_parse_i64(t->name, v, t->lo, t->hi, &x, err))
+        return -1;
+    int i = (int)x;
+    memcpy((char *)opts + t->off, &i, sizeof i);
+    return 0;
+}
+
+const char *cli_refused(char **argv, char buf[3])
+{
+    if (optopt > 0 && optopt < 128) {
+        buf[0] = '-', buf[1] = (char)optopt, buf[2] = 0;
+        return buf;
     }
-    return argv[++*i];
+    return argv[optind - 1];
 }

@@ -3,7 +3,9 @@
 #ifndef SPLASH_CLI_H
 #define SPLASH_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -15,10 +17,24 @@ int cli_parse_f64(const char *flag, const char *s, double lo, double hi, double 
 /* Comma-separated integers in [lo, hi]; *out is malloc'd. */
 int cli_parse_i32_list(const char *flag, const char *s, int32_t lo, int32_t hi, int32_t **out, int *n_out, err_t *err);
 
-/* Option lookup for the simple "--flag value" / "--flag=value" / "--switch"
- * style every subcommand uses. Returns the value of argv[*i] if it is `name`
- * (advancing *i past a separate value), NULL otherwise; *missing is set when
- * the flag is present without a value. */
-const char *cli_opt(int argc, char **argv, int *i, const char *name, bool *missing);
+/* An integer option of a command's getopt_long table: its value, checked
+ * against [lo, hi], goes into the int at `off` in the command's options. */
+typedef struct cli_int {
+    const char *name; /* "--flag" */
+    size_t off;
+    int lo, hi;
+} cli_int_t;
+
+/* A getopt_long table: `named` up to its all-zero end, then ints[0..n) as
+ * options with a value, getopt_long returning base + k for ints[k], then
+ * the end. out holds them all: the named ones, n and one more. */
+void cli_options_join(struct option *out, const struct option *named, const cli_int_t *ints, int n, int base);
+
+/* The word getopt_long just refused ('?' or ':') for its message: a short
+ * option as "-c" (buf holds it), else the argument it came from. */
+const char *cli_refused(char **argv, char buf[3]);
+
+/* ints[k]'s value v into the int at opts + ints[k].off. */
+int cli_int_set(const cli_int_t *t, const char *v, void *opts, err_t *err);
 
 #endif

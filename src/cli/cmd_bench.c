@@ -2,6 +2,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,145 +266,218 @@ static int parse_decide(const char *v, bench_config_t *c, err_t *err)
     return 0;
 }
 
-static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
+#define BENCH_INT(flag, field, lo, hi)                                                                                 \
+    {                                                                                                                  \
+        flag, offsetof(bench_opts_t, c.field), lo, hi                                                                  \
+    }
+/* The integer options, each into its bench_config_t field. */
+static const cli_int_t bench_ints[] = {
+    BENCH_INT("--rounds", rounds, 1, BENCH_MAX_ROUNDS),
+    BENCH_INT("--warmup", warmup, 0, 1000),
+    BENCH_INT("--warmup-tokens", warmup_tokens, 1, 1000000),
+    BENCH_INT("--serial-repeat", serial_repeat, 1, 100000),
+    BENCH_INT("--max-tokens", max_tokens, 1, 1000000),
+    BENCH_INT("--mixed-decode-prompt", mixed_decode_prompt, 1, BENCH_MAX_PROMPT),
+    BENCH_INT("--mixed-decode-tokens", mixed_decode_tokens, 2, 1000000),
+    BENCH_INT("--mixed-long-prompt", mixed_long_prompt, 2, BENCH_MAX_PROMPT),
+    BENCH_INT("--mixed-long-tokens", mixed_long_tokens, 1, 1000000),
+    BENCH_INT("--mixed-short-prompt", mixed_short_prompt, 1, BENCH_MAX_PROMPT),
+    BENCH_INT("--mixed-short-tokens", mixed_short_tokens, 1, 1000000),
+    BENCH_INT("--mixed-shorts", mixed_shorts, 0, 10000),
+    BENCH_INT("--mixed-repeat", mixed_repeat, 1, 10000),
+    BENCH_INT("--seeded-probes", seeded_probes, 1, 10000),
+    BENCH_INT("--seeded-tokens", seeded_tokens, 1, 1000000),
+    BENCH_INT("--strict-json-probes", strict_json_probes, 1, 10000),
+    BENCH_INT("--strict-json-cycles", strict_json_cycles, 1, BENCH_MAX_JSON_CYCLES),
+    BENCH_INT("--strict-json-tokens", strict_json_tokens, 1, 1000000),
+    BENCH_INT("--cached-prefix-tokens", cached_prefix_tokens, 2, BENCH_MAX_PROMPT),
+    BENCH_INT("--cached-suffix-tokens", cached_suffix_tokens, 2, BENCH_MAX_PROMPT),
+    BENCH_INT("--cached-pairs", cached_pairs, 1, BENCH_MAX_PAIRS),
+    BENCH_INT("--cached-max-tokens", cached_max_tokens, 1, 1000000),
+    BENCH_INT("--sessions", sessions, 1, BENCH_MAX_SESSIONS),
+    BENCH_INT("--session-turns", sessions_turns, 1, BENCH_MAX_SESSION_TURNS),
+    BENCH_INT("--session-first-tokens", sessions_first_tokens, 1, BENCH_MAX_PROMPT),
+    BENCH_INT("--session-max-tokens", sessions_max_tokens, 1, 1000000),
+    BENCH_INT("--session-stagger-ms", sessions_stagger_ms, 0, 600000),
+    BENCH_INT("--session-think-ms", sessions_think_ms, 0, 600000),
+    BENCH_INT("--poll-ms", poll_ms, 1, 10000),
+    BENCH_INT("--trace-capacity", trace_capacity, 1024, 1 << 28),
+    BENCH_INT("--request-timeout", request_timeout_s, 1, 7 * 86400),
+    BENCH_INT("--start-timeout", start_timeout_s, 1, 86400),
+};
+#undef BENCH_INT
+enum { BENCH_N_INTS = sizeof bench_ints / sizeof bench_ints[0] };
+
+/* getopt_long's values for the options that are not integers; bench_ints'
+ * follow them (O_INT + k). */
+enum {
+    O_BASE_CMD = 256,
+    O_CAND_CMD,
+    O_BASE_URL,
+    O_CAND_URL,
+    O_MODEL,
+    O_SPLASH,
+    O_SERVER_ARGS,
+    O_BASE_ARGS,
+    O_CAND_ARGS,
+    O_BASE_VROWS,
+    O_CAND_VROWS,
+    O_API_KEY,
+    O_SERVER_CPUS,
+    O_CLIENT_CPUS,
+    O_RESIDENCY,
+    O_RESTART,
+    O_TURN_TOKENS,
+    O_SESSION_NAME,
+    O_SESSION_KEY,
+    O_WORKLOAD,
+    O_SERIAL_LENS,
+    O_SERIAL_TEMP,
+    O_DECIDE,
+    O_JSON,
+    O_HTML,
+    O_WORK_DIR,
+    O_EXPECT_CHANGE,
+    O_NO_INHIBIT,
+    O_QUIET,
+    O_TRACE,
+    O_INT
+};
+
+static const struct option bench_named[] = {
+    {"baseline-cmd", required_argument, NULL, O_BASE_CMD},
+    {"candidate-cmd", required_argument, NULL, O_CAND_CMD},
+    {"baseline-url", required_argument, NULL, O_BASE_URL},
+    {"candidate-url", required_argument, NULL, O_CAND_URL},
+    {"model", required_argument, NULL, O_MODEL},
+    {"splash", required_argument, NULL, O_SPLASH},
+    {"server-args", required_argument, NULL, O_SERVER_ARGS},
+    {"baseline-args", required_argument, NULL, O_BASE_ARGS},
+    {"candidate-args", required_argument, NULL, O_CAND_ARGS},
+    {"baseline-verify-rows", required_argument, NULL, O_BASE_VROWS},
+    {"candidate-verify-rows", required_argument, NULL, O_CAND_VROWS},
+    {"api-key", required_argument, NULL, O_API_KEY},
+    {"server-cpus", required_argument, NULL, O_SERVER_CPUS},
+    {"client-cpus", required_argument, NULL, O_CLIENT_CPUS},
+    {"residency", required_argument, NULL, O_RESIDENCY},
+    {"restart", required_argument, NULL, O_RESTART},
+    {"session-turn-tokens", required_argument, NULL, O_TURN_TOKENS},
+    {"session-name", required_argument, NULL, O_SESSION_NAME},
+    {"session-key", required_argument, NULL, O_SESSION_KEY},
+    {"workload", required_argument, NULL, O_WORKLOAD},
+    {"serial-prompt-tokens", required_argument, NULL, O_SERIAL_LENS},
+    {"serial-temperature", required_argument, NULL, O_SERIAL_TEMP},
+    {"decide", required_argument, NULL, O_DECIDE},
+    {"json", required_argument, NULL, O_JSON},
+    {"html", required_argument, NULL, O_HTML},
+    {"work-dir", required_argument, NULL, O_WORK_DIR},
+    {"expect-output-change", no_argument, NULL, O_EXPECT_CHANGE},
+    {"no-inhibit", no_argument, NULL, O_NO_INHIBIT},
+    {"quiet", no_argument, NULL, O_QUIET},
+    {"trace", no_argument, NULL, O_TRACE},
+    {NULL, 0, NULL, 0},
+};
+
+/* --serial-prompt-tokens: up to BENCH_MAX_LENS lengths. */
+static int parse_serial_lens(const char *v, bench_config_t *c, err_t *err)
+{
+    int32_t *lens = NULL;
+    int n_lens = 0;
+    if (cli_parse_i32_list("--serial-prompt-tokens", v, 1, BENCH_MAX_PROMPT, &lens, &n_lens, err))
+        return -1;
+    if (n_lens > BENCH_MAX_LENS) {
+        free(lens);
+        return err_set(err, "--serial-prompt-tokens: at most %d lengths", BENCH_MAX_LENS);
+    }
+    memcpy(c->serial_lens, lens, (size_t)n_lens * sizeof *lens);
+    c->n_serial_lens = n_lens;
+    free(lens);
+    return 0;
+}
+
+/* 0 when v is w0, 1 when it is w1, else -1. */
+static int choice(const char *v, const char *w0, const char *w1)
+{
+    return !strcmp(v, w0) ? 0 : !strcmp(v, w1) ? 1 : -1;
+}
+
+/* The options that pick words, lists or CPUs. */
+static int parse_checked(int opt, const char *v, bench_opts_t *o, err_t *err)
 {
     bench_config_t *c = &o->c;
-    for (int i = 1; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        int32_t *lens = NULL;
-        int n_lens = 0;
-#define INT_OPT(name, field, lo, hi)                                                                                   \
-    else if (!missing && (v = cli_opt(argc, argv, &i, name, &missing)))                                                \
-    {                                                                                                                  \
-        if (parse_int(name, v, lo, hi, &c->field, err))                                                                \
-            return -1;                                                                                                 \
+    switch (opt) {
+    case O_SERVER_CPUS: c->server_cpus_text = v; return parse_cpus("--server-cpus", v, &c->server_cpus, err);
+    case O_CLIENT_CPUS: c->client_cpus_text = v; return parse_cpus("--client-cpus", v, &c->client_cpus, err);
+    case O_RESIDENCY:
+        if (choice(v, "paired", "sequential") < 0)
+            return err_set(err, "--residency: '%s' is not paired or sequential", v);
+        c->is_sequential = choice(v, "paired", "sequential") == 1;
+        return 0;
+    case O_RESTART:
+        if (choice(v, "round", "never") < 0)
+            return err_set(err, "--restart: '%s' is not round or never", v);
+        o->restart = v;
+        return 0;
+    case O_SESSION_KEY:
+        if (choice(v, "salt", "id") < 0)
+            return err_set(err, "--session-key: '%s' is not id or salt", v);
+        c->is_session_id_stable = choice(v, "salt", "id") == 1;
+        return 0;
+    case O_SESSION_NAME: c->sessions_name = v; return check_session_name(v, err);
+    case O_TURN_TOKENS: return parse_turn_tokens(v, c, err);
+    case O_WORKLOAD: return parse_workloads(v, c, err);
+    case O_SERIAL_LENS: return parse_serial_lens(v, c, err);
+    case O_SERIAL_TEMP: return cli_parse_f64("--serial-temperature", v, 0.0, 100.0, &c->serial_temperature, err);
+    default: return parse_decide(v, c, err); /* O_DECIDE */
     }
-        if ((v = cli_opt(argc, argv, &i, "--baseline-cmd", &missing)))
-            c->arm[0].cmd = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-cmd", &missing)))
-            c->arm[1].cmd = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--baseline-url", &missing)))
-            c->arm[0].url = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-url", &missing)))
-            c->arm[1].url = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--model", &missing)))
-            o->model = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--splash", &missing)))
-            o->splash = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--server-args", &missing)))
-            o->server_args = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--baseline-args", &missing)))
-            o->arm_args[0] = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-args", &missing)))
-            o->arm_args[1] = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--baseline-verify-rows", &missing)))
-            c->arm[0].verify_rows = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--candidate-verify-rows", &missing)))
-            c->arm[1].verify_rows = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--api-key", &missing)))
-            c->api_key = v;
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--server-cpus", &missing))) {
-            if (parse_cpus("--server-cpus", v, &c->server_cpus, err))
-                return -1;
-            c->server_cpus_text = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--client-cpus", &missing))) {
-            if (parse_cpus("--client-cpus", v, &c->client_cpus, err))
-                return -1;
-            c->client_cpus_text = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--residency", &missing))) {
-            if (strcmp(v, "paired") && strcmp(v, "sequential"))
-                return err_set(err, "--residency: '%s' is not paired or sequential", v);
-            c->is_sequential = !strcmp(v, "sequential");
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--restart", &missing))) {
-            if (strcmp(v, "round") && strcmp(v, "never"))
-                return err_set(err, "--restart: '%s' is not round or never", v);
-            o->restart = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--session-turn-tokens", &missing))) {
-            if (parse_turn_tokens(v, c, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--session-name", &missing))) {
-            if (check_session_name(v, err))
-                return -1;
-            c->sessions_name = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--session-key", &missing))) {
-            if (strcmp(v, "id") && strcmp(v, "salt"))
-                return err_set(err, "--session-key: '%s' is not id or salt", v);
-            c->is_session_id_stable = !strcmp(v, "id");
-        }
-        INT_OPT("--rounds", rounds, 1, BENCH_MAX_ROUNDS)
-        INT_OPT("--warmup", warmup, 0, 1000)
-        INT_OPT("--warmup-tokens", warmup_tokens, 1, 1000000)
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--workload", &missing)))
-        {
-            if (parse_workloads(v, c, err))
-                return -1;
-        }
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--serial-prompt-tokens", &missing)))
-        {
-            if (cli_parse_i32_list("--serial-prompt-tokens", v, 1, BENCH_MAX_PROMPT, &lens, &n_lens, err))
-                return -1;
-            if (n_lens > BENCH_MAX_LENS) {
-                free(lens);
-                return err_set(err, "--serial-prompt-tokens: at most %d lengths", BENCH_MAX_LENS);
-            }
-            memcpy(c->serial_lens, lens, (size_t)n_lens * sizeof *lens);
-            c->n_serial_lens = n_lens;
-            free(lens);
-        }
-        INT_OPT("--serial-repeat", serial_repeat, 1, 100000)
-        INT_OPT("--max-tokens", max_tokens, 1, 1000000)
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--serial-temperature", &missing)))
-        {
-            if (cli_parse_f64("--serial-temperature", v, 0.0, 100.0, &c->serial_temperature, err))
-                return -1;
-        }
-        INT_OPT("--mixed-decode-prompt", mixed_decode_prompt, 1, BENCH_MAX_PROMPT)
-        INT_OPT("--mixed-decode-tokens", mixed_decode_tokens, 2, 1000000)
-        INT_OPT("--mixed-long-prompt", mixed_long_prompt, 2, BENCH_MAX_PROMPT)
-        INT_OPT("--mixed-long-tokens", mixed_long_tokens, 1, 1000000)
-        INT_OPT("--mixed-short-prompt", mixed_short_prompt, 1, BENCH_MAX_PROMPT)
-        INT_OPT("--mixed-short-tokens", mixed_short_tokens, 1, 1000000)
-        INT_OPT("--mixed-shorts", mixed_shorts, 0, 10000)
-        INT_OPT("--mixed-repeat", mixed_repeat, 1, 10000)
-        INT_OPT("--seeded-probes", seeded_probes, 1, 10000)
-        INT_OPT("--seeded-tokens", seeded_tokens, 1, 1000000)
-        INT_OPT("--strict-json-probes", strict_json_probes, 1, 10000)
-        INT_OPT("--strict-json-cycles", strict_json_cycles, 1, BENCH_MAX_JSON_CYCLES)
-        INT_OPT("--strict-json-tokens", strict_json_tokens, 1, 1000000)
-        INT_OPT("--cached-prefix-tokens", cached_prefix_tokens, 2, BENCH_MAX_PROMPT)
-        INT_OPT("--cached-suffix-tokens", cached_suffix_tokens, 2, BENCH_MAX_PROMPT)
-        INT_OPT("--cached-pairs", cached_pairs, 1, BENCH_MAX_PAIRS)
-        INT_OPT("--cached-max-tokens", cached_max_tokens, 1, 1000000)
-        INT_OPT("--sessions", sessions, 1, BENCH_MAX_SESSIONS)
-        INT_OPT("--session-turns", sessions_turns, 1, BENCH_MAX_SESSION_TURNS)
-        INT_OPT("--session-first-tokens", sessions_first_tokens, 1, BENCH_MAX_PROMPT)
-        INT_OPT("--session-max-tokens", sessions_max_tokens, 1, 1000000)
-        INT_OPT("--session-stagger-ms", sessions_stagger_ms, 0, 600000)
-        INT_OPT("--session-think-ms", sessions_think_ms, 0, 600000)
-        INT_OPT("--poll-ms", poll_ms, 1, 10000)
-        INT_OPT("--trace-capacity", trace_capacity, 1024, 1 << 28)
-        INT_OPT("--request-timeout", request_timeout_s, 1, 7 * 86400)
-        INT_OPT("--start-timeout", start_timeout_s, 1, 86400)
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--decide", &missing)))
-        {
-            if (parse_decide(v, c, err))
-                return -1;
-        }
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--json", &missing)))
-            snprintf(o->json, sizeof o->json, "%s", v);
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--html", &missing)))
-            snprintf(o->html, sizeof o->html, "%s", v);
-        else if (!missing && (v = cli_opt(argc, argv, &i, "--work-dir", &missing)))
-            snprintf(o->work_dir, sizeof o->work_dir, "%s", v);
-        else if (!strcmp(argv[i], "--expect-output-change")) c->expect_output_change = true;
-        else if (!strcmp(argv[i], "--no-inhibit")) c->is_inhibit = false;
-        else if (!strcmp(argv[i], "--quiet")) c->is_quiet = true;
-        else if (!strcmp(argv[i], "--trace")) c->is_traced = true;
-        else if (missing) return err_set(err, "%s needs a value", argv[i]);
-        else return err_set(err, "unknown argument '%s' (splash bench --help lists the options)", argv[i]);
-#undef INT_OPT
+}
+
+/* One option from getopt_long (opt), its value v; arg: the word it came from. */
+static int parse_opt(int opt, const char *v, const char *arg, bench_opts_t *o, err_t *err)
+{
+    bench_config_t *c = &o->c;
+    if (opt >= O_INT && opt < O_INT + BENCH_N_INTS)
+        return cli_int_set(&bench_ints[opt - O_INT], v, o, err);
+    switch (opt) {
+    case O_BASE_CMD: c->arm[0].cmd = v; return 0;
+    case O_CAND_CMD: c->arm[1].cmd = v; return 0;
+    case O_BASE_URL: c->arm[0].url = v; return 0;
+    case O_CAND_URL: c->arm[1].url = v; return 0;
+    case O_MODEL: o->model = v; return 0;
+    case O_SPLASH: o->splash = v; return 0;
+    case O_SERVER_ARGS: o->server_args = v; return 0;
+    case O_BASE_ARGS: o->arm_args[0] = v; return 0;
+    case O_CAND_ARGS: o->arm_args[1] = v; return 0;
+    case O_BASE_VROWS: c->arm[0].verify_rows = v; return 0;
+    case O_CAND_VROWS: c->arm[1].verify_rows = v; return 0;
+    case O_API_KEY: c->api_key = v; return 0;
+    case O_JSON: snprintf(o->json, sizeof o->json, "%s", v); return 0;
+    case O_HTML: snprintf(o->html, sizeof o->html, "%s", v); return 0;
+    case O_WORK_DIR: snprintf(o->work_dir, sizeof o->work_dir, "%s", v); return 0;
+    case O_EXPECT_CHANGE: c->expect_output_change = true; return 0;
+    case O_NO_INHIBIT: c->is_inhibit = false; return 0;
+    case O_QUIET: c->is_quiet = true; return 0;
+    case O_TRACE: c->is_traced = true; return 0;
+    case O_SERVER_CPUS:
+    case O_CLIENT_CPUS:
+    case O_RESIDENCY:
+    case O_RESTART:
+    case O_SESSION_KEY:
+    case O_SESSION_NAME:
+    case O_TURN_TOKENS:
+    case O_WORKLOAD:
+    case O_SERIAL_LENS:
+    case O_SERIAL_TEMP:
+    case O_DECIDE: return parse_checked(opt, v, o, err);
+    case ':': return err_set(err, "%s needs a value", arg);
+    default: return err_set(err, "unknown argument '%s' (splash bench --help lists the options)", arg);
     }
+}
+
+/* Each arm's command: as given, or splash serve on --model. */
+static int arm_commands(bench_opts_t *o, err_t *err)
+{
+    bench_config_t *c = &o->c;
     for (int k = 0; k < 2; k++) {
         const char *name = k ? "candidate" : "baseline";
         if (c->arm[k].cmd && c->arm[k].url)
@@ -428,6 +502,25 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
             return err_set(err, "--%s-args goes with --model (add the flags to --%s-cmd instead)", name, name);
         }
     }
+    return 0;
+}
+
+static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
+{
+    bench_config_t *c = &o->c;
+    struct option options[sizeof bench_named / sizeof bench_named[0] + BENCH_N_INTS];
+    cli_options_join(options, bench_named, bench_ints, BENCH_N_INTS, O_INT);
+    int opt;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1)
+        if (parse_opt(opt, optarg, cli_refused(argv, word), o, err))
+            return -1;
+    if (optind < argc)
+        return err_set(err, "unknown argument '%s' (splash bench --help lists the options)", argv[optind]);
+    if (arm_commands(o, err))
+        return -1;
     if (c->is_traced && (c->arm[0].url || c->arm[1].url))
         return err_set(err, "--trace needs both arms as server commands bench starts: a URL arm cannot be made to "
                             "trace, nor its capture checked");

@@ -1,5 +1,6 @@
 /* splash model info FILE | splash model synth ... | splash model convert ... */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,19 +179,28 @@ static int model_info(int argc, char **argv)
 {
     const char *path = NULL;
     bool do_hash = true;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    static const struct option options[] = {
+        {"no-hash", no_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int opt;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        if (opt == 'h') {
             fputs(model_usage, stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--no-hash")) {
-            do_hash = false;
-        } else if (argv[i][0] == '-' || path) {
-            fprintf(stderr, "splash model info: unexpected argument '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        } else {
-            path = argv[i];
         }
+        if (opt != 'n') {
+            fprintf(stderr, "splash model info: unexpected argument '%s'\n", cli_refused(argv, word));
+            return EXIT_USAGE;
+        }
+        do_hash = false;
     }
+    if (optind + 1 < argc) {
+        fprintf(stderr, "splash model info: unexpected argument '%s'\n", argv[optind + 1]);
+        return EXIT_USAGE;
+    }
+    path = optind < argc ? argv[optind] : NULL;
     if (!path) {
         fprintf(stderr, "splash model info: missing FILE\n");
         return EXIT_USAGE;
@@ -286,183 +296,226 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
         fprintf(stderr, "synth: %d%% (%.1f s)\n", pct, s);
 }
 
-static int model_synth(int argc, char **argv)
-{
-    const char *out = NULL, *preset = "tiny", *type = "f16", *name = NULL, *tok_json = NULL, *tok_config = NULL;
-    uint64_t seed = 1;
-    int64_t threads = pool_default_threads();
-    /* the shape overrides; the last N_QWEN35_INTS apply to the qwen35 presets only */
-    struct {
-        const char *flag;
-        int64_t min;
-        int64_t v;
-        bool is_set;
-    } ints[] = {{"--layers", 1, 0, 0},     {"--hidden", 1, 0, 0},
-                {"--ffn", 1, 0, 0},        {"--heads", 1, 0, 0},
-                {"--kv-heads", 1, 0, 0},   {"--head-dim", 1, 0, 0},
-                {"--vocab", 1, 0, 0},      {"--context", 1, 0, 0},
-                {"--nextn", 0, 0, 0},      {"--full-attn-interval", 1, 0, 0},
-                {"--rope-dim", 2, 0, 0},   {"--conv-kernel", 1, 0, 0},
-                {"--ssm-state", 1, 0, 0},  {"--ssm-groups", 1, 0, 0},
-                {"--ssm-v-heads", 1, 0, 0}};
-    enum { N_INTS = sizeof ints / sizeof ints[0], N_QWEN35_INTS = 7 };
-    double theta = 0, eps = 0, norm_std = 0;
-    tok_spec_t spec = {0};
-    bool has_spec = false;
-    int tied = -1;
-    err_t err;
-    for (int i = 1; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(model_usage, stdout);
-            return 0;
-        }
-        if (!strcmp(argv[i], "--tied") || !strcmp(argv[i], "--untied")) {
-            tied = !strcmp(argv[i], "--tied");
-            continue;
-        }
-        if ((v = cli_opt(argc, argv, &i, "--out", &missing))) {
-            out = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--preset", &missing))) {
-            preset = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--type", &missing))) {
-            type = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--tokenizer", &missing))) {
-            tok_json = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--tokenizer-config", &missing))) {
-            tok_config = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--name", &missing))) {
-            name = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--seed", &missing))) {
-            if (cli_parse_u64("--seed", v, &seed, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
-            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &threads, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--rope-theta", &missing))) {
-            if (cli_parse_f64("--rope-theta", v, 1.0, 1e12, &theta, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--norm-std", &missing))) {
-            if (cli_parse_f64("--norm-std", v, 0.0, 1.0, &norm_std, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--rms-eps", &missing))) {
-            if (cli_parse_f64("--rms-eps", v, 1e-12, 1.0, &eps, &err))
-                goto bad;
-        } else if (!missing) {
-            int k = 0;
-            for (; k < N_INTS; k++) {
-                if ((v = cli_opt(argc, argv, &i, ints[k].flag, &missing))) {
-                    if (cli_parse_i64(ints[k].flag, v, ints[k].min, 1 << 24, &ints[k].v, &err))
-                        goto bad;
-                    ints[k].is_set = true;
-                    break;
-                }
-                if (missing)
-                    break;
-            }
-            if (k == N_INTS) {
-                fprintf(stderr, "splash model synth: unknown option '%s'\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        }
-        if (missing) {
-            fprintf(stderr, "splash model synth: %s needs a value\n", argv[i]);
-            return EXIT_USAGE;
-        }
-    }
-    if (!out) {
-        fprintf(stderr, "splash model synth: --out FILE is required\n");
-        return EXIT_USAGE;
-    }
-    model_config_t cfg;
-    if (synth_preset(preset, &cfg, &err))
-        goto bad;
-    int *fields[N_INTS] = {&cfg.n_layers,   &cfg.hidden,
-                           &cfg.ffn,        &cfg.n_heads,
-                           &cfg.n_kv_heads, &cfg.head_dim,
-                           &cfg.vocab,      &cfg.context_length,
-                           &cfg.n_nextn,    &cfg.full_attn_interval,
-                           &cfg.rope_dim,   &cfg.ssm_conv_kernel,
-                           &cfg.ssm_state,  &cfg.ssm_k_heads,
-                           &cfg.ssm_v_heads};
-    for (int k = 0; k < N_INTS; k++) {
-        if (!ints[k].is_set)
-            continue;
-        if (k >= N_INTS - N_QWEN35_INTS && cfg.arch_id != MODEL_ARCH_QWEN35) {
-            fprintf(stderr, "splash model synth: %s applies to the qwen35 presets only\n", ints[k].flag);
-            return EXIT_USAGE;
-        }
-        *fields[k] = (int)ints[k].v;
-    }
-    if (cfg.arch_id == MODEL_ARCH_QWEN35) {
-        /* value heads as wide as key heads (state), as in Qwen3.5 */
-        if ((int64_t)cfg.ssm_state * cfg.ssm_v_heads > (1 << 20)) {
-            fprintf(stderr, "splash model synth: --ssm-state x --ssm-v-heads must be at most %d\n", 1 << 20);
-            return EXIT_USAGE;
-        }
-        cfg.ssm_inner = cfg.ssm_state * cfg.ssm_v_heads;
-        synth_rope_sections(cfg.rope_dim, cfg.rope_sections);
-    }
-    if (theta > 0)
-        cfg.rope_theta = (float)theta;
-    if (eps > 0)
-        cfg.rms_eps = (float)eps;
-    if (tied >= 0)
-        cfg.is_tied = tied;
-    if (tok_config && !tok_json) {
-        fprintf(stderr, "splash model synth: --tokenizer-config needs --tokenizer\n");
-        return EXIT_USAGE;
-    }
-    if (tok_json) {
-        if (hf_import(tok_json, tok_config, &spec, &err))
-            goto bad;
-        has_spec = true;
+enum { SYNTH_N_INTS = 15, SYNTH_N_QWEN35_INTS = 7, SYNTH_VOCAB = 6 };
+/* getopt_long's values for the long options (-h is the only short one);
+ * synth_ints[k]'s is SYNTH_OPT_INT + k. */
+enum {
+    SO_TIED = 0x100,
+    SO_UNTIED,
+    SO_OUT,
+    SO_PRESET,
+    SO_TYPE,
+    SO_TOKENIZER,
+    SO_TOK_CONFIG,
+    SO_NAME,
+    SO_SEED,
+    SO_THREADS,
+    SO_THETA,
+    SO_NORM_STD,
+    SO_EPS,
+    SYNTH_OPT_INT
+};
 
-        /* the embedding covers the whole tokenizer: a smaller preset vocabulary
-         * grows to it; a larger one (Qwen's padded 151,936) is kept and padded */
-        if (ints[6].is_set && cfg.vocab < spec.n_tokens) {
-            err_set(&err, "--vocab %d is smaller than the tokenizer's %d tokens", cfg.vocab, spec.n_tokens);
-            goto bad;
-        }
-        if (cfg.vocab < spec.n_tokens)
-            cfg.vocab = spec.n_tokens;
-        if (tok_spec_pad(&spec, cfg.vocab, &err))
-            goto fail;
+typedef struct synth_opts {
+    const char *out, *preset, *type, *name, *tok_json, *tok_config;
+    uint64_t seed;
+    int64_t threads;
+    int ints[SYNTH_N_INTS];      /* synth_ints' values, -1 where not given */
+    double theta, eps, norm_std; /* 0: the preset's */
+    int tied;                    /* -1: the preset's */
+    bool help;
+} synth_opts_t;
+
+#define SYNTH_INT(flag, k, lo)                                                                                         \
+    {                                                                                                                  \
+        flag, offsetof(synth_opts_t, ints[k]), lo, 1 << 24                                                             \
     }
-    int wtype = synth_type_from_name(type);
-    if (wtype < 0) {
-        fprintf(stderr, "splash model synth: --type '%s' is not one of %s\n", type, SYNTH_TYPE_NAMES);
+/* The shape overrides, in synth_config's order of fields; the last
+ * SYNTH_N_QWEN35_INTS apply to the qwen35 presets only. */
+static const cli_int_t synth_ints[SYNTH_N_INTS] = {
+    SYNTH_INT("--layers", 0, 1),      SYNTH_INT("--hidden", 1, 1),
+    SYNTH_INT("--ffn", 2, 1),         SYNTH_INT("--heads", 3, 1),
+    SYNTH_INT("--kv-heads", 4, 1),    SYNTH_INT("--head-dim", 5, 1),
+    SYNTH_INT("--vocab", 6, 1),       SYNTH_INT("--context", 7, 1),
+    SYNTH_INT("--nextn", 8, 0),       SYNTH_INT("--full-attn-interval", 9, 1),
+    SYNTH_INT("--rope-dim", 10, 2),   SYNTH_INT("--conv-kernel", 11, 1),
+    SYNTH_INT("--ssm-state", 12, 1),  SYNTH_INT("--ssm-groups", 13, 1),
+    SYNTH_INT("--ssm-v-heads", 14, 1)};
+#undef SYNTH_INT
+
+/* One option from getopt_long (c) and its value. */
+static int synth_parse_opt(int c, const char *v, const char *arg, synth_opts_t *o, err_t *err)
+{
+    if (c >= SYNTH_OPT_INT && c < SYNTH_OPT_INT + SYNTH_N_INTS)
+        return cli_int_set(&synth_ints[c - SYNTH_OPT_INT], v, o, err);
+    switch (c) {
+    case SO_TIED: o->tied = 1; return 0;
+    case SO_UNTIED: o->tied = 0; return 0;
+    case SO_OUT: o->out = v; return 0;
+    case SO_PRESET: o->preset = v; return 0;
+    case SO_TYPE: o->type = v; return 0;
+    case SO_TOKENIZER: o->tok_json = v; return 0;
+    case SO_TOK_CONFIG: o->tok_config = v; return 0;
+    case SO_NAME: o->name = v; return 0;
+    case SO_SEED: return cli_parse_u64("--seed", v, &o->seed, err);
+    case SO_THREADS: return cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err);
+    case SO_THETA: return cli_parse_f64("--rope-theta", v, 1.0, 1e12, &o->theta, err);
+    case SO_NORM_STD: return cli_parse_f64("--norm-std", v, 0.0, 1.0, &o->norm_std, err);
+    case SO_EPS: return cli_parse_f64("--rms-eps", v, 1e-12, 1.0, &o->eps, err);
+    case 'h': o->help = true; return 0;
+    case ':': return err_set(err, "%s needs a value", arg);
+    default: return err_set(err, "unknown option '%s'", arg);
+    }
+}
+
+static int synth_parse(int argc, char **argv, synth_opts_t *o, err_t *err)
+{
+    static const struct option named[] = {
+        {"tied", no_argument, NULL, SO_TIED},
+        {"untied", no_argument, NULL, SO_UNTIED},
+        {"out", required_argument, NULL, SO_OUT},
+        {"preset", required_argument, NULL, SO_PRESET},
+        {"type", required_argument, NULL, SO_TYPE},
+        {"tokenizer", required_argument, NULL, SO_TOKENIZER},
+        {"tokenizer-config", required_argument, NULL, SO_TOK_CONFIG},
+        {"name", required_argument, NULL, SO_NAME},
+        {"seed", required_argument, NULL, SO_SEED},
+        {"threads", required_argument, NULL, SO_THREADS},
+        {"rope-theta", required_argument, NULL, SO_THETA},
+        {"norm-std", required_argument, NULL, SO_NORM_STD},
+        {"rms-eps", required_argument, NULL, SO_EPS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct option options[sizeof named / sizeof named[0] + SYNTH_N_INTS];
+    cli_options_join(options, named, synth_ints, SYNTH_N_INTS, SYNTH_OPT_INT);
+    *o = (synth_opts_t){.preset = "tiny", .type = "f16", .seed = 1, .threads = pool_default_threads(), .tied = -1};
+    for (int k = 0; k < SYNTH_N_INTS; k++)
+        o->ints[k] = -1;
+    int c;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while (!o->help && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1)
+        if (synth_parse_opt(c, optarg, cli_refused(argv, word), o, err))
+            return -1;
+    if (o->help)
+        return 0;
+    if (optind < argc)
+        return err_set(err, "unexpected argument '%s'", argv[optind]);
+    if (!o->out)
+        return err_set(err, "--out FILE is required");
+    if (o->tok_config && !o->tok_json)
+        return err_set(err, "--tokenizer-config needs --tokenizer");
+    return 0;
+}
+
+/* The preset's shape with the command line's overrides. */
+static int synth_config(const synth_opts_t *o, model_config_t *cfg, err_t *err)
+{
+    if (synth_preset(o->preset, cfg, err))
+        return -1;
+    int *fields[SYNTH_N_INTS] = {&cfg->n_layers,   &cfg->hidden,
+                                 &cfg->ffn,        &cfg->n_heads,
+                                 &cfg->n_kv_heads, &cfg->head_dim,
+                                 &cfg->vocab,      &cfg->context_length,
+                                 &cfg->n_nextn,    &cfg->full_attn_interval,
+                                 &cfg->rope_dim,   &cfg->ssm_conv_kernel,
+                                 &cfg->ssm_state,  &cfg->ssm_k_heads,
+                                 &cfg->ssm_v_heads};
+    for (int k = 0; k < SYNTH_N_INTS; k++) {
+        if (o->ints[k] < 0)
+            continue;
+        if (k >= SYNTH_N_INTS - SYNTH_N_QWEN35_INTS && cfg->arch_id != MODEL_ARCH_QWEN35)
+            return err_set(err, "%s applies to the qwen35 presets only", synth_ints[k].name);
+        *fields[k] = o->ints[k];
+    }
+    if (cfg->arch_id == MODEL_ARCH_QWEN35) {
+        /* value heads as wide as key heads (state), as in Qwen3.5 */
+        if ((int64_t)cfg->ssm_state * cfg->ssm_v_heads > (1 << 20))
+            return err_set(err, "--ssm-state x --ssm-v-heads must be at most %d", 1 << 20);
+        cfg->ssm_inner = cfg->ssm_state * cfg->ssm_v_heads;
+        synth_rope_sections(cfg->rope_dim, cfg->rope_sections);
+    }
+    if (o->theta > 0)
+        cfg->rope_theta = (float)o->theta;
+    if (o->eps > 0)
+        cfg->rms_eps = (float)o->eps;
+    if (o->tied >= 0)
+        cfg->is_tied = o->tied;
+    return 0;
+}
+
+/* --tokenizer: the tokenizer into *spec, the embedding grown to cover it.
+ * 0, or the exit code with err set. */
+static int synth_tokenizer(const synth_opts_t *o, model_config_t *cfg, tok_spec_t *spec, err_t *err)
+{
+    if (hf_import(o->tok_json, o->tok_config, spec, err))
+        return EXIT_USAGE;
+    /* the embedding covers the whole tokenizer: a smaller preset vocabulary
+     * grows to it; a larger one (Qwen's padded 151,936) is kept and padded */
+    if (o->ints[SYNTH_VOCAB] >= 0 && cfg->vocab < spec->n_tokens) {
+        err_set(err, "--vocab %d is smaller than the tokenizer's %d tokens", cfg->vocab, spec->n_tokens);
         return EXIT_USAGE;
     }
-    if (synth_check(&cfg, (uint32_t)wtype, &err))
-        goto bad;
+    if (cfg->vocab < spec->n_tokens)
+        cfg->vocab = spec->n_tokens;
+    return tok_spec_pad(spec, cfg->vocab, err) ? 1 : 0;
+}
+
+/* Writes the file: 0, or the exit code with err set. */
+static int synth_run(const synth_opts_t *o, tok_spec_t *spec, err_t *err)
+{
+    model_config_t cfg;
+    int rc;
+    if (synth_config(o, &cfg, err))
+        return EXIT_USAGE;
+    if (o->tok_json && (rc = synth_tokenizer(o, &cfg, spec, err)))
+        return rc;
+    int wtype = synth_type_from_name(o->type);
+    if (wtype < 0) {
+        err_set(err, "--type '%s' is not one of %s", o->type, SYNTH_TYPE_NAMES);
+        return EXIT_USAGE;
+    }
+    if (synth_check(&cfg, (uint32_t)wtype, err))
+        return EXIT_USAGE;
     char default_name[96];
-    snprintf(default_name, sizeof default_name, "splash-synth-%s-%s", preset, synth_type_name((uint32_t)wtype));
-    pool_t *pool = pool_create((int)threads, &err);
+    snprintf(default_name, sizeof default_name, "splash-synth-%s-%s", o->preset, synth_type_name((uint32_t)wtype));
+    pool_t *pool = pool_create((int)o->threads, err);
     if (!pool)
-        goto fail;
+        return 1;
     progress_t prog = {isatty(STDERR_FILENO), clock_now_ns(), -1};
-    int rc = synth_write(out, name ? name : default_name, &cfg, (uint32_t)wtype, seed, (float)norm_std,
-                         has_spec ? &spec : NULL, pool, show_progress, &prog, &err);
+    rc = synth_write(o->out, o->name ? o->name : default_name, &cfg, (uint32_t)wtype, o->seed, (float)o->norm_std,
+                     o->tok_json ? spec : NULL, pool, show_progress, &prog, err);
     pool_destroy(pool);
-    tok_spec_free(&spec);
     if (prog.is_tty)
         fputc('\n', stderr);
     if (rc)
-        goto fail;
-    fprintf(stderr, "synth: wrote %s (%s, %s, %d layers, hidden %d, vocab %d) in %.1f s\n", out, preset,
+        return 1;
+    fprintf(stderr, "synth: wrote %s (%s, %s, %d layers, hidden %d, vocab %d) in %.1f s\n", o->out, o->preset,
             synth_type_name((uint32_t)wtype), cfg.n_layers, cfg.hidden, cfg.vocab,
             (clock_now_ns() - prog.start_ns) / 1e9);
     return 0;
-bad:
-    fprintf(stderr, "splash model synth: %s\n", err.msg);
+}
+
+static int model_synth(int argc, char **argv)
+{
+    synth_opts_t o;
+    err_t err = {0};
+    if (synth_parse(argc, argv, &o, &err)) {
+        fprintf(stderr, "splash model synth: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (o.help) {
+        fputs(model_usage, stdout);
+        return 0;
+    }
+    tok_spec_t spec = {0};
+    int rc = synth_run(&o, &spec, &err);
+    if (rc)
+        fprintf(stderr, "splash model synth: %s\n", err.msg);
     tok_spec_free(&spec);
-    return EXIT_USAGE;
-fail:
-    fprintf(stderr, "splash model synth: %s\n", err.msg);
-    tok_spec_free(&spec);
-    return 1;
+    return rc;
 }
 
 /* ---- convert ------------------------------------------------------------ */
@@ -472,26 +525,35 @@ static int model_convert(int argc, char **argv)
     const char *in = NULL, *out = NULL, *type = NULL;
     int64_t threads = 2;
     err_t err = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        bool missing = false;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(model_usage, stdout);
-            return 0;
-        } else if ((v = cli_opt(argc, argv, &i, "--in", &missing))) {
-            in = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--out", &missing))) {
-            out = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--type", &missing))) {
-            type = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
-            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &threads, &err))
+    enum { C_IN = 0x100, C_OUT, C_TYPE, C_THREADS };
+    static const struct option options[] = {
+        {"in", required_argument, NULL, C_IN},     {"out", required_argument, NULL, C_OUT},
+        {"type", required_argument, NULL, C_TYPE}, {"threads", required_argument, NULL, C_THREADS},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    int opt;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'h': fputs(model_usage, stdout); return 0;
+        case C_IN: in = optarg; break;
+        case C_OUT: out = optarg; break;
+        case C_TYPE: type = optarg; break;
+        case C_THREADS:
+            if (cli_parse_i64("--threads", optarg, 1, POOL_MAX_THREADS, &threads, &err))
                 goto bad;
-        } else {
-            fprintf(stderr, "splash model convert: %s '%s'\n", missing ? "a value is needed after" : "unknown option",
-                    argv[i]);
+            break;
+        default:
+            fprintf(stderr, "splash model convert: %s '%s'\n",
+                    opt == ':' ? "a value is needed after" : "unknown option", cli_refused(argv, word));
             return EXIT_USAGE;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "splash model convert: unknown option '%s'\n", argv[optind]);
+        return EXIT_USAGE;
     }
     if (!in || !out || !type) {
         fprintf(stderr, "splash model convert: --in, --type and --out are required\n");

@@ -5,6 +5,7 @@
  * is shown as a fraction of the memory roofline. The probe runs beside every
  * decode run (before it and after the last), because a shared host's
  * bandwidth drifts from minute to minute (docs/benchmarks.md). */
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,118 +439,194 @@ static grammar_t *load_schema(const char *path, err_t *err)
     return g;
 }
 
-int cmd_perf(int argc, char **argv)
+/* The command line, checked as it is read. */
+typedef struct perf_opts {
+    const char *model_path, *schema_path;
+    int32_t *threads, *conc; /* owned; threads NULL: pool_default_threads() */
+    int n_threads, n_conc;
+    int64_t pp, tg, reps, depth;
+    kv_type_t kv_type;
+    bool json, help;
+} perf_opts_t;
+
+static void perf_opts_free(perf_opts_t *o)
 {
-    int rc_conc;
-    const char *model_path = cli_default_model();
-    int32_t *threads = NULL, *conc = NULL;
-    int n_threads = 0, n_conc = 0;
-    int64_t pp = 512, tg = 128, reps = 3, depth = 0;
-    kv_type_t kv_type = KV_TYPE_DEFAULT;
-    bool json = false;
-    const char *schema_path = NULL;
-    err_t err;
-    for (int i = 1; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(perf_usage, stdout);
-            free(threads);
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
-            model_path = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
-            free(threads);
-            threads = NULL;
-            if (cli_parse_i32_list("--threads", v, 1, POOL_MAX_THREADS, &threads, &n_threads, &err))
-                goto bad;
-            if (n_threads > PERF_MAX_THREAD_COUNTS) {
-                err_set(&err, "--threads: at most %d thread counts", PERF_MAX_THREAD_COUNTS);
-                goto bad;
-            }
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--concurrency", &missing))) {
-            free(conc);
-            conc = NULL;
-            if (cli_parse_i32_list("--concurrency", v, 1, 256, &conc, &n_conc, &err))
-                goto bad;
-            if (n_conc > PERF_CONC_MAX_LEVELS) {
-                err_set(&err, "--concurrency: at most %d levels", PERF_CONC_MAX_LEVELS);
-                goto bad;
-            }
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--schema", &missing))) {
-            schema_path = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--pp", &missing))) {
-            if (cli_parse_i64("--pp", v, 0, 8192, &pp, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--tg", &missing))) {
-            if (cli_parse_i64("--tg", v, 0, 8192, &tg, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--depth", &missing))) {
-            if (cli_parse_i64("--depth", v, 0, 8192, &depth, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
-            if (kv_type_parse("--kv-type", v, &kv_type, &err))
-                goto bad;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--reps", &missing))) {
-            if (cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &reps, &err))
-                goto bad;
-        } else if (missing) {
-            err_set(&err, "%s needs a value", argv[i]);
-            goto bad;
-        } else {
-            err_set(&err, "unknown argument '%s' (splash perf --help lists the options)", argv[i]);
-            goto bad;
+    free(o->threads);
+    free(o->conc);
+    o->threads = o->conc = NULL;
+}
+
+/* A list flag's values (1..max each, at most max_count of them) into *list. */
+static int parse_list(const char *flag, const char *v, int32_t max, int max_count, int32_t **list, int *n, err_t *err)
+{
+    free(*list);
+    *list = NULL;
+    if (cli_parse_i32_list(flag, v, 1, max, list, n, err))
+        return -1;
+    if (*n > max_count)
+        return err_set(err, "%s: at most %d values", flag, max_count);
+    return 0;
+}
+
+/* getopt_long's values for the long options (-h is the only short one). */
+enum { PO_JSON = 0x100, PO_MODEL, PO_THREADS, PO_CONC, PO_SCHEMA, PO_PP, PO_TG, PO_DEPTH, PO_KV_TYPE, PO_REPS };
+
+/* One option from getopt_long (c) and its value. */
+static int parse_opt(int c, const char *v, const char *arg, perf_opts_t *o, err_t *err)
+{
+    switch (c) {
+    case PO_JSON: o->json = true; return 0;
+    case PO_MODEL: o->model_path = v; return 0;
+    case PO_THREADS:
+        return parse_list("--threads", v, POOL_MAX_THREADS, PERF_MAX_THREAD_COUNTS, &o->threads, &o->n_threads, err);
+    case PO_CONC: return parse_list("--concurrency", v, 256, PERF_CONC_MAX_LEVELS, &o->conc, &o->n_conc, err);
+    case PO_SCHEMA: o->schema_path = v; return 0;
+    case PO_PP: return cli_parse_i64("--pp", v, 0, 8192, &o->pp, err);
+    case PO_TG: return cli_parse_i64("--tg", v, 0, 8192, &o->tg, err);
+    case PO_DEPTH: return cli_parse_i64("--depth", v, 0, 8192, &o->depth, err);
+    case PO_KV_TYPE: return kv_type_parse("--kv-type", v, &o->kv_type, err);
+    case PO_REPS: return cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &o->reps, err);
+    case 'h': o->help = true; return 0;
+    case ':': return err_set(err, "%s needs a value", arg);
+    default: return err_set(err, "unknown argument '%s' (splash perf --help lists the options)", arg);
+    }
+}
+
+static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
+{
+    static const struct option options[] = {
+        {"json", no_argument, NULL, PO_JSON},
+        {"model", required_argument, NULL, PO_MODEL},
+        {"threads", required_argument, NULL, PO_THREADS},
+        {"concurrency", required_argument, NULL, PO_CONC},
+        {"schema", required_argument, NULL, PO_SCHEMA},
+        {"pp", required_argument, NULL, PO_PP},
+        {"tg", required_argument, NULL, PO_TG},
+        {"depth", required_argument, NULL, PO_DEPTH},
+        {"kv-type", required_argument, NULL, PO_KV_TYPE},
+        {"reps", required_argument, NULL, PO_REPS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (perf_opts_t){.model_path = cli_default_model(), .pp = 512, .tg = 128, .reps = 3, .kv_type = KV_TYPE_DEFAULT};
+    int c;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while (!o->help && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1)
+        if (parse_opt(c, optarg, cli_refused(argv, word), o, err))
+            return -1;
+    if (o->help)
+        return 0;
+    if (optind < argc)
+        return err_set(err, "unknown argument '%s' (splash perf --help lists the options)", argv[optind]);
+    if (o->schema_path && !o->conc)
+        return err_set(err, "--schema needs --concurrency");
+    if (o->conc && o->tg < 2)
+        return err_set(err, "--concurrency needs --tg of at least 2");
+    if (o->pp == 0 && o->tg == 0 && !o->conc)
+        return err_set(err, "--pp and --tg are both 0: nothing to measure");
+    if (cpu_env_error())
+        return err_set(err, "%s", cpu_env_error());
+    if (!o->threads) {
+        if (!(o->threads = malloc(sizeof *o->threads)))
+            return err_set(err, "out of memory");
+        o->n_threads = 1;
+        o->threads[0] = pool_default_threads();
+    }
+    return 0;
+}
+
+/* What the single-stream tables print beside the results. */
+typedef struct perf_report {
+    const perf_opts_t *o;
+    const model_t *m;
+    uint64_t streamed, state; /* weight bytes a decode token reads; recurrent state a sequence (0: none) */
+    double other;             /* other bytes a decode token moves (other_bytes) */
+} perf_report_t;
+
+static void print_json(const perf_report_t *p, const perf_result_t *results)
+{
+    const perf_opts_t *o = p->o;
+    char feats[256];
+    cpu_features_string(feats, sizeof feats);
+    printf("{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
+           ", \"weight_bytes_per_token\": %" PRIu64 ", \"state_bytes_per_sequence\": %" PRIu64
+           ", \"other_bytes_per_token\": %.0f"
+           ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
+           "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
+           "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"results\": [",
+           o->model_path, p->m->arch, p->m->n_params, p->streamed, p->state, p->other, SPLASH_VERSION, SPLASH_GIT_REV,
+           cpu_level_name(cpu_level()), kernel_path(p->m), weights_memory(p->m), feats, (int)o->pp, (int)o->tg,
+           (int)o->reps, (int)o->depth, kv_type_name(o->kv_type));
+    for (int t = 0; t < o->n_threads; t++) {
+        const perf_result_t *r = &results[t];
+        double gbs = r->tg_tps * p->streamed / 1e9;
+        printf("%s{\"threads\": %d, \"probe_read_gbs\": %.3f, \"pp_tokens_per_s\": %.3f, \"tg_tokens_per_s\": "
+               "%.3f, \"tg_weight_gbs\": %.3f, \"tg_fraction_of_probe\": %.4f, \"tg_all_gbs\": %.3f, "
+               "\"tg_all_fraction_of_probe\": %.4f, \"probe_runs\": [",
+               t ? ", " : "", r->threads, r->probe_gbs, r->pp_tps, r->tg_tps, gbs, r->tg_fraction,
+               r->tg_tps * (p->streamed + p->other) / 1e9, r->tg_fraction_all);
+        for (int i = 0; i < r->n_probes; i++)
+            printf("%s%.3f", i ? ", " : "", r->probe_runs[i]);
+        printf("], \"pp_runs\": [");
+        for (int i = 0; i < o->reps && o->pp > 0; i++)
+            printf("%s%.3f", i ? ", " : "", r->pp_runs[i]);
+        printf("], \"tg_runs\": [");
+        for (int i = 0; i < o->reps && o->tg > 0; i++)
+            printf("%s%.3f", i ? ", " : "", r->tg_runs[i]);
+        printf("]}");
+    }
+    printf("]}\n");
+}
+
+static void print_table(const perf_report_t *p, const perf_result_t *results)
+{
+    const perf_opts_t *o = p->o;
+    const model_t *m = p->m;
+    char feats[256];
+    cpu_features_string(feats, sizeof feats);
+    printf("model: %s (%s, %.1f M parameters, %.1f MiB of weights read per decode token)\n", o->model_path, m->arch,
+           m->n_params / 1e6, p->streamed / 1048576.0);
+    if (p->state) /* qwen35's Gated DeltaNet layers */
+        printf("state: %.1f MiB of recurrent state a sequence, read and written by every decode token (not in "
+               "the weight rate)\n",
+               p->state / 1048576.0);
+    if (o->tg > 0)
+        printf("other: %.1f MiB a decode token besides the weights (keys and values read at the mean position, "
+               "recurrent state read and written): 'all' counts them\n",
+               p->other / 1048576.0);
+    printf("cpu:   %s; kernel path %s (level %s)\n", feats, kernel_path(m), cpu_level_name(cpu_level()));
+    printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(o->kv_type),
+           o->depth ? ", decode from a deep context" : "");
+    printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
+    printf("| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe | all GB/s | "
+           "all of probe |\n",
+           (int)o->reps);
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int t = 0; t < o->n_threads; t++) {
+        const perf_result_t *r = &results[t];
+        if (o->pp > 0) {
+            printf("| %d | pp%d | %.2f | ", r->threads, (int)o->pp, r->pp_tps);
+            print_runs(r->pp_runs, (int)o->reps);
+            printf(" | | %.1f | | | |\n", r->probe_gbs);
+        }
+        if (o->tg > 0) {
+            double gbs = r->tg_tps * p->streamed / 1e9;
+            printf("| %d | tg%d%s%.0d | %.2f | ", r->threads, (int)o->tg, o->depth ? " @ " : "", (int)o->depth,
+                   r->tg_tps);
+            print_runs(r->tg_runs, (int)o->reps);
+            printf(" | %.2f | %.1f | %.0f %% | %.2f | %.0f %% |\n", gbs, r->probe_gbs, 100 * r->tg_fraction,
+                   r->tg_tps * (p->streamed + p->other) / 1e9, 100 * r->tg_fraction_all);
         }
     }
-    if (schema_path && !conc) {
-        err_set(&err, "--schema needs --concurrency");
-        goto bad;
-    }
-    if (conc && tg < 2) {
-        err_set(&err, "--concurrency needs --tg of at least 2");
-        goto bad;
-    }
-    if (pp == 0 && tg == 0 && !conc) {
-        err_set(&err, "--pp and --tg are both 0: nothing to measure");
-        goto bad;
-    }
-    if (cpu_env_error()) {
-        err_set(&err, "%s", cpu_env_error());
-        goto bad;
-    }
-    if (!threads) {
-        n_threads = 1;
-        threads = malloc(sizeof *threads);
-        if (!threads)
-            return 1;
-        threads[0] = pool_default_threads();
-    }
-    model_t *m = model_load_runnable(model_path, &err);
-    if (!m) {
-        fprintf(stderr, "splash perf: %s\n", err.msg);
-        free(threads);
-        return 1;
-    }
-    if (conc) {
-        grammar_t *g = NULL;
-        if (schema_path && !(g = load_schema(schema_path, &err))) {
-            fprintf(stderr, "splash perf: %s\n", err.msg);
-            rc_conc = 1;
-        } else {
-            rc_conc = run_concurrency(m, model_path, threads[0], conc, n_conc, (int)tg, (int)reps, g, json);
-        }
-        grammar_unref(g);
-        model_free(m);
-        free(threads);
-        free(conc);
-        return rc_conc;
-    }
-    if (pp > m->cfg.context_length || depth + tg > m->cfg.context_length) {
-        fprintf(stderr, "splash perf: --pp/--depth + --tg exceed the model's context (%d)\n", m->cfg.context_length);
-        model_free(m);
-        free(threads);
+}
+
+/* Prefill and decode at each thread count, then the table or the JSON. */
+static int run_single(const model_t *m, const perf_opts_t *o, err_t *err)
+{
+    if (o->pp > m->cfg.context_length || o->depth + o->tg > m->cfg.context_length) {
+        err_set(err, "--pp/--depth + --tg exceed the model's context (%d)", m->cfg.context_length);
         return EXIT_USAGE;
     }
     /* on huge pages, as the weights are (base/sysmem.h): the probe should
@@ -558,104 +635,66 @@ int cmd_perf(int argc, char **argv)
     if (probe)
         memset(probe, 1, PERF_PROBE_BYTES); /* fault the pages in before timing */
     perf_result_t results[PERF_MAX_THREAD_COUNTS] = {0};
-    uint64_t streamed = streamed_bytes(m), state = fwd_state_snapshot_floats(m) * sizeof(float); /* 0: no GDN */
-    double other = other_bytes(m, kv_type, (int)depth, (int)tg);
+    perf_report_t rep = {o, m, streamed_bytes(m), fwd_state_snapshot_floats(m) * sizeof(float),
+                         other_bytes(m, o->kv_type, (int)o->depth, (int)o->tg)};
     int rc = 0;
-    for (int t = 0; t < n_threads && !rc; t++) {
-        pool_t *pool = pool_create(threads[t], &err);
+    for (int t = 0; t < o->n_threads && !rc; t++) {
+        pool_t *pool = pool_create(o->threads[t], err);
         if (!pool) {
             rc = 1;
             break;
         }
-        results[t].threads = threads[t];
-        if (tg == 0) /* prefill only: one probe for the table */
+        results[t].threads = o->threads[t];
+        if (o->tg == 0) /* prefill only: one probe for the table */
             results[t].probe_gbs = probe ? probe_bandwidth(pool, probe, PERF_PROBE_BYTES) : 0;
-        perf_shape_t sh = {(int)pp, (int)tg, (int)depth, (int)reps, kv_type, probe, streamed, other};
-        if (measure(m, pool, &sh, &results[t], &err))
+        perf_shape_t sh = {(int)o->pp, (int)o->tg, (int)o->depth, (int)o->reps,
+                           o->kv_type, probe,      rep.streamed,  rep.other};
+        if (measure(m, pool, &sh, &results[t], err))
             rc = 1;
         pool_destroy(pool);
     }
     sysmem_huge_free(probe, PERF_PROBE_BYTES);
-    if (rc) {
-        fprintf(stderr, "splash perf: %s\n", err.msg);
-        model_free(m);
-        free(threads);
-        return 1;
-    }
-    char feats[256];
-    cpu_features_string(feats, sizeof feats);
-    const char *path = kernel_path(m);
-    if (json) {
-        printf("{\"schema\": \"splash.perf.v1\", \"model\": \"%s\", \"arch\": \"%s\", \"n_params\": %" PRIu64
-               ", \"weight_bytes_per_token\": %" PRIu64 ", \"state_bytes_per_sequence\": %" PRIu64
-               ", \"other_bytes_per_token\": %.0f"
-               ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
-               "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
-               "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"results\": [",
-               model_path, m->arch, m->n_params, streamed, state, other, SPLASH_VERSION, SPLASH_GIT_REV,
-               cpu_level_name(cpu_level()), path, weights_memory(m), feats, (int)pp, (int)tg, (int)reps, (int)depth,
-               kv_type_name(kv_type));
-        for (int t = 0; t < n_threads; t++) {
-            const perf_result_t *r = &results[t];
-            double gbs = r->tg_tps * streamed / 1e9;
-            printf("%s{\"threads\": %d, \"probe_read_gbs\": %.3f, \"pp_tokens_per_s\": %.3f, \"tg_tokens_per_s\": "
-                   "%.3f, \"tg_weight_gbs\": %.3f, \"tg_fraction_of_probe\": %.4f, \"tg_all_gbs\": %.3f, "
-                   "\"tg_all_fraction_of_probe\": %.4f, \"probe_runs\": [",
-                   t ? ", " : "", r->threads, r->probe_gbs, r->pp_tps, r->tg_tps, gbs, r->tg_fraction,
-                   r->tg_tps * (streamed + other) / 1e9, r->tg_fraction_all);
-            for (int i = 0; i < r->n_probes; i++)
-                printf("%s%.3f", i ? ", " : "", r->probe_runs[i]);
-            printf("], \"pp_runs\": [");
-            for (int i = 0; i < reps && pp > 0; i++)
-                printf("%s%.3f", i ? ", " : "", r->pp_runs[i]);
-            printf("], \"tg_runs\": [");
-            for (int i = 0; i < reps && tg > 0; i++)
-                printf("%s%.3f", i ? ", " : "", r->tg_runs[i]);
-            printf("]}");
-        }
-        printf("]}\n");
-    } else {
-        printf("model: %s (%s, %.1f M parameters, %.1f MiB of weights read per decode token)\n", model_path, m->arch,
-               m->n_params / 1e6, streamed / 1048576.0);
-        if (state) /* qwen35's Gated DeltaNet layers */
-            printf("state: %.1f MiB of recurrent state a sequence, read and written by every decode token (not in "
-                   "the weight rate)\n",
-                   state / 1048576.0);
-        if (tg > 0)
-            printf("other: %.1f MiB a decode token besides the weights (keys and values read at the mean position, "
-                   "recurrent state read and written): 'all' counts them\n",
-                   other / 1048576.0);
-        printf("cpu:   %s; kernel path %s (level %s)\n", feats, path, cpu_level_name(cpu_level()));
-        printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(kv_type),
-               depth ? ", decode from a deep context" : "");
-        printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
-        printf(
-            "| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe | all GB/s | "
-            "all of probe |\n",
-            (int)reps);
-        printf("|---|---|---|---|---|---|---|---|---|\n");
-        for (int t = 0; t < n_threads; t++) {
-            const perf_result_t *r = &results[t];
-            if (pp > 0) {
-                printf("| %d | pp%d | %.2f | ", r->threads, (int)pp, r->pp_tps);
-                print_runs(r->pp_runs, (int)reps);
-                printf(" | | %.1f | | | |\n", r->probe_gbs);
-            }
-            if (tg > 0) {
-                double gbs = r->tg_tps * streamed / 1e9;
-                printf("| %d | tg%d%s%.0d | %.2f | ", r->threads, (int)tg, depth ? " @ " : "", (int)depth, r->tg_tps);
-                print_runs(r->tg_runs, (int)reps);
-                printf(" | %.2f | %.1f | %.0f %% | %.2f | %.0f %% |\n", gbs, r->probe_gbs, 100 * r->tg_fraction,
-                       r->tg_tps * (streamed + other) / 1e9, 100 * r->tg_fraction_all);
-            }
-        }
-    }
-    model_free(m);
-    free(threads);
+    if (rc)
+        return rc;
+    if (o->json)
+        print_json(&rep, results);
+    else
+        print_table(&rep, results);
     return 0;
-bad:
-    fprintf(stderr, "splash perf: %s\n", err.msg);
-    free(threads);
-    free(conc);
-    return EXIT_USAGE;
+}
+
+/* --concurrency, with --schema or without. */
+static int run_levels(const model_t *m, const perf_opts_t *o, err_t *err)
+{
+    grammar_t *g = NULL;
+    if (o->schema_path && !(g = load_schema(o->schema_path, err)))
+        return 1;
+    int rc = run_concurrency(m, o->model_path, o->threads[0], o->conc, o->n_conc, (int)o->tg, (int)o->reps, g, o->json);
+    grammar_unref(g);
+    return rc;
+}
+
+int cmd_perf(int argc, char **argv)
+{
+    perf_opts_t o;
+    err_t err = {0};
+    if (parse(argc, argv, &o, &err)) {
+        fprintf(stderr, "splash perf: %s\n", err.msg);
+        perf_opts_free(&o);
+        return EXIT_USAGE;
+    }
+    if (o.help) {
+        fputs(perf_usage, stdout);
+        perf_opts_free(&o);
+        return 0;
+    }
+    model_t *m = model_load_runnable(o.model_path, &err);
+    int rc = 1;
+    if (m)
+        rc = o.conc ? run_levels(m, &o, &err) : run_single(m, &o, &err);
+    if (rc && err.msg[0])
+        fprintf(stderr, "splash perf: %s\n", err.msg);
+    model_free(m);
+    perf_opts_free(&o);
+    return rc;
 }

@@ -48,32 +48,39 @@ typedef struct ppl_opts {
 static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
 {
     *o = (ppl_opts_t){.model = cli_default_model(), .threads = 2, .kv_type = KV_F32};
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        bool missing = false;
-        if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
-            o->model = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--file", &missing))) {
-            o->file = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--ctx", &missing))) {
-            if (cli_parse_i64("--ctx", v, 2, 1 << 20, &o->ctx, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--stride", &missing))) {
-            if (cli_parse_i64("--stride", v, 1, 1 << 20, &o->stride, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
-            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
-            if (kv_type_parse("--kv-type", v, &o->kv_type, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-tokens", &missing))) {
-            if (cli_parse_i64("--max-tokens", v, 2, INT32_MAX, &o->max_tokens, err))
-                return -1;
-        } else {
-            return err_set(err, "%s '%s'", missing ? "a value is needed after" : "unknown option", argv[i]);
+    enum { P_MODEL = 0x100, P_FILE, P_CTX, P_STRIDE, P_THREADS, P_KV_TYPE, P_MAX_TOKENS };
+    static const struct option options[] = {
+        {"model", required_argument, NULL, P_MODEL},
+        {"file", required_argument, NULL, P_FILE},
+        {"ctx", required_argument, NULL, P_CTX},
+        {"stride", required_argument, NULL, P_STRIDE},
+        {"threads", required_argument, NULL, P_THREADS},
+        {"kv-type", required_argument, NULL, P_KV_TYPE},
+        {"max-tokens", required_argument, NULL, P_MAX_TOKENS},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, bad = 0;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while (!bad && (opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        const char *v = optarg;
+        switch (opt) {
+        case P_MODEL: o->model = v; break;
+        case P_FILE: o->file = v; break;
+        case P_CTX: bad = cli_parse_i64("--ctx", v, 2, 1 << 20, &o->ctx, err); break;
+        case P_STRIDE: bad = cli_parse_i64("--stride", v, 1, 1 << 20, &o->stride, err); break;
+        case P_THREADS: bad = cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err); break;
+        case P_KV_TYPE: bad = kv_type_parse("--kv-type", v, &o->kv_type, err); break;
+        case P_MAX_TOKENS: bad = cli_parse_i64("--max-tokens", v, 2, INT32_MAX, &o->max_tokens, err); break;
+        case ':': bad = err_set(err, "a value is needed after '%s'", cli_refused(argv, word)); break;
+        default: bad = err_set(err, "unknown option '%s'", cli_refused(argv, word)); break;
         }
     }
+    if (bad)
+        return -1;
+    if (optind < argc)
+        return err_set(err, "unknown option '%s'", argv[optind]);
     if (!o->file)
         return err_set(err, "--file TEXT is required");
     if (o->ctx && o->stride > o->ctx)

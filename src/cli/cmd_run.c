@@ -12,6 +12,7 @@
 #include "base/cli.h"
 #include "base/clock.h"
 #include "cli/commands.h"
+#include "cli/engine_opts.h"
 #include "cli/mtp_logits.h"
 #include "engine/engine.h"
 #include "model/kv.h"
@@ -108,22 +109,132 @@ typedef struct run_opts {
     const char *logits_out, *ids_out, *mtp_logits_out;
 } run_opts_t;
 
-/* Whether a command-line word is one of the sampling options. */
-static bool is_sampling_option(const char *arg)
+/* getopt_long's values for run's own options (engine_opts.h has the
+ * shared ones). */
+enum {
+    RO_IGNORE_EOS = 0x100,
+    RO_QUIET,
+    RO_MODEL,
+    RO_MAX_TOKENS,
+    RO_STOP,
+    RO_SEED,
+    RO_THREADS,
+    RO_CHUNK,
+    RO_PROMPT_IDS,
+    RO_LOGITS_OUT,
+    RO_IDS_OUT,
+    RO_MTP_LOGITS_OUT,
+    /* the sampling options: giving any of them turns the demo defaults off */
+    RO_TEMPERATURE,
+    RO_TOP_K,
+    RO_TOP_P,
+    RO_MIN_P,
+    RO_PRESENCE,
+    RO_FREQUENCY,
+    RO_REPETITION
+};
+
+/* A sampling option's value into o->sp. */
+static int parse_sampling(int opt, const char *v, run_opts_t *o, err_t *err)
 {
-    static const char *const names[] = {
-        "--temperature",       "--top-k", "--top-p", "--min-p", "--presence-penalty", "--frequency-penalty",
-        "--repetition-penalty"};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        size_t n = strlen(names[k]);
-        if (!strncmp(arg, names[k], n) && (arg[n] == '\0' || arg[n] == '='))
-            return true;
+    double d;
+    int64_t x;
+    switch (opt) {
+    case RO_TOP_K:
+        if (cli_parse_i64("--top-k", v, 0, INT_MAX, &x, err))
+            return -1;
+        o->sp.top_k = (int)x;
+        return 0;
+    case RO_TEMPERATURE:
+        if (cli_parse_f64("--temperature", v, 0.0, 100.0, &d, err))
+            return -1;
+        o->sp.temperature = (float)d;
+        return 0;
+    case RO_TOP_P:
+        if (cli_parse_f64("--top-p", v, 1e-6, 1.0, &d, err))
+            return -1;
+        o->sp.top_p = (float)d;
+        return 0;
+    case RO_MIN_P:
+        if (cli_parse_f64("--min-p", v, 0.0, 1.0, &d, err))
+            return -1;
+        o->sp.min_p = (float)d;
+        return 0;
+    case RO_PRESENCE:
+        if (cli_parse_f64("--presence-penalty", v, -2.0, 2.0, &d, err))
+            return -1;
+        o->sp.presence_penalty = (float)d;
+        return 0;
+    case RO_FREQUENCY:
+        if (cli_parse_f64("--frequency-penalty", v, -2.0, 2.0, &d, err))
+            return -1;
+        o->sp.frequency_penalty = (float)d;
+        return 0;
+    default: /* RO_REPETITION */
+        if (cli_parse_f64("--repetition-penalty", v, 1e-3, SAMPLER_MAX_REPETITION_PENALTY, &d, err))
+            return -1;
+        o->sp.repetition_penalty = (float)d;
+        return 0;
     }
-    return false;
+}
+
+/* One option from getopt_long (opt), its value v; arg: the word it came from. */
+static int parse_opt(int opt, const char *v, const char *arg, run_opts_t *o, err_t *err)
+{
+    if (opt >= EO_DRAFT && opt < EO_END)
+        return engine_opt(opt, v, &o->spec, &o->draft_path, err);
+    if (opt >= RO_TEMPERATURE && opt <= RO_REPETITION)
+        return parse_sampling(opt, v, o, err);
+    switch (opt) {
+    case RO_IGNORE_EOS: o->ignore_eos = true; return 0;
+    case RO_QUIET: o->quiet = true; return 0;
+    case RO_MODEL: o->model = v; return 0;
+    case RO_MAX_TOKENS: return cli_parse_i64("--max-tokens", v, 0, 1 << 24, &o->max_tokens, err);
+    case RO_STOP:
+        if (o->n_stop == ENGINE_MAX_STOP)
+            return err_set(err, "--stop: at most %d stop strings", ENGINE_MAX_STOP);
+        o->stop[o->n_stop++] = v;
+        return 0;
+    case RO_SEED: return cli_parse_u64("--seed", v, &o->sp.seed, err);
+    case RO_THREADS: return cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err);
+    case RO_CHUNK: return cli_parse_i64("--chunk", v, 1, RUN_MAX_CHUNK, &o->chunk, err);
+    case RO_PROMPT_IDS:
+        free(o->prompt_ids);
+        o->prompt_ids = NULL;
+        return cli_parse_i32_list("--prompt-ids", v, 0, INT32_MAX, &o->prompt_ids, &o->n_prompt_ids, err);
+    case RO_LOGITS_OUT: o->logits_out = v; return 0;
+    case RO_IDS_OUT: o->ids_out = v; return 0;
+    case RO_MTP_LOGITS_OUT: o->mtp_logits_out = v; return 0;
+    case ':': return err_set(err, "%s needs a value", arg);
+    default: return err_set(err, "unknown option '%s' (splash run --help lists them)", arg);
+    }
 }
 
 static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
 {
+    static const struct option options[] = {
+        {"ignore-eos", no_argument, NULL, RO_IGNORE_EOS},
+        {"quiet", no_argument, NULL, RO_QUIET},
+        {"model", required_argument, NULL, RO_MODEL},
+        {"max-tokens", required_argument, NULL, RO_MAX_TOKENS},
+        {"stop", required_argument, NULL, RO_STOP},
+        {"seed", required_argument, NULL, RO_SEED},
+        {"threads", required_argument, NULL, RO_THREADS},
+        {"chunk", required_argument, NULL, RO_CHUNK},
+        {"prompt-ids", required_argument, NULL, RO_PROMPT_IDS},
+        {"logits-out", required_argument, NULL, RO_LOGITS_OUT},
+        {"ids-out", required_argument, NULL, RO_IDS_OUT},
+        {"mtp-logits-out", required_argument, NULL, RO_MTP_LOGITS_OUT},
+        {"temperature", required_argument, NULL, RO_TEMPERATURE},
+        {"top-k", required_argument, NULL, RO_TOP_K},
+        {"top-p", required_argument, NULL, RO_TOP_P},
+        {"min-p", required_argument, NULL, RO_MIN_P},
+        {"presence-penalty", required_argument, NULL, RO_PRESENCE},
+        {"frequency-penalty", required_argument, NULL, RO_FREQUENCY},
+        {"repetition-penalty", required_argument, NULL, RO_REPETITION},
+        ENGINE_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
     bool has_sampling = false;
     memset(o, 0, sizeof *o);
     o->model = cli_default_model();
@@ -132,114 +243,20 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
     o->chunk = RUN_DEFAULT_CHUNK;
     o->sp = sampler_params_default();
     engine_config_default(&o->spec);
-    for (int i = 1; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        double d;
-        int64_t x;
-        has_sampling |= is_sampling_option(argv[i]);
-        if (!strcmp(argv[i], "--ignore-eos")) {
-            o->ignore_eos = true;
-        } else if (!strcmp(argv[i], "--quiet")) {
-            o->quiet = true;
-        } else if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
-            o->model = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-tokens", &missing))) {
-            if (cli_parse_i64("--max-tokens", v, 0, 1 << 24, &o->max_tokens, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--temperature", &missing))) {
-            if (cli_parse_f64("--temperature", v, 0.0, 100.0, &d, err))
-                return -1;
-            o->sp.temperature = (float)d;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--top-k", &missing))) {
-            if (cli_parse_i64("--top-k", v, 0, INT_MAX, &x, err))
-                return -1;
-            o->sp.top_k = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--top-p", &missing))) {
-            if (cli_parse_f64("--top-p", v, 1e-6, 1.0, &d, err))
-                return -1;
-            o->sp.top_p = (float)d;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--min-p", &missing))) {
-            if (cli_parse_f64("--min-p", v, 0.0, 1.0, &d, err))
-                return -1;
-            o->sp.min_p = (float)d;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--presence-penalty", &missing))) {
-            if (cli_parse_f64("--presence-penalty", v, -2.0, 2.0, &d, err))
-                return -1;
-            o->sp.presence_penalty = (float)d;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--frequency-penalty", &missing))) {
-            if (cli_parse_f64("--frequency-penalty", v, -2.0, 2.0, &d, err))
-                return -1;
-            o->sp.frequency_penalty = (float)d;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--repetition-penalty", &missing))) {
-            if (cli_parse_f64("--repetition-penalty", v, 1e-3, SAMPLER_MAX_REPETITION_PENALTY, &d, err))
-                return -1;
-            o->sp.repetition_penalty = (float)d;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--stop", &missing))) {
-            if (o->n_stop == ENGINE_MAX_STOP)
-                return err_set(err, "--stop: at most %d stop strings", ENGINE_MAX_STOP);
-            o->stop[o->n_stop++] = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft", &missing))) {
-            if (!strcmp(v, "ngram"))
-                o->spec.draft_mode = ENGINE_DRAFT_NGRAM;
-            else if (!strcmp(v, "none"))
-                o->spec.draft_mode = ENGINE_DRAFT_NONE;
-            else if (!strcmp(v, "mtp"))
-                o->spec.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
-            else
-                o->spec.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
-            kv_type_t kt;
-            if (kv_type_parse("--kv-type", v, &kt, err))
-                return -1;
-            o->spec.kv_type = (int)kt;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--spec-rollback", &missing))) {
-            if (!strcmp(v, "snapshot") || !strcmp(v, "replay"))
-                o->spec.spec_rollback = !strcmp(v, "replay") ? ENGINE_ROLLBACK_REPLAY : ENGINE_ROLLBACK_SNAPSHOT;
-            else
-                return err_set(err, "--spec-rollback must be snapshot or replay, not '%s'", v);
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
-            if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
-                return -1;
-            o->spec.draft_max = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--verify-rows", &missing))) {
-            if (!strcmp(v, "all"))
-                o->spec.verify_rows = SPEC_VERIFY_ALL;
-            else if (!strcmp(v, "auto"))
-                o->spec.verify_rows = SPEC_VERIFY_AUTO;
-            else if (cli_parse_i64("--verify-rows", v, 0, SPEC_MAX_DRAFT, &x, err))
-                return err_set(err, "--verify-rows: '%s' is not all, auto or a width in [0, %d]", v, SPEC_MAX_DRAFT);
-            else
-                o->spec.verify_rows = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--seed", &missing))) {
-            if (cli_parse_u64("--seed", v, &o->sp.seed, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
-            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--chunk", &missing))) {
-            if (cli_parse_i64("--chunk", v, 1, RUN_MAX_CHUNK, &o->chunk, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--prompt-ids", &missing))) {
-            free(o->prompt_ids);
-            if (cli_parse_i32_list("--prompt-ids", v, 0, INT32_MAX, &o->prompt_ids, &o->n_prompt_ids, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--logits-out", &missing))) {
-            o->logits_out = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--ids-out", &missing))) {
-            o->ids_out = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--mtp-logits-out", &missing))) {
-            o->mtp_logits_out = v;
-        } else if (missing) {
-            return err_set(err, "%s needs a value", argv[i]);
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            return err_set(err, "unknown option '%s' (splash run --help lists them)", argv[i]);
-        } else if (o->prompt) {
-            return err_set(err, "more than one prompt given ('%s'); quote the prompt", argv[i]);
-        } else {
-            o->prompt = argv[i];
-        }
+    int opt;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        has_sampling |= opt >= RO_TEMPERATURE && opt <= RO_REPETITION;
+        if (parse_opt(opt, optarg, cli_refused(argv, word), o, err))
+            return -1;
     }
+    /* the words left (getopt_long moved them behind the options): the prompt */
+    if (optind < argc)
+        o->prompt = argv[optind];
+    if (optind + 1 < argc)
+        return err_set(err, "more than one prompt given ('%s'); quote the prompt", argv[optind + 1]);
     if (!has_sampling) {
         o->sp.temperature = RUN_DEMO_TEMPERATURE;
         o->sp.top_p = RUN_DEMO_TOP_P;

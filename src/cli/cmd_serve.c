@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "base/cli.h"
 #include "base/sha256.h"
 #include "cli/commands.h"
+#include "cli/engine_opts.h"
 #include "engine/engine.h"
 #include "model/kv.h"
 #include "server/server.h"
@@ -109,39 +111,133 @@ static int parse_bytes(const char *flag, const char *v, uint64_t *out, err_t *er
     return 0;
 }
 
-/* The HTTP layer's connection flags; *is_matched false when argv[*i] is none of them. */
-static int parse_http(int argc, char **argv, int *i, serve_opts_t *o, bool *is_matched, err_t *err)
+#define SERVE_INT(flag, field, lo, hi)                                                                                 \
+    {                                                                                                                  \
+        flag, offsetof(serve_opts_t, field), lo, hi                                                                    \
+    }
+/* The integer options, each into its int. */
+static const cli_int_t serve_ints[] = {
+    SERVE_INT("--port", srv.port, 0, 65535),
+    SERVE_INT("--max-connections", srv.max_connections, 1, 65536),
+    /* at least 1: every request passes through the engine's admission
+     * queue, so with 0 each one would be refused as "queue full" */
+    SERVE_INT("--queue-size", eng.queue_size, 1, 1 << 20),
+    SERVE_INT("--request-timeout", srv.request_timeout_s, 1, 7 * 86400),
+    SERVE_INT("--header-timeout", srv.header_timeout_s, 1, 3600),
+    SERVE_INT("--body-timeout", srv.body_timeout_s, 1, 86400),
+    SERVE_INT("--threads", eng.n_threads, 1, POOL_MAX_THREADS),
+    SERVE_INT("--max-seqs", eng.max_seqs, 1, 4096),
+    SERVE_INT("--batch-tokens", eng.batch_tokens, 1, 65536),
+    SERVE_INT("--prefill-chunk", eng.prefill_chunk, 1, 65536),
+    SERVE_INT("--max-context", eng.max_context, 2, INT32_MAX),
+    SERVE_INT("--test-step-delay-us", eng.test_step_delay_us, 0, 10000000),
+};
+#undef SERVE_INT
+enum { SERVE_N_INTS = sizeof serve_ints / sizeof serve_ints[0] };
+
+/* getopt_long's values for the other options; serve_ints' follow them
+ * (SO_INT + k), engine_opts.h's lie above. */
+enum {
+    SO_MODEL = 0x100,
+    SO_HOST,
+    SO_API_KEY,
+    SO_ALLOWED_HOST,
+    SO_MAX_BODY,
+    SO_CORS_ORIGIN,
+    SO_REPLICA_ID,
+    SO_DRAIN,
+    SO_TRACE_CAPACITY,
+    SO_TRACE_OUT,
+    SO_MAX_MEMORY,
+    SO_IGNORE_SALT,
+    SO_NO_PREFIX_CACHE,
+    SO_SERIALIZE_PREFILL,
+    SO_TRUNCATE_OUTPUT,
+    SO_INT
+};
+_Static_assert(SO_INT + SERVE_N_INTS <= EO_DRAFT, "serve's option values below engine_opts.h's");
+
+static const struct option serve_named[] = {
+    {"model", required_argument, NULL, SO_MODEL},
+    {"host", required_argument, NULL, SO_HOST},
+    {"api-key", required_argument, NULL, SO_API_KEY},
+    {"allowed-host", required_argument, NULL, SO_ALLOWED_HOST},
+    {"max-body", required_argument, NULL, SO_MAX_BODY},
+    {"cors-origin", required_argument, NULL, SO_CORS_ORIGIN},
+    {"replica-id", required_argument, NULL, SO_REPLICA_ID},
+    {"drain-timeout", required_argument, NULL, SO_DRAIN},
+    {"trace-capacity", required_argument, NULL, SO_TRACE_CAPACITY},
+    {"trace-out", required_argument, NULL, SO_TRACE_OUT},
+    {"max-memory", required_argument, NULL, SO_MAX_MEMORY},
+    {"test-ignore-cache-salt", no_argument, NULL, SO_IGNORE_SALT},
+    {"test-no-prefix-cache", no_argument, NULL, SO_NO_PREFIX_CACHE},
+    {"test-serialize-prefill", no_argument, NULL, SO_SERIALIZE_PREFILL},
+    {"test-truncate-output", no_argument, NULL, SO_TRUNCATE_OUTPUT},
+    ENGINE_OPTIONS,
+    {NULL, 0, NULL, 0},
+};
+
+/* The options whose values are names, addresses or byte counts. */
+static int parse_named(int opt, const char *v, serve_opts_t *o, err_t *err)
 {
-    bool missing = false;
-    const char *v;
-    int64_t x;
-    *is_matched = true;
-    if ((v = cli_opt(argc, argv, i, "--header-timeout", &missing))) {
-        if (cli_parse_i64("--header-timeout", v, 1, 3600, &x, err))
-            return -1;
-        o->srv.header_timeout_s = (int)x;
-    } else if (!missing && (v = cli_opt(argc, argv, i, "--body-timeout", &missing))) {
-        if (cli_parse_i64("--body-timeout", v, 1, 86400, &x, err))
-            return -1;
-        o->srv.body_timeout_s = (int)x;
-    } else if (!missing && (v = cli_opt(argc, argv, i, "--cors-origin", &missing))) {
+    switch (opt) {
+    case SO_API_KEY:
+        if (!v[0])
+            return err_set(err, "--api-key must not be empty");
+        o->srv.api_key = v;
+        return 0;
+    case SO_ALLOWED_HOST:
+        if (o->srv.n_allowed_hosts == SERVER_MAX_ALLOWED_HOSTS)
+            return err_set(err, "--allowed-host: at most %d", SERVER_MAX_ALLOWED_HOSTS);
+        if (!v[0] || strlen(v) > 253)
+            return err_set(err, "--allowed-host: '%s' is not a host name", v);
+        o->srv.allowed_hosts[o->srv.n_allowed_hosts++] = v;
+        return 0;
+    case SO_CORS_ORIGIN:
         if (o->srv.n_cors_origins == SERVER_MAX_CORS_ORIGINS)
             return err_set(err, "--cors-origin: at most %d", SERVER_MAX_CORS_ORIGINS);
         if (!server_origin_valid(v))
             return err_set(err, "--cors-origin: '%s' is not an origin (http://host[:port], https://host[:port] or *)",
                            v);
         o->srv.cors_origins[o->srv.n_cors_origins++] = v;
-    } else if (!missing && (v = cli_opt(argc, argv, i, "--replica-id", &missing))) {
+        return 0;
+    case SO_REPLICA_ID:
         if (!server_replica_id_valid(v))
             return err_set(err, "--replica-id: '%s' is not 1 to %d of letters, digits, '.', '_', '-'", v,
                            SERVER_MAX_REPLICA_ID);
         o->srv.replica_id = v;
-    } else if (missing) {
-        return err_set(err, "%s needs a value", argv[*i]);
-    } else {
-        *is_matched = false;
+        return 0;
+    case SO_MAX_BODY: return parse_bytes("--max-body", v, &o->srv.max_body, err);
+    default: return parse_bytes("--max-memory", v, &o->eng.max_memory, err); /* SO_MAX_MEMORY */
     }
-    return 0;
+}
+
+/* One option from getopt_long (opt), its value v; arg: the word it came from. */
+static int parse_opt(int opt, const char *v, const char *arg, serve_opts_t *o, err_t *err)
+{
+    if (opt >= EO_DRAFT && opt < EO_END)
+        return engine_opt(opt, v, &o->eng, &o->draft_path, err);
+    if (opt >= SO_INT && opt < SO_INT + SERVE_N_INTS)
+        return cli_int_set(&serve_ints[opt - SO_INT], v, o, err);
+    switch (opt) {
+    case SO_MODEL: o->model = v; return 0;
+    case SO_HOST: o->srv.host = v; return 0;
+    case SO_DRAIN: return cli_parse_i64("--drain-timeout", v, 0, 86400, &o->drain_s, err);
+    case SO_TRACE_CAPACITY: return cli_parse_i64("--trace-capacity", v, 1, TRACE_MAX_CAPACITY, &o->trace_capacity, err);
+    case SO_TRACE_OUT: o->trace_out = v; return 0;
+    case SO_IGNORE_SALT: o->eng.test_ignore_cache_salt = true; return 0;
+    case SO_NO_PREFIX_CACHE: o->eng.test_no_prefix_cache = true; return 0;
+    case SO_SERIALIZE_PREFILL: o->eng.test_serialize_prefill = true; return 0;
+    case SO_TRUNCATE_OUTPUT: o->eng.test_truncate_output = true; return 0;
+    case SO_API_KEY:
+    case SO_ALLOWED_HOST:
+    case SO_CORS_ORIGIN:
+    case SO_REPLICA_ID:
+    case SO_MAX_BODY:
+    case SO_MAX_MEMORY: return parse_named(opt, v, o, err);
+    case ':': return err_set(err, "%s needs a value", arg);
+    default: return err_set(err, "unknown argument '%s' (splash serve --help lists the options)", arg);
+    }
 }
 
 static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
@@ -154,130 +250,17 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
     const char *env_key = getenv("SPLASH_API_KEY");
     if (env_key && env_key[0])
         o->srv.api_key = env_key;
-    for (int i = 1; i < argc; i++) {
-        bool missing = false, is_http = false;
-        const char *v;
-        int64_t x;
-        if (parse_http(argc, argv, &i, o, &is_http, err))
+    struct option options[sizeof serve_named / sizeof serve_named[0] + SERVE_N_INTS];
+    cli_options_join(options, serve_named, serve_ints, SERVE_N_INTS, SO_INT);
+    int opt;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1)
+        if (parse_opt(opt, optarg, cli_refused(argv, word), o, err))
             return -1;
-        if (is_http)
-            continue;
-        if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
-            o->model = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--host", &missing))) {
-            o->srv.host = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--port", &missing))) {
-            if (cli_parse_i64("--port", v, 0, 65535, &x, err))
-                return -1;
-            o->srv.port = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--api-key", &missing))) {
-            if (!v[0])
-                return err_set(err, "--api-key must not be empty");
-            o->srv.api_key = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--allowed-host", &missing))) {
-            if (o->srv.n_allowed_hosts == SERVER_MAX_ALLOWED_HOSTS)
-                return err_set(err, "--allowed-host: at most %d", SERVER_MAX_ALLOWED_HOSTS);
-            if (!v[0] || strlen(v) > 253)
-                return err_set(err, "--allowed-host: '%s' is not a host name", v);
-            o->srv.allowed_hosts[o->srv.n_allowed_hosts++] = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-body", &missing))) {
-            if (parse_bytes("--max-body", v, &o->srv.max_body, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-connections", &missing))) {
-            if (cli_parse_i64("--max-connections", v, 1, 65536, &x, err))
-                return -1;
-            o->srv.max_connections = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--queue-size", &missing))) {
-            /* at least 1: every request passes through the engine's admission
-             * queue, so with 0 each one would be refused as "queue full" */
-            if (cli_parse_i64("--queue-size", v, 1, 1 << 20, &x, err))
-                return -1;
-            o->eng.queue_size = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--request-timeout", &missing))) {
-            if (cli_parse_i64("--request-timeout", v, 1, 7 * 86400, &x, err))
-                return -1;
-            o->srv.request_timeout_s = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--drain-timeout", &missing))) {
-            if (cli_parse_i64("--drain-timeout", v, 0, 86400, &o->drain_s, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--threads", &missing))) {
-            if (cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &x, err))
-                return -1;
-            o->eng.n_threads = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-seqs", &missing))) {
-            if (cli_parse_i64("--max-seqs", v, 1, 4096, &x, err))
-                return -1;
-            o->eng.max_seqs = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--batch-tokens", &missing))) {
-            if (cli_parse_i64("--batch-tokens", v, 1, 65536, &x, err))
-                return -1;
-            o->eng.batch_tokens = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--prefill-chunk", &missing))) {
-            if (cli_parse_i64("--prefill-chunk", v, 1, 65536, &x, err))
-                return -1;
-            o->eng.prefill_chunk = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-context", &missing))) {
-            if (cli_parse_i64("--max-context", v, 2, INT32_MAX, &x, err))
-                return -1;
-            o->eng.max_context = (int)x;
-        } else if (!strcmp(argv[i], "--test-ignore-cache-salt")) {
-            o->eng.test_ignore_cache_salt = true;
-        } else if (!strcmp(argv[i], "--test-no-prefix-cache")) {
-            o->eng.test_no_prefix_cache = true;
-        } else if (!strcmp(argv[i], "--test-serialize-prefill")) {
-            o->eng.test_serialize_prefill = true;
-        } else if (!strcmp(argv[i], "--test-truncate-output")) {
-            o->eng.test_truncate_output = true;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--test-step-delay-us", &missing))) {
-            if (cli_parse_i64("--test-step-delay-us", v, 0, 10000000, &x, err))
-                return -1;
-            o->eng.test_step_delay_us = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--trace-capacity", &missing))) {
-            if (cli_parse_i64("--trace-capacity", v, 1, TRACE_MAX_CAPACITY, &o->trace_capacity, err))
-                return -1;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--trace-out", &missing))) {
-            o->trace_out = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft", &missing))) {
-            if (!strcmp(v, "ngram"))
-                o->eng.draft_mode = ENGINE_DRAFT_NGRAM;
-            else if (!strcmp(v, "none"))
-                o->eng.draft_mode = ENGINE_DRAFT_NONE;
-            else if (!strcmp(v, "mtp"))
-                o->eng.draft_mode = ENGINE_DRAFT_MTP; /* the model's own NextN block */
-            else
-                o->eng.draft_mode = ENGINE_DRAFT_MODEL, o->draft_path = v; /* a draft model file */
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--kv-type", &missing))) {
-            kv_type_t kt;
-            if (kv_type_parse("--kv-type", v, &kt, err))
-                return -1;
-            o->eng.kv_type = (int)kt;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--spec-rollback", &missing))) {
-            if (!strcmp(v, "snapshot") || !strcmp(v, "replay"))
-                o->eng.spec_rollback = !strcmp(v, "replay") ? ENGINE_ROLLBACK_REPLAY : ENGINE_ROLLBACK_SNAPSHOT;
-            else
-                return err_set(err, "--spec-rollback must be snapshot or replay, not '%s'", v);
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--draft-max", &missing))) {
-            if (cli_parse_i64("--draft-max", v, 1, SPEC_MAX_DRAFT, &x, err))
-                return -1;
-            o->eng.draft_max = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--verify-rows", &missing))) {
-            if (!strcmp(v, "all"))
-                o->eng.verify_rows = SPEC_VERIFY_ALL;
-            else if (!strcmp(v, "auto"))
-                o->eng.verify_rows = SPEC_VERIFY_AUTO;
-            else if (cli_parse_i64("--verify-rows", v, 0, SPEC_MAX_DRAFT, &x, err))
-                return err_set(err, "--verify-rows: '%s' is not all, auto or a width in [0, %d]", v, SPEC_MAX_DRAFT);
-            else
-                o->eng.verify_rows = (int)x;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--max-memory", &missing))) {
-            if (parse_bytes("--max-memory", v, &o->eng.max_memory, err))
-                return -1;
-        } else if (missing) {
-            return err_set(err, "%s needs a value", argv[i]);
-        } else {
-            return err_set(err, "unknown argument '%s' (splash serve --help lists the options)", argv[i]);
-        }
-    }
+    if (optind < argc)
+        return err_set(err, "unknown argument '%s' (splash serve --help lists the options)", argv[optind]);
     if (!o->trace_capacity != !o->trace_out)
         return err_set(err, "--trace-capacity and --trace-out go together");
     return 0;

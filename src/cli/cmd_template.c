@@ -50,35 +50,42 @@ static int parse(int argc, char **argv, template_opts_t *o, err_t *err)
     o->model = cli_default_model();
     o->chat = (chat_opts_t){.add_generation_prompt = false, .enable_thinking = -1};
     bool has_chat_flags = false;
-    for (int i = 1; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        if (!strcmp(argv[i], "--jsonl")) {
-            o->is_jsonl = true;
-        } else if (!strcmp(argv[i], "--add-generation-prompt")) {
-            o->chat.add_generation_prompt = true;
-            has_chat_flags = true;
-        } else if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
-            o->model = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--messages", &missing))) {
-            o->messages = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--tools", &missing))) {
-            o->tools = v;
-            has_chat_flags = true;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--enable-thinking", &missing))) {
+    enum { T_JSONL = 0x100, T_ADD_GEN, T_MODEL, T_MESSAGES, T_TOOLS, T_THINKING };
+    static const struct option options[] = {
+        {"jsonl", no_argument, NULL, T_JSONL},
+        {"add-generation-prompt", no_argument, NULL, T_ADD_GEN},
+        {"model", required_argument, NULL, T_MODEL},
+        {"messages", required_argument, NULL, T_MESSAGES},
+        {"tools", required_argument, NULL, T_TOOLS},
+        {"enable-thinking", required_argument, NULL, T_THINKING},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        const char *v = optarg;
+        has_chat_flags |= opt == T_ADD_GEN || opt == T_TOOLS || opt == T_THINKING;
+        switch (opt) {
+        case T_JSONL: o->is_jsonl = true; break;
+        case T_ADD_GEN: o->chat.add_generation_prompt = true; break;
+        case T_MODEL: o->model = v; break;
+        case T_MESSAGES: o->messages = v; break;
+        case T_TOOLS: o->tools = v; break;
+        case T_THINKING:
             if (strcmp(v, "true") && strcmp(v, "false"))
                 return err_set(err, "--enable-thinking: expected true or false, got '%s'", v);
             o->chat.enable_thinking = !strcmp(v, "true");
-            has_chat_flags = true;
-        } else if (missing) {
-            return err_set(err, "%s needs a value", argv[i]);
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            return err_set(err, "unknown option '%s' (splash template --help lists them)", argv[i]);
-        } else {
-            return err_set(err, "unexpected argument '%s' (the conversation comes from --messages or --jsonl)",
-                           argv[i]);
+            break;
+        case ':': return err_set(err, "%s needs a value", cli_refused(argv, word));
+        default:
+            return err_set(err, "unknown option '%s' (splash template --help lists them)", cli_refused(argv, word));
         }
     }
+    if (optind < argc)
+        return err_set(err, "unexpected argument '%s' (the conversation comes from --messages or --jsonl)",
+                       argv[optind]);
     if (o->is_jsonl && o->messages)
         return err_set(err, "give either --jsonl or --messages, not both");
     if (!o->is_jsonl && !o->messages)

@@ -180,38 +180,39 @@ int cmd_tokenize(int argc, char **argv)
     bool parse_special = true, jsonl = false;
     int64_t reps = 3;
     err_t err;
-    for (int i = 1; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(tokenize_usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--no-parse-special")) {
-            parse_special = false;
-        } else if (!strcmp(argv[i], "--jsonl")) {
-            jsonl = true;
-        } else if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
-            model = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--bench", &missing))) {
-            bench = v;
-        } else if (!missing && (v = cli_opt(argc, argv, &i, "--reps", &missing))) {
-            if (cli_parse_i64("--reps", v, 1, TOK_BENCH_MAX_REPS, &reps, &err)) {
-                fprintf(stderr, "splash tokenize: %s\n", err.msg);
-                return EXIT_USAGE;
-            }
-        } else if (missing) {
-            fprintf(stderr, "splash tokenize: %s needs a value\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "splash tokenize: unknown option '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (text) {
-            fprintf(stderr, "splash tokenize: more than one text given; quote the text\n");
-            return EXIT_USAGE;
-        } else {
-            text = argv[i];
+    enum { K_NO_SPECIAL = 0x100, K_JSONL, K_MODEL, K_BENCH, K_REPS };
+    static const struct option options[] = {
+        {"no-parse-special", no_argument, NULL, K_NO_SPECIAL},
+        {"jsonl", no_argument, NULL, K_JSONL},
+        {"model", required_argument, NULL, K_MODEL},
+        {"bench", required_argument, NULL, K_BENCH},
+        {"reps", required_argument, NULL, K_REPS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, bad = 0;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while (!bad && (opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'h': fputs(tokenize_usage, stdout); return 0;
+        case K_NO_SPECIAL: parse_special = false; break;
+        case K_JSONL: jsonl = true; break;
+        case K_MODEL: model = optarg; break;
+        case K_BENCH: bench = optarg; break;
+        case K_REPS: bad = cli_parse_i64("--reps", optarg, 1, TOK_BENCH_MAX_REPS, &reps, &err); break;
+        case ':': bad = err_set(&err, "%s needs a value", cli_refused(argv, word)); break;
+        default: bad = err_set(&err, "unknown option '%s'", cli_refused(argv, word)); break;
         }
     }
+    if (!bad && optind + 1 < argc)
+        bad = err_set(&err, "more than one text given; quote the text");
+    if (bad) {
+        fprintf(stderr, "splash tokenize: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    text = optind < argc ? argv[optind] : NULL;
     if ((text != NULL) + jsonl + (bench != NULL) != 1) {
         fprintf(stderr, "splash tokenize: give exactly one of TEXT, --jsonl or --bench FILE\n");
         return EXIT_USAGE;
@@ -299,26 +300,33 @@ int cmd_detokenize(int argc, char **argv)
     const char *model = cli_default_model(), *list = NULL;
     bool jsonl = false;
     err_t err;
-    for (int i = 1; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(detokenize_usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--jsonl")) {
-            jsonl = true;
-        } else if ((v = cli_opt(argc, argv, &i, "--model", &missing))) {
-            model = v;
-        } else if (missing) {
-            fprintf(stderr, "splash detokenize: %s needs a value\n", argv[i]);
-            return EXIT_USAGE;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "splash detokenize: unknown option '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        } else {
-            list = argv[i];
+    enum { D_JSONL = 0x100, D_MODEL };
+    static const struct option options[] = {
+        {"jsonl", no_argument, NULL, D_JSONL},
+        {"model", required_argument, NULL, D_MODEL},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, bad = 0;
+    char word[3];
+    optind = 1;
+    opterr = 0;
+    while (!bad && (opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'h': fputs(detokenize_usage, stdout); return 0;
+        case D_JSONL: jsonl = true; break;
+        case D_MODEL: model = optarg; break;
+        case ':': bad = err_set(&err, "%s needs a value", cli_refused(argv, word)); break;
+        default: bad = err_set(&err, "unknown option '%s'", cli_refused(argv, word)); break;
         }
     }
+    if (!bad && optind + 1 < argc)
+        bad = err_set(&err, "more than one id list given; separate the ids with commas");
+    if (bad) {
+        fprintf(stderr, "splash detokenize: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    list = optind < argc ? argv[optind] : NULL;
     int32_t *ids = NULL;
     int n_ids = 0;
     if ((list != NULL) == jsonl) {

@@ -2,6 +2,7 @@
  * `splash serve --trace-out`, then summarise it or convert it for Perfetto.
  * A capture that fails validation is never summarised: the reasons go to
  * stderr and the exit status is TRACE_EXIT_INVALID (3). */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,28 +50,33 @@ int cmd_trace(int argc, char **argv)
     }
     const char *file = NULL, *out = NULL, *format = NULL;
     bool json = false;
-    for (int i = 2; i < argc; i++) {
-        bool missing = false;
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(trace_usage, stdout);
-            return 0;
-        } else if (is_report && !strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (is_export && (v = cli_opt(argc, argv, &i, "--format", &missing))) {
-            format = v;
-        } else if (is_export && !missing && (v = cli_opt(argc, argv, &i, "-o", &missing))) {
-            out = v;
-        } else if (missing) {
-            fprintf(stderr, "splash trace: %s needs a value\n", argv[i]);
+    /* report takes --json, export --format and -o */
+    static const struct option report_opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option export_opts[] = {
+        {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int opt;
+    optind = 1;
+    opterr = 0;
+    argc--, argv++; /* getopt_long's argv[0]: the subcommand */
+    while ((opt = getopt_long(argc, argv, is_report ? ":h" : ":ho:", is_report ? report_opts : export_opts, NULL)) !=
+           -1) {
+        switch (opt) {
+        case 'h': fputs(trace_usage, stdout); return 0;
+        case 'j': json = true; break;
+        case 'f': format = optarg; break;
+        case 'o': out = optarg; break;
+        case ':': fprintf(stderr, "splash trace: %s needs a value\n", argv[optind - 1]); return EXIT_USAGE;
+        default:
+            fprintf(stderr, "splash trace: unexpected argument '%s' (splash trace --help)\n", argv[optind - 1]);
             return EXIT_USAGE;
-        } else if (argv[i][0] == '-' || file) {
-            fprintf(stderr, "splash trace: unexpected argument '%s' (splash trace --help)\n", argv[i]);
-            return EXIT_USAGE;
-        } else {
-            file = argv[i];
         }
     }
+    if (optind + 1 < argc) {
+        fprintf(stderr, "splash trace: unexpected argument '%s' (splash trace --help)\n", argv[optind + 1]);
+        return EXIT_USAGE;
+    }
+    file = optind < argc ? argv[optind] : NULL;
     if (!file) {
         fprintf(stderr, "splash trace: no capture file given\n");
         return EXIT_USAGE;
