@@ -195,54 +195,52 @@ static int expand_logits(const json_t *root, const char *base_dir, bool has_logi
     return 0;
 }
 
-json_t *qualify_expand(const char *models_path, err_t *err)
+/* A model's jobs: one per scenario, or one per scenario and setting where
+ * the scenario drafts. */
+static void model_jobs(const char *name, const json_t *scenarios, const json_t *settings, json_t *jobs)
 {
-    json_error_t jerr;
-    json_t *root = json_load_file(models_path, 0, &jerr);
-    if (!root) {
-        err_set(err, "%s: line %d: %s", models_path, jerr.line, jerr.text);
-        return NULL;
+    size_t si, ti;
+    const json_t *sc, *st;
+    json_array_foreach(scenarios, si, sc)
+    {
+        const char *scenario = json_string_value(sc);
+        int kind = qualify_scenario_kind(scenario);
+        char id[QUALIFY_NAME_MAX * 3];
+        if (!qualify_kind_uses_settings(kind)) { /* one job per model */
+            snprintf(id, sizeof id, "%s/%s", name, scenario);
+            json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model", name,
+                                                  "scenario", scenario, "kind", kind_name(kind), "status", "unexecuted",
+                                                  "runs", 0, "artefacts"));
+            continue;
+        }
+        json_array_foreach(settings, ti, st)
+        {
+            const char *setting = json_string_value(st);
+            snprintf(id, sizeof id, "%s/%s/%s", name, scenario, setting);
+            json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model", name,
+                                                  "scenario", scenario, "kind", kind_name(kind), "verify_rows", setting,
+                                                  "status", "unexecuted", "runs", 0, "artefacts"));
+        }
     }
-    char dir_buf[PATH_MAX], base_dir[PATH_MAX];
-    snprintf(dir_buf, sizeof dir_buf, "%s", models_path);
-    if (!realpath(dirname(dir_buf), base_dir)) {
-        json_decref(root);
-        err_set(err, "%s: %s", models_path, strerror(errno));
-        return NULL;
-    }
+}
 
-    json_t *ledger = json_object(), *models = json_array(), *jobs = json_array();
-    json_t *scenarios = NULL, *settings = NULL;
-    const json_t *in_models = json_object_get(root, "models");
-    if (!json_is_array(in_models) || json_array_size(in_models) == 0 ||
-        json_array_size(in_models) > QUALIFY_MAX_MODELS) {
-        err_set(err, "%s: 'models' must be a non-empty array of at most %d models", models_path, QUALIFY_MAX_MODELS);
-        goto fail;
-    }
-    scenarios = name_list(root, "scenarios", default_scenarios, sizeof default_scenarios / sizeof default_scenarios[0],
-                          QUALIFY_MAX_SCENARIOS, qualify_scenario_kind, err);
-    if (!scenarios)
-        goto fail_prefix;
-    settings = name_list(root, "verify_rows", default_settings, 2, QUALIFY_MAX_SETTINGS, check_setting, err);
-    if (!settings)
-        goto fail_prefix;
-
+/* The models file's models into models (names checked, paths resolved
+ * against base_dir) and their jobs into jobs. */
+static int expand_models(const json_t *in_models, const char *base_dir, const json_t *scenarios, const json_t *settings,
+                         json_t *models, json_t *jobs, err_t *err)
+{
     size_t i;
     const json_t *m;
     json_array_foreach(in_models, i, m)
     {
         const char *name = json_string_value(json_object_get(m, "name"));
         const char *path = json_string_value(json_object_get(m, "path"));
-        if (!name || !path || !is_safe_name(name)) {
-            err_set(err, "%s: model %zu needs a 'name' ([A-Za-z0-9._-], under %d characters) and a 'path'", models_path,
-                    i, QUALIFY_NAME_MAX);
-            goto fail;
-        }
+        if (!name || !path || !is_safe_name(name))
+            return err_set(err, "model %zu needs a 'name' ([A-Za-z0-9._-], under %d characters) and a 'path'", i,
+                           QUALIFY_NAME_MAX);
         for (size_t k = 0; k < json_array_size(models); k++)
-            if (!strcmp(name, json_string_value(json_object_get(json_array_get(models, k), "name")))) {
-                err_set(err, "%s: model name '%s' appears twice", models_path, name);
-                goto fail;
-            }
+            if (!strcmp(name, json_string_value(json_object_get(json_array_get(models, k), "name"))))
+                return err_set(err, "model name '%s' appears twice", name);
         char abs[PATH_MAX * 2];
         resolve_path(base_dir, path, abs, sizeof abs);
         json_t *om = json_pack("{s:s, s:s}", "name", name, "path", abs);
@@ -250,52 +248,14 @@ json_t *qualify_expand(const char *models_path, err_t *err)
         if (json_is_string(create))
             json_object_set(om, "create", (json_t *)create);
         json_array_append_new(models, om);
-
-        size_t si, ti;
-        const json_t *sc, *st;
-        json_array_foreach(scenarios, si, sc)
-        {
-            const char *scenario = json_string_value(sc);
-            int kind = qualify_scenario_kind(scenario);
-            if (!qualify_kind_uses_settings(kind)) { /* one job per model */
-                char id[QUALIFY_NAME_MAX * 3];
-                snprintf(id, sizeof id, "%s/%s", name, scenario);
-                json_array_append_new(jobs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model", name,
-                                                      "scenario", scenario, "kind", kind_name(kind), "status",
-                                                      "unexecuted", "runs", 0, "artefacts"));
-                continue;
-            }
-            json_array_foreach(settings, ti, st)
-            {
-                const char *setting = json_string_value(st);
-                char id[QUALIFY_NAME_MAX * 3];
-                snprintf(id, sizeof id, "%s/%s/%s", name, scenario, setting);
-                json_array_append_new(jobs,
-                                      json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:[]}", "id", id, "model", name,
-                                                "scenario", scenario, "kind", kind_name(kind), "verify_rows", setting,
-                                                "status", "unexecuted", "runs", 0, "artefacts"));
-            }
-        }
+        model_jobs(name, scenarios, settings, jobs);
     }
+    return 0;
+}
 
-    char when[32], abs_models[PATH_MAX];
-    now_iso(when, sizeof when);
-    if (!realpath(models_path, abs_models))
-        snprintf(abs_models, sizeof abs_models, "%s", models_path);
-    json_object_set_new(ledger, "format", json_string(QUALIFY_FORMAT));
-    json_object_set_new(ledger, "version", json_integer(2)); /* 2: logits jobs, one job per model without drafts */
-    json_object_set_new(ledger, "prepared_at", json_string(when));
-    json_object_set_new(ledger, "models_file", json_string(abs_models));
-    json_object_set_new(ledger, "models", models);
-    json_object_set_new(ledger, "scenarios", scenarios);
-    json_object_set_new(ledger, "verify_rows", settings);
-
-    const json_t *draft = json_object_get(root, "draft");
-    json_object_set_new(ledger, "draft", json_string(json_is_string(draft) ? json_string_value(draft) : "ngram"));
-    const json_t *bench_args = json_object_get(root, "bench_args");
-    json_object_set_new(ledger, "bench_args",
-                        json_string(json_is_string(bench_args) ? json_string_value(bench_args) : ""));
-
+/* The ledger's greedy, perplexity and logits settings from the models file. */
+static int expand_checks(const json_t *root, const char *base_dir, const json_t *scenarios, json_t *ledger, err_t *err)
+{
     /* greedy identity: fixed prompts, a token budget */
     json_t *greedy = json_object();
     const json_t *g = json_object_get(root, "greedy");
@@ -326,26 +286,71 @@ json_t *qualify_expand(const char *models_path, err_t *err)
     for (size_t k = 0; k < json_array_size(scenarios); k++) {
         const char *scenario = json_string_value(json_array_get(scenarios, k));
         has_logits |= !strcmp(scenario, "logits");
-        if (!strcmp(scenario, "perplexity") && !text) {
-            err_set(err, "%s: the perplexity scenario needs perplexity.text", models_path);
-            goto fail_nolist;
-        }
+        if (!strcmp(scenario, "perplexity") && !text)
+            return err_set(err, "the perplexity scenario needs perplexity.text");
     }
-    if (expand_logits(root, base_dir, has_logits, ledger, err)) {
-        err_prefix(err, "%s: ", models_path);
-        goto fail_nolist;
+    return expand_logits(root, base_dir, has_logits, ledger, err);
+}
+
+json_t *qualify_expand(const char *models_path, err_t *err)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(models_path, 0, &jerr);
+    if (!root) {
+        err_set(err, "%s: line %d: %s", models_path, jerr.line, jerr.text);
+        return NULL;
     }
+    char dir_buf[PATH_MAX], base_dir[PATH_MAX];
+    snprintf(dir_buf, sizeof dir_buf, "%s", models_path);
+    if (!realpath(dirname(dir_buf), base_dir)) {
+        json_decref(root);
+        err_set(err, "%s: %s", models_path, strerror(errno));
+        return NULL;
+    }
+
+    /* the ledger owns each part as soon as it exists, so failing frees it whole */
+    json_t *ledger = json_object(), *models = json_array(), *jobs = json_array();
+    json_t *scenarios = NULL, *settings = NULL;
+    char when[32], abs_models[PATH_MAX];
+    now_iso(when, sizeof when);
+    if (!realpath(models_path, abs_models))
+        snprintf(abs_models, sizeof abs_models, "%s", models_path);
+    json_object_set_new(ledger, "format", json_string(QUALIFY_FORMAT));
+    json_object_set_new(ledger, "version", json_integer(2)); /* 2: logits jobs, one job per model without drafts */
+    json_object_set_new(ledger, "prepared_at", json_string(when));
+    json_object_set_new(ledger, "models_file", json_string(abs_models));
+    json_object_set_new(ledger, "models", models);
+    const json_t *in_models = json_object_get(root, "models");
+    if (!json_is_array(in_models) || json_array_size(in_models) == 0 ||
+        json_array_size(in_models) > QUALIFY_MAX_MODELS) {
+        err_set(err, "'models' must be a non-empty array of at most %d models", QUALIFY_MAX_MODELS);
+        goto fail;
+    }
+    scenarios = name_list(root, "scenarios", default_scenarios, sizeof default_scenarios / sizeof default_scenarios[0],
+                          QUALIFY_MAX_SCENARIOS, qualify_scenario_kind, err);
+    if (!scenarios)
+        goto fail;
+    json_object_set_new(ledger, "scenarios", scenarios);
+    settings = name_list(root, "verify_rows", default_settings, 2, QUALIFY_MAX_SETTINGS, check_setting, err);
+    if (!settings)
+        goto fail;
+    json_object_set_new(ledger, "verify_rows", settings);
+    if (expand_models(in_models, base_dir, scenarios, settings, models, jobs, err))
+        goto fail;
+
+    const json_t *draft = json_object_get(root, "draft");
+    json_object_set_new(ledger, "draft", json_string(json_is_string(draft) ? json_string_value(draft) : "ngram"));
+    const json_t *bench_args = json_object_get(root, "bench_args");
+    json_object_set_new(ledger, "bench_args",
+                        json_string(json_is_string(bench_args) ? json_string_value(bench_args) : ""));
+    if (expand_checks(root, base_dir, scenarios, ledger, err))
+        goto fail;
     json_object_set_new(ledger, "jobs", jobs);
     json_decref(root);
     return ledger;
 
-fail_prefix:
-    err_prefix(err, "%s: ", models_path);
 fail:
-    json_decref(scenarios);
-    json_decref(settings);
-    json_decref(models);
-fail_nolist:
+    err_prefix(err, "%s: ", models_path);
     json_decref(jobs);
     json_decref(ledger);
     json_decref(root);

@@ -268,28 +268,56 @@ static json_t *quantiles_json(double *v, size_t n)
                      stats_quantile(v, n, 0.9), "p99_ms", stats_quantile(v, n, 0.99), "max_ms", max);
 }
 
-int tr_report(const tr_capture_t *c, bool json, FILE *out, err_t *err)
+/* What a report sums over a capture's events. */
+typedef struct tr_stats {
+    size_t n_ev;
+    double *dur[TRACE_N_NAMES]; /* each span name's durations, ms */
+    size_t n_dur[TRACE_N_NAMES];
+    double *ttft, *gaps_active; /* ms */
+    interval_t *req_iv, *steps; /* requests queued -> done, then their union; steps' spans */
+    int64_t *queued_at;         /* by request id */
+    uint64_t row_hist[TR_ROW_BUCKETS];
+    size_t n_ttft, n_req, n_steps, n_forward, n_union, n_gaps, n_active;
+    uint64_t committed, rows_total;
+    int64_t t_first, t_last, idle_ns, active_ns;
+} tr_stats_t;
+
+static void stats_free(tr_stats_t *st)
 {
-    size_t n = c->n_ev;
-    double *dur[TRACE_N_NAMES] = {0};
-    size_t n_dur[TRACE_N_NAMES] = {0};
-    double *ttft = calloc(n + 1, sizeof *ttft), *gaps_active = calloc(n + 1, sizeof *gaps_active);
-    interval_t *req_iv = calloc(n + 1, sizeof *req_iv), *steps = calloc(n + 1, sizeof *steps);
-    int64_t *queued_at = calloc(n + 2, sizeof *queued_at);
-    uint64_t row_hist[TR_ROW_BUCKETS] = {0};
     for (int k = 0; k < TRACE_N_NAMES; k++)
-        dur[k] = calloc(n + 1, sizeof(double));
-    if (!ttft || !gaps_active || !req_iv || !steps || !queued_at)
+        free(st->dur[k]);
+    free(st->ttft);
+    free(st->gaps_active);
+    free(st->req_iv);
+    free(st->steps);
+    free(st->queued_at);
+}
+
+static int stats_alloc(tr_stats_t *st, size_t n, err_t *err)
+{
+    *st = (tr_stats_t){.n_ev = n};
+    bool ok = (st->ttft = calloc(n + 1, sizeof *st->ttft)) && (st->gaps_active = calloc(n + 1, sizeof(double))) &&
+              (st->req_iv = calloc(n + 1, sizeof *st->req_iv)) && (st->steps = calloc(n + 1, sizeof *st->steps)) &&
+              (st->queued_at = calloc(n + 2, sizeof *st->queued_at));
+    for (int k = 0; k < TRACE_N_NAMES && ok; k++)
+        ok = (st->dur[k] = calloc(n + 1, sizeof(double))) != NULL;
+    if (!ok) {
+        stats_free(st);
         return err_set(err, "out of memory");
+    }
+    return 0;
+}
+
+/* One pass over the events: span durations, rows per step, TTFT, request intervals. */
+static void stats_scan(const tr_capture_t *c, tr_stats_t *st)
+{
     span_frame_t stack[16][64];
     int depth[16] = {0};
-    size_t n_ttft = 0, n_req = 0, n_steps = 0, n_forward = 0;
-    uint64_t committed = 0, rows_total = 0;
-    int64_t t_first = n ? c->ev[0].t_ns : 0, t_last = t_first;
-    for (size_t i = 0; i < n; i++) {
+    st->t_first = st->t_last = st->n_ev ? c->ev[0].t_ns : 0;
+    for (size_t i = 0; i < st->n_ev; i++) {
         const tr_event_t *e = &c->ev[i];
-        t_first = e->t_ns < t_first ? e->t_ns : t_first;
-        t_last = e->t_ns > t_last ? e->t_ns : t_last;
+        st->t_first = e->t_ns < st->t_first ? e->t_ns : st->t_first;
+        st->t_last = e->t_ns > st->t_last ? e->t_ns : st->t_last;
         if (e->ph == 'B') {
             stack[e->tid][depth[e->tid]++] = (span_frame_t){e->name, e->id, e->t_ns};
             if (e->name == TRACE_FORWARD) {
@@ -297,109 +325,129 @@ int tr_report(const tr_capture_t *c, bool json, FILE *out, err_t *err)
                 int b = 0;
                 while (b < TR_ROW_BUCKETS - 1 && rows > (1u << b))
                     b++;
-                row_hist[b]++;
-                rows_total += rows;
-                n_forward++;
+                st->row_hist[b]++;
+                st->rows_total += rows;
+                st->n_forward++;
             }
         } else if (e->ph == 'E') {
             span_frame_t f = stack[e->tid][--depth[e->tid]];
-            dur[e->name][n_dur[e->name]++] = (e->t_ns - f.t) / 1e6;
+            st->dur[e->name][st->n_dur[e->name]++] = (e->t_ns - f.t) / 1e6;
             if (e->name == TRACE_STEP)
-                steps[n_steps++] = (interval_t){f.t, e->t_ns};
+                st->steps[st->n_steps++] = (interval_t){f.t, e->t_ns};
             if (e->name == TRACE_APPLY)
-                committed += e->committed;
+                st->committed += e->committed;
         } else if (e->name == TRACE_REQ_QUEUED) {
-            queued_at[e->id] = e->t_ns;
+            st->queued_at[e->id] = e->t_ns;
         } else if (e->name == TRACE_REQ_FIRST_TOKEN) {
-            ttft[n_ttft++] = (e->t_ns - queued_at[e->id]) / 1e6;
+            st->ttft[st->n_ttft++] = (e->t_ns - st->queued_at[e->id]) / 1e6;
         } else if (e->name == TRACE_REQ_DONE || e->name == TRACE_REQ_CANCELLED) {
-            req_iv[n_req++] = (interval_t){queued_at[e->id], e->t_ns};
+            st->req_iv[st->n_req++] = (interval_t){st->queued_at[e->id], e->t_ns};
         }
     }
-    /* the union of request intervals, then each gap between steps split */
-    qsort(req_iv, n_req, sizeof *req_iv, cmp_interval);
+}
+
+/* The union of request intervals, then each gap between steps split into
+ * the time some request was active and the idle rest. */
+static void stats_gaps(tr_stats_t *st)
+{
+    interval_t *iv = st->req_iv;
+    qsort(iv, st->n_req, sizeof *iv, cmp_interval);
     size_t n_union = 0;
-    for (size_t i = 0; i < n_req; i++) {
-        if (n_union && req_iv[i].a <= req_iv[n_union - 1].b) {
-            if (req_iv[i].b > req_iv[n_union - 1].b)
-                req_iv[n_union - 1].b = req_iv[i].b;
+    for (size_t i = 0; i < st->n_req; i++) {
+        if (n_union && iv[i].a <= iv[n_union - 1].b) {
+            if (iv[i].b > iv[n_union - 1].b)
+                iv[n_union - 1].b = iv[i].b;
         } else {
-            req_iv[n_union++] = req_iv[i];
+            iv[n_union++] = iv[i];
         }
     }
-    int64_t idle_ns = 0, active_ns = 0;
-    size_t n_gaps = 0, n_active = 0;
-    for (size_t i = 1; i < n_steps; i++) {
-        int64_t a = steps[i - 1].b, b = steps[i].a;
+    st->n_union = n_union;
+    for (size_t i = 1; i < st->n_steps; i++) {
+        int64_t a = st->steps[i - 1].b, b = st->steps[i].a;
         if (b <= a)
             continue;
-        n_gaps++;
-        int64_t act = overlap(req_iv, n_union, a, b);
-        active_ns += act;
-        idle_ns += (b - a) - act;
+        st->n_gaps++;
+        int64_t act = overlap(iv, n_union, a, b);
+        st->active_ns += act;
+        st->idle_ns += (b - a) - act;
         if (act > 0)
-            gaps_active[n_active++] = act / 1e6;
+            st->gaps_active[st->n_active++] = act / 1e6;
     }
-    double span_s = (t_last - t_first) / 1e9;
-    double steps_per_s = span_s > 0 ? n_forward / span_s : 0;
-    if (json) {
-        json_t *spans = json_object();
-        for (int k = 0; k < TRACE_N_NAMES; k++)
-            if (n_dur[k])
-                json_object_set_new(spans, trace_name_str(k), quantiles_json(dur[k], n_dur[k]));
-        json_t *hist = json_array();
-        for (int b = 0; b < TR_ROW_BUCKETS; b++)
-            json_array_append_new(hist, json_pack("{s:i,s:I}", "min_rows", b == 0 ? 1 : (1 << (b - 1)) + 1, "steps",
-                                                  (json_int_t)row_hist[b]));
-        json_t *o = json_pack("{s:s,s:b,s:I,s:f,s:I,s:f,s:I,s:I,s:o,s:o,s:{s:I,s:f,s:f,s:I,s:o},s:o}", "schema",
-                              c->schema, "valid", 1, "events", (json_int_t)n, "duration_s", span_s, "steps",
-                              (json_int_t)n_forward, "steps_per_s", steps_per_s, "rows", (json_int_t)rows_total,
-                              "committed_tokens", (json_int_t)committed, "spans", spans, "rows_per_step_histogram",
-                              hist, "gaps", "count", (json_int_t)n_gaps, "idle_ms", idle_ns / 1e6, "active_ms",
-                              active_ns / 1e6, "active_count", (json_int_t)n_active, "active",
-                              quantiles_json(gaps_active, n_active), "ttft", quantiles_json(ttft, n_ttft));
-        char *text = json_dumps(o, JSON_INDENT(2));
-        json_decref(o);
-        if (text) {
-            fprintf(out, "%s\n", text);
-            free(text);
-        }
-    } else {
-        fprintf(out, "capture: %zu events, %.3f s, build %s, model %.16s\n", n, span_s, c->build, c->model_sha256);
-        fprintf(out, "steps: %zu forward passes (%.1f per second), %llu rows, %llu tokens committed\n\n", n_forward,
-                steps_per_s, (unsigned long long)rows_total, (unsigned long long)committed);
-        fprintf(out, "| span | count | p50 ms | p90 ms | p99 ms | max ms |\n|---|---|---|---|---|---|\n");
-        for (int k = 0; k < TRACE_N_NAMES; k++) {
-            if (!n_dur[k])
-                continue;
-            double max = 0;
-            for (size_t i = 0; i < n_dur[k]; i++)
-                max = dur[k][i] > max ? dur[k][i] : max;
-            fprintf(out, "| %s | %zu | %.3f | %.3f | %.3f | %.3f |\n", trace_name_str(k), n_dur[k],
-                    stats_quantile(dur[k], n_dur[k], 0.5), stats_quantile(dur[k], n_dur[k], 0.9),
-                    stats_quantile(dur[k], n_dur[k], 0.99), max);
-        }
-        fprintf(out, "\nrows per step: ");
-        for (int b = 0; b < TR_ROW_BUCKETS; b++)
-            if (row_hist[b])
-                fprintf(out, "%s%d%s: %llu  ", b == 0 ? "" : ">", b == 0 ? 1 : 1 << (b - 1), b == 0 ? "" : "",
-                        (unsigned long long)row_hist[b]);
-        fprintf(out,
-                "\ngaps between steps: %zu; idle %.3f ms (no request active), active %.3f ms over %zu gaps "
-                "(p50 %.3f ms, p99 %.3f ms)\n",
-                n_gaps, idle_ns / 1e6, active_ns / 1e6, n_active, stats_quantile(gaps_active, n_active, 0.5),
-                stats_quantile(gaps_active, n_active, 0.99));
-        fprintf(out, "TTFT: %zu requests, p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", n_ttft,
-                stats_quantile(ttft, n_ttft, 0.5), stats_quantile(ttft, n_ttft, 0.9),
-                stats_quantile(ttft, n_ttft, 0.99));
-    }
+}
+
+static void report_json(const tr_capture_t *c, const tr_stats_t *st, FILE *out)
+{
+    double span_s = (st->t_last - st->t_first) / 1e9;
+    json_t *spans = json_object();
     for (int k = 0; k < TRACE_N_NAMES; k++)
-        free(dur[k]);
-    free(ttft);
-    free(gaps_active);
-    free(req_iv);
-    free(steps);
-    free(queued_at);
+        if (st->n_dur[k])
+            json_object_set_new(spans, trace_name_str(k), quantiles_json(st->dur[k], st->n_dur[k]));
+    json_t *hist = json_array();
+    for (int b = 0; b < TR_ROW_BUCKETS; b++)
+        json_array_append_new(hist, json_pack("{s:i,s:I}", "min_rows", b == 0 ? 1 : (1 << (b - 1)) + 1, "steps",
+                                              (json_int_t)st->row_hist[b]));
+    json_t *o =
+        json_pack("{s:s,s:b,s:I,s:f,s:I,s:f,s:I,s:I,s:o,s:o,s:{s:I,s:f,s:f,s:I,s:o},s:o}", "schema", c->schema, "valid",
+                  1, "events", (json_int_t)st->n_ev, "duration_s", span_s, "steps", (json_int_t)st->n_forward,
+                  "steps_per_s", span_s > 0 ? st->n_forward / span_s : 0, "rows", (json_int_t)st->rows_total,
+                  "committed_tokens", (json_int_t)st->committed, "spans", spans, "rows_per_step_histogram", hist,
+                  "gaps", "count", (json_int_t)st->n_gaps, "idle_ms", st->idle_ns / 1e6, "active_ms",
+                  st->active_ns / 1e6, "active_count", (json_int_t)st->n_active, "active",
+                  quantiles_json(st->gaps_active, st->n_active), "ttft", quantiles_json(st->ttft, st->n_ttft));
+    char *text = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    if (text) {
+        fprintf(out, "%s\n", text);
+        free(text);
+    }
+}
+
+static void report_text(const tr_capture_t *c, const tr_stats_t *st, FILE *out)
+{
+    double span_s = (st->t_last - st->t_first) / 1e9;
+    fprintf(out, "capture: %zu events, %.3f s, build %s, model %.16s\n", st->n_ev, span_s, c->build, c->model_sha256);
+    fprintf(out, "steps: %zu forward passes (%.1f per second), %llu rows, %llu tokens committed\n\n", st->n_forward,
+            span_s > 0 ? st->n_forward / span_s : 0, (unsigned long long)st->rows_total,
+            (unsigned long long)st->committed);
+    fprintf(out, "| span | count | p50 ms | p90 ms | p99 ms | max ms |\n|---|---|---|---|---|---|\n");
+    for (int k = 0; k < TRACE_N_NAMES; k++) {
+        size_t n = st->n_dur[k];
+        if (!n)
+            continue;
+        double *d = st->dur[k]; /* stats_quantile sorts in place */
+        double max = 0;
+        for (size_t i = 0; i < n; i++)
+            max = d[i] > max ? d[i] : max;
+        fprintf(out, "| %s | %zu | %.3f | %.3f | %.3f | %.3f |\n", trace_name_str(k), n, stats_quantile(d, n, 0.5),
+                stats_quantile(d, n, 0.9), stats_quantile(d, n, 0.99), max);
+    }
+    fprintf(out, "\nrows per step: ");
+    for (int b = 0; b < TR_ROW_BUCKETS; b++)
+        if (st->row_hist[b])
+            fprintf(out, "%s%d: %llu  ", b == 0 ? "" : ">", b == 0 ? 1 : 1 << (b - 1),
+                    (unsigned long long)st->row_hist[b]);
+    fprintf(out,
+            "\ngaps between steps: %zu; idle %.3f ms (no request active), active %.3f ms over %zu gaps "
+            "(p50 %.3f ms, p99 %.3f ms)\n",
+            st->n_gaps, st->idle_ns / 1e6, st->active_ns / 1e6, st->n_active,
+            stats_quantile(st->gaps_active, st->n_active, 0.5), stats_quantile(st->gaps_active, st->n_active, 0.99));
+    fprintf(out, "TTFT: %zu requests, p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", st->n_ttft,
+            stats_quantile(st->ttft, st->n_ttft, 0.5), stats_quantile(st->ttft, st->n_ttft, 0.9),
+            stats_quantile(st->ttft, st->n_ttft, 0.99));
+}
+
+int tr_report(const tr_capture_t *c, bool json, FILE *out, err_t *err)
+{
+    tr_stats_t st;
+    if (stats_alloc(&st, c->n_ev, err))
+        return -1;
+    stats_scan(c, &st);
+    stats_gaps(&st);
+    if (json)
+        report_json(c, &st, out);
+    else
+        report_text(c, &st, out);
+    stats_free(&st);
     return 0;
 }
 
