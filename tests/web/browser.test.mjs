@@ -20,7 +20,7 @@ const puppeteer = requireDeps(opts.deps)("puppeteer-core");
 const chromium = ["chromium", "chromium-browser"].map((n) => { try { return execFileSync("sh", ["-c", `command -v ${n}`]).toString().trim(); } catch { return ""; } }).find(Boolean);
 if (!chromium) throw new Error("chromium is not installed (deps/debian-packages.txt lists it)");
 
-const SLOW = ["--test-step-delay-us", "20000"]; // 20 ms a step: a 40-token reply takes about a second
+const SLOW = ["--test-step-delay-us", "40000"]; // 40 ms a step: a 40-token reply streams over 1.6 s, long enough for a busy browser to draw it growing
 let srv, browser;
 before(async () => {
     srv = await startServer(opts, SLOW);
