@@ -134,11 +134,12 @@ static int32_t nth_allowed(const uint32_t *mask, size_t words, int64_t k)
     return -1;
 }
 
-static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
+/* Which tokens end a generation: the vocabulary's eos and the chat end markers. */
+static bool *eog_table(const vocab_t *v)
 {
     bool *is_eog = calloc((size_t)v->n_tokens, sizeof *is_eog);
     if (!is_eog)
-        return err_set(err, "out of memory");
+        return NULL;
     if (v->eos_id >= 0 && v->eos_id < v->n_tokens)
         is_eog[v->eos_id] = true;
     static const char *const ends[] = {"<|im_end|>", "<|endoftext|>"};
@@ -147,69 +148,76 @@ static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
             if (v->types[i] == TOKEN_TYPE_CONTROL && v->tokens[i].len == strlen(ends[j]) &&
                 !memcmp(v->tokens[i].ptr, ends[j], v->tokens[i].len))
                 is_eog[i] = true;
-    int64_t t0 = clock_now_ns();
-    gr_vocab_t *gv = gr_vocab_new(v, is_eog, err);
-    double vocab_ms = (clock_now_ns() - t0) / 1e6;
-    if (!gv) {
-        free(is_eog);
+    return is_eog;
+}
+
+/* One benchmark's measurements: per step its mask time and allowed count. */
+typedef struct gb_run {
+    const vocab_t *v;
+    const bool *is_eog;
+    double vocab_ms, compile_ms;
+    int64_t *ns, *allowed, *miss_ns; /* o->steps each; miss_ns: the steps the cache missed */
+    int64_t n_miss, n_done, n_stuck, n_forced;
+    gr_cache_stats_t cache;
+} gb_run_t;
+
+/* A walk's next token from its mask (n allowed): an end token with
+ * probability GRAMMAR_BENCH_P_EOS where the grammar may end (or must),
+ * else a uniformly drawn allowed one; -1 when nothing is allowed. */
+static int32_t pick_token(const gb_run_t *r, const gr_state_t *s, const uint32_t *mask, size_t words, int n, rng_t *rng)
+{
+    if (n <= 0)
         return -1;
+    const vocab_t *v = r->v;
+    int n_eog = 0;
+    for (int i = 0; i < v->n_tokens && gr_state_can_end(s); i++)
+        n_eog += r->is_eog[i] && ((mask[i >> 5] >> (i & 31)) & 1);
+    if (n_eog && (n == n_eog || rng_uniform(rng) < GRAMMAR_BENCH_P_EOS)) {
+        for (int i = 0; i < v->n_tokens; i++)
+            if (r->is_eog[i])
+                return i;
     }
-    t0 = clock_now_ns();
-    grammar_t *g = compile(o, err);
-    double compile_ms = (clock_now_ns() - t0) / 1e6;
-    if (!g) {
-        gr_vocab_free(gv);
-        free(is_eog);
-        return -1;
-    }
+    int32_t id;
+    do
+        id = nth_allowed(mask, words, (int64_t)(rng_uniform(rng) * n));
+    while (r->is_eog[id]);
+    return id;
+}
+
+/* o->steps masks along seeded random walks through the grammar, each timed. */
+static int walk(const bench_opts_t *o, grammar_t *g, const gr_vocab_t *gv, gb_run_t *r, err_t *err)
+{
     size_t words = gr_vocab_mask_words(gv);
     uint32_t *mask = malloc(words * sizeof *mask);
-    int64_t *ns = malloc((size_t)o->steps * sizeof *ns), *allowed = malloc((size_t)o->steps * sizeof *allowed);
-    int64_t *miss_ns = malloc((size_t)o->steps * sizeof *miss_ns), n_miss = 0; /* steps the cache missed */
     gr_state_t *s = gr_state_new(g);
     int rc = 0;
-    if (!mask || !ns || !allowed || !miss_ns || !s) {
+    if (!mask || !s) {
         rc = err_set(err, "out of memory");
         goto out;
     }
     rng_t rng;
     rng_seed(&rng, o->seed);
-    int64_t per_walk = (o->steps + o->walks - 1) / o->walks, in_walk = 0, n_done = 0, n_stuck = 0, n_forced = 0;
+    int64_t per_walk = (o->steps + o->walks - 1) / o->walks, in_walk = 0;
     for (int64_t step = 0; step < o->steps; step++) {
         int32_t only;
-        gr_cache_stats_t before;
+        gr_cache_stats_t before, after;
         gr_cache_stats(g, &before);
         int64_t m0 = clock_now_ns();
         int n = gr_mask(s, gv, mask, &only);
-        ns[step] = clock_now_ns() - m0;
-        gr_cache_stats_t after;
+        r->ns[step] = clock_now_ns() - m0;
         gr_cache_stats(g, &after);
         if (after.hits == before.hits)
-            miss_ns[n_miss++] = ns[step];
-        allowed[step] = n;
-        n_forced += only >= 0;
-        int32_t id = -1;
-        if (n > 0) {
-            int n_eog = 0;
-            for (int i = 0; i < v->n_tokens && gr_state_can_end(s); i++)
-                n_eog += is_eog[i] && ((mask[i >> 5] >> (i & 31)) & 1);
-            if (n_eog && (n == n_eog || rng_uniform(&rng) < GRAMMAR_BENCH_P_EOS)) {
-                for (int i = 0; i < v->n_tokens && id < 0; i++)
-                    if (is_eog[i])
-                        id = i;
-            } else {
-                do
-                    id = nth_allowed(mask, words, (int64_t)(rng_uniform(&rng) * n));
-                while (is_eog[id]);
-            }
-        }
+            r->miss_ns[r->n_miss++] = r->ns[step];
+        r->allowed[step] = n;
+        r->n_forced += only >= 0;
+        int32_t id = pick_token(r, s, mask, words, n, &rng);
         if (id >= 0 && gr_state_accept_token(s, gv, id)) {
             rc = err_set(err, "step %lld: token %d is in the mask but was refused (a bug)", (long long)step, id);
             goto out;
         }
-        n_stuck += id < 0;
+        r->n_stuck += id < 0;
         if (++in_walk >= per_walk || id < 0 || gr_state_is_done(s)) { /* a new walk */
-            n_done += id >= 0 && gr_state_is_done(s);
+            r->n_done += id >= 0 && gr_state_is_done(s);
             gr_state_free(s);
             if (!(s = gr_state_new(g))) {
                 rc = err_set(err, "out of memory");
@@ -219,9 +227,17 @@ static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
                 in_walk = 0;
         }
     }
-    gr_cache_stats_t cs;
-    gr_cache_stats(g, &cs);
-    int64_t n = o->steps;
+    gr_cache_stats(g, &r->cache);
+out:
+    gr_state_free(s);
+    free(mask);
+    return rc;
+}
+
+/* The figures, as a table of lines or one JSON object. */
+static int print_run(const bench_opts_t *o, gb_run_t *r, err_t *err)
+{
+    int64_t n = o->steps, *ns = r->ns, *allowed = r->allowed;
     double mean_us = 0, mean_allowed = 0;
     for (int64_t k = 0; k < n; k++) {
         mean_us += ns[k] / 1e3 / (double)n;
@@ -229,49 +245,75 @@ static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
     }
     qsort(ns, (size_t)n, sizeof *ns, cmp_i64);
     qsort(allowed, (size_t)n, sizeof *allowed, cmp_i64);
-    qsort(miss_ns, (size_t)n_miss, sizeof *miss_ns, cmp_i64);
-    double miss_med = n_miss ? pct_us(miss_ns, n_miss, 0.5) : 0, miss_p99 = n_miss ? pct_us(miss_ns, n_miss, 0.99) : 0;
-    double hit_rate = cs.lookups ? (double)cs.hits / (double)cs.lookups : 0;
+    qsort(r->miss_ns, (size_t)r->n_miss, sizeof *r->miss_ns, cmp_i64);
+    double miss_med = r->n_miss ? pct_us(r->miss_ns, r->n_miss, 0.5) : 0;
+    double miss_p99 = r->n_miss ? pct_us(r->miss_ns, r->n_miss, 0.99) : 0;
+    const gr_cache_stats_t *cs = &r->cache;
+    double hit_rate = cs->lookups ? (double)cs->hits / (double)cs->lookups : 0;
     const char *what = o->gbnf ? o->gbnf : o->schema ? o->schema : "json-object";
-    if (o->is_json) {
-        json_t *j = json_pack(
-            "{s:s, s:i, s:f, s:f, s:I, s:I, s:{s:f, s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I, s:f}, "
-            "s:I, s:I, s:I, s:{s:I, s:I, s:f, s:I, s:I, s:I}, s:{s:I, s:f, s:f}}",
-            "grammar", what, "vocab", v->n_tokens, "vocab_ms", vocab_ms, "compile_ms", compile_ms, "steps",
-            (json_int_t)n, "walks", (json_int_t)o->walks, "mask_us", "median", pct_us(ns, n, 0.5), "p90",
-            pct_us(ns, n, 0.9), "p99", pct_us(ns, n, 0.99), "max", ns[n - 1] / 1e3, "mean", mean_us, "allowed", "min",
-            (json_int_t)allowed[0], "median", (json_int_t)allowed[n / 2], "max", (json_int_t)allowed[n - 1], "mean",
-            mean_allowed, "forced", (json_int_t)n_forced, "walks_done", (json_int_t)n_done, "stuck",
-            (json_int_t)n_stuck, "cache", "lookups", (json_int_t)cs.lookups, "hits", (json_int_t)cs.hits, "hit_rate",
-            hit_rate, "entries", (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes, "clears", (json_int_t)cs.clears,
-            "miss_us", "count", (json_int_t)n_miss, "median", miss_med, "p99", miss_p99);
-        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        if (text)
-            puts(text);
-        else
-            rc = err_set(err, "out of memory");
-        free(text);
-        json_decref(j);
-    } else {
-        printf("grammar %s over %d tokens: vocabulary trie %.1f ms, compile %.2f ms\n", what, v->n_tokens, vocab_ms,
-               compile_ms);
+    if (!o->is_json) {
+        printf("grammar %s over %d tokens: vocabulary trie %.1f ms, compile %.2f ms\n", what, r->v->n_tokens,
+               r->vocab_ms, r->compile_ms);
         printf("mask: %lld steps in %lld walks: median %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us, mean %.1f us\n",
                (long long)n, (long long)o->walks, pct_us(ns, n, 0.5), pct_us(ns, n, 0.9), pct_us(ns, n, 0.99),
                ns[n - 1] / 1e3, mean_us);
         printf("allowed tokens: min %lld, median %lld, max %lld, mean %.0f; forced steps %lld\n", (long long)allowed[0],
-               (long long)allowed[n / 2], (long long)allowed[n - 1], mean_allowed, (long long)n_forced);
+               (long long)allowed[n / 2], (long long)allowed[n - 1], mean_allowed, (long long)r->n_forced);
         printf("walks finished %lld, stuck %lld; mask cache: %.1f %% hits of %llu, %llu entries, %.1f MB, %llu "
                "clears\n",
-               (long long)n_done, (long long)n_stuck, 100 * hit_rate, (unsigned long long)cs.lookups,
-               (unsigned long long)cs.entries, cs.bytes / 1e6, (unsigned long long)cs.clears);
-        printf("cache misses alone: %lld, median %.1f us, p99 %.1f us\n", (long long)n_miss, miss_med, miss_p99);
+               (long long)r->n_done, (long long)r->n_stuck, 100 * hit_rate, (unsigned long long)cs->lookups,
+               (unsigned long long)cs->entries, cs->bytes / 1e6, (unsigned long long)cs->clears);
+        printf("cache misses alone: %lld, median %.1f us, p99 %.1f us\n", (long long)r->n_miss, miss_med, miss_p99);
+        return 0;
     }
-out:
-    gr_state_free(s);
-    free(mask);
-    free(ns);
-    free(allowed);
-    free(miss_ns);
+    json_t *j = json_pack(
+        "{s:s, s:i, s:f, s:f, s:I, s:I, s:{s:f, s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I, s:f}, "
+        "s:I, s:I, s:I, s:{s:I, s:I, s:f, s:I, s:I, s:I}, s:{s:I, s:f, s:f}}",
+        "grammar", what, "vocab", r->v->n_tokens, "vocab_ms", r->vocab_ms, "compile_ms", r->compile_ms, "steps",
+        (json_int_t)n, "walks", (json_int_t)o->walks, "mask_us", "median", pct_us(ns, n, 0.5), "p90",
+        pct_us(ns, n, 0.9), "p99", pct_us(ns, n, 0.99), "max", ns[n - 1] / 1e3, "mean", mean_us, "allowed", "min",
+        (json_int_t)allowed[0], "median", (json_int_t)allowed[n / 2], "max", (json_int_t)allowed[n - 1], "mean",
+        mean_allowed, "forced", (json_int_t)r->n_forced, "walks_done", (json_int_t)r->n_done, "stuck",
+        (json_int_t)r->n_stuck, "cache", "lookups", (json_int_t)cs->lookups, "hits", (json_int_t)cs->hits, "hit_rate",
+        hit_rate, "entries", (json_int_t)cs->entries, "bytes", (json_int_t)cs->bytes, "clears", (json_int_t)cs->clears,
+        "miss_us", "count", (json_int_t)r->n_miss, "median", miss_med, "p99", miss_p99);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    int rc = 0;
+    if (text)
+        puts(text);
+    else
+        rc = err_set(err, "out of memory");
+    free(text);
+    json_decref(j);
+    return rc;
+}
+
+static int run_bench(const bench_opts_t *o, const vocab_t *v, err_t *err)
+{
+    gb_run_t r = {.v = v};
+    bool *is_eog = eog_table(v);
+    if (!is_eog)
+        return err_set(err, "out of memory");
+    r.is_eog = is_eog;
+    int64_t t0 = clock_now_ns();
+    gr_vocab_t *gv = gr_vocab_new(v, is_eog, err);
+    r.vocab_ms = (clock_now_ns() - t0) / 1e6;
+    t0 = clock_now_ns();
+    grammar_t *g = gv ? compile(o, err) : NULL;
+    r.compile_ms = (clock_now_ns() - t0) / 1e6;
+    int rc = -1;
+    if (g) {
+        r.ns = malloc((size_t)o->steps * sizeof *r.ns);
+        r.allowed = malloc((size_t)o->steps * sizeof *r.allowed);
+        r.miss_ns = malloc((size_t)o->steps * sizeof *r.miss_ns);
+        if (!r.ns || !r.allowed || !r.miss_ns)
+            err_set(err, "out of memory");
+        else if (!walk(o, g, gv, &r, err))
+            rc = print_run(o, &r, err);
+    }
+    free(r.ns);
+    free(r.allowed);
+    free(r.miss_ns);
     grammar_unref(g);
     gr_vocab_free(gv);
     free(is_eog);
