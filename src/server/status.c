@@ -122,6 +122,111 @@ static json_t *spec_json(const engine_snapshot_t *snap)
                      by_pos, "fitter", fitter);
 }
 
+static json_t *model_json(const server_t *s, const engine_snapshot_t *snap)
+{
+    const model_t *m = s->m.model;
+    const model_config_t *c = &m->cfg;
+    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:b}}", "id", s->m.id,
+                     "path", s->m.path, "sha256", s->m.sha256, "arch", m->arch, "weight_types", weight_types(m),
+                     "kernel_path", type_kernels(m->layers[0].wq.type)->path, "parameters", "n_params",
+                     (json_int_t)m->n_params, "n_layers", c->n_layers, "hidden", c->hidden, "ffn", c->ffn, "n_heads",
+                     c->n_heads, "n_kv_heads", c->n_kv_heads, "head_dim", c->head_dim, "vocab", c->vocab,
+                     "context_length", c->context_length, "max_context", snap->plan.max_context, "rope_theta",
+                     (double)c->rope_theta, "tied_output", c->is_tied);
+}
+
+static json_t *scheduler_json(const engine_snapshot_t *snap)
+{
+    json_t *hist = json_array();
+    for (int i = 0; i < ENGINE_WIDTH_BUCKETS; i++) {
+        int lo = engine_width_bucket_low(i);
+        json_t *b = json_pack("{s:i,s:I}", "min", lo, "count", (json_int_t)snap->decode_width_hist[i]);
+        if (i + 1 < ENGINE_WIDTH_BUCKETS)
+            json_object_set_new(b, "max", json_integer(engine_width_bucket_low(i + 1) - 1));
+        else
+            json_object_set_new(b, "max", json_null());
+        json_array_append_new(hist, b);
+    }
+    json_t *o = json_pack("{s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "max_seqs", snap->max_seqs, "queued",
+                          snap->queued, "prefilling", snap->prefilling, "decoding", snap->decoding, "waiting",
+                          snap->queued, "steps", (json_int_t)snap->steps, "prefill_rows",
+                          (json_int_t)snap->prefill_rows, "prefill_chunks", (json_int_t)snap->prefill_chunks,
+                          "decode_rows", (json_int_t)snap->decode_rows, "decode_width_histogram", hist);
+    json_object_set_new(o, "verify_rows", json_integer((json_int_t)snap->verify_rows_total));
+    json_object_set_new(o, "preemptions", json_integer((json_int_t)snap->preemptions));
+    json_object_set_new(o, "recomputed_rows", json_integer((json_int_t)snap->recomputed_rows));
+    return o;
+}
+
+static json_t *requests_json(const engine_snapshot_t *snap)
+{
+    json_t *active = json_array();
+    for (int i = 0; i < snap->n_active; i++) {
+        const engine_req_info_t *a = &snap->active[i];
+        json_array_append_new(active, json_pack("{s:I,s:s,s:i,s:i,s:i,s:i}", "id", (json_int_t)a->id, "phase",
+                                                engine_phase_name(a->phase), "prompt_tokens", a->prompt_tokens,
+                                                "prefilled_tokens", a->prefilled_tokens, "generated_tokens",
+                                                a->generated_tokens, "cached_tokens", a->cached_tokens));
+    }
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "submitted", (json_int_t)snap->submitted, "completed",
+                     (json_int_t)snap->completed, "cancelled", (json_int_t)snap->cancelled, "failed",
+                     (json_int_t)snap->failed, "rejected", (json_int_t)snap->rejected, "prompt_tokens",
+                     (json_int_t)snap->prompt_tokens, "generated_tokens", (json_int_t)snap->generated_tokens, "active",
+                     active);
+}
+
+static json_t *cache_json(const engine_snapshot_t *snap)
+{
+    return json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:{s:i,s:I,s:I,s:I}}", "block_size", snap->block_size,
+                     "blocks_total", snap->blocks_total, "blocks_used", snap->blocks_used, "blocks_cached",
+                     snap->blocks_cached, "lookups", (json_int_t)snap->cache_lookups, "hit_tokens",
+                     (json_int_t)snap->cache_hit_tokens, "evictions", (json_int_t)snap->cache_evictions,
+                     "state_snapshots", "ready", snap->snapshots_ready, "taken", (json_int_t)snap->snapshots_taken,
+                     "restored", (json_int_t)snap->snapshots_restored, "dropped", (json_int_t)snap->snapshots_dropped);
+}
+
+static json_t *memory_json(const engine_snapshot_t *snap)
+{
+    uint64_t avail, total;
+    sysmem_host(&avail, &total);
+    return json_pack("{s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)sysmem_resident(),
+                     "weights_bytes", (json_int_t)snap->plan.weights, "kv_bytes", (json_int_t)snap->plan.kv, "kv_type",
+                     kv_type_name((kv_type_t)snap->plan.kv_type), "kv_bytes_per_token",
+                     (json_int_t)snap->plan.kv_per_token, "scratch_bytes", (json_int_t)snap->plan.scratch,
+                     "state_snapshot_bytes", (json_int_t)snap->plan.snapshots, "limit_bytes",
+                     (json_int_t)snap->plan.limit, "host_available_bytes", (json_int_t)avail, "host_total_bytes",
+                     (json_int_t)total, "host_pressure", total ? 1.0 - (double)avail / (double)total : 0.0);
+}
+
+static json_t *grammar_json(const engine_snapshot_t *snap)
+{
+    return json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I}", "requests", (json_int_t)snap->grammar_requests, "masks",
+        (json_int_t)snap->grammar_masks, "mask_ns_total", (json_int_t)snap->grammar_mask_ns, "mask_ns_p99",
+        (json_int_t)snap->grammar_mask_p99_ns, "mask_wait_ns_total", (json_int_t)snap->grammar_wait_ns,
+        "mask_ns_per_token", snap->grammar_masks ? (double)snap->grammar_mask_ns / (double)snap->grammar_masks : 0.0,
+        "forced_tokens", (json_int_t)snap->grammar_forced, "drafts_cut", (json_int_t)snap->grammar_drafts_cut);
+}
+
+static json_t *trace_json(trace_t *t)
+{
+    return json_pack("{s:b,s:I,s:I,s:I}", "enabled", t != NULL, "capacity", (json_int_t)(t ? t->capacity : 0),
+                     "recorded", (json_int_t)(t ? atomic_load(&t->written) : 0), "dropped",
+                     (json_int_t)(t ? atomic_load(&t->dropped) : 0));
+}
+
+/* The snapshot stamp while the model loads: no engine yet, still fresh. */
+static json_t *loading_snapshot_json(void)
+{
+    struct timespec ts, tr;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_REALTIME, &tr);
+    /* seq 0: the state before the engine exists (its first is 1) */
+    return json_pack("{s:I,s:I,s:I,s:I}", "seq", (json_int_t)0, "monotonic_ns",
+                     (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec, "age_ns", (json_int_t)0, "unix_ms",
+                     (json_int_t)tr.tv_sec * 1000 + tr.tv_nsec / 1000000);
+}
+
 void api_status(server_t *s, reply_t *r)
 {
     bool ready = atomic_load(&s->is_ready);
@@ -130,15 +235,7 @@ void api_status(server_t *s, reply_t *r)
                            build_json(s));
     json_object_set_new(st, "replica_id", s->cfg.replica_id ? json_string(s->cfg.replica_id) : json_null());
     if (!ready) {
-        /* loading: no engine yet, still a fresh, stamped snapshot */
-        struct timespec ts, tr;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        clock_gettime(CLOCK_REALTIME, &tr);
-        /* seq 0: the state before the engine exists (its first is 1) */
-        json_object_set_new(st, "snapshot",
-                            json_pack("{s:I,s:I,s:I,s:I}", "seq", (json_int_t)0, "monotonic_ns",
-                                      (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec, "age_ns", (json_int_t)0,
-                                      "unix_ms", (json_int_t)tr.tv_sec * 1000 + tr.tv_nsec / 1000000));
+        json_object_set_new(st, "snapshot", loading_snapshot_json());
         r->body = st;
         return;
     }
@@ -149,92 +246,20 @@ void api_status(server_t *s, reply_t *r)
         reply_error(r, 500, NULL, "%s", err.msg);
         return;
     }
-    const model_t *m = s->m.model;
-    const model_config_t *c = &m->cfg;
     json_object_set_new(st, "snapshot",
                         json_pack("{s:I,s:I,s:I,s:I}", "seq", (json_int_t)snap.seq, "monotonic_ns",
                                   (json_int_t)snap.monotonic_ns, "age_ns",
                                   (json_int_t)(snap.served_monotonic_ns - snap.monotonic_ns), "unix_ms",
                                   (json_int_t)snap.unix_ms));
-    json_object_set_new(st, "model",
-                        json_pack("{s:s,s:s,s:s,s:s,s:o,s:s,s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:b}}", "id",
-                                  s->m.id, "path", s->m.path, "sha256", s->m.sha256, "arch", m->arch, "weight_types",
-                                  weight_types(m), "kernel_path", type_kernels(m->layers[0].wq.type)->path,
-                                  "parameters", "n_params", (json_int_t)m->n_params, "n_layers", c->n_layers, "hidden",
-                                  c->hidden, "ffn", c->ffn, "n_heads", c->n_heads, "n_kv_heads", c->n_kv_heads,
-                                  "head_dim", c->head_dim, "vocab", c->vocab, "context_length", c->context_length,
-                                  "max_context", snap.plan.max_context, "rope_theta", (double)c->rope_theta,
-                                  "tied_output", c->is_tied));
+    json_object_set_new(st, "model", model_json(s, &snap));
     json_object_set_new(st, "policy", policy_json(&snap));
-    json_t *hist = json_array();
-    for (int i = 0; i < ENGINE_WIDTH_BUCKETS; i++) {
-        int lo = engine_width_bucket_low(i);
-        json_t *b = json_pack("{s:i,s:I}", "min", lo, "count", (json_int_t)snap.decode_width_hist[i]);
-        if (i + 1 < ENGINE_WIDTH_BUCKETS)
-            json_object_set_new(b, "max", json_integer(engine_width_bucket_low(i + 1) - 1));
-        else
-            json_object_set_new(b, "max", json_null());
-        json_array_append_new(hist, b);
-    }
-    json_object_set_new(st, "scheduler",
-                        json_pack("{s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:o}", "max_seqs", snap.max_seqs, "queued",
-                                  snap.queued, "prefilling", snap.prefilling, "decoding", snap.decoding, "waiting",
-                                  snap.queued, "steps", (json_int_t)snap.steps, "prefill_rows",
-                                  (json_int_t)snap.prefill_rows, "prefill_chunks", (json_int_t)snap.prefill_chunks,
-                                  "decode_rows", (json_int_t)snap.decode_rows, "decode_width_histogram", hist));
-    json_object_set_new(json_object_get(st, "scheduler"), "verify_rows",
-                        json_integer((json_int_t)snap.verify_rows_total));
-    json_object_set_new(json_object_get(st, "scheduler"), "preemptions", json_integer((json_int_t)snap.preemptions));
-    json_object_set_new(json_object_get(st, "scheduler"), "recomputed_rows",
-                        json_integer((json_int_t)snap.recomputed_rows));
-    json_t *active = json_array();
-    for (int i = 0; i < snap.n_active; i++) {
-        const engine_req_info_t *a = &snap.active[i];
-        json_array_append_new(active, json_pack("{s:I,s:s,s:i,s:i,s:i,s:i}", "id", (json_int_t)a->id, "phase",
-                                                engine_phase_name(a->phase), "prompt_tokens", a->prompt_tokens,
-                                                "prefilled_tokens", a->prefilled_tokens, "generated_tokens",
-                                                a->generated_tokens, "cached_tokens", a->cached_tokens));
-    }
-    json_object_set_new(st, "requests",
-                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "submitted", (json_int_t)snap.submitted,
-                                  "completed", (json_int_t)snap.completed, "cancelled", (json_int_t)snap.cancelled,
-                                  "failed", (json_int_t)snap.failed, "rejected", (json_int_t)snap.rejected,
-                                  "prompt_tokens", (json_int_t)snap.prompt_tokens, "generated_tokens",
-                                  (json_int_t)snap.generated_tokens, "active", active));
-    json_object_set_new(st, "cache",
-                        json_pack("{s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:{s:i,s:I,s:I,s:I}}", "block_size", snap.block_size,
-                                  "blocks_total", snap.blocks_total, "blocks_used", snap.blocks_used, "blocks_cached",
-                                  snap.blocks_cached, "lookups", (json_int_t)snap.cache_lookups, "hit_tokens",
-                                  (json_int_t)snap.cache_hit_tokens, "evictions", (json_int_t)snap.cache_evictions,
-                                  "state_snapshots", "ready", snap.snapshots_ready, "taken",
-                                  (json_int_t)snap.snapshots_taken, "restored", (json_int_t)snap.snapshots_restored,
-                                  "dropped", (json_int_t)snap.snapshots_dropped));
-    uint64_t avail, total;
-    sysmem_host(&avail, &total);
-    json_object_set_new(
-        st, "memory",
-        json_pack("{s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "resident_bytes", (json_int_t)sysmem_resident(),
-                  "weights_bytes", (json_int_t)snap.plan.weights, "kv_bytes", (json_int_t)snap.plan.kv, "kv_type",
-                  kv_type_name((kv_type_t)snap.plan.kv_type), "kv_bytes_per_token", (json_int_t)snap.plan.kv_per_token,
-                  "scratch_bytes", (json_int_t)snap.plan.scratch, "state_snapshot_bytes",
-                  (json_int_t)snap.plan.snapshots, "limit_bytes", (json_int_t)snap.plan.limit, "host_available_bytes",
-                  (json_int_t)avail, "host_total_bytes", (json_int_t)total, "host_pressure",
-                  total ? 1.0 - (double)avail / (double)total : 0.0));
+    json_object_set_new(st, "scheduler", scheduler_json(&snap));
+    json_object_set_new(st, "requests", requests_json(&snap));
+    json_object_set_new(st, "cache", cache_json(&snap));
+    json_object_set_new(st, "memory", memory_json(&snap));
     json_object_set_new(st, "spec", spec_json(&snap));
-    json_object_set_new(st, "grammar",
-                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I}", "requests", (json_int_t)snap.grammar_requests,
-                                  "masks", (json_int_t)snap.grammar_masks, "mask_ns_total",
-                                  (json_int_t)snap.grammar_mask_ns, "mask_ns_p99", (json_int_t)snap.grammar_mask_p99_ns,
-                                  "mask_wait_ns_total", (json_int_t)snap.grammar_wait_ns, "mask_ns_per_token",
-                                  snap.grammar_masks ? (double)snap.grammar_mask_ns / (double)snap.grammar_masks : 0.0,
-                                  "forced_tokens", (json_int_t)snap.grammar_forced, "drafts_cut",
-                                  (json_int_t)snap.grammar_drafts_cut));
-    trace_t *t = s->cfg.trace;
-    json_object_set_new(st, "trace",
-                        json_pack("{s:b,s:I,s:I,s:I}", "enabled", t != NULL, "capacity",
-                                  (json_int_t)(t ? t->capacity : 0), "recorded",
-                                  (json_int_t)(t ? atomic_load(&t->written) : 0), "dropped",
-                                  (json_int_t)(t ? atomic_load(&t->dropped) : 0)));
+    json_object_set_new(st, "grammar", grammar_json(&snap));
+    json_object_set_new(st, "trace", trace_json(s->cfg.trace));
     engine_snapshot_free(&snap);
     r->body = st;
 }
@@ -316,6 +341,83 @@ static char *with_replica_label(text_buf_t *b, const char *id, size_t *len)
     return out.p;
 }
 
+/* The engine's counters and gauges, from one snapshot. */
+static void metrics_engine(text_buf_t *b, const engine_snapshot_t *snap)
+{
+    tb_printf(b,
+              "# HELP splash_requests_total Requests by outcome.\n# TYPE splash_requests_total counter\n"
+              "splash_requests_total{outcome=\"submitted\"} %llu\n"
+              "splash_requests_total{outcome=\"completed\"} %llu\n"
+              "splash_requests_total{outcome=\"cancelled\"} %llu\n"
+              "splash_requests_total{outcome=\"failed\"} %llu\n"
+              "splash_requests_total{outcome=\"rejected\"} %llu\n",
+              (unsigned long long)snap->submitted, (unsigned long long)snap->completed,
+              (unsigned long long)snap->cancelled, (unsigned long long)snap->failed,
+              (unsigned long long)snap->rejected);
+    tb_printf(b,
+              "# HELP splash_prompt_tokens_total Prompt tokens admitted.\n"
+              "# TYPE splash_prompt_tokens_total counter\nsplash_prompt_tokens_total %llu\n"
+              "# HELP splash_generation_tokens_total Tokens generated.\n"
+              "# TYPE splash_generation_tokens_total counter\nsplash_generation_tokens_total %llu\n",
+              (unsigned long long)snap->prompt_tokens, (unsigned long long)snap->generated_tokens);
+    tb_printf(b,
+              "# HELP splash_queue_depth Requests waiting for admission.\n# TYPE splash_queue_depth gauge\n"
+              "splash_queue_depth %d\n"
+              "# HELP splash_requests_running Requests prefilling or decoding.\n"
+              "# TYPE splash_requests_running gauge\nsplash_requests_running %d\n",
+              snap->queued, snap->prefilling + snap->decoding);
+    tb_printf(b,
+              "# HELP splash_engine_steps_total Engine steps (forward passes).\n"
+              "# TYPE splash_engine_steps_total counter\nsplash_engine_steps_total %llu\n"
+              "# HELP splash_prefix_cache_lookups_total Prefix-cache lookups.\n"
+              "# TYPE splash_prefix_cache_lookups_total counter\nsplash_prefix_cache_lookups_total %llu\n"
+              "# HELP splash_prefix_cache_hit_tokens_total Prompt tokens served from the prefix cache.\n"
+              "# TYPE splash_prefix_cache_hit_tokens_total counter\n"
+              "splash_prefix_cache_hit_tokens_total %llu\n"
+              "# HELP splash_prefix_cache_evictions_total Cached blocks evicted.\n"
+              "# TYPE splash_prefix_cache_evictions_total counter\nsplash_prefix_cache_evictions_total %llu\n",
+              (unsigned long long)snap->steps, (unsigned long long)snap->cache_lookups,
+              (unsigned long long)snap->cache_hit_tokens, (unsigned long long)snap->cache_evictions);
+    /* what a balancer or autoscaler reads: the share of prompt tokens
+     * this replica did not have to prefill (affinity routing raises it) */
+    tb_printf(b,
+              "# HELP splash_prefix_cache_hit_ratio Prompt tokens served from the prefix cache over prompt "
+              "tokens admitted.\n# TYPE splash_prefix_cache_hit_ratio gauge\nsplash_prefix_cache_hit_ratio "
+              "%.6f\n",
+              snap->prompt_tokens ? (double)snap->cache_hit_tokens / (double)snap->prompt_tokens : 0.0);
+    tb_printf(b,
+              "# HELP splash_preemptions_total Running sequences sent back to the queue when the KV pool "
+              "ran out.\n# TYPE splash_preemptions_total counter\nsplash_preemptions_total %llu\n"
+              "# HELP splash_recomputed_rows_total Prefill rows that rebuilt preempted sequences' KV.\n"
+              "# TYPE splash_recomputed_rows_total counter\nsplash_recomputed_rows_total %llu\n",
+              (unsigned long long)snap->preemptions, (unsigned long long)snap->recomputed_rows);
+    tb_printf(b,
+              "# HELP splash_kv_blocks KV blocks by state.\n# TYPE splash_kv_blocks gauge\n"
+              "splash_kv_blocks{state=\"total\"} %d\nsplash_kv_blocks{state=\"used\"} %d\n"
+              "splash_kv_blocks{state=\"cached\"} %d\n"
+              "# HELP splash_kv_usage_ratio Fraction of KV blocks held by requests.\n"
+              "# TYPE splash_kv_usage_ratio gauge\nsplash_kv_usage_ratio %.6f\n",
+              snap->blocks_total, snap->blocks_used, snap->blocks_cached,
+              snap->blocks_total ? (double)snap->blocks_used / snap->blocks_total : 0.0);
+    tb_printf(b,
+              "# HELP splash_grammar_requests_total Constrained requests admitted (response_format, grammar, "
+              "tools).\n# TYPE splash_grammar_requests_total counter\nsplash_grammar_requests_total %llu\n"
+              "# HELP splash_grammar_masks_total Token masks computed.\n"
+              "# TYPE splash_grammar_masks_total counter\nsplash_grammar_masks_total %llu\n"
+              "# HELP splash_grammar_mask_seconds_total Time computing token masks.\n"
+              "# TYPE splash_grammar_mask_seconds_total counter\nsplash_grammar_mask_seconds_total %.9f\n"
+              "# HELP splash_grammar_mask_wait_seconds_total Engine time waiting for masks after the forward.\n"
+              "# TYPE splash_grammar_mask_wait_seconds_total counter\n"
+              "splash_grammar_mask_wait_seconds_total %.9f\n"
+              "# HELP splash_grammar_forced_tokens_total Tokens the grammar forced (no sampling).\n"
+              "# TYPE splash_grammar_forced_tokens_total counter\nsplash_grammar_forced_tokens_total %llu\n"
+              "# HELP splash_grammar_drafts_cut_total Drafts dropped because the grammar refused them.\n"
+              "# TYPE splash_grammar_drafts_cut_total counter\nsplash_grammar_drafts_cut_total %llu\n",
+              (unsigned long long)snap->grammar_requests, (unsigned long long)snap->grammar_masks,
+              (double)snap->grammar_mask_ns / 1e9, (double)snap->grammar_wait_ns / 1e9,
+              (unsigned long long)snap->grammar_forced, (unsigned long long)snap->grammar_drafts_cut);
+}
+
 char *api_metrics(server_t *s, size_t *len)
 {
     text_buf_t b = {0};
@@ -348,78 +450,7 @@ char *api_metrics(server_t *s, size_t *len)
         engine_snapshot_t snap = {0};
         err_t err;
         if (engine_snapshot(s->m.engine, &snap, &err) == 0) {
-            tb_printf(&b,
-                      "# HELP splash_requests_total Requests by outcome.\n# TYPE splash_requests_total counter\n"
-                      "splash_requests_total{outcome=\"submitted\"} %llu\n"
-                      "splash_requests_total{outcome=\"completed\"} %llu\n"
-                      "splash_requests_total{outcome=\"cancelled\"} %llu\n"
-                      "splash_requests_total{outcome=\"failed\"} %llu\n"
-                      "splash_requests_total{outcome=\"rejected\"} %llu\n",
-                      (unsigned long long)snap.submitted, (unsigned long long)snap.completed,
-                      (unsigned long long)snap.cancelled, (unsigned long long)snap.failed,
-                      (unsigned long long)snap.rejected);
-            tb_printf(&b,
-                      "# HELP splash_prompt_tokens_total Prompt tokens admitted.\n"
-                      "# TYPE splash_prompt_tokens_total counter\nsplash_prompt_tokens_total %llu\n"
-                      "# HELP splash_generation_tokens_total Tokens generated.\n"
-                      "# TYPE splash_generation_tokens_total counter\nsplash_generation_tokens_total %llu\n",
-                      (unsigned long long)snap.prompt_tokens, (unsigned long long)snap.generated_tokens);
-            tb_printf(&b,
-                      "# HELP splash_queue_depth Requests waiting for admission.\n# TYPE splash_queue_depth gauge\n"
-                      "splash_queue_depth %d\n"
-                      "# HELP splash_requests_running Requests prefilling or decoding.\n"
-                      "# TYPE splash_requests_running gauge\nsplash_requests_running %d\n",
-                      snap.queued, snap.prefilling + snap.decoding);
-            tb_printf(&b,
-                      "# HELP splash_engine_steps_total Engine steps (forward passes).\n"
-                      "# TYPE splash_engine_steps_total counter\nsplash_engine_steps_total %llu\n"
-                      "# HELP splash_prefix_cache_lookups_total Prefix-cache lookups.\n"
-                      "# TYPE splash_prefix_cache_lookups_total counter\nsplash_prefix_cache_lookups_total %llu\n"
-                      "# HELP splash_prefix_cache_hit_tokens_total Prompt tokens served from the prefix cache.\n"
-                      "# TYPE splash_prefix_cache_hit_tokens_total counter\n"
-                      "splash_prefix_cache_hit_tokens_total %llu\n"
-                      "# HELP splash_prefix_cache_evictions_total Cached blocks evicted.\n"
-                      "# TYPE splash_prefix_cache_evictions_total counter\nsplash_prefix_cache_evictions_total %llu\n",
-                      (unsigned long long)snap.steps, (unsigned long long)snap.cache_lookups,
-                      (unsigned long long)snap.cache_hit_tokens, (unsigned long long)snap.cache_evictions);
-            /* what a balancer or autoscaler reads: the share of prompt tokens
-             * this replica did not have to prefill (affinity routing raises it) */
-            tb_printf(&b,
-                      "# HELP splash_prefix_cache_hit_ratio Prompt tokens served from the prefix cache over prompt "
-                      "tokens admitted.\n# TYPE splash_prefix_cache_hit_ratio gauge\nsplash_prefix_cache_hit_ratio "
-                      "%.6f\n",
-                      snap.prompt_tokens ? (double)snap.cache_hit_tokens / (double)snap.prompt_tokens : 0.0);
-            tb_printf(&b,
-                      "# HELP splash_preemptions_total Running sequences sent back to the queue when the KV pool "
-                      "ran out.\n# TYPE splash_preemptions_total counter\nsplash_preemptions_total %llu\n"
-                      "# HELP splash_recomputed_rows_total Prefill rows that rebuilt preempted sequences' KV.\n"
-                      "# TYPE splash_recomputed_rows_total counter\nsplash_recomputed_rows_total %llu\n",
-                      (unsigned long long)snap.preemptions, (unsigned long long)snap.recomputed_rows);
-            tb_printf(&b,
-                      "# HELP splash_kv_blocks KV blocks by state.\n# TYPE splash_kv_blocks gauge\n"
-                      "splash_kv_blocks{state=\"total\"} %d\nsplash_kv_blocks{state=\"used\"} %d\n"
-                      "splash_kv_blocks{state=\"cached\"} %d\n"
-                      "# HELP splash_kv_usage_ratio Fraction of KV blocks held by requests.\n"
-                      "# TYPE splash_kv_usage_ratio gauge\nsplash_kv_usage_ratio %.6f\n",
-                      snap.blocks_total, snap.blocks_used, snap.blocks_cached,
-                      snap.blocks_total ? (double)snap.blocks_used / snap.blocks_total : 0.0);
-            tb_printf(&b,
-                      "# HELP splash_grammar_requests_total Constrained requests admitted (response_format, grammar, "
-                      "tools).\n# TYPE splash_grammar_requests_total counter\nsplash_grammar_requests_total %llu\n"
-                      "# HELP splash_grammar_masks_total Token masks computed.\n"
-                      "# TYPE splash_grammar_masks_total counter\nsplash_grammar_masks_total %llu\n"
-                      "# HELP splash_grammar_mask_seconds_total Time computing token masks.\n"
-                      "# TYPE splash_grammar_mask_seconds_total counter\nsplash_grammar_mask_seconds_total %.9f\n"
-                      "# HELP splash_grammar_mask_wait_seconds_total Engine time waiting for masks after the forward.\n"
-                      "# TYPE splash_grammar_mask_wait_seconds_total counter\n"
-                      "splash_grammar_mask_wait_seconds_total %.9f\n"
-                      "# HELP splash_grammar_forced_tokens_total Tokens the grammar forced (no sampling).\n"
-                      "# TYPE splash_grammar_forced_tokens_total counter\nsplash_grammar_forced_tokens_total %llu\n"
-                      "# HELP splash_grammar_drafts_cut_total Drafts dropped because the grammar refused them.\n"
-                      "# TYPE splash_grammar_drafts_cut_total counter\nsplash_grammar_drafts_cut_total %llu\n",
-                      (unsigned long long)snap.grammar_requests, (unsigned long long)snap.grammar_masks,
-                      (double)snap.grammar_mask_ns / 1e9, (double)snap.grammar_wait_ns / 1e9,
-                      (unsigned long long)snap.grammar_forced, (unsigned long long)snap.grammar_drafts_cut);
+            metrics_engine(&b, &snap);
             engine_snapshot_free(&snap);
         }
     }
