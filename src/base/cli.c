@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,11 +97,29 @@ int cli_int_set(const cli_int_t *t, const char *v, void *opts, err_t *err)
     return 0;
 }
 
-const char *cli_refused(char **argv, char buf[3])
+/* The word getopt_long just refused ('?' or ':') for its message: a short
+ * option as "-c" (buf holds it), else the argument it came from (every long
+ * option's value is 256 or more, so a smaller optopt is a short option). */
+static const char *cli_refused(char **argv, char buf[3])
 {
     if (optopt > 0 && optopt < 128) {
         buf[0] = '-', buf[1] = (char)optopt, buf[2] = 0;
         return buf;
     }
     return argv[optind - 1];
+}
+
+int cli_getopt(int argc, char **argv, const char *shorts, const struct option *options, cli_opt_fn fn, void *ctx,
+               err_t *err)
+{
+    char word[3], opts[16];
+    snprintf(opts, sizeof opts, ":%s", shorts); /* ':' first: a missing value returns ':', not '?' */
+    optind = 1;
+    opterr = 0;
+    for (int opt; (opt = getopt_long(argc, argv, opts, options, NULL)) != -1;) {
+        int rc = fn(opt, optarg, opt == '?' || opt == ':' ? cli_refused(argv, word) : argv[optind - 1], ctx, err);
+        if (rc)
+            return rc < 0 ? -1 : 0;
+    }
+    return 0;
 }

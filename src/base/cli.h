@@ -30,9 +30,15 @@ typedef struct cli_int {
  * the end. out holds them all: the named ones, n and one more. */
 void cli_options_join(struct option *out, const struct option *named, const cli_int_t *ints, int n, int base);
 
-/* The word getopt_long just refused ('?' or ':') for its message: a short
- * option as "-c" (buf holds it), else the argument it came from. */
-const char *cli_refused(char **argv, char buf[3]);
+/* getopt_long over argv[0..argc) (argv[0] the command's name) with
+ * `options` and the short options in `shorts`, each option handed to fn:
+ * its getopt_long value, its argument (or NULL), and the word it came from
+ * (for an error message). fn returns 0 to go on, 1 to stop there (--help),
+ * -1 on error (err set). The words left after the options are
+ * argv[optind..argc). */
+typedef int (*cli_opt_fn)(int opt, const char *v, const char *word, void *ctx, err_t *err);
+int cli_getopt(int argc, char **argv, const char *shorts, const struct option *options, cli_opt_fn fn, void *ctx,
+               err_t *err);
 
 /* ints[k]'s value v into the int at opts + ints[k].off. */
 int cli_int_set(const cli_int_t *t, const char *v, void *opts, err_t *err);

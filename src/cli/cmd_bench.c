@@ -433,8 +433,9 @@ static int parse_checked(int opt, const char *v, bench_opts_t *o, err_t *err)
 }
 
 /* One option from getopt_long (opt), its value v; arg: the word it came from. */
-static int parse_opt(int opt, const char *v, const char *arg, bench_opts_t *o, err_t *err)
+static int parse_opt(int opt, const char *v, const char *arg, void *ctx, err_t *err)
 {
+    bench_opts_t *o = ctx;
     bench_config_t *c = &o->c;
     if (opt >= O_INT && opt < O_INT + BENCH_N_INTS)
         return cli_int_set(&bench_ints[opt - O_INT], v, o, err);
@@ -510,13 +511,8 @@ static int parse(int argc, char **argv, bench_opts_t *o, err_t *err)
     bench_config_t *c = &o->c;
     struct option options[sizeof bench_named / sizeof bench_named[0] + BENCH_N_INTS];
     cli_options_join(options, bench_named, bench_ints, BENCH_N_INTS, O_INT);
-    int opt;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1)
-        if (parse_opt(opt, optarg, cli_refused(argv, word), o, err))
-            return -1;
+    if (cli_getopt(argc, argv, "", options, parse_opt, o, err))
+        return -1;
     if (optind < argc)
         return err_set(err, "unknown argument '%s' (splash bench --help lists the options)", argv[optind]);
     if (arm_commands(o, err))

@@ -175,37 +175,45 @@ static void fmt_shape(const gguf_tensor_t *t, char *buf, size_t cap)
         snprintf(buf + n, cap - n, "]");
 }
 
+typedef struct info_opts {
+    bool do_hash, help;
+} info_opts_t;
+
+static int info_opt(int opt, const char *v, const char *word, void *ctx, err_t *err)
+{
+    (void)v;
+    info_opts_t *o = ctx;
+    if (opt == 'h') {
+        o->help = true;
+        return 1;
+    }
+    if (opt != 0x100) /* --no-hash */
+        return err_set(err, "unexpected argument '%s'", word);
+    o->do_hash = false;
+    return 0;
+}
+
 static int model_info(int argc, char **argv)
 {
-    const char *path = NULL;
-    bool do_hash = true;
     static const struct option options[] = {
-        {"no-hash", no_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int opt;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(model_usage, stdout);
-            return 0;
-        }
-        if (opt != 'n') {
-            fprintf(stderr, "splash model info: unexpected argument '%s'\n", cli_refused(argv, word));
-            return EXIT_USAGE;
-        }
-        do_hash = false;
-    }
-    if (optind + 1 < argc) {
-        fprintf(stderr, "splash model info: unexpected argument '%s'\n", argv[optind + 1]);
-        return EXIT_USAGE;
-    }
-    path = optind < argc ? argv[optind] : NULL;
-    if (!path) {
-        fprintf(stderr, "splash model info: missing FILE\n");
-        return EXIT_USAGE;
-    }
+        {"no-hash", no_argument, NULL, 0x100}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    info_opts_t o = {.do_hash = true};
     err_t err;
+    int bad = cli_getopt(argc, argv, "h", options, info_opt, &o, &err);
+    if (!bad && !o.help && optind + 1 < argc)
+        bad = err_set(&err, "unexpected argument '%s'", argv[optind + 1]);
+    if (!bad && !o.help && optind == argc)
+        bad = err_set(&err, "missing FILE");
+    if (bad) {
+        fprintf(stderr, "splash model info: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (o.help) {
+        fputs(model_usage, stdout);
+        return 0;
+    }
+    const char *path = argv[optind];
+    bool do_hash = o.do_hash;
     gguf_t *g = gguf_open(path, &err);
     if (!g) {
         fprintf(stderr, "splash model info: %s\n", err.msg);
@@ -344,8 +352,9 @@ static const cli_int_t synth_ints[SYNTH_N_INTS] = {
 #undef SYNTH_INT
 
 /* One option from getopt_long (c) and its value. */
-static int synth_parse_opt(int c, const char *v, const char *arg, synth_opts_t *o, err_t *err)
+static int synth_parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *err)
 {
+    synth_opts_t *o = ctx;
     if (c >= SYNTH_OPT_INT && c < SYNTH_OPT_INT + SYNTH_N_INTS)
         return cli_int_set(&synth_ints[c - SYNTH_OPT_INT], v, o, err);
     switch (c) {
@@ -362,7 +371,7 @@ static int synth_parse_opt(int c, const char *v, const char *arg, synth_opts_t *
     case SO_THETA: return cli_parse_f64("--rope-theta", v, 1.0, 1e12, &o->theta, err);
     case SO_NORM_STD: return cli_parse_f64("--norm-std", v, 0.0, 1.0, &o->norm_std, err);
     case SO_EPS: return cli_parse_f64("--rms-eps", v, 1e-12, 1.0, &o->eps, err);
-    case 'h': o->help = true; return 0;
+    case 'h': o->help = true; return 1;
     case ':': return err_set(err, "%s needs a value", arg);
     default: return err_set(err, "unknown option '%s'", arg);
     }
@@ -392,13 +401,8 @@ static int synth_parse(int argc, char **argv, synth_opts_t *o, err_t *err)
     *o = (synth_opts_t){.preset = "tiny", .type = "f16", .seed = 1, .threads = pool_default_threads(), .tied = -1};
     for (int k = 0; k < SYNTH_N_INTS; k++)
         o->ints[k] = -1;
-    int c;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while (!o->help && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1)
-        if (synth_parse_opt(c, optarg, cli_refused(argv, word), o, err))
-            return -1;
+    if (cli_getopt(argc, argv, "h", options, synth_parse_opt, o, err))
+        return -1;
     if (o->help)
         return 0;
     if (optind < argc)
@@ -520,41 +524,50 @@ static int model_synth(int argc, char **argv)
 
 /* ---- convert ------------------------------------------------------------ */
 
+typedef struct convert_opts {
+    const char *in, *out, *type;
+    int64_t threads;
+    bool help;
+} convert_opts_t;
+
+enum { C_IN = 0x100, C_OUT, C_TYPE, C_THREADS };
+
+static int convert_opt(int opt, const char *v, const char *word, void *ctx, err_t *err)
+{
+    convert_opts_t *o = ctx;
+    switch (opt) {
+    case 'h': o->help = true; return 1;
+    case C_IN: o->in = v; return 0;
+    case C_OUT: o->out = v; return 0;
+    case C_TYPE: o->type = v; return 0;
+    case C_THREADS: return cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err);
+    case ':': return err_set(err, "a value is needed after '%s'", word);
+    default: return err_set(err, "unknown option '%s'", word);
+    }
+}
+
 static int model_convert(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL, *type = NULL;
-    int64_t threads = 2;
-    err_t err = {0};
-    enum { C_IN = 0x100, C_OUT, C_TYPE, C_THREADS };
     static const struct option options[] = {
         {"in", required_argument, NULL, C_IN},     {"out", required_argument, NULL, C_OUT},
         {"type", required_argument, NULL, C_TYPE}, {"threads", required_argument, NULL, C_THREADS},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    int opt;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'h': fputs(model_usage, stdout); return 0;
-        case C_IN: in = optarg; break;
-        case C_OUT: out = optarg; break;
-        case C_TYPE: type = optarg; break;
-        case C_THREADS:
-            if (cli_parse_i64("--threads", optarg, 1, POOL_MAX_THREADS, &threads, &err))
-                goto bad;
-            break;
-        default:
-            fprintf(stderr, "splash model convert: %s '%s'\n",
-                    opt == ':' ? "a value is needed after" : "unknown option", cli_refused(argv, word));
-            return EXIT_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "splash model convert: unknown option '%s'\n", argv[optind]);
+    convert_opts_t o = {.threads = 2};
+    err_t err = {0};
+    int bad = cli_getopt(argc, argv, "h", options, convert_opt, &o, &err);
+    if (!bad && !o.help && optind < argc)
+        bad = err_set(&err, "unknown option '%s'", argv[optind]);
+    if (bad) {
+        fprintf(stderr, "splash model convert: %s\n", err.msg);
         return EXIT_USAGE;
     }
+    if (o.help) {
+        fputs(model_usage, stdout);
+        return 0;
+    }
+    const char *in = o.in, *out = o.out, *type = o.type;
+    int64_t threads = o.threads;
     if (!in || !out || !type) {
         fprintf(stderr, "splash model convert: --in, --type and --out are required\n");
         return EXIT_USAGE;
@@ -575,9 +588,6 @@ static int model_convert(int argc, char **argv)
     fprintf(stderr, "convert: wrote %s (%s) in %.1f s\n", out, synth_type_name((uint32_t)wtype),
             (clock_now_ns() - t0) / 1e9);
     return 0;
-bad:
-    fprintf(stderr, "splash model convert: %s\n", err.msg);
-    return EXIT_USAGE;
 fail:
     fprintf(stderr, "splash model convert: %s\n", err.msg);
     return 1;

@@ -472,8 +472,9 @@ static int parse_list(const char *flag, const char *v, int32_t max, int max_coun
 enum { PO_JSON = 0x100, PO_MODEL, PO_THREADS, PO_CONC, PO_SCHEMA, PO_PP, PO_TG, PO_DEPTH, PO_KV_TYPE, PO_REPS };
 
 /* One option from getopt_long (c) and its value. */
-static int parse_opt(int c, const char *v, const char *arg, perf_opts_t *o, err_t *err)
+static int parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *err)
 {
+    perf_opts_t *o = ctx;
     switch (c) {
     case PO_JSON: o->json = true; return 0;
     case PO_MODEL: o->model_path = v; return 0;
@@ -486,7 +487,7 @@ static int parse_opt(int c, const char *v, const char *arg, perf_opts_t *o, err_
     case PO_DEPTH: return cli_parse_i64("--depth", v, 0, 8192, &o->depth, err);
     case PO_KV_TYPE: return kv_type_parse("--kv-type", v, &o->kv_type, err);
     case PO_REPS: return cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &o->reps, err);
-    case 'h': o->help = true; return 0;
+    case 'h': o->help = true; return 1;
     case ':': return err_set(err, "%s needs a value", arg);
     default: return err_set(err, "unknown argument '%s' (splash perf --help lists the options)", arg);
     }
@@ -509,13 +510,8 @@ static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
         {NULL, 0, NULL, 0},
     };
     *o = (perf_opts_t){.model_path = cli_default_model(), .pp = 512, .tg = 128, .reps = 3, .kv_type = KV_TYPE_DEFAULT};
-    int c;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while (!o->help && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1)
-        if (parse_opt(c, optarg, cli_refused(argv, word), o, err))
-            return -1;
+    if (cli_getopt(argc, argv, "h", options, parse_opt, o, err))
+        return -1;
     if (o->help)
         return 0;
     if (optind < argc)

@@ -45,10 +45,27 @@ typedef struct ppl_opts {
     kv_type_t kv_type;
 } ppl_opts_t;
 
+enum { P_MODEL = 0x100, P_FILE, P_CTX, P_STRIDE, P_THREADS, P_KV_TYPE, P_MAX_TOKENS };
+
+static int parse_opt(int opt, const char *v, const char *word, void *ctx, err_t *err)
+{
+    ppl_opts_t *o = ctx;
+    switch (opt) {
+    case P_MODEL: o->model = v; return 0;
+    case P_FILE: o->file = v; return 0;
+    case P_CTX: return cli_parse_i64("--ctx", v, 2, 1 << 20, &o->ctx, err);
+    case P_STRIDE: return cli_parse_i64("--stride", v, 1, 1 << 20, &o->stride, err);
+    case P_THREADS: return cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err);
+    case P_KV_TYPE: return kv_type_parse("--kv-type", v, &o->kv_type, err);
+    case P_MAX_TOKENS: return cli_parse_i64("--max-tokens", v, 2, INT32_MAX, &o->max_tokens, err);
+    case ':': return err_set(err, "a value is needed after '%s'", word);
+    default: return err_set(err, "unknown option '%s'", word);
+    }
+}
+
 static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
 {
     *o = (ppl_opts_t){.model = cli_default_model(), .threads = 2, .kv_type = KV_F32};
-    enum { P_MODEL = 0x100, P_FILE, P_CTX, P_STRIDE, P_THREADS, P_KV_TYPE, P_MAX_TOKENS };
     static const struct option options[] = {
         {"model", required_argument, NULL, P_MODEL},
         {"file", required_argument, NULL, P_FILE},
@@ -59,25 +76,7 @@ static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
         {"max-tokens", required_argument, NULL, P_MAX_TOKENS},
         {NULL, 0, NULL, 0},
     };
-    int opt, bad = 0;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while (!bad && (opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
-        const char *v = optarg;
-        switch (opt) {
-        case P_MODEL: o->model = v; break;
-        case P_FILE: o->file = v; break;
-        case P_CTX: bad = cli_parse_i64("--ctx", v, 2, 1 << 20, &o->ctx, err); break;
-        case P_STRIDE: bad = cli_parse_i64("--stride", v, 1, 1 << 20, &o->stride, err); break;
-        case P_THREADS: bad = cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err); break;
-        case P_KV_TYPE: bad = kv_type_parse("--kv-type", v, &o->kv_type, err); break;
-        case P_MAX_TOKENS: bad = cli_parse_i64("--max-tokens", v, 2, INT32_MAX, &o->max_tokens, err); break;
-        case ':': bad = err_set(err, "a value is needed after '%s'", cli_refused(argv, word)); break;
-        default: bad = err_set(err, "unknown option '%s'", cli_refused(argv, word)); break;
-        }
-    }
-    if (bad)
+    if (cli_getopt(argc, argv, "", options, parse_opt, o, err))
         return -1;
     if (optind < argc)
         return err_set(err, "unknown option '%s'", argv[optind]);

@@ -106,6 +106,7 @@ typedef struct run_opts {
     engine_config_t spec; /* draft_mode, draft_max, verify_rows */
     const char *draft_path;
     bool ignore_eos, quiet;
+    bool has_sampling; /* a sampling option was given: the demo defaults are off */
     const char *logits_out, *ids_out, *mtp_logits_out;
 } run_opts_t;
 
@@ -179,12 +180,15 @@ static int parse_sampling(int opt, const char *v, run_opts_t *o, err_t *err)
 }
 
 /* One option from getopt_long (opt), its value v; arg: the word it came from. */
-static int parse_opt(int opt, const char *v, const char *arg, run_opts_t *o, err_t *err)
+static int parse_opt(int opt, const char *v, const char *arg, void *ctx, err_t *err)
 {
+    run_opts_t *o = ctx;
     if (opt >= EO_DRAFT && opt < EO_END)
         return engine_opt(opt, v, &o->spec, &o->draft_path, err);
-    if (opt >= RO_TEMPERATURE && opt <= RO_REPETITION)
+    if (opt >= RO_TEMPERATURE && opt <= RO_REPETITION) {
+        o->has_sampling = true;
         return parse_sampling(opt, v, o, err);
+    }
     switch (opt) {
     case RO_IGNORE_EOS: o->ignore_eos = true; return 0;
     case RO_QUIET: o->quiet = true; return 0;
@@ -235,7 +239,6 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
         ENGINE_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    bool has_sampling = false;
     memset(o, 0, sizeof *o);
     o->model = cli_default_model();
     o->max_tokens = RUN_DEFAULT_MAX_TOKENS;
@@ -243,21 +246,14 @@ static int parse(int argc, char **argv, run_opts_t *o, err_t *err)
     o->chunk = RUN_DEFAULT_CHUNK;
     o->sp = sampler_params_default();
     engine_config_default(&o->spec);
-    int opt;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
-        has_sampling |= opt >= RO_TEMPERATURE && opt <= RO_REPETITION;
-        if (parse_opt(opt, optarg, cli_refused(argv, word), o, err))
-            return -1;
-    }
+    if (cli_getopt(argc, argv, "", options, parse_opt, o, err))
+        return -1;
     /* the words left (getopt_long moved them behind the options): the prompt */
     if (optind < argc)
         o->prompt = argv[optind];
     if (optind + 1 < argc)
         return err_set(err, "more than one prompt given ('%s'); quote the prompt", argv[optind + 1]);
-    if (!has_sampling) {
+    if (!o->has_sampling) {
         o->sp.temperature = RUN_DEMO_TEMPERATURE;
         o->sp.top_p = RUN_DEMO_TOP_P;
         o->sp.repetition_penalty = RUN_DEMO_REPETITION_PENALTY;

@@ -213,8 +213,9 @@ static int parse_named(int opt, const char *v, serve_opts_t *o, err_t *err)
 }
 
 /* One option from getopt_long (opt), its value v; arg: the word it came from. */
-static int parse_opt(int opt, const char *v, const char *arg, serve_opts_t *o, err_t *err)
+static int parse_opt(int opt, const char *v, const char *arg, void *ctx, err_t *err)
 {
+    serve_opts_t *o = ctx;
     if (opt >= EO_DRAFT && opt < EO_END)
         return engine_opt(opt, v, &o->eng, &o->draft_path, err);
     if (opt >= SO_INT && opt < SO_INT + SERVE_N_INTS)
@@ -252,13 +253,8 @@ static int parse(int argc, char **argv, serve_opts_t *o, err_t *err)
         o->srv.api_key = env_key;
     struct option options[sizeof serve_named / sizeof serve_named[0] + SERVE_N_INTS];
     cli_options_join(options, serve_named, serve_ints, SERVE_N_INTS, SO_INT);
-    int opt;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1)
-        if (parse_opt(opt, optarg, cli_refused(argv, word), o, err))
-            return -1;
+    if (cli_getopt(argc, argv, "", options, parse_opt, o, err))
+        return -1;
     if (optind < argc)
         return err_set(err, "unknown argument '%s' (splash serve --help lists the options)", argv[optind]);
     if (!o->trace_capacity != !o->trace_out)

@@ -42,15 +42,36 @@ typedef struct template_opts {
     bool is_jsonl;
     const char *messages, *tools;
     chat_opts_t chat;
+    bool has_chat_flags; /* --tools, --add-generation-prompt or --enable-thinking given */
 } template_opts_t;
+
+enum { T_JSONL = 0x100, T_ADD_GEN, T_MODEL, T_MESSAGES, T_TOOLS, T_THINKING };
+
+static int parse_opt(int opt, const char *v, const char *word, void *ctx, err_t *err)
+{
+    template_opts_t *o = ctx;
+    o->has_chat_flags |= opt == T_ADD_GEN || opt == T_TOOLS || opt == T_THINKING;
+    switch (opt) {
+    case T_JSONL: o->is_jsonl = true; return 0;
+    case T_ADD_GEN: o->chat.add_generation_prompt = true; return 0;
+    case T_MODEL: o->model = v; return 0;
+    case T_MESSAGES: o->messages = v; return 0;
+    case T_TOOLS: o->tools = v; return 0;
+    case T_THINKING:
+        if (strcmp(v, "true") && strcmp(v, "false"))
+            return err_set(err, "--enable-thinking: expected true or false, got '%s'", v);
+        o->chat.enable_thinking = !strcmp(v, "true");
+        return 0;
+    case ':': return err_set(err, "%s needs a value", word);
+    default: return err_set(err, "unknown option '%s' (splash template --help lists them)", word);
+    }
+}
 
 static int parse(int argc, char **argv, template_opts_t *o, err_t *err)
 {
     memset(o, 0, sizeof *o);
     o->model = cli_default_model();
     o->chat = (chat_opts_t){.add_generation_prompt = false, .enable_thinking = -1};
-    bool has_chat_flags = false;
-    enum { T_JSONL = 0x100, T_ADD_GEN, T_MODEL, T_MESSAGES, T_TOOLS, T_THINKING };
     static const struct option options[] = {
         {"jsonl", no_argument, NULL, T_JSONL},
         {"add-generation-prompt", no_argument, NULL, T_ADD_GEN},
@@ -60,29 +81,8 @@ static int parse(int argc, char **argv, template_opts_t *o, err_t *err)
         {"enable-thinking", required_argument, NULL, T_THINKING},
         {NULL, 0, NULL, 0},
     };
-    int opt;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
-        const char *v = optarg;
-        has_chat_flags |= opt == T_ADD_GEN || opt == T_TOOLS || opt == T_THINKING;
-        switch (opt) {
-        case T_JSONL: o->is_jsonl = true; break;
-        case T_ADD_GEN: o->chat.add_generation_prompt = true; break;
-        case T_MODEL: o->model = v; break;
-        case T_MESSAGES: o->messages = v; break;
-        case T_TOOLS: o->tools = v; break;
-        case T_THINKING:
-            if (strcmp(v, "true") && strcmp(v, "false"))
-                return err_set(err, "--enable-thinking: expected true or false, got '%s'", v);
-            o->chat.enable_thinking = !strcmp(v, "true");
-            break;
-        case ':': return err_set(err, "%s needs a value", cli_refused(argv, word));
-        default:
-            return err_set(err, "unknown option '%s' (splash template --help lists them)", cli_refused(argv, word));
-        }
-    }
+    if (cli_getopt(argc, argv, "", options, parse_opt, o, err))
+        return -1;
     if (optind < argc)
         return err_set(err, "unexpected argument '%s' (the conversation comes from --messages or --jsonl)",
                        argv[optind]);
@@ -90,7 +90,7 @@ static int parse(int argc, char **argv, template_opts_t *o, err_t *err)
         return err_set(err, "give either --jsonl or --messages, not both");
     if (!o->is_jsonl && !o->messages)
         return err_set(err, "nothing to render: give --jsonl or --messages FILE");
-    if (o->is_jsonl && has_chat_flags)
+    if (o->is_jsonl && o->has_chat_flags)
         return err_set(err, "--tools, --add-generation-prompt and --enable-thinking go with --messages; with --jsonl "
                             "each line carries its own");
     return 0;

@@ -174,45 +174,70 @@ static int tokenize_bench(const tok_cli_t *c, const char *path, int reps, err_t 
     return 0;
 }
 
-int cmd_tokenize(int argc, char **argv)
+/* The options of tokenize and detokenize (detokenize takes --jsonl and --model). */
+typedef struct tok_opts {
+    const char *model, *bench, *arg; /* arg: the one word besides the options, or NULL */
+    bool parse_special, jsonl, help;
+    int64_t reps;
+} tok_opts_t;
+
+enum { K_NO_SPECIAL = 0x100, K_JSONL, K_MODEL, K_BENCH, K_REPS };
+
+static int tok_opt(int opt, const char *v, const char *word, void *ctx, err_t *err)
 {
-    const char *model = cli_default_model(), *text = NULL, *bench = NULL;
-    bool parse_special = true, jsonl = false;
-    int64_t reps = 3;
-    err_t err;
-    enum { K_NO_SPECIAL = 0x100, K_JSONL, K_MODEL, K_BENCH, K_REPS };
-    static const struct option options[] = {
-        {"no-parse-special", no_argument, NULL, K_NO_SPECIAL},
+    tok_opts_t *o = ctx;
+    switch (opt) {
+    case 'h': o->help = true; return 1;
+    case K_NO_SPECIAL: o->parse_special = false; return 0;
+    case K_JSONL: o->jsonl = true; return 0;
+    case K_MODEL: o->model = v; return 0;
+    case K_BENCH: o->bench = v; return 0;
+    case K_REPS: return cli_parse_i64("--reps", v, 1, TOK_BENCH_MAX_REPS, &o->reps, err);
+    case ':': return err_set(err, "%s needs a value", word);
+    default: return err_set(err, "unknown option '%s'", word);
+    }
+}
+
+/* argv into o: 0, or EXIT_USAGE with the message printed; `what` names
+ * the one word allowed besides the options, `hint` how to give one. */
+static int tok_parse(int argc, char **argv, bool is_detok, tok_opts_t *o, const char *what, const char *hint)
+{
+    static const struct option all[] = {
         {"jsonl", no_argument, NULL, K_JSONL},
         {"model", required_argument, NULL, K_MODEL},
+        {"help", no_argument, NULL, 'h'},
+        {"no-parse-special", no_argument, NULL, K_NO_SPECIAL},
         {"bench", required_argument, NULL, K_BENCH},
         {"reps", required_argument, NULL, K_REPS},
-        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int opt, bad = 0;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while (!bad && (opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'h': fputs(tokenize_usage, stdout); return 0;
-        case K_NO_SPECIAL: parse_special = false; break;
-        case K_JSONL: jsonl = true; break;
-        case K_MODEL: model = optarg; break;
-        case K_BENCH: bench = optarg; break;
-        case K_REPS: bad = cli_parse_i64("--reps", optarg, 1, TOK_BENCH_MAX_REPS, &reps, &err); break;
-        case ':': bad = err_set(&err, "%s needs a value", cli_refused(argv, word)); break;
-        default: bad = err_set(&err, "unknown option '%s'", cli_refused(argv, word)); break;
-        }
-    }
-    if (!bad && optind + 1 < argc)
-        bad = err_set(&err, "more than one text given; quote the text");
+    static const struct option detok[] = {all[0], all[1], all[2], {NULL, 0, NULL, 0}};
+    *o = (tok_opts_t){.model = cli_default_model(), .parse_special = true, .reps = 3};
+    err_t err;
+    int bad = cli_getopt(argc, argv, "h", is_detok ? detok : all, tok_opt, o, &err);
+    if (!bad && !o->help && optind + 1 < argc)
+        bad = err_set(&err, "more than one %s given; %s", what, hint);
     if (bad) {
-        fprintf(stderr, "splash tokenize: %s\n", err.msg);
+        fprintf(stderr, "splash %s: %s\n", is_detok ? "detokenize" : "tokenize", err.msg);
         return EXIT_USAGE;
     }
-    text = optind < argc ? argv[optind] : NULL;
+    o->arg = optind < argc ? argv[optind] : NULL;
+    return 0;
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    tok_opts_t o;
+    if (tok_parse(argc, argv, false, &o, "text", "quote the text"))
+        return EXIT_USAGE;
+    if (o.help) {
+        fputs(tokenize_usage, stdout);
+        return 0;
+    }
+    const char *model = o.model, *text = o.arg, *bench = o.bench;
+    bool parse_special = o.parse_special, jsonl = o.jsonl;
+    int64_t reps = o.reps;
+    err_t err;
     if ((text != NULL) + jsonl + (bench != NULL) != 1) {
         fprintf(stderr, "splash tokenize: give exactly one of TEXT, --jsonl or --bench FILE\n");
         return EXIT_USAGE;
@@ -297,36 +322,16 @@ static int detokenize_line(const tok_cli_t *c, const char *line, size_t n)
 
 int cmd_detokenize(int argc, char **argv)
 {
-    const char *model = cli_default_model(), *list = NULL;
-    bool jsonl = false;
-    err_t err;
-    enum { D_JSONL = 0x100, D_MODEL };
-    static const struct option options[] = {
-        {"jsonl", no_argument, NULL, D_JSONL},
-        {"model", required_argument, NULL, D_MODEL},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int opt, bad = 0;
-    char word[3];
-    optind = 1;
-    opterr = 0;
-    while (!bad && (opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'h': fputs(detokenize_usage, stdout); return 0;
-        case D_JSONL: jsonl = true; break;
-        case D_MODEL: model = optarg; break;
-        case ':': bad = err_set(&err, "%s needs a value", cli_refused(argv, word)); break;
-        default: bad = err_set(&err, "unknown option '%s'", cli_refused(argv, word)); break;
-        }
-    }
-    if (!bad && optind + 1 < argc)
-        bad = err_set(&err, "more than one id list given; separate the ids with commas");
-    if (bad) {
-        fprintf(stderr, "splash detokenize: %s\n", err.msg);
+    tok_opts_t o;
+    if (tok_parse(argc, argv, true, &o, "id list", "separate the ids with commas"))
         return EXIT_USAGE;
+    if (o.help) {
+        fputs(detokenize_usage, stdout);
+        return 0;
     }
-    list = optind < argc ? argv[optind] : NULL;
+    const char *model = o.model, *list = o.arg;
+    bool jsonl = o.jsonl;
+    err_t err;
     int32_t *ids = NULL;
     int n_ids = 0;
     if ((list != NULL) == jsonl) {

@@ -2,7 +2,6 @@
  * `splash serve --trace-out`, then summarise it or convert it for Perfetto.
  * A capture that fails validation is never summarised: the reasons go to
  * stderr and the exit status is TRACE_EXIT_INVALID (3). */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +36,26 @@ static int load_valid(const char *path, tr_capture_t *cap)
     return 0;
 }
 
+enum { TR_JSON = 0x100, TR_FORMAT }; /* -o is the one short option with a value */
+
+typedef struct trace_opts {
+    const char *out, *format;
+    bool json, help;
+} trace_opts_t;
+
+static int trace_opt(int opt, const char *v, const char *word, void *ctx, err_t *err)
+{
+    trace_opts_t *o = ctx;
+    switch (opt) {
+    case 'h': o->help = true; return 1;
+    case TR_JSON: o->json = true; return 0;
+    case TR_FORMAT: o->format = v; return 0;
+    case 'o': o->out = v; return 0;
+    case ':': return err_set(err, "%s needs a value", word);
+    default: return err_set(err, "unexpected argument '%s' (splash trace --help)", word);
+    }
+}
+
 int cmd_trace(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -48,34 +67,28 @@ int cmd_trace(int argc, char **argv)
         fprintf(stderr, "splash trace: unknown subcommand '%s' (report or export)\n", argv[1]);
         return EXIT_USAGE;
     }
-    const char *file = NULL, *out = NULL, *format = NULL;
-    bool json = false;
     /* report takes --json, export --format and -o */
     static const struct option report_opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"json", no_argument, NULL, TR_JSON}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     static const struct option export_opts[] = {
-        {"format", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int opt;
-    optind = 1;
-    opterr = 0;
+        {"format", required_argument, NULL, TR_FORMAT}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    trace_opts_t o = {0};
+    err_t err;
     argc--, argv++; /* getopt_long's argv[0]: the subcommand */
-    while ((opt = getopt_long(argc, argv, is_report ? ":h" : ":ho:", is_report ? report_opts : export_opts, NULL)) !=
-           -1) {
-        switch (opt) {
-        case 'h': fputs(trace_usage, stdout); return 0;
-        case 'j': json = true; break;
-        case 'f': format = optarg; break;
-        case 'o': out = optarg; break;
-        case ':': fprintf(stderr, "splash trace: %s needs a value\n", argv[optind - 1]); return EXIT_USAGE;
-        default:
-            fprintf(stderr, "splash trace: unexpected argument '%s' (splash trace --help)\n", argv[optind - 1]);
-            return EXIT_USAGE;
-        }
-    }
-    if (optind + 1 < argc) {
-        fprintf(stderr, "splash trace: unexpected argument '%s' (splash trace --help)\n", argv[optind + 1]);
+    int bad =
+        cli_getopt(argc, argv, is_report ? "h" : "ho:", is_report ? report_opts : export_opts, trace_opt, &o, &err);
+    if (!bad && !o.help && optind + 1 < argc)
+        bad = err_set(&err, "unexpected argument '%s' (splash trace --help)", argv[optind + 1]);
+    if (bad) {
+        fprintf(stderr, "splash trace: %s\n", err.msg);
         return EXIT_USAGE;
     }
+    if (o.help) {
+        fputs(trace_usage, stdout);
+        return 0;
+    }
+    const char *file = NULL, *out = o.out, *format = o.format;
+    bool json = o.json;
     file = optind < argc ? argv[optind] : NULL;
     if (!file) {
         fprintf(stderr, "splash trace: no capture file given\n");
@@ -87,7 +100,6 @@ int cmd_trace(int argc, char **argv)
     }
     tr_capture_t cap;
     int rc = load_valid(file, &cap);
-    err_t err;
     if (!rc && is_report && tr_report(&cap, json, stdout, &err))
         rc = 1;
     if (!rc && is_export && tr_export_chrome(&cap, out, &err))
