@@ -266,10 +266,9 @@ static int parse_decide(const char *v, bench_config_t *c, err_t *err)
     return 0;
 }
 
-#define BENCH_INT(flag, field, lo, hi)                                                                                 \
-    {                                                                                                                  \
-        flag, offsetof(bench_opts_t, c.field), lo, hi                                                                  \
-    }
+/* clang-format off */
+#define BENCH_INT(flag, field, lo, hi) {flag, offsetof(bench_opts_t, c.field), lo, hi}
+/* clang-format on */
 /* The integer options, each into its bench_config_t field. */
 static const cli_int_t bench_ints[] = {
     BENCH_INT("--rounds", rounds, 1, BENCH_MAX_ROUNDS),

@@ -334,10 +334,9 @@ typedef struct synth_opts {
     bool help;
 } synth_opts_t;
 
-#define SYNTH_INT(flag, k, lo)                                                                                         \
-    {                                                                                                                  \
-        flag, offsetof(synth_opts_t, ints[k]), lo, 1 << 24                                                             \
-    }
+/* clang-format off */
+#define SYNTH_INT(flag, k, lo) {flag, offsetof(synth_opts_t, ints[k]), lo, 1 << 24}
+/* clang-format on */
 /* The shape overrides, in synth_config's order of fields; the last
  * SYNTH_N_QWEN35_INTS apply to the qwen35 presets only. */
 static const cli_int_t synth_ints[SYNTH_N_INTS] = {

@@ -111,10 +111,9 @@ static int parse_bytes(const char *flag, const char *v, uint64_t *out, err_t *er
     return 0;
 }
 
-#define SERVE_INT(flag, field, lo, hi)                                                                                 \
-    {                                                                                                                  \
-        flag, offsetof(serve_opts_t, field), lo, hi                                                                    \
-    }
+/* clang-format off */
+#define SERVE_INT(flag, field, lo, hi) {flag, offsetof(serve_opts_t, field), lo, hi}
+/* clang-format on */
 /* The integer options, each into its int. */
 static const cli_int_t serve_ints[] = {
     SERVE_INT("--port", srv.port, 0, 65535),
