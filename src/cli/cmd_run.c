@@ -341,6 +341,93 @@ static int print_spec_summary(engine_t *e, err_t *err)
     return 0;
 }
 
+/* One sequence through the serving engine: the prompt in chunks of --chunk
+ * rows, then one decode row per step (room for a step's drafts beside). */
+static int start_engine(run_state_t *s, const run_opts_t *o, int64_t n_ctx, err_t *err)
+{
+    engine_config_t ec;
+    engine_config_default(&ec);
+    ec.n_threads = (int)o->threads;
+    ec.max_seqs = 1;
+    ec.prefill_chunk = (int)o->chunk;
+    ec.max_context = (int)n_ctx;
+    ec.queue_size = 1;
+    ec.prompt_logit_rows = o->logits_out ? (int)o->chunk : 0;
+    ec.draft_mode = o->spec.draft_mode;
+    ec.draft_max = o->spec.draft_max;
+    ec.verify_rows = o->spec.verify_rows;
+    ec.spec_rollback = o->spec.spec_rollback;
+    ec.kv_type = o->spec.kv_type;
+    if (o->draft_path) {
+        if (!(s->draft = model_load_draft(o->draft_path, err)))
+            return err_prefix(err, "--draft %s: ", o->draft_path);
+        ec.draft_model = s->draft;
+    }
+    ec.batch_tokens = (int)o->chunk + (ec.draft_mode ? ec.draft_max + 1 : 0);
+    return (s->engine = engine_create(s->model, &s->vocab, &ec, err)) ? 0 : -1;
+}
+
+/* What streaming a request's events gave. */
+typedef struct run_result {
+    int n_gen;
+    int64_t t0, t1, t2; /* submitted, first token, done */
+    engine_finish_t finish;
+    char *message; /* the finish's message, owned */
+} run_result_t;
+
+/* The request's events until it is done: tokens printed as they come (and
+ * kept in s->gen_ids), a long prefill's progress on a terminal. */
+static void stream(run_state_t *s, const run_opts_t *o, engine_req_t *r, int n_prompt, run_result_t *res)
+{
+    bool show_progress = isatty(STDERR_FILENO) && n_prompt > o->chunk, progress_shown = false;
+    engine_event_t ev;
+    while (res->finish == ENGINE_FINISH_NONE && engine_next(r, &ev, -1) == 1) {
+        if (ev.kind == ENGINE_EV_PROGRESS && show_progress && ev.time_ns - res->t0 > RUN_PROGRESS_AFTER_NS) {
+            /* a long prompt on a slow model: show progress on a terminal */
+            fprintf(stderr, "\rprefill: %d / %d tokens", ev.n_prefilled, n_prompt);
+            progress_shown = true;
+        } else if (ev.kind == ENGINE_EV_TOKEN) {
+            if (res->n_gen == 0)
+                res->t1 = ev.time_ns;
+            s->gen_ids[res->n_gen++] = ev.token;
+            if (!o->quiet) {
+                fwrite(ev.text, 1, ev.text_len, stdout);
+                fflush(stdout);
+            }
+        } else if (ev.kind == ENGINE_EV_DONE) {
+            res->finish = ev.finish;
+            res->t2 = ev.time_ns;
+            res->message = ev.message;
+            ev.message = NULL;
+        }
+        engine_event_clear(&ev);
+    }
+    if (progress_shown)
+        fputc('\n', stderr);
+    if (!o->quiet) {
+        fputc('\n', stdout);
+        fflush(stdout);
+    }
+}
+
+/* --logits-out and --ids-out, written whole or not at all. */
+static int write_outputs(const run_state_t *s, const run_opts_t *o, int n_prompt, int n_gen, err_t *err)
+{
+    size_t logit_bytes = (size_t)n_prompt * s->model->cfg.vocab * sizeof(float);
+    if (o->logits_out && afile_write(o->logits_out, s->prompt_logits, logit_bytes, err))
+        return -1;
+    if (!o->ids_out)
+        return 0;
+    afile_t a;
+    FILE *f = afile_open(&a, o->ids_out, err);
+    if (!f)
+        return -1;
+    for (int i = 0; i < n_gen; i++)
+        fprintf(f, "%s%d", i ? " " : "", s->gen_ids[i]);
+    fputc('\n', f);
+    return afile_commit(&a, err);
+}
+
 static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, err_t *err)
 {
     const model_config_t *c = &s->model->cfg;
@@ -361,31 +448,7 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
         return -1;
     if (o->max_tokens == 0)
         return 0;
-
-    /* one sequence through the serving engine: the prompt in chunks of
-     * --chunk rows, then one decode row per step */
-    engine_config_t ec;
-    engine_config_default(&ec);
-    ec.n_threads = (int)o->threads;
-    ec.max_seqs = 1;
-    ec.batch_tokens = (int)o->chunk;
-    ec.prefill_chunk = (int)o->chunk;
-    ec.max_context = (int)n_ctx;
-    ec.queue_size = 1;
-    ec.prompt_logit_rows = o->logits_out ? (int)o->chunk : 0;
-    ec.draft_mode = o->spec.draft_mode;
-    ec.draft_max = o->spec.draft_max;
-    ec.verify_rows = o->spec.verify_rows;
-    ec.spec_rollback = o->spec.spec_rollback;
-    ec.kv_type = o->spec.kv_type;
-    if (o->draft_path) {
-        if (!(s->draft = model_load_draft(o->draft_path, err)))
-            return err_prefix(err, "--draft %s: ", o->draft_path);
-        ec.draft_model = s->draft;
-    }
-    /* room for a step's drafts beside the prompt chunk */
-    ec.batch_tokens = (int)o->chunk + (ec.draft_mode ? ec.draft_max + 1 : 0);
-    if (!(s->engine = engine_create(s->model, &s->vocab, &ec, err)))
+    if (start_engine(s, o, n_ctx, err))
         return -1;
     s->gen_ids = malloc((size_t)o->max_tokens * sizeof *s->gen_ids);
     if (o->logits_out)
@@ -404,68 +467,26 @@ static int generate(run_state_t *s, const run_opts_t *o, tok_ids_t *prompt_ids, 
     engine_req_t *r;
     if (engine_submit(s->engine, &p, &r, err) != ENGINE_OK)
         return -1;
-
-    bool show_progress = isatty(STDERR_FILENO) && n_prompt > o->chunk, progress_shown = false;
-    int64_t t0 = clock_now_ns(), t1 = 0, t2 = 0;
-    int n_gen = 0;
-    engine_event_t ev;
-    engine_finish_t finish = ENGINE_FINISH_NONE;
-    char *message = NULL;
-    while (finish == ENGINE_FINISH_NONE && engine_next(r, &ev, -1) == 1) {
-        if (ev.kind == ENGINE_EV_PROGRESS && show_progress && ev.time_ns - t0 > RUN_PROGRESS_AFTER_NS) {
-            /* a long prompt on a slow model: show progress on a terminal */
-            fprintf(stderr, "\rprefill: %d / %d tokens", ev.n_prefilled, n_prompt);
-            progress_shown = true;
-        } else if (ev.kind == ENGINE_EV_TOKEN) {
-            if (n_gen == 0)
-                t1 = ev.time_ns;
-            s->gen_ids[n_gen++] = ev.token;
-            if (!o->quiet) {
-                fwrite(ev.text, 1, ev.text_len, stdout);
-                fflush(stdout);
-            }
-        } else if (ev.kind == ENGINE_EV_DONE) {
-            finish = ev.finish;
-            t2 = ev.time_ns;
-            message = ev.message;
-            ev.message = NULL;
-        }
-        engine_event_clear(&ev);
-    }
+    run_result_t res = {.t0 = clock_now_ns(), .finish = ENGINE_FINISH_NONE};
+    stream(s, o, r, n_prompt, &res);
     engine_release(r);
-    if (progress_shown)
-        fputc('\n', stderr);
-    if (!o->quiet) {
-        fputc('\n', stdout);
-        fflush(stdout);
-    }
-    if (finish == ENGINE_FINISH_ERROR || finish == ENGINE_FINISH_CANCELLED || finish == ENGINE_FINISH_TIMEOUT) {
-        err_set(err, "generation ended (%s): %s", engine_finish_name(finish), message ? message : "");
-        free(message);
+    if (res.finish == ENGINE_FINISH_ERROR || res.finish == ENGINE_FINISH_CANCELLED ||
+        res.finish == ENGINE_FINISH_TIMEOUT) {
+        err_set(err, "generation ended (%s): %s", engine_finish_name(res.finish), res.message ? res.message : "");
+        free(res.message);
         return -1;
     }
-    free(message);
-    if (o->logits_out && afile_write(o->logits_out, s->prompt_logits, (size_t)n_prompt * c->vocab * sizeof(float), err))
+    free(res.message);
+    if (write_outputs(s, o, n_prompt, res.n_gen, err))
         return -1;
-    if (o->ids_out) {
-        afile_t a;
-        FILE *f = afile_open(&a, o->ids_out, err);
-        if (!f)
-            return -1;
-        for (int i = 0; i < n_gen; i++)
-            fprintf(f, "%s%d", i ? " " : "", s->gen_ids[i]);
-        fputc('\n', f);
-        if (afile_commit(&a, err))
-            return -1;
-    }
-    double pre_s = (t1 - t0) / 1e9, dec_s = (t2 - t1) / 1e9;
+    double pre_s = (res.t1 - res.t0) / 1e9, dec_s = (res.t2 - res.t1) / 1e9;
     /* n_gen tokens took n_gen - 1 decode steps (the first came from prefill) */
-    int n_dec = n_gen > 1 ? n_gen - 1 : 0;
+    int n_dec = res.n_gen > 1 ? res.n_gen - 1 : 0;
     fprintf(stderr,
             "prompt: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.2f tok/s); threads %d; "
             "finish %s\n",
-            n_prompt, pre_s, n_prompt / (pre_s > 0 ? pre_s : 1e-9), n_gen, dec_s, n_dec / (dec_s > 0 ? dec_s : 1e-9),
-            (int)o->threads, engine_finish_name(finish));
+            n_prompt, pre_s, n_prompt / (pre_s > 0 ? pre_s : 1e-9), res.n_gen, dec_s,
+            n_dec / (dec_s > 0 ? dec_s : 1e-9), (int)o->threads, engine_finish_name(res.finish));
     return print_spec_summary(s->engine, err);
 }
 
