@@ -148,6 +148,33 @@ typedef struct perf_shape {
     double other;          /* and the other bytes it moves, mean over the tg steps (other_bytes) */
 } perf_shape_t;
 
+/* The reps' medians, and each decode rep's rate against its probes. */
+static void summarise(const perf_shape_t *sh, perf_result_t *r)
+{
+    int pp = sh->pp, tg = sh->tg, reps = sh->reps;
+    double tmp[PERF_MAX_REPS + 1];
+    memcpy(tmp, r->pp_runs, sizeof r->pp_runs);
+    r->pp_tps = pp > 0 ? median(tmp, reps) : 0;
+    memcpy(tmp, r->tg_runs, sizeof r->tg_runs);
+    r->tg_tps = tg > 0 ? median(tmp, reps) : 0;
+    if (r->n_probes > 0) {
+        /* each rep against the faster of the probes just before and just
+         * after it (the machine's bandwidth drifts between runs on a
+         * shared host; a probe taken once would favour or blame the
+         * decode by the drift) */
+        double all[PERF_MAX_REPS] = {0};
+        for (int i = 0; i < reps; i++) {
+            double p = r->probe_runs[i] > r->probe_runs[i + 1] ? r->probe_runs[i] : r->probe_runs[i + 1];
+            tmp[i] = p > 0 ? r->tg_runs[i] * (double)sh->streamed / 1e9 / p : 0;
+            all[i] = p > 0 ? r->tg_runs[i] * ((double)sh->streamed + sh->other) / 1e9 / p : 0;
+        }
+        r->tg_fraction = median(tmp, reps);
+        r->tg_fraction_all = median(all, reps);
+        memcpy(tmp, r->probe_runs, sizeof r->probe_runs);
+        r->probe_gbs = median(tmp, r->n_probes);
+    }
+}
+
 static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_result_t *r, err_t *err)
 {
     const model_config_t *c = &m->cfg;
@@ -227,27 +254,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
     }
     if (tg > 0 && sh->probe)
         r->probe_runs[r->n_probes++] = probe_bandwidth(pool, sh->probe, PERF_PROBE_BYTES);
-    double tmp[PERF_MAX_REPS + 1];
-    memcpy(tmp, r->pp_runs, sizeof r->pp_runs);
-    r->pp_tps = pp > 0 ? median(tmp, reps) : 0;
-    memcpy(tmp, r->tg_runs, sizeof r->tg_runs);
-    r->tg_tps = tg > 0 ? median(tmp, reps) : 0;
-    if (r->n_probes > 0) {
-        /* each rep against the faster of the probes just before and just
-         * after it (the machine's bandwidth drifts between runs on a
-         * shared host; a probe taken once would favour or blame the
-         * decode by the drift) */
-        double all[PERF_MAX_REPS] = {0};
-        for (int i = 0; i < reps; i++) {
-            double p = r->probe_runs[i] > r->probe_runs[i + 1] ? r->probe_runs[i] : r->probe_runs[i + 1];
-            tmp[i] = p > 0 ? r->tg_runs[i] * (double)sh->streamed / 1e9 / p : 0;
-            all[i] = p > 0 ? r->tg_runs[i] * ((double)sh->streamed + sh->other) / 1e9 / p : 0;
-        }
-        r->tg_fraction = median(tmp, reps);
-        r->tg_fraction_all = median(all, reps);
-        memcpy(tmp, r->probe_runs, sizeof r->probe_runs);
-        r->probe_gbs = median(tmp, r->n_probes);
-    }
+    summarise(sh, r);
     rc = 0;
 done_kv:
     kv_store_free(&kv);
