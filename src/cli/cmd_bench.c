@@ -394,12 +394,6 @@ static int parse_serial_lens(const char *v, bench_config_t *c, err_t *err)
     return 0;
 }
 
-/* 0 when v is w0, 1 when it is w1, else -1. */
-static int choice(const char *v, const char *w0, const char *w1)
-{
-    return !strcmp(v, w0) ? 0 : !strcmp(v, w1) ? 1 : -1;
-}
-
 /* The options that pick words, lists or CPUs. */
 static int parse_checked(int opt, const char *v, bench_opts_t *o, err_t *err)
 {
@@ -408,19 +402,19 @@ static int parse_checked(int opt, const char *v, bench_opts_t *o, err_t *err)
     case O_SERVER_CPUS: c->server_cpus_text = v; return parse_cpus("--server-cpus", v, &c->server_cpus, err);
     case O_CLIENT_CPUS: c->client_cpus_text = v; return parse_cpus("--client-cpus", v, &c->client_cpus, err);
     case O_RESIDENCY:
-        if (choice(v, "paired", "sequential") < 0)
+        if (strcmp(v, "paired") && strcmp(v, "sequential"))
             return err_set(err, "--residency: '%s' is not paired or sequential", v);
-        c->is_sequential = choice(v, "paired", "sequential") == 1;
+        c->is_sequential = !strcmp(v, "sequential");
         return 0;
     case O_RESTART:
-        if (choice(v, "round", "never") < 0)
+        if (strcmp(v, "round") && strcmp(v, "never"))
             return err_set(err, "--restart: '%s' is not round or never", v);
         o->restart = v;
         return 0;
     case O_SESSION_KEY:
-        if (choice(v, "salt", "id") < 0)
+        if (strcmp(v, "id") && strcmp(v, "salt"))
             return err_set(err, "--session-key: '%s' is not id or salt", v);
-        c->is_session_id_stable = choice(v, "salt", "id") == 1;
+        c->is_session_id_stable = !strcmp(v, "id");
         return 0;
     case O_SESSION_NAME: c->sessions_name = v; return check_session_name(v, err);
     case O_TURN_TOKENS: return parse_turn_tokens(v, c, err);

@@ -175,6 +175,8 @@ static void fmt_shape(const gguf_tensor_t *t, char *buf, size_t cap)
         snprintf(buf + n, cap - n, "]");
 }
 
+enum { I_NO_HASH = 0x100 };
+
 typedef struct info_opts {
     bool do_hash, help;
 } info_opts_t;
@@ -187,7 +189,7 @@ static int info_opt(int opt, const char *v, const char *word, void *ctx, err_t *
         o->help = true;
         return 1;
     }
-    if (opt != 0x100) /* --no-hash */
+    if (opt != I_NO_HASH)
         return err_set(err, "unexpected argument '%s'", word);
     o->do_hash = false;
     return 0;
@@ -196,7 +198,7 @@ static int info_opt(int opt, const char *v, const char *word, void *ctx, err_t *
 static int model_info(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"no-hash", no_argument, NULL, 0x100}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"no-hash", no_argument, NULL, I_NO_HASH}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     info_opts_t o = {.do_hash = true};
     err_t err;
     int bad = cli_getopt(argc, argv, "h", options, info_opt, &o, &err);

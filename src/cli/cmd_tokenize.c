@@ -211,7 +211,12 @@ static int tok_parse(int argc, char **argv, bool is_detok, tok_opts_t *o, const 
         {"reps", required_argument, NULL, K_REPS},
         {NULL, 0, NULL, 0},
     };
-    static const struct option detok[] = {all[0], all[1], all[2], {NULL, 0, NULL, 0}};
+    static const struct option detok[] = {
+        {"jsonl", no_argument, NULL, K_JSONL},
+        {"model", required_argument, NULL, K_MODEL},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     *o = (tok_opts_t){.model = cli_default_model(), .parse_special = true, .reps = 3};
     err_t err;
     int bad = cli_getopt(argc, argv, "h", is_detok ? detok : all, tok_opt, o, &err);
