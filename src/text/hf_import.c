@@ -93,6 +93,115 @@ static int read_config(const char *path, tok_spec_t *s, err_t *err)
     return rc;
 }
 
+/* The vocabulary's size, one past the largest id in model.vocab and
+ * added_tokens, each id checked to be in range: -1 and err set if not. */
+static int64_t vocab_size(const json_t *vocab, const json_t *added, const char *path, err_t *err)
+{
+    int64_t n = 0;
+    const char *key;
+    const json_t *v;
+    size_t i;
+    json_object_foreach((json_t *)vocab, key, v)
+    {
+        json_int_t id = json_integer_value(v);
+        if (!json_is_integer(v) || id < 0 || id >= HF_MAX_TOKENS)
+            return err_set(err, "%s: model.vocab['%s'] is not an id in [0, %d)", path, key, HF_MAX_TOKENS);
+        if (id + 1 > n)
+            n = id + 1;
+    }
+    json_array_foreach(added, i, v)
+    {
+        json_int_t id = json_integer_value(json_object_get(v, "id"));
+        if (!json_is_string(json_object_get(v, "content")) || id < 0 || id >= HF_MAX_TOKENS)
+            return err_set(err, "%s: added_tokens[%zu] needs an id and a content", path, i);
+        if (id + 1 > n)
+            n = id + 1;
+    }
+    return n;
+}
+
+/* s->tokens / s->types for n ids: model.vocab's, then added_tokens' (an
+ * added token may restate a vocabulary entry, not replace it), then
+ * "[PADn]" for the holes nobody named, typed unused. */
+static int fill_tokens(const json_t *vocab, const json_t *added, int64_t n, tok_spec_t *s, const char *path, err_t *err)
+{
+    s->n_tokens = (int)n;
+    s->tokens = calloc((size_t)n, sizeof *s->tokens);
+    s->types = calloc((size_t)n, sizeof *s->types);
+    if (!s->tokens || !s->types)
+        return err_set(err, "out of memory");
+    const char *key;
+    const json_t *v;
+    size_t i;
+    json_object_foreach((json_t *)vocab, key, v)
+    {
+        json_int_t id = json_integer_value(v);
+        if (s->tokens[id])
+            return err_set(err, "%s: id %lld appears twice in model.vocab", path, (long long)id);
+        if (!(s->tokens[id] = strdup(key)))
+            return err_set(err, "out of memory");
+        s->types[id] = TOKEN_TYPE_NORMAL;
+    }
+    json_array_foreach(added, i, v)
+    {
+        json_int_t id = json_integer_value(json_object_get(v, "id"));
+        const char *content = json_string_value(json_object_get(v, "content"));
+        if (s->tokens[id] && strcmp(s->tokens[id], content) != 0)
+            return err_set(err, "%s: added token %lld '%s' collides with '%s'", path, (long long)id, content,
+                           s->tokens[id]);
+        free(s->tokens[id]);
+        if (!(s->tokens[id] = strdup(content)))
+            return err_set(err, "out of memory");
+        s->types[id] = json_is_true(json_object_get(v, "special")) ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_USER_DEFINED;
+    }
+    for (int64_t id = 0; id < n; id++) {
+        if (s->tokens[id])
+            continue;
+        char buf[32];
+        snprintf(buf, sizeof buf, "[PAD%lld]", (long long)id);
+        if (!(s->tokens[id] = strdup(buf)))
+            return err_set(err, "out of memory");
+        s->types[id] = TOKEN_TYPE_UNUSED;
+    }
+    return 0;
+}
+
+/* One entry of model.merges as "left right": "left right" (older files)
+ * or ["left", "right"] (newer). NULL when it is neither, or out of memory. */
+static char *merge_text(const json_t *v)
+{
+    if (json_is_string(v)) {
+        const char *str = json_string_value(v), *sp = strchr(str, ' ');
+        return sp && !strchr(sp + 1, ' ') ? strdup(str) : NULL;
+    }
+    if (!json_is_array(v) || json_array_size(v) != 2)
+        return NULL;
+    const char *a = json_string_value(json_array_get(v, 0)), *b = json_string_value(json_array_get(v, 1));
+    if (!a || !b || strchr(a, ' ') || strchr(b, ' '))
+        return NULL;
+    size_t len = strlen(a) + strlen(b) + 2;
+    char *m = malloc(len);
+    if (m)
+        snprintf(m, len, "%s %s", a, b);
+    return m;
+}
+
+static int read_merges(const json_t *merges, tok_spec_t *s, const char *path, err_t *err)
+{
+    s->merges = calloc(json_array_size(merges) + 1, sizeof *s->merges);
+    if (!s->merges)
+        return err_set(err, "out of memory");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(merges, i, v)
+    {
+        if (!(s->merges[i] = merge_text(v)))
+            return err_set(err, "%s: model.merges[%zu] is not a pair of tokens", path, i);
+        s->n_merges = (int)i + 1;
+    }
+    return 0;
+}
+
 int hf_import(const char *tokenizer_json, const char *config_path, tok_spec_t *s, err_t *err)
 {
     memset(s, 0, sizeof *s);
@@ -107,105 +216,13 @@ int hf_import(const char *tokenizer_json, const char *config_path, tok_spec_t *s
     const json_t *added = json_object_get(root, "added_tokens");
     if (!rc && (!json_is_object(vocab) || !json_is_array(merges)))
         rc = err_set(err, "%s: model.vocab must be an object and model.merges an array", tokenizer_json);
-
-    /* the vocabulary size: one past the largest id */
-    int64_t n = 0;
-    const char *key;
-    const json_t *v;
-    size_t i;
-    if (!rc) {
-        json_object_foreach((json_t *)vocab, key, v)
-        {
-            json_int_t id = json_integer_value(v);
-            if (!json_is_integer(v) || id < 0 || id >= HF_MAX_TOKENS) {
-                rc = err_set(err, "%s: model.vocab['%s'] is not an id in [0, %d)", tokenizer_json, key, HF_MAX_TOKENS);
-                break;
-            }
-            if (id + 1 > n)
-                n = id + 1;
-        }
-        json_array_foreach(added, i, v)
-        {
-            json_int_t id = json_integer_value(json_object_get(v, "id"));
-            if (!json_is_string(json_object_get(v, "content")) || id < 0 || id >= HF_MAX_TOKENS) {
-                rc = err_set(err, "%s: added_tokens[%zu] needs an id and a content", tokenizer_json, i);
-                break;
-            }
-            if (id + 1 > n)
-                n = id + 1;
-        }
-    }
-    if (!rc) {
-        s->n_tokens = (int)n;
-        s->tokens = calloc((size_t)n, sizeof *s->tokens);
-        s->types = calloc((size_t)n, sizeof *s->types);
-        if (!s->tokens || !s->types)
-            rc = err_set(err, "out of memory");
-    }
-    if (!rc) {
-        json_object_foreach((json_t *)vocab, key, v)
-        {
-            json_int_t id = json_integer_value(v);
-            if (s->tokens[id]) {
-                rc = err_set(err, "%s: id %lld appears twice in model.vocab", tokenizer_json, (long long)id);
-                break;
-            }
-            s->tokens[id] = strdup(key);
-            s->types[id] = TOKEN_TYPE_NORMAL;
-        }
-        json_array_foreach(added, i, v)
-        {
-            json_int_t id = json_integer_value(json_object_get(v, "id"));
-            const char *content = json_string_value(json_object_get(v, "content"));
-            if (s->tokens[id] && strcmp(s->tokens[id], content) != 0) {
-                rc = err_set(err, "%s: added token %lld '%s' collides with '%s'", tokenizer_json, (long long)id,
-                             content, s->tokens[id]);
-                break;
-            }
-            free(s->tokens[id]);
-            s->tokens[id] = strdup(content);
-            s->types[id] = json_is_true(json_object_get(v, "special")) ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_USER_DEFINED;
-        }
-    }
-    /* ids nobody named (holes) become unused padding */
-    for (int64_t id = 0; !rc && id < n; id++) {
-        if (!s->tokens[id]) {
-            char buf[32];
-            snprintf(buf, sizeof buf, "[PAD%lld]", (long long)id);
-            s->tokens[id] = strdup(buf);
-            s->types[id] = TOKEN_TYPE_UNUSED;
-        }
-        if (!s->tokens[id])
-            rc = err_set(err, "out of memory");
-    }
-    if (!rc) {
-        s->merges = calloc(json_array_size(merges) + 1, sizeof *s->merges);
-        if (!s->merges)
-            rc = err_set(err, "out of memory");
-    }
-    json_array_foreach(rc ? NULL : merges, i, v)
-    {
-        /* "left right" (older files) or ["left", "right"] (newer) */
-        const char *a = NULL, *b = NULL;
-        if (json_is_string(v)) {
-            const char *str = json_string_value(v), *sp = strchr(str, ' ');
-            if (sp && !strchr(sp + 1, ' '))
-                s->merges[i] = strdup(str);
-        } else if (json_is_array(v) && json_array_size(v) == 2) {
-            a = json_string_value(json_array_get(v, 0));
-            b = json_string_value(json_array_get(v, 1));
-            if (a && b && !strchr(a, ' ') && !strchr(b, ' ')) {
-                size_t len = strlen(a) + strlen(b) + 2;
-                if ((s->merges[i] = malloc(len)))
-                    snprintf(s->merges[i], len, "%s %s", a, b);
-            }
-        }
-        if (!s->merges[i]) {
-            rc = err_set(err, "%s: model.merges[%zu] is not a pair of tokens", tokenizer_json, i);
-            break;
-        }
-        s->n_merges = (int)i + 1;
-    }
+    int64_t n = rc ? -1 : vocab_size(vocab, added, tokenizer_json, err);
+    if (n < 0)
+        rc = -1;
+    if (!rc)
+        rc = fill_tokens(vocab, added, n, s, tokenizer_json, err);
+    if (!rc)
+        rc = read_merges(merges, s, tokenizer_json, err);
     if (!rc && !(s->pre = strdup("qwen2")))
         rc = err_set(err, "out of memory");
     /* Qwen's defaults where no config is given: <|endoftext|> pads and ends */
