@@ -567,110 +567,135 @@ static bool is_space(char c)
     return c == ' ' || c == '\n' || c == '\t' || c == '\r';
 }
 
+/* One step of out_parser_feed's state machine: s holds the left bytes of
+ * the hold not yet consumed; a step consumes a prefix of them (adding it
+ * to *at), moves what it parsed into d and may change p->state. True when
+ * the next state may consume more of s at once. */
+typedef bool parse_step_fn(out_parser_t *p, const char *s, size_t left, bool is_end, out_delta_t *d, size_t *at);
+
+/* Reasoning comes first when the answer opens with <think>. */
+static bool step_start(out_parser_t *p, const char *s, size_t left, bool is_end, out_delta_t *d, size_t *at)
+{
+    (void)d;
+    if (left >= 7 && !memcmp(s, THINK_OPEN, 7)) {
+        *at += 7;
+        p->state = P_THINK_START;
+        return true;
+    }
+    if (left >= 7 || (left && memcmp(s, THINK_OPEN, left)) || is_end) {
+        p->state = P_CONTENT;
+        return true;
+    }
+    return false;
+}
+
+/* The newline after <think> is the template's, not the reasoning's. */
+static bool step_think_start(out_parser_t *p, const char *s, size_t left, bool is_end, out_delta_t *d, size_t *at)
+{
+    (void)d;
+    if (!left && !is_end)
+        return false;
+    if (left)
+        *at += *s == '\n';
+    p->state = P_THINK;
+    return true;
+}
+
+static bool step_think(out_parser_t *p, const char *s, size_t left, bool is_end, out_delta_t *d, size_t *at)
+{
+    bool found = false;
+    size_t i = scan(s, left, THINK_CLOSE, &found);
+    if (found || is_end) {
+        size_t t = found ? i : left;
+        while (t && s[t - 1] == '\n')
+            t--; /* the template strips the reasoning's newlines */
+        append(&d->reasoning, &d->n_reasoning, s, t);
+        *at += found ? i + strlen(THINK_CLOSE) : left;
+        p->state = P_AFTER_THINK;
+        return found;
+    }
+    while (i && s[i - 1] == '\n')
+        i--; /* newlines wait: they may end the reasoning */
+    append(&d->reasoning, &d->n_reasoning, s, i);
+    *at += i;
+    return false;
+}
+
+/* White space after the reasoning or between calls is dropped. */
+static bool step_between(out_parser_t *p, const char *s, size_t left, bool is_end, out_delta_t *d, size_t *at)
+{
+    (void)is_end, (void)d;
+    while (left && is_space(*s))
+        s++, (*at)++, left--;
+    if (!left)
+        return false;
+    p->state = P_CONTENT;
+    return true;
+}
+
+static bool step_content(out_parser_t *p, const char *s, size_t left, bool is_end, out_delta_t *d, size_t *at)
+{
+    if (!p->has_tools) {
+        append(&d->content, &d->n_content, s, left);
+        *at += left;
+        return false;
+    }
+    bool found = false;
+    size_t i = scan(s, left, CALL_OPEN, &found);
+    if (is_end && !found)
+        i = left;
+    append(&d->content, &d->n_content, s, i);
+    *at += i;
+    if (!found)
+        return false;
+    *at += strlen(CALL_OPEN);
+    p->state = P_CALL;
+    p->n_call_clear = 0;
+    return true;
+}
+
+static bool step_call(out_parser_t *p, const char *s, size_t left, bool is_end, out_delta_t *d, size_t *at)
+{
+    /* the body stays at the start of what is held until the call ends, so
+     * what earlier pieces cleared is not scanned again */
+    bool found = false;
+    size_t i = p->n_call_clear + scan(s + p->n_call_clear, left - p->n_call_clear, CALL_CLOSE, &found);
+    p->n_call_clear = found ? 0 : i;
+    if (found) {
+        if (take_call(p, s, i)) {
+            p->state = P_BETWEEN;
+        } else {
+            /* not a call after all: the text goes out as it came */
+            append(&d->content, &d->n_content, CALL_OPEN, strlen(CALL_OPEN));
+            append(&d->content, &d->n_content, s, i + strlen(CALL_CLOSE));
+            p->state = P_CONTENT;
+        }
+        *at += i + strlen(CALL_CLOSE);
+        return true;
+    }
+    if (is_end) {
+        /* cut off (max_tokens): the partial call is content */
+        append(&d->content, &d->n_content, CALL_OPEN, strlen(CALL_OPEN));
+        append(&d->content, &d->n_content, s, left);
+        *at += left;
+        p->state = P_CONTENT;
+    }
+    return false;
+}
+
 void out_parser_feed(out_parser_t *p, const char *text, size_t n, bool is_end, out_delta_t *d)
 {
+    static parse_step_fn *const steps[] = {
+        [P_START] = step_start,         [P_THINK_START] = step_think_start, [P_THINK] = step_think,
+        [P_AFTER_THINK] = step_between, [P_BETWEEN] = step_between,         [P_CONTENT] = step_content,
+        [P_CALL] = step_call,
+    };
     memset(d, 0, sizeof *d);
     d->first_call = p->n_calls;
     hold_put(p, text, n);
     size_t at = 0; /* bytes of hold consumed */
-    for (bool is_progress = true; is_progress;) {
-        is_progress = false;
-        const char *s = p->hold ? p->hold + at : "";
-        size_t left = p->n_hold - at;
-        bool found = false;
-        size_t i;
-        switch (p->state) {
-        case P_START:
-            if (left >= 7 && !memcmp(s, THINK_OPEN, 7)) {
-                at += 7;
-                p->state = P_THINK_START;
-                is_progress = true;
-            } else if (left >= 7 || (left && memcmp(s, THINK_OPEN, left)) || is_end) {
-                p->state = P_CONTENT;
-                is_progress = true;
-            }
-            break;
-        case P_THINK_START:
-            if (left) {
-                at += *s == '\n';
-                p->state = P_THINK;
-                is_progress = true;
-            } else if (is_end) {
-                p->state = P_THINK;
-                is_progress = true;
-            }
-            break;
-        case P_THINK:
-            i = scan(s, left, THINK_CLOSE, &found);
-            if (found || is_end) {
-                size_t k = found ? i : left;
-                size_t t = k;
-                while (t && s[t - 1] == '\n')
-                    t--; /* the template strips the reasoning's newlines */
-                append(&d->reasoning, &d->n_reasoning, s, t);
-                at += found ? i + strlen(THINK_CLOSE) : left;
-                p->state = P_AFTER_THINK;
-                is_progress = found;
-            } else {
-                while (i && s[i - 1] == '\n')
-                    i--; /* newlines wait: they may end the reasoning */
-                append(&d->reasoning, &d->n_reasoning, s, i);
-                at += i;
-            }
-            break;
-        case P_AFTER_THINK:
-        case P_BETWEEN:
-            while (left && is_space(*s))
-                s++, at++, left--;
-            if (left) {
-                p->state = P_CONTENT;
-                is_progress = true;
-            }
-            break;
-        case P_CONTENT:
-            if (!p->has_tools) {
-                append(&d->content, &d->n_content, s, left);
-                at += left;
-                break;
-            }
-            i = scan(s, left, CALL_OPEN, &found);
-            if (is_end && !found)
-                i = left;
-            append(&d->content, &d->n_content, s, i);
-            at += i;
-            if (found) {
-                at += strlen(CALL_OPEN);
-                p->state = P_CALL;
-                p->n_call_clear = 0;
-                is_progress = true;
-            }
-            break;
-        case P_CALL:
-            /* the body stays at the start of what is held until the call
-             * ends, so what earlier pieces cleared is not scanned again */
-            i = p->n_call_clear + scan(s + p->n_call_clear, left - p->n_call_clear, CALL_CLOSE, &found);
-            p->n_call_clear = found ? 0 : i;
-            if (found) {
-                if (take_call(p, s, i)) {
-                    p->state = P_BETWEEN;
-                } else {
-                    /* not a call after all: the text goes out as it came */
-                    append(&d->content, &d->n_content, CALL_OPEN, strlen(CALL_OPEN));
-                    append(&d->content, &d->n_content, s, i + strlen(CALL_CLOSE));
-                    p->state = P_CONTENT;
-                }
-                at += i + strlen(CALL_CLOSE);
-                is_progress = true;
-            } else if (is_end) {
-                /* cut off (max_tokens): the partial call is content */
-                append(&d->content, &d->n_content, CALL_OPEN, strlen(CALL_OPEN));
-                append(&d->content, &d->n_content, s, left);
-                at += left;
-                p->state = P_CONTENT;
-            }
-            break;
-        }
-    }
+    for (bool is_progress = true; is_progress;)
+        is_progress = steps[p->state](p, p->hold ? p->hold + at : "", p->n_hold - at, is_end, d, &at);
     if (at) { /* hold is NULL until the first byte arrives (an empty answer) */
         memmove(p->hold, p->hold + at, p->n_hold - at);
         p->n_hold -= at;
