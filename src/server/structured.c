@@ -683,19 +683,21 @@ static bool step_call(out_parser_t *p, const char *s, size_t left, bool is_end, 
     return false;
 }
 
+/* The step for each state. */
+static parse_step_fn *const parse_steps[] = {
+    [P_START] = step_start,         [P_THINK_START] = step_think_start, [P_THINK] = step_think,
+    [P_AFTER_THINK] = step_between, [P_BETWEEN] = step_between,         [P_CONTENT] = step_content,
+    [P_CALL] = step_call,
+};
+
 void out_parser_feed(out_parser_t *p, const char *text, size_t n, bool is_end, out_delta_t *d)
 {
-    static parse_step_fn *const steps[] = {
-        [P_START] = step_start,         [P_THINK_START] = step_think_start, [P_THINK] = step_think,
-        [P_AFTER_THINK] = step_between, [P_BETWEEN] = step_between,         [P_CONTENT] = step_content,
-        [P_CALL] = step_call,
-    };
     memset(d, 0, sizeof *d);
     d->first_call = p->n_calls;
     hold_put(p, text, n);
     size_t at = 0; /* bytes of hold consumed */
     for (bool is_progress = true; is_progress;)
-        is_progress = steps[p->state](p, p->hold ? p->hold + at : "", p->n_hold - at, is_end, d, &at);
+        is_progress = parse_steps[p->state](p, p->hold ? p->hold + at : "", p->n_hold - at, is_end, d, &at);
     if (at) { /* hold is NULL until the first byte arrives (an empty answer) */
         memmove(p->hold, p->hold + at, p->n_hold - at);
         p->n_hold -= at;
