@@ -380,29 +380,47 @@ static long long count_params(const char *path, char *msg, size_t n)
     return n_params;
 }
 
-static const char *logits_job(job_ctx_t *c)
+/* Whether the model fits the float64 reference (8 bytes per parameter):
+ * NULL when it does, with its parameter count in n_params, else the job's
+ * status ("error" or "skipped") with its detail. */
+static const char *logits_size_check(job_ctx_t *c, const json_t *lg, long long *n_params)
 {
-    const json_t *lg = json_object_get(c->ledger, "logits"), *ref = json_object_get(c->ledger, "reference");
-    const char *ref_dir = json_string_value(json_object_get(ref, "dir"));
-    const char *python = json_string_value(json_object_get(json_object_get(ref, "python"), "path"));
-    if (!lg || !ref_dir || !python) {
-        snprintf(c->detail, sizeof c->detail, "the ledger names no float64 reference (prepare it again)");
-        return "error";
-    }
     char msg[sizeof(err_t)];
-    long long n_params = count_params(c->model_path, msg, sizeof msg);
+    *n_params = count_params(c->model_path, msg, sizeof msg);
     long long max_params = (long long)json_integer_value(json_object_get(lg, "max_params"));
-    if (n_params < 0) {
+    if (*n_params < 0) {
         snprintf(c->detail, sizeof c->detail, "cannot count the model's parameters: %.400s", msg);
         return "error";
     }
-    if (n_params > max_params) {
+    if (*n_params > max_params) {
         snprintf(c->detail, sizeof c->detail,
                  "skipped: too large for the float64 reference (%lld parameters, bound %lld: logits.max_params)",
-                 n_params, max_params);
+                 *n_params, max_params);
         return "skipped";
     }
+    return NULL;
+}
 
+/* Keeps what compare.py left in its work folder (the candidate's logits and
+ * ids, its run logs) as artefacts, dot files aside. */
+static void add_compare_artefacts(job_ctx_t *c, const char *work)
+{
+    DIR *d = opendir(work);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char rel[QUALIFY_NAME_MAX + 16];
+        int w = snprintf(rel, sizeof rel, "compare/%s", e->d_name);
+        if (e->d_name[0] != '.' && w > 0 && (size_t)w < sizeof rel)
+            add_artefact(c, rel);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Runs <python> <ref_dir>/compare.py on the candidate with the ledger's
+ * logits settings and keeps its files; returns its report (logits.json),
+ * NULL when it wrote none. The caller owns the report. */
+static json_t *run_compare(job_ctx_t *c, const json_t *lg, const char *python, const char *ref_dir)
+{
     char script[PATH_MAX + 32], work[PATH_MAX], report_path[PATH_MAX], log[PATH_MAX];
     snprintf(script, sizeof script, "%s/compare.py", ref_dir);
     run_path(c, "compare", work, sizeof work);
@@ -442,32 +460,14 @@ static const char *logits_job(job_ctx_t *c)
     json_t *report = json_load_file(report_path, 0, NULL);
     if (report)
         add_artefact(c, "logits.json");
-    /* the candidate's logits and ids, and its run logs, kept as compare.py left them */
-    DIR *d = opendir(work);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        char rel[QUALIFY_NAME_MAX + 16];
-        int w = snprintf(rel, sizeof rel, "compare/%s", e->d_name);
-        if (e->d_name[0] != '.' && w > 0 && (size_t)w < sizeof rel)
-            add_artefact(c, rel);
-    }
-    if (d)
-        closedir(d);
+    add_compare_artefacts(c, work);
+    return report;
+}
 
-    const char *verdict = json_string_value(json_object_get(report, "verdict"));
-    const char *status = "error";
-    if (c->exit_code == 0 && verdict && !strcmp(verdict, "pass"))
-        status = "passed";
-    else if (c->exit_code == 1 && verdict && !strcmp(verdict, "fail"))
-        status = "failed";
-    const json_t *prompts = json_object_get(report, "prompts");
-    if (!strcmp(status, "error") || !json_is_number(json_object_get(report, "max_rel"))) {
-        const char *why = json_string_value(json_object_get(report, "message"));
-        snprintf(c->detail, sizeof c->detail, "compare.py exited %d%s%s (see compare.log)", c->exit_code,
-                 why ? ": " : "", why ? why : "");
-        json_decref(report);
-        return status;
-    }
-    /* the weight types the tolerance came from, and whether greedy ids agreed */
+/* The detail of a logits job that compared: the error against the bound,
+ * the weight types the bound came from, whether greedy ids agreed. */
+static void logits_detail(job_ctx_t *c, const json_t *report, bool has_tol_override, long long n_params)
+{
     char types[96] = "";
     size_t used = 0, k;
     const json_t *v;
@@ -478,6 +478,7 @@ static const char *logits_job(job_ctx_t *c)
             break;
         used += (size_t)w;
     }
+    const json_t *prompts = json_object_get(report, "prompts");
     int n_ids_ok = 0;
     json_array_foreach(prompts, k, v)
     {
@@ -488,9 +489,40 @@ static const char *logits_job(job_ctx_t *c)
              "ids identical on %d of %zu prompts; %lld parameters",
              json_number_value(json_object_get(report, "max_rel")),
              json_number_value(json_object_get(report, "max_abs")),
-             json_number_value(json_object_get(report, "tol_rel")), tol_override ? "logits.tolerance, " : "", types,
+             json_number_value(json_object_get(report, "tol_rel")), has_tol_override ? "logits.tolerance, " : "", types,
              json_is_true(json_object_get(report, "int8_path")) ? ", int8 activations" : "", n_ids_ok,
              json_array_size(prompts), n_params);
+}
+
+static const char *logits_job(job_ctx_t *c)
+{
+    const json_t *lg = json_object_get(c->ledger, "logits"), *ref = json_object_get(c->ledger, "reference");
+    const char *ref_dir = json_string_value(json_object_get(ref, "dir"));
+    const char *python = json_string_value(json_object_get(json_object_get(ref, "python"), "path"));
+    if (!lg || !ref_dir || !python) {
+        snprintf(c->detail, sizeof c->detail, "the ledger names no float64 reference (prepare it again)");
+        return "error";
+    }
+    long long n_params;
+    const char *unrun = logits_size_check(c, lg, &n_params);
+    if (unrun)
+        return unrun;
+
+    json_t *report = run_compare(c, lg, python, ref_dir);
+    /* a verdict counts only with the exit code that goes with it */
+    const char *verdict = json_string_value(json_object_get(report, "verdict"));
+    const char *status = "error";
+    if (c->exit_code == 0 && verdict && !strcmp(verdict, "pass"))
+        status = "passed";
+    else if (c->exit_code == 1 && verdict && !strcmp(verdict, "fail"))
+        status = "failed";
+    if (!strcmp(status, "error") || !json_is_number(json_object_get(report, "max_rel"))) {
+        const char *why = json_string_value(json_object_get(report, "message"));
+        snprintf(c->detail, sizeof c->detail, "compare.py exited %d%s%s (see compare.log)", c->exit_code,
+                 why ? ": " : "", why ? why : "");
+    } else {
+        logits_detail(c, report, json_object_get(lg, "tolerance") != NULL, n_params);
+    }
     json_decref(report);
     return status;
 }
@@ -513,6 +545,133 @@ static bool is_retryable(const char *status)
            !strcmp(status, "error");
 }
 
+/* Which jobs run this time: todo[i] for job i (those --only selects that
+ * are unexecuted, were cut short, or failed under --retry-failed), their
+ * number in n_todo. The caller frees the array; NULL: out of memory. */
+static bool *select_jobs(const json_t *jobs, const qualify_exec_opts_t *opts, int *n_todo)
+{
+    int n_jobs = (int)json_array_size(jobs);
+    bool *todo = calloc((size_t)n_jobs + 1, sizeof *todo);
+    *n_todo = 0;
+    for (int i = 0; todo && i < n_jobs; i++) {
+        const json_t *j = json_array_get(jobs, (size_t)i);
+        const char *id = json_string_value(json_object_get(j, "id"));
+        const char *status = json_string_value(json_object_get(j, "status"));
+        if (opts->only && fnmatch(opts->only, id, 0))
+            continue;
+        todo[i] =
+            !strcmp(status, "unexecuted") || !strcmp(status, "running") || (opts->retry_failed && is_retryable(status));
+        *n_todo += todo[i];
+    }
+    return todo;
+}
+
+/* Fills c with what job j runs on: the two binaries, the draft, its
+ * verify-rows setting and its model's path. Returns the model, NULL when
+ * the ledger does not list it. */
+static const json_t *job_ctx_init(job_ctx_t *c, const json_t *ledger, const json_t *j)
+{
+    const json_t *bins = json_object_get(ledger, "binaries");
+    *c = (job_ctx_t){.ledger = ledger, .job = j};
+    c->baseline = json_string_value(json_object_get(json_object_get(bins, "baseline"), "path"));
+    c->candidate = json_string_value(json_object_get(json_object_get(bins, "candidate"), "path"));
+    c->verify_rows = json_string_value(json_object_get(j, "verify_rows"));
+    c->draft = json_string_value(json_object_get(ledger, "draft"));
+    const json_t *m = find_model(ledger, json_string_value(json_object_get(j, "model")));
+    c->model_path = json_string_value(json_object_get(m, "path"));
+    return m;
+}
+
+/* The run's folder: rel = jobs/<id>/run-<runs> ('/' in the id made '_'),
+ * c->run_dir = DIR/rel, short enough for the file names put in it. rel
+ * must outlive c, which points at it. 0, or -1 with err set. */
+static int job_run_dir(job_ctx_t *c, const char *dir, const char *id, int runs, char *rel, size_t n_rel, err_t *err)
+{
+    char safe_id[PATH_MAX];
+    snprintf(safe_id, sizeof safe_id, "%s", id);
+    for (char *p = safe_id; *p; p++)
+        if (*p == '/')
+            *p = '_';
+    int w = snprintf(rel, n_rel, "jobs/%s/run-%d", safe_id, runs);
+    int w2 = snprintf(c->run_dir, sizeof c->run_dir, "%s/%s", dir, rel);
+    if (w < 0 || w2 < 0 || (size_t)w2 + QUALIFY_NAME_MAX >= sizeof c->run_dir)
+        return err_set(err, "%s: the job folder's path is too long", dir);
+    c->rel_run_dir = rel;
+    return 0;
+}
+
+/* Runs the job's kind; "error" when its model is missing from the ledger. */
+static const char *run_kind(job_ctx_t *c, const json_t *m)
+{
+    const char *kind = json_string_value(json_object_get(c->job, "kind"));
+    return !m                                 ? "error"
+           : !strcmp(kind, "serving")         ? serving_job(c)
+           : !strcmp(kind, "greedy-identity") ? greedy_job(c)
+           : !strcmp(kind, "logits")          ? logits_job(c)
+                                              : perplexity_job(c);
+}
+
+/* Writes the finished job's verdict into it; takes c->artefacts. */
+static void record_verdict(json_t *j, const char *status, double elapsed_s, const job_ctx_t *c, bool has_model)
+{
+    char when[32];
+    now_iso(when, sizeof when);
+    json_object_set_new(j, "status", json_string(status));
+    json_object_set_new(j, "finished_at", json_string(when));
+    json_object_set_new(j, "elapsed_s", json_real(elapsed_s));
+    json_object_set_new(j, "exit_code", json_integer(c->exit_code));
+    json_object_set_new(j, "detail", json_string(has_model ? c->detail : "model missing from the ledger"));
+    json_object_set_new(j, "artefacts", c->artefacts);
+}
+
+/* Runs job j, the k-th of n_todo this time: marks it running (a run more)
+ * and saves the ledger before it starts, so a kill leaves it "running",
+ * then writes its verdict and saves again. 0, or -1 with err set when the
+ * job's folder or the ledger could not be written. */
+static int run_job(const char *dir, json_t *ledger, json_t *j, const qualify_exec_opts_t *opts, int k, int n_todo,
+                   err_t *err)
+{
+    const char *id = json_string_value(json_object_get(j, "id"));
+    const char *was = json_string_value(json_object_get(j, "status"));
+    bool is_rerun = !strcmp(was, "running");
+    if (!opts->is_quiet && is_rerun)
+        fprintf(stderr, "qualify: %s was running when a previous execute stopped: running it again\n", id);
+    else if (!opts->is_quiet && strcmp(was, "unexecuted"))
+        fprintf(stderr, "qualify: %s was %s: retrying\n", id, was);
+    json_object_set_new(j, "rerun_after_interruption", json_boolean(is_rerun));
+
+    int runs = (int)json_integer_value(json_object_get(j, "runs")) + 1;
+    job_ctx_t c;
+    const json_t *m = job_ctx_init(&c, ledger, j);
+    char rel[PATH_MAX];
+    if (job_run_dir(&c, dir, id, runs, rel, sizeof rel, err))
+        return -1;
+
+    char when[32];
+    now_iso(when, sizeof when);
+    json_object_set_new(j, "status", json_string("running"));
+    json_object_set_new(j, "runs", json_integer(runs));
+    json_object_set_new(j, "started_at", json_string(when));
+    json_object_del(j, "finished_at");
+    if (mkdir_p(c.run_dir))
+        return err_set(err, "%s: %s", c.run_dir, strerror(errno));
+    if (qualify_ledger_save(dir, ledger, err))
+        return -1;
+    if (!opts->is_quiet)
+        fprintf(stderr, "qualify: [%d/%d] %s: running (run %d)\n", k, n_todo, id, runs);
+
+    c.artefacts = json_array();
+    double t0 = now_s();
+    const char *status = run_kind(&c, m);
+    double elapsed_s = now_s() - t0;
+    record_verdict(j, status, elapsed_s, &c, m != NULL);
+    int rc = qualify_ledger_save(dir, ledger, err) ? -1 : 0;
+    if (!opts->is_quiet)
+        fprintf(stderr, "qualify: [%d/%d] %s: %s in %.1f s (%s)\n", k, n_todo, id, status, elapsed_s,
+                m ? c.detail : "");
+    return rc;
+}
+
 int qualify_execute(const char *dir, const qualify_exec_opts_t *opts, err_t *err)
 {
     json_t *ledger = qualify_ledger_load(dir, err);
@@ -522,101 +681,21 @@ int qualify_execute(const char *dir, const qualify_exec_opts_t *opts, err_t *err
         json_decref(ledger);
         return -1;
     }
-    const json_t *bins = json_object_get(ledger, "binaries");
-    const char *baseline = json_string_value(json_object_get(json_object_get(bins, "baseline"), "path"));
-    const char *candidate = json_string_value(json_object_get(json_object_get(bins, "candidate"), "path"));
     json_t *jobs = json_object_get(ledger, "jobs");
-
-    /* which jobs run this time */
-    int n_todo = 0, n_jobs = (int)json_array_size(jobs);
-    bool *todo = calloc((size_t)n_jobs + 1, sizeof *todo);
-    for (int i = 0; i < n_jobs; i++) {
-        const json_t *j = json_array_get(jobs, (size_t)i);
-        const char *id = json_string_value(json_object_get(j, "id"));
-        const char *status = json_string_value(json_object_get(j, "status"));
-        if (opts->only && fnmatch(opts->only, id, 0))
-            continue;
-        todo[i] =
-            !strcmp(status, "unexecuted") || !strcmp(status, "running") || (opts->retry_failed && is_retryable(status));
-        n_todo += todo[i];
+    int n_todo, n_jobs = (int)json_array_size(jobs);
+    bool *todo = select_jobs(jobs, opts, &n_todo);
+    if (!todo) {
+        json_decref(ledger);
+        return err_set(err, "out of memory");
     }
     if (!opts->is_quiet)
         fprintf(stderr, "qualify: %d of %d jobs to run (%d done before)\n", n_todo, n_jobs,
                 n_jobs - qualify_count(ledger, "unexecuted") - qualify_count(ledger, "running"));
 
     int rc = 0, k = 0;
-    for (int i = 0; i < n_jobs && rc == 0; i++) {
-        if (!todo[i])
-            continue;
-        k++;
-        json_t *j = json_array_get(jobs, (size_t)i);
-        const char *id = json_string_value(json_object_get(j, "id"));
-        const char *was = json_string_value(json_object_get(j, "status"));
-        bool is_rerun = !strcmp(was, "running");
-        if (!opts->is_quiet && is_rerun)
-            fprintf(stderr, "qualify: %s was running when a previous execute stopped: running it again\n", id);
-        else if (!opts->is_quiet && strcmp(was, "unexecuted"))
-            fprintf(stderr, "qualify: %s was %s: retrying\n", id, was);
-        json_object_set_new(j, "rerun_after_interruption", json_boolean(is_rerun));
-
-        int runs = (int)json_integer_value(json_object_get(j, "runs")) + 1;
-        job_ctx_t c = {.ledger = ledger, .job = j, .baseline = baseline, .candidate = candidate};
-        c.verify_rows = json_string_value(json_object_get(j, "verify_rows"));
-        c.draft = json_string_value(json_object_get(ledger, "draft"));
-        const json_t *m = find_model(ledger, json_string_value(json_object_get(j, "model")));
-        c.model_path = json_string_value(json_object_get(m, "path"));
-        char rel[PATH_MAX], safe_id[PATH_MAX];
-        snprintf(safe_id, sizeof safe_id, "%s", id);
-        for (char *p = safe_id; *p; p++)
-            if (*p == '/')
-                *p = '_';
-        int w = snprintf(rel, sizeof rel, "jobs/%s/run-%d", safe_id, runs);
-        int w2 = snprintf(c.run_dir, sizeof c.run_dir, "%s/%s", dir, rel);
-        if (w < 0 || w2 < 0 || (size_t)w2 + QUALIFY_NAME_MAX >= sizeof c.run_dir) {
-            rc = err_set(err, "%s: the job folder's path is too long", dir);
-            break;
-        }
-        c.rel_run_dir = rel;
-
-        char when[32];
-        now_iso(when, sizeof when);
-        json_object_set_new(j, "status", json_string("running"));
-        json_object_set_new(j, "runs", json_integer(runs));
-        json_object_set_new(j, "started_at", json_string(when));
-        json_object_del(j, "finished_at");
-        if (mkdir_p(c.run_dir)) {
-            rc = err_set(err, "%s: %s", c.run_dir, strerror(errno));
-            break;
-        }
-        if (qualify_ledger_save(dir, ledger, err)) {
-            rc = -1;
-            break;
-        }
-        if (!opts->is_quiet)
-            fprintf(stderr, "qualify: [%d/%d] %s: running (run %d)\n", k, n_todo, id, runs);
-
-        c.artefacts = json_array();
-        double t0 = now_s();
-        const char *kind = json_string_value(json_object_get(j, "kind"));
-        const char *status = !m                                 ? "error"
-                             : !strcmp(kind, "serving")         ? serving_job(&c)
-                             : !strcmp(kind, "greedy-identity") ? greedy_job(&c)
-                             : !strcmp(kind, "logits")          ? logits_job(&c)
-                                                                : perplexity_job(&c);
-        double elapsed_s = now_s() - t0;
-        now_iso(when, sizeof when);
-        json_object_set_new(j, "status", json_string(status));
-        json_object_set_new(j, "finished_at", json_string(when));
-        json_object_set_new(j, "elapsed_s", json_real(elapsed_s));
-        json_object_set_new(j, "exit_code", json_integer(c.exit_code));
-        json_object_set_new(j, "detail", json_string(m ? c.detail : "model missing from the ledger"));
-        json_object_set_new(j, "artefacts", c.artefacts);
-        if (qualify_ledger_save(dir, ledger, err))
-            rc = -1;
-        if (!opts->is_quiet)
-            fprintf(stderr, "qualify: [%d/%d] %s: %s in %.1f s (%s)\n", k, n_todo, id, status, elapsed_s,
-                    m ? c.detail : "");
-    }
+    for (int i = 0; i < n_jobs && rc == 0; i++)
+        if (todo[i])
+            rc = run_job(dir, ledger, json_array_get(jobs, (size_t)i), opts, ++k, n_todo, err);
     free(todo);
     json_decref(ledger);
     return rc;

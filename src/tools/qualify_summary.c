@@ -70,20 +70,33 @@ static const char *status_colour(const char *s)
     return "#f4b8b8";
 }
 
-int qualify_summary(const char *dir, err_t *err)
+/* One text cell: the job's status when the scenario runs once per model,
+ * else "setting=status" per verify-rows setting, cut at the buffer's end. */
+static void text_cell(const json_t *ledger, const json_t *settings, const char *model, const char *scenario, char *cell,
+                      size_t n)
 {
-    json_t *ledger = qualify_ledger_load(dir, err);
-    if (!ledger)
-        return -1;
+    size_t used = 0, n_cell = cell_settings(ledger, settings, model, scenario);
+    cell[0] = 0;
+    if (n_cell == 0)
+        snprintf(cell, n, "%s", job_status(find_job(ledger, model, scenario, NULL)));
+    for (size_t ti = 0; ti < n_cell; ti++) {
+        const json_t *st = json_array_get(settings, ti);
+        const char *s = job_status(find_job(ledger, model, scenario, json_string_value(st)));
+        used += (size_t)snprintf(cell + used, n - used, "%s%s=%s", ti ? " " : "", json_string_value(st), s);
+        if (used >= n)
+            break;
+    }
+}
+
+/* The text matrix on stdout: one column per scenario, one row per model. */
+static void print_text_matrix(const json_t *ledger, const char *dir, int n_jobs, int n_unexecuted)
+{
     const json_t *models = json_object_get(ledger, "models"), *scenarios = json_object_get(ledger, "scenarios"),
                  *settings = json_object_get(ledger, "verify_rows");
-    int n_jobs = qualify_count(ledger, NULL), n_unexecuted = qualify_count(ledger, "unexecuted");
-
-    /* text matrix: one column per scenario, "setting=status" per cell */
     printf("qualification matrix: %s (%d jobs, %d unexecuted, %d running)\n", dir, n_jobs, n_unexecuted,
            qualify_count(ledger, "running"));
-    size_t mi, si, ti;
-    const json_t *m, *sc, *st;
+    size_t mi, si;
+    const json_t *m, *sc;
     printf("%-20s", "model");
     for (si = 0; si < json_array_size(scenarios); si++)
         printf(" %-28s", json_string_value(json_array_get(scenarios, si)));
@@ -94,22 +107,18 @@ int qualify_summary(const char *dir, err_t *err)
         printf("%-20s", model);
         json_array_foreach(scenarios, si, sc)
         {
-            char cell[128] = "";
-            size_t used = 0, n_cell = cell_settings(ledger, settings, model, json_string_value(sc));
-            if (n_cell == 0)
-                snprintf(cell, sizeof cell, "%s", job_status(find_job(ledger, model, json_string_value(sc), NULL)));
-            for (ti = 0; ti < n_cell; ti++) {
-                st = json_array_get(settings, ti);
-                const char *s = job_status(find_job(ledger, model, json_string_value(sc), json_string_value(st)));
-                used += (size_t)snprintf(cell + used, sizeof cell - used, "%s%s=%s", ti ? " " : "",
-                                         json_string_value(st), s);
-                if (used >= sizeof cell)
-                    break;
-            }
+            char cell[128];
+            text_cell(ledger, settings, model, json_string_value(sc), cell, sizeof cell);
             printf(" %-28s", cell);
         }
         printf("\n");
     }
+}
+
+/* The count of every status, and a plain word when nothing has run: a
+ * prepared ledger must never read as a pass. */
+static void print_totals(const json_t *ledger, int n_jobs, int n_unexecuted)
+{
     static const char *const statuses[] = {"passed", "gain",    "regression", "inconclusive", "invalid",
                                            "failed", "skipped", "error",      "running",      "unexecuted"};
     printf("totals:");
@@ -118,15 +127,12 @@ int qualify_summary(const char *dir, err_t *err)
     printf("\n");
     if (n_unexecuted == n_jobs)
         printf("nothing has run yet: a prepared ledger is neither coverage nor a pass\n");
+}
 
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, QUALIFY_MATRIX_NAME);
-    afile_t page;
-    FILE *f = afile_open(&page, path, err);
-    if (!f) {
-        json_decref(ledger);
-        return -1;
-    }
+/* The page up to the table: inline style only (the CSP forbids the rest),
+ * the job counts and the two binaries with their fingerprints. */
+static void write_page_head(FILE *f, const json_t *ledger, int n_jobs, int n_unexecuted)
+{
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
           "<title>splash qualification matrix</title>\n<style>\n"
@@ -148,7 +154,46 @@ int qualify_summary(const char *dir, err_t *err)
         html_escape(f, json_string_value(json_object_get(b, "sha256")));
         fputs("</code></li>\n", f);
     }
-    fputs("</ul>\n<table>\n<tr><th>model</th>", f);
+    fputs("</ul>\n", f);
+}
+
+/* One table cell: a coloured span per verify-rows setting (one span when
+ * the scenario runs once per model), with the job's id, status and detail
+ * as attributes. */
+static void write_page_cell(FILE *f, const json_t *ledger, const json_t *settings, const char *model,
+                            const char *scenario)
+{
+    fputs("<td>", f);
+    size_t n_cell = cell_settings(ledger, settings, model, scenario);
+    for (size_t ti = 0; ti < (n_cell ? n_cell : 1); ti++) {
+        const json_t *st = n_cell ? json_array_get(settings, ti) : NULL;
+        const json_t *j = find_job(ledger, model, scenario, json_string_value(st));
+        const char *s = job_status(j);
+        fprintf(f, "<span style=\"background:%s\" data-job=\"", status_colour(s));
+        html_escape(f, json_string_value(json_object_get(j, "id")));
+        fputs("\" data-status=\"", f);
+        html_escape(f, s);
+        fputs("\" title=\"", f);
+        html_escape(f, json_string_value(json_object_get(j, "detail")));
+        fputs("\">", f);
+        if (st) {
+            html_escape(f, json_string_value(st));
+            fputs(": ", f);
+        }
+        html_escape(f, s);
+        fputs("</span>", f);
+    }
+    fputs("</td>", f);
+}
+
+/* The models x scenarios table and the end of the page. */
+static void write_page_table(FILE *f, const json_t *ledger)
+{
+    const json_t *models = json_object_get(ledger, "models"), *scenarios = json_object_get(ledger, "scenarios"),
+                 *settings = json_object_get(ledger, "verify_rows");
+    size_t mi, si;
+    const json_t *m, *sc;
+    fputs("<table>\n<tr><th>model</th>", f);
     json_array_foreach(scenarios, si, sc)
     {
         fputs("<th>", f);
@@ -164,34 +209,40 @@ int qualify_summary(const char *dir, err_t *err)
         fputs("</th>", f);
         json_array_foreach(scenarios, si, sc)
         {
-            fputs("<td>", f);
-            size_t n_cell = cell_settings(ledger, settings, model, json_string_value(sc));
-            for (ti = 0; ti < (n_cell ? n_cell : 1); ti++) {
-                st = n_cell ? json_array_get(settings, ti) : NULL;
-                const json_t *j = find_job(ledger, model, json_string_value(sc), json_string_value(st));
-                const char *s = job_status(j);
-                fprintf(f, "<span style=\"background:%s\" data-job=\"", status_colour(s));
-                html_escape(f, json_string_value(json_object_get(j, "id")));
-                fputs("\" data-status=\"", f);
-                html_escape(f, s);
-                fputs("\" title=\"", f);
-                html_escape(f, json_string_value(json_object_get(j, "detail")));
-                fputs("\">", f);
-                if (st) {
-                    html_escape(f, json_string_value(st));
-                    fputs(": ", f);
-                }
-                html_escape(f, s);
-                fputs("</span>", f);
-            }
-            fputs("</td>", f);
+            write_page_cell(f, ledger, settings, model, json_string_value(sc));
         }
         fputs("</tr>\n", f);
     }
     fputs("</table>\n</body></html>\n", f);
+}
+
+/* Writes DIR/matrix.html atomically and names it on stdout once it is in
+ * place; 0 or -1 with err set. */
+static int write_matrix_page(const char *dir, const json_t *ledger, int n_jobs, int n_unexecuted, err_t *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, QUALIFY_MATRIX_NAME);
+    afile_t page;
+    FILE *f = afile_open(&page, path, err);
+    if (!f)
+        return -1;
+    write_page_head(f, ledger, n_jobs, n_unexecuted);
+    write_page_table(f, ledger);
     int rc = afile_commit(&page, err);
     if (rc == 0)
         printf("matrix page: %s\n", path);
+    return rc;
+}
+
+int qualify_summary(const char *dir, err_t *err)
+{
+    json_t *ledger = qualify_ledger_load(dir, err);
+    if (!ledger)
+        return -1;
+    int n_jobs = qualify_count(ledger, NULL), n_unexecuted = qualify_count(ledger, "unexecuted");
+    print_text_matrix(ledger, dir, n_jobs, n_unexecuted);
+    print_totals(ledger, n_jobs, n_unexecuted);
+    int rc = write_matrix_page(dir, ledger, n_jobs, n_unexecuted, err);
     json_decref(ledger);
     return rc;
 }
