@@ -6,9 +6,10 @@
  * lanes: twice the products of an f32 fma. Per 32 elements the weights
  * become 32 bfloat16 (BF16 as loaded; F16 by two vcvtph2ps and one
  * vcvtne2ps2bf16, qact.h's rounding), then one vdpbf16ps per (weight row,
- * activation row) into that element's own accumulator; a short last chunk
- * is zero-padded by masked loads; then avx512_hsum. Every tile shape does the same
- * for an element, so dot_q_tile equals dot_q bit for bit. */
+ * activation row) into one of that element's two accumulators (even and
+ * odd chunks, tile_bf16dp_ahead); a short last chunk is zero-padded by masked
+ * loads; then the two are added and avx512_hsum. Every tile shape does the
+ * same for an element, so dot_q_tile equals dot_q bit for bit. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,38 +22,96 @@ TILE_DEFINE_DRIVE(qdrive, qmicro_fn, uint8_t, true) /* decode: see decode_rows_o
 /* ahead (decode's 1 x 1 on AMD, bf16_rows_decode): a non-temporal
  * prefetch BF16_AHEAD bytes beside each load of the row. */
 #define BF16_AHEAD 4096
-AI void tile_bf16dp_ahead(bool ahead, uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x,
-                          size_t xs, float *y, size_t ys, int64_t n)
+
+/* Each element sums in two chains, the even 32-element chunks and the odd
+ * ones, added before the horizontal sum. With one chain, each vdpbf16ps
+ * waiting for the last, decode's single row ran at 75-80 % of splash
+ * perf's read probe on Zen 5 (F16, 2 threads); two chains over the same
+ * forward stream: 90-97 %, decode 1.14x (qwen3-0.6b) and 1.26x
+ * (qwen35-0.8b), prefill 0.96x and 1.01x (docs/benchmarks.md, session 34).
+ * Two chains over the row's halves, or four over its quarters, ran faster
+ * in L2 but split the row into streams that memory served at two thirds
+ * the rate.
+ *
+ * bf16dp_pass: one pass over the chunks of chains h0 .. h0 + nh - 1 (both
+ * side by side, or one), R weight rows against C activation rows, into
+ * acc[h]. */
+AI void bf16dp_pass(bool ahead, uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs,
+                    int64_t n, int h0, int nh, __m512 acc[2][TILE_R][TILE_C])
 {
-    __m512 acc[TILE_R][TILE_C];
+    for (int64_t i0 = 32 * h0; i0 < n; i0 += 64) {
+#pragma GCC unroll 2
+        for (int h = h0; h < h0 + nh; h++) {
+            const int64_t i = i0 + 32 * (h - h0);
+            if (i >= n)
+                break;
+            __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+            __m512bh xv[TILE_C];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                xv[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, x + c * xs + 2 * i);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                if (R > 1)
+                    avx512_prefetch_next_rows(w + r * ws + 2 * i, R, ws);
+                else if (ahead)
+                    avx512_stream_line(w + 2 * i, BF16_AHEAD);
+                __m512bh wv = bf16_weights(type, w + r * ws + 2 * i, m);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; c++)
+                    acc[h][r][c] = _mm512_dpbf16_ps(acc[h][r][c], wv, xv[c]);
+            }
+        }
+    }
+}
+
+AI void bf16dp_zero(int R, int C, __m512 acc[TILE_R][TILE_C])
+{
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++)
             acc[r][c] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += 32) {
-        __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
-        __m512bh xv[TILE_C];
+}
+
+/* An R x C tile. Where both chains of every element fit the registers (R x
+ * C <= 8) they run side by side in one pass; a wider tile (its elements
+ * independent chains already) runs the even chunks, sets their sums aside,
+ * then the odd ones: splitting its rows instead, to keep both chains in
+ * registers, cost F16 prefill 10-18 % in the activations' extra loads.
+ * The same chains for every element either way, so every shape gives the
+ * same bits. */
+AI void tile_bf16dp_ahead(bool ahead, uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x,
+                          size_t xs, float *y, size_t ys, int64_t n)
+{
+    __m512 acc[2][TILE_R][TILE_C];
+    bf16dp_zero(R, C, acc[0]);
+    if (R * C <= 8) {
+        bf16dp_zero(R, C, acc[1]);
+        bf16dp_pass(ahead, type, R, C, w, ws, x, xs, n, 0, 2, acc);
+    } else {
+        /* the odd chunks' sums start only after the even ones are set
+         * aside: one pass's sums alone fill the registers */
+        _Alignas(64) float even[TILE_R][TILE_C][16];
+        bf16dp_pass(ahead, type, R, C, w, ws, x, xs, n, 0, 1, acc);
 #pragma GCC unroll 4
-        for (int c = 0; c < C; c++)
-            xv[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, x + c * xs + 2 * i);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            if (R > 1)
-                avx512_prefetch_next_rows(w + r * ws + 2 * i, R, ws);
-            else if (ahead)
-                avx512_stream_line(w + 2 * i, BF16_AHEAD);
-            __m512bh wv = bf16_weights(type, w + r * ws + 2 * i, m);
+        for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
             for (int c = 0; c < C; c++)
-                acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, xv[c]);
-        }
+                _mm512_store_ps(even[r][c], acc[0][r][c]);
+        bf16dp_zero(R, C, acc[1]);
+        bf16dp_pass(ahead, type, R, C, w, ws, x, xs, n, 1, 1, acc);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < C; c++)
+                acc[0][r][c] = _mm512_load_ps(even[r][c]);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++)
-            y[c * ys + r] = avx512_hsum(acc[r][c]);
+            y[c * ys + r] = avx512_hsum(_mm512_add_ps(acc[0][r][c], acc[1][r][c]));
 }
 
 AI void tile_bf16dp(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
