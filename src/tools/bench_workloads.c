@@ -116,6 +116,17 @@ static void *stream_main(void *arg)
     return NULL;
 }
 
+/* Runs j on a thread of its own; where no thread can start, here and now
+ * (the repetition then shows no overlap and is named invalid for it, not
+ * hung on a request that never starts). True when a thread runs it. */
+static bool stream_start(pthread_t *t, stream_job_t *j)
+{
+    if (pthread_create(t, NULL, stream_main, j) == 0)
+        return true;
+    stream_main(j);
+    return false;
+}
+
 static void wait_first(stream_job_t *j)
 {
     while (!__atomic_load_n(&j->is_first, __ATOMIC_ACQUIRE)) {
@@ -270,12 +281,14 @@ static void mixed_repetition(slot_t *s, int rep, mixed_totals_t *t)
     bool has_poller = mixed_start_poller(s, rep, &p, &seq0, &tp);
     stream_job_t *d = mixed_new_job(s, "decode", c->mixed_decode_prompt, c->mixed_decode_tokens);
     stream_job_t *l = mixed_new_job(s, "long", c->mixed_long_prompt, c->mixed_long_tokens);
-    pthread_create(&td, NULL, stream_main, d);
+    bool is_d_thread = stream_start(&td, d);
     wait_first(d); /* the decode request is generating */
-    pthread_create(&tl, NULL, stream_main, l);
+    bool is_l_thread = stream_start(&tl, l);
     mixed_run_shorts(s, t);
-    pthread_join(tl, NULL);
-    pthread_join(td, NULL);
+    if (is_l_thread)
+        pthread_join(tl, NULL);
+    if (is_d_thread)
+        pthread_join(td, NULL);
     if (has_poller) {
         __atomic_store_n(&p.is_stop, 1, __ATOMIC_RELEASE);
         pthread_join(tp, NULL);
