@@ -46,17 +46,22 @@ AI void bf16dp_pass(bool ahead, uint32_t type, int R, int C, const uint8_t *w, s
             if (i >= n)
                 break;
             __mmask32 m = n - i >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+            /* tiles of several rows load whole chunks plainly; decode's
+             * one row keeps the masked loads (see bf16_weights_plain) */
+            const bool is_plain = R > 1 && n - i >= 32;
             __m512bh xv[TILE_C];
 #pragma GCC unroll 4
             for (int c = 0; c < C; c++)
-                xv[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, x + c * xs + 2 * i);
+                xv[c] = is_plain ? (__m512bh)_mm512_loadu_si512(x + c * xs + 2 * i)
+                                 : (__m512bh)_mm512_maskz_loadu_epi16(m, x + c * xs + 2 * i);
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 if (R > 1)
                     avx512_prefetch_next_rows(w + r * ws + 2 * i, R, ws);
                 else if (ahead)
                     avx512_stream_line(w + 2 * i, BF16_AHEAD);
-                __m512bh wv = bf16_weights(type, w + r * ws + 2 * i, m);
+                __m512bh wv =
+                    is_plain ? bf16_weights_plain(type, w + r * ws + 2 * i) : bf16_weights(type, w + r * ws + 2 * i, m);
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++)
                     acc[h][r][c] = _mm512_dpbf16_ps(acc[h][r][c], wv, xv[c]);

@@ -178,6 +178,17 @@ AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
     return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
 }
 
+/* bf16_weights of a whole chunk by plain loads. On Zen 5 the bfloat16
+ * prefill tiles ran 1.0-1.1x faster with them, decode's single row 0.8x
+ * (docs/benchmarks.md, session 34), so only the tiles take them. */
+AI __m512bh bf16_weights_plain(uint32_t type, const uint8_t *w)
+{
+    if (type == TYPE_BF16)
+        return (__m512bh)_mm512_loadu_si512(w);
+    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32))),
+                               _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w)));
+}
+
 /* Half of q6_k_panel_quants (below): its q[0], q[1] (v = v1, half 0) or
  * its q[2], q[3] (v = v2, half 1), into q[0], q[1]. */
 AI void q6_k_panel_quants_half(__m512i qh, __m512i v, int half, __m512i q[2])
