@@ -169,13 +169,17 @@ AI void avx512_transpose16(const __m512i v[16], __m512i tr[16])
 /* 32 weights (fewer: the rest of m zero) as bfloat16: BF16 as loaded; F16
  * by two vcvtph2ps and one vcvtne2ps2bf16, qact.h's rounding. The AVX-512
  * bfloat16 kernels and the AMX tile packing convert with this one. */
+AI __m512bh bf16_from_f16(__m256i lo, __m256i hi)
+{
+    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
+}
+
 AI __m512bh bf16_weights(uint32_t type, const uint8_t *w, __mmask32 m)
 {
     if (type == TYPE_BF16)
         return (__m512bh)_mm512_maskz_loadu_epi16(m, w);
-    __m256i lo = _mm256_maskz_loadu_epi16((__mmask16)m, w);
-    __m256i hi = _mm256_maskz_loadu_epi16((__mmask16)(m >> 16), w + 32);
-    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
+    return bf16_from_f16(_mm256_maskz_loadu_epi16((__mmask16)m, w),
+                         _mm256_maskz_loadu_epi16((__mmask16)(m >> 16), w + 32));
 }
 
 /* bf16_weights of a whole chunk by plain loads. On Zen 5 the bfloat16
@@ -185,8 +189,7 @@ AI __m512bh bf16_weights_plain(uint32_t type, const uint8_t *w)
 {
     if (type == TYPE_BF16)
         return (__m512bh)_mm512_loadu_si512(w);
-    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32))),
-                               _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w)));
+    return bf16_from_f16(_mm256_loadu_si256((const __m256i *)w), _mm256_loadu_si256((const __m256i *)(w + 32)));
 }
 
 /* Half of q6_k_panel_quants (below): its q[0], q[1] (v = v1, half 0) or
