@@ -216,8 +216,8 @@ int hf_import(const char *tokenizer_json, const char *config_path, tok_spec_t *s
     const json_t *added = json_object_get(root, "added_tokens");
     if (!rc && (!json_is_object(vocab) || !json_is_array(merges)))
         rc = err_set(err, "%s: model.vocab must be an object and model.merges an array", tokenizer_json);
-    int64_t n = rc ? -1 : vocab_size(vocab, added, tokenizer_json, err);
-    if (n < 0)
+    int64_t n = 0;
+    if (!rc && (n = vocab_size(vocab, added, tokenizer_json, err)) < 0)
         rc = -1;
     if (!rc)
         rc = fill_tokens(vocab, added, n, s, tokenizer_json, err);
