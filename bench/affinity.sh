@@ -17,6 +17,13 @@
 # --replica-args 'ARGS' adds serve flags to every replica of both arms (the
 # last of a flag wins: e.g. '--max-memory 80M --max-context 1024' bounds each
 # replica's KV pool below the conversations' working set, as many users do).
+# The run that decides issue 26's targets on a 2-vCPU VM (docs/benchmarks.md,
+# session 35): a light schedule, each replica busy about a tenth of a slot, so
+# a turn's TTFT is its own prefill and not its place in a queue:
+#   bench/affinity.sh affinity --model build/bench-tests/bench-mid.gguf --rounds 7 \
+#       --replica-args '--max-memory 92M --max-context 1024' -- --sessions 32 --session-turns 4 \
+#       --session-first-tokens 256 --session-turn-tokens 64 --session-max-tokens 2 \
+#       --session-stagger-ms 150 --session-think-ms 6000
 #   bench/affinity.sh affinity|split [--model FILE] [--rounds 3] [--replicas 2] [--replica-args 'ARGS']
 #                     [--baseline roundrobin|random] [--dir WORKDIR] [-- BENCH ARGS]
 set -euo pipefail
