@@ -17,9 +17,9 @@
 # --replica-args 'ARGS' adds serve flags to every replica of both arms (the
 # last of a flag wins: e.g. '--max-memory 80M --max-context 1024' bounds each
 # replica's KV pool below the conversations' working set, as many users do).
-# The run that decides issue 26's targets on a 2-vCPU VM (docs/benchmarks.md,
-# session 35): a light schedule, each replica busy about a tenth of a slot, so
-# a turn's TTFT is its own prefill and not its place in a queue:
+# The schedule on which bench decided issue 26's targets on a 2-vCPU VM, in
+# half its runs there (docs/benchmarks.md, session 35): each replica busy about
+# a tenth of a slot, so a turn's TTFT is its own prefill, not a queue's wait:
 #   bench/affinity.sh affinity --model build/bench-tests/bench-mid.gguf --rounds 7 \
 #       --replica-args '--max-memory 92M --max-context 1024' -- --sessions 32 --session-turns 4 \
 #       --session-first-tokens 256 --session-turn-tokens 64 --session-max-tokens 2 \
