@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/ops.h"
+
 static float silu(float x)
 {
     return x / (1.0f + expf(-x));
@@ -65,6 +67,38 @@ void gdn_delta_step(float *S, float *o, const float *q, const float *k, const fl
             o[j] += row[j] * q[i];
         }
     }
+}
+
+size_t gdn_delta_f16_tmp_floats(int dk, int dv)
+{
+    return (size_t)dv + (size_t)dk * dv; /* the step's dv, then S in f32 */
+}
+
+typedef void (*to_f32_fn)(float *y, const uint16_t *x, int64_t n);
+typedef void (*to_f16_fn)(uint16_t *y, const float *x, int64_t n);
+
+/* An f16 state through a path's f32 step: the head to f32 after tmp's dv
+ * floats, the step, the head rounded back. */
+static void delta_f16_through(gdn_delta_fn step, to_f32_fn widen, to_f16_fn round, uint16_t *S, float *o,
+                              const float *q, const float *k, const float *v, float g, float beta, int dk, int dv,
+                              float *tmp)
+{
+    float *Sf = tmp + dv;
+    widen(Sf, S, (int64_t)dk * dv);
+    step(Sf, o, q, k, v, g, beta, dk, dv, tmp);
+    round(S, Sf, (int64_t)dk * dv);
+}
+
+void gdn_delta_step_f16(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
+                        int dk, int dv, float *tmp)
+{
+    delta_f16_through(gdn_delta_step, ops_f16_to_f32_ref, ops_f32_to_f16_ref, S, o, q, k, v, g, beta, dk, dv, tmp);
+}
+
+void gdn_delta_step_f16_avx2(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
+                             int dk, int dv, float *tmp)
+{
+    delta_f16_through(gdn_delta_step_avx2, f16_to_f32_avx2, f32_to_f16_avx2, S, o, q, k, v, g, beta, dk, dv, tmp);
 }
 
 size_t gdn_chunk_tmp_floats(int dk, int dv)
@@ -158,10 +192,11 @@ void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const floa
 }
 
 static const gdn_kernels_t paths[] = {
-    {gdn_conv_step, gdn_delta_step, gdn_delta_chunk, gdn_gated_rmsnorm, "generic"},
+    {gdn_conv_step, gdn_delta_step, gdn_delta_step_f16, gdn_delta_chunk, gdn_gated_rmsnorm, "generic"},
     /* no AVX2 chunk form: the scalar one is slower than the AVX2 recurrence */
-    {gdn_conv_step_avx2, gdn_delta_step_avx2, NULL, gdn_gated_rmsnorm_avx2, "avx2"},
-    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_delta_chunk_avx512, gdn_gated_rmsnorm_avx512, "avx512"},
+    {gdn_conv_step_avx2, gdn_delta_step_avx2, gdn_delta_step_f16_avx2, NULL, gdn_gated_rmsnorm_avx2, "avx2"},
+    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_delta_step_f16_avx512, gdn_delta_chunk_avx512,
+     gdn_gated_rmsnorm_avx512, "avx512"},
 };
 
 const gdn_kernels_t *gdn_kernels_for_level(cpu_level_t level)

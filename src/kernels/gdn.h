@@ -41,6 +41,14 @@ void gdn_l2norm(float *x, int64_t n, float eps);
 void gdn_delta_step(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta, int dk,
                     int dv, float *tmp);
 
+/* gdn_delta_step for a state S kept in f16 (model/forward.h's --state-type
+ * f16): S read exactly, the token's arithmetic in f32 as gdn_delta_step's
+ * (o from the f32 state), S rounded back to f16 (ops_f32_to_f16) once.
+ * tmp holds gdn_delta_f16_tmp_floats(dk, dv) floats. */
+void gdn_delta_step_f16(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
+                        int dk, int dv, float *tmp);
+size_t gdn_delta_f16_tmp_floats(int dk, int dv);
+
 /* The most tokens gdn_delta_chunk takes at once; its scratch grows with it. */
 #define GDN_CHUNK_MAX 64
 
@@ -85,6 +93,8 @@ typedef void (*gdn_conv_fn)(float *y, float *state, const float *x, const float 
                             int64_t c0, int64_t c1);
 typedef void (*gdn_delta_fn)(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                              int dk, int dv, float *tmp);
+typedef void (*gdn_delta_f16_fn)(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g,
+                                 float beta, int dk, int dv, float *tmp);
 typedef void (*gdn_chunk_fn)(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,
                              size_t vs, const float *g, const float *beta, size_t gs, int n, int dk, int dv,
                              float *tmp);
@@ -93,6 +103,11 @@ typedef void (*gdn_norm_fn)(float *y, const float *x, const float *weight, const
 typedef struct gdn_kernels {
     gdn_conv_fn conv_step;
     gdn_delta_fn delta_step;
+    /* the same step on an f16 state: the path's gdn_delta_step_f16 (the
+     * AVX-512 one converts as it walks S; the others convert the head to
+     * f32 in tmp, run delta_step and round it back), the same bits as
+     * that wrapper around the path's delta_step */
+    gdn_delta_f16_fn delta_step_f16;
     gdn_chunk_fn delta_chunk; /* NULL: no chunk form on this path (AVX2), rows one by one */
     gdn_norm_fn gated_rmsnorm;
     const char *path; /* "generic", "avx2", "avx512" */
@@ -109,11 +124,15 @@ void gdn_conv_step_avx2(float *y, float *state, const float *x, const float *w, 
                         int64_t c1);
 void gdn_delta_step_avx2(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                          int dk, int dv, float *tmp);
+void gdn_delta_step_f16_avx2(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
+                             int dk, int dv, float *tmp);
 void gdn_gated_rmsnorm_avx2(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps);
 void gdn_conv_step_avx512(float *y, float *state, const float *x, const float *w, int64_t n_ch, int kernel, int64_t c0,
                           int64_t c1);
 void gdn_delta_step_avx512(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                            int dk, int dv, float *tmp);
+void gdn_delta_step_f16_avx512(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g,
+                               float beta, int dk, int dv, float *tmp);
 /* AVX-512 chunk form (gdn_chunk_avx512.c): dv % 16 != 0 runs the
  * reference instead. */
 void gdn_delta_chunk_avx512(float *S, float *o, size_t os, const float *q, const float *k, size_t qks, const float *v,

@@ -100,9 +100,40 @@ void gdn_conv_step_avx512(float *y, float *state, const float *x, const float *w
     }
 }
 
-/* Columns [j0, j0 + 128) of one head (masked to dv unless full). */
-AI void delta_block(float *S, float *o, const float *q, const float *k, const float *v, float decay, float beta, int dk,
-                    int dv, int j0, bool full)
+/* 16 state entries from f32 (half false) or f16 (exact) storage. */
+AI __m512 state_load(const void *p, size_t at, __mmask16 m, bool full, bool half)
+{
+    if (!half)
+        return load16(m, (const float *)p + at, full);
+    const uint16_t *h = (const uint16_t *)p + at;
+    return _mm512_cvtph_ps(full ? _mm256_loadu_si256((const __m256i *)h) : _mm256_maskz_loadu_epi16(m, h));
+}
+
+/* 16 state entries to f32 or f16 storage, rounded as ops_f32_to_f16 rounds
+ * (to nearest even; a NaN as the reference's quiet NaN with its sign). */
+AI void state_store(void *p, size_t at, __mmask16 m, __m512 x, bool full, bool half)
+{
+    if (!half) {
+        store16((float *)p + at, m, x, full);
+        return;
+    }
+    __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    if (nan)
+        h = _mm256_mask_blend_epi16(
+            nan, h, _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16((short)0x8000)), _mm256_set1_epi16(0x7e00)));
+    uint16_t *d = (uint16_t *)p + at;
+    if (full)
+        _mm256_storeu_si256((__m256i *)d, h);
+    else
+        _mm256_mask_storeu_epi16(d, m, h);
+}
+
+/* Columns [j0, j0 + 128) of one head (masked to dv unless full), the state
+ * in f32 or (half) f16: the same arithmetic in f32 either way, an f16
+ * state read exactly and rounded once, as it is stored. */
+AI void delta_block(void *S, float *o, const float *q, const float *k, const float *v, float decay, float beta, int dk,
+                    int dv, int j0, bool full, bool half)
 {
     __mmask16 m[BLOCK];
     __m512 u[BLOCK], acc[BLOCK];
@@ -112,10 +143,10 @@ AI void delta_block(float *S, float *o, const float *q, const float *k, const fl
     }
     /* pass 1: acc = S^T k */
     for (int i = 0; i < dk; i++) {
-        const float *row = S + (size_t)i * dv + j0;
+        size_t row = (size_t)i * dv + (size_t)j0;
         __m512 ki = _mm512_set1_ps(k[i]);
         for (int b = 0; b < BLOCK; b++)
-            acc[b] = _mm512_fmadd_ps(load16(m[b], row + b * LANES, full), ki, acc[b]);
+            acc[b] = _mm512_fmadd_ps(state_load(S, row + (size_t)b * LANES, m[b], full, half), ki, acc[b]);
     }
     /* u = beta (v - decay acc) */
     __m512 vd = _mm512_set1_ps(decay), vb = _mm512_set1_ps(beta);
@@ -126,12 +157,12 @@ AI void delta_block(float *S, float *o, const float *q, const float *k, const fl
     }
     /* pass 2: S = decay S + k u^T, acc = S^T q */
     for (int i = 0; i < dk; i++) {
-        float *row = S + (size_t)i * dv + j0;
+        size_t row = (size_t)i * dv + (size_t)j0;
         __m512 ki = _mm512_set1_ps(k[i]), qi = _mm512_set1_ps(q[i]);
         for (int b = 0; b < BLOCK; b++) {
-            __m512 s = load16(m[b], row + b * LANES, full);
+            __m512 s = state_load(S, row + (size_t)b * LANES, m[b], full, half);
             s = _mm512_fmadd_ps(ki, u[b], _mm512_mul_ps(s, vd));
-            store16(row + b * LANES, m[b], s, full);
+            state_store(S, row + (size_t)b * LANES, m[b], s, full, half);
             acc[b] = _mm512_fmadd_ps(s, qi, acc[b]);
         }
     }
@@ -146,9 +177,22 @@ void gdn_delta_step_avx512(float *S, float *o, const float *q, const float *k, c
     float decay = expf(g);
     for (int j0 = 0; j0 < dv; j0 += BLOCK * LANES) {
         if (dv - j0 >= BLOCK * LANES)
-            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, true);
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, true, false);
         else
-            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, false);
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, false, false);
+    }
+}
+
+void gdn_delta_step_f16_avx512(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g,
+                               float beta, int dk, int dv, float *tmp)
+{
+    (void)tmp;
+    float decay = expf(g);
+    for (int j0 = 0; j0 < dv; j0 += BLOCK * LANES) {
+        if (dv - j0 >= BLOCK * LANES)
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, true, true);
+        else
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, false, true);
     }
 }
 

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/fp16.h"
 #include "kernels/dispatch.h"
@@ -446,11 +447,35 @@ int64_t ops_argmax_ref(float *y, const float *x, int64_t n)
 
 void ops_f32_to_f16(uint16_t *y, const float *x, int64_t n)
 {
-    if (cpu_level() >= CPU_AVX512) {
+    if (cpu_level() >= CPU_AVX512)
         f32_to_f16_avx512(y, x, n);
-        return;
+    else if (cpu_level() >= CPU_AVX2)
+        f32_to_f16_avx2(y, x, n);
+    else
+        ops_f32_to_f16_ref(y, x, n);
+}
+
+void ops_f16_to_f32(float *y, const uint16_t *x, int64_t n)
+{
+    if (cpu_level() >= CPU_AVX512)
+        f16_to_f32_avx512(y, x, n);
+    else if (cpu_level() >= CPU_AVX2)
+        f16_to_f32_avx2(y, x, n);
+    else
+        ops_f16_to_f32_ref(y, x, n);
+}
+
+void ops_f16_to_f32_ref(float *y, const uint16_t *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = fp16_to_f32_exact(x[i]);
+        if ((x[i] & 0x7c00) == 0x7c00 && (x[i] & 0x3ff)) { /* NaN: quiet */
+            uint32_t u;
+            memcpy(&u, &y[i], sizeof u);
+            u |= 0x00400000u;
+            memcpy(&y[i], &u, sizeof u);
+        }
     }
-    ops_f32_to_f16_ref(y, x, n);
 }
 
 void ops_f32_to_f16_ref(uint16_t *y, const float *x, int64_t n)

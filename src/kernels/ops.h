@@ -97,10 +97,21 @@ int64_t argmax_avx512(float *y, const float *x, int64_t n);
 /* y[i] = x[i] rounded to half precision (base/fp16.h's f32_to_fp16: to
  * nearest even, overflow to infinity, NaN as sign | 0x7e00): the keys and
  * values a step writes into an f16 cache. The scalar reference and an
- * AVX-512 path (vcvtps2ph, its NaN lanes set as the reference sets them),
- * chosen by cpu_level(); both give the same bits for every input. */
+ * AVX-512 and an AVX2 path (vcvtps2ph, NaN lanes set as the reference sets
+ * them), chosen by cpu_level(); all give the same bits for every input. */
 void ops_f32_to_f16(uint16_t *y, const float *x, int64_t n);
 void ops_f32_to_f16_ref(uint16_t *y, const float *x, int64_t n);
 void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n);
+void f32_to_f16_avx2(uint16_t *y, const float *x, int64_t n);
+
+/* y[i] = x[i] widened from half precision: exact, a NaN keeps its sign and
+ * payload with the quiet bit set (as vcvtph2ps gives it). What a recurrent
+ * state kept in f16 is read back as (model/forward.h). The scalar
+ * reference, an AVX2 (F16C) and an AVX-512 path, chosen by cpu_level();
+ * all give the same bits for every input. */
+void ops_f16_to_f32(float *y, const uint16_t *x, int64_t n);
+void ops_f16_to_f32_ref(float *y, const uint16_t *x, int64_t n);
+void f16_to_f32_avx2(float *y, const uint16_t *x, int64_t n);
+void f16_to_f32_avx512(float *y, const uint16_t *x, int64_t n);
 
 #endif

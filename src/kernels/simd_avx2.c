@@ -21,6 +21,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/kquants.h"
+#include "kernels/ops.h"
 #include "kernels/qact.h"
 #include "kernels/qunpack.h"
 
@@ -568,6 +569,43 @@ static void quantize_q8_32(const float *x, void *dst, int64_t n)
 static void quantize_q8_256(const float *x, void *dst, int64_t n)
 {
     quantize_rows(QK_K, x, dst, n);
+}
+
+/* kernels/ops.h's half-precision conversions, 8 lanes at a time (the tail
+ * through a small buffer: AVX2 has no masked 16-bit loads). */
+void f32_to_f16_avx2(uint16_t *y, const float *x, int64_t n)
+{
+    const __m128i qnan = _mm_set1_epi16(0x7e00), sign = _mm_set1_epi16((short)0x8000);
+    for (int64_t i = 0; i < n; i += 8) {
+        int64_t k = n - i < 8 ? n - i : 8;
+        float in[8] = {0};
+        uint16_t out[8];
+        memcpy(in, x + i, (size_t)k * sizeof(float));
+        __m256 v = _mm256_loadu_ps(in);
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        /* NaN: the reference's quiet NaN with the input's sign, no payload */
+        __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        __m128i nan = _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
+        __m128i fix = _mm_or_si128(_mm_and_si128(h, sign), qnan);
+        _mm_storeu_si128((__m128i *)out, _mm_blendv_epi8(h, fix, nan));
+        memcpy(y + i, out, (size_t)k * sizeof(uint16_t));
+    }
+}
+
+void f16_to_f32_avx2(float *y, const uint16_t *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 8) {
+        int64_t k = n - i < 8 ? n - i : 8;
+        if (k == 8) {
+            _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+            continue;
+        }
+        uint16_t in[8] = {0};
+        float out[8];
+        memcpy(in, x + i, (size_t)k * sizeof(uint16_t));
+        _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)in)));
+        memcpy(y + i, out, (size_t)k * sizeof(float));
+    }
 }
 
 void kernels_register_avx2(type_kernels_t table[TYPE_COUNT])

@@ -77,3 +77,11 @@ void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n)
         _mm256_mask_storeu_epi16(y + i, m, _mm256_mask_blend_epi16(nan, h, fix));
     }
 }
+
+void f16_to_f32_avx512(float *y, const uint16_t *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
+    }
+}

@@ -4,7 +4,8 @@
  * past the end masked) within a relative bound; bit-identical repeats;
  * a conv step split into channel ranges (as threads split it) equal bit for
  * bit to the whole; in place allowed where the contract says so; the chunk
- * form against the reference chunk form and the recurrence. */
+ * form against the reference chunk form and the recurrence; the step on an
+ * f16 state against its contract. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 
 #include "base/cpu.h"
 #include "kernels/gdn.h"
+#include "kernels/ops.h"
 
 #include "gdn_chunk_cases.h"
 #include "test_util.h"
@@ -133,6 +135,58 @@ static void test_delta_rule(void **state)
     }
 }
 
+/* A state kept in f16 (gdn_kernels_t.delta_step_f16), every path from the
+ * generic one up: over T tokens the same bits as the path's f32 step with
+ * the head widened before and rounded to f16 after each token (the
+ * contract: one rounding a token, o from the f32 state); and within f16's
+ * rounding of the f32 recurrence (each token adds at most 2^-11 relative
+ * error to S, the recurrence's decay keeps it from growing: bound 1e-2 of
+ * 1 + |value| over 40 tokens). */
+static void delta_f16_case(const gdn_kernels_t *p, int dk, int dv, int T, uint64_t seed)
+{
+    size_t ns = (size_t)dk * dv;
+    uint16_t *S16 = calloc(ns, 2), *W16 = calloc(ns, 2);
+    float *Sf = calloc(ns, 4), *S_ref = calloc(ns, 4), *wide = malloc(ns * 4);
+    float *tmp = malloc(gdn_delta_f16_tmp_floats(dk, dv) * 4), *tmp2 = malloc(gdn_delta_f16_tmp_floats(dk, dv) * 4);
+    float *o = malloc((size_t)dv * 4), *o_w = malloc((size_t)dv * 4), *o_ref = malloc((size_t)dv * 4);
+    float *q = malloc((size_t)dk * 4), *k = malloc((size_t)dk * 4), *v = malloc((size_t)dv * 4), gb[2];
+    for (int t = 0; t < T; t++) {
+        fill_normal(q, dk, seed + 3 * (uint64_t)t, 1.0f);
+        fill_normal(k, dk, seed + 3 * (uint64_t)t + 1, 1.0f);
+        fill_normal(v, dv, seed + 3 * (uint64_t)t + 2, 1.0f);
+        fill_normal(gb, 2, seed + 1000 + (uint64_t)t, 1.0f);
+        unit(q, dk);
+        unit(k, dk);
+        float g = -0.3f * fabsf(gb[0]), beta = 1.0f / (1.0f + expf(-gb[1]));
+        p->delta_step_f16(S16, o, q, k, v, g, beta, dk, dv, tmp);
+        ops_f16_to_f32_ref(wide, W16, (int64_t)ns); /* the contract, spelled out */
+        p->delta_step(wide, o_w, q, k, v, g, beta, dk, dv, tmp2);
+        ops_f32_to_f16_ref(W16, wide, (int64_t)ns);
+        assert_memory_equal(o, o_w, (size_t)dv * 4);
+        assert_memory_equal(S16, W16, ns * 2);
+        gdn_delta_step(S_ref, o_ref, q, k, v, g, beta, dk, dv, tmp2);
+        expect_close(o, o_ref, dv, 1e-2);
+        ops_f16_to_f32_ref(Sf, S16, (int64_t)ns);
+        expect_close(Sf, S_ref, (int64_t)ns, 1e-2);
+    }
+    free(S16), free(W16), free(Sf), free(S_ref), free(wide), free(tmp), free(tmp2), free(o), free(o_w), free(o_ref);
+    free(q), free(k), free(v);
+}
+
+static void test_delta_rule_f16_state(void **state)
+{
+    (void)state;
+    for (cpu_level_t level = CPU_GENERIC; level <= cpu_level() && level <= CPU_AVX512; level++) {
+        const gdn_kernels_t *p = gdn_kernels_for_level(level);
+        assert_non_null(p->delta_step_f16);
+        delta_f16_case(p, 6, 5, 12, 10);
+        delta_f16_case(p, 16, 16, 20, 20);
+        delta_f16_case(p, 32, 40, 20, 30);
+        delta_f16_case(p, 128, 128, 40, 40);
+        delta_f16_case(p, 64, 200, 10, 50);
+    }
+}
+
 /* One path's chunk form over 150 tokens in chunks of n: against the
  * reference chunk form (the same maths in other sums' order, exp_ps for
  * exp: measured worst 1.2e-7 of 1 + |value|, bound 2e-6), against the
@@ -219,7 +273,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_selected), cmocka_unit_test(test_conv),
         cmocka_unit_test(test_delta_rule),     cmocka_unit_test(test_delta_chunk_paths),
-        cmocka_unit_test(test_gated_rmsnorm),
+        cmocka_unit_test(test_gated_rmsnorm),  cmocka_unit_test(test_delta_rule_f16_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,14 +270,14 @@ static void test_argmax_paths(void **state)
     }
 }
 
-/* The f16 cache's writes: the AVX-512 path against the scalar reference,
- * bit for bit, over float bit patterns spread across all 2^32 (every
- * exponent, so subnormal halves, the rounding edges and overflow) and
- * NaN, infinities and zeros of both signs, at ragged lengths. */
+/* The f16 cache's writes: the AVX2 and AVX-512 paths against the scalar
+ * reference, bit for bit, over float bit patterns spread across all 2^32
+ * (every exponent, so subnormal halves, the rounding edges and overflow)
+ * and NaN, infinities and zeros of both signs, at ragged lengths. */
 static void test_f32_to_f16_paths(void **state)
 {
     (void)state;
-    if (cpu_level() < CPU_AVX512)
+    if (cpu_level() < CPU_AVX2)
         skip();
     enum { N = 4099 };
     static float x[N];
@@ -296,10 +296,48 @@ static void test_f32_to_f16_paths(void **state)
             x[(pass * 7 + (int)i * 131) % N] = specials[i];
         int n = N - pass % 17;
         ops_f32_to_f16_ref(ref, x, n);
-        memset(got, 0xa5, sizeof got);
-        f32_to_f16_avx512(got, x, n);
-        assert_memory_equal(got, ref, (size_t)n * sizeof *ref);
-        assert_int_equal(got[n], 0xa5a5); /* nothing past n */
+        for (int path = 0; path < 2; path++) {
+            if (path == 1 && cpu_level() < CPU_AVX512)
+                continue;
+            memset(got, 0xa5, sizeof got);
+            (path ? f32_to_f16_avx512 : f32_to_f16_avx2)(got, x, n);
+            assert_memory_equal(got, ref, (size_t)n * sizeof *ref);
+            assert_int_equal(got[n], 0xa5a5); /* nothing past n */
+        }
+    }
+}
+
+/* An f16 recurrent state read back: every one of the 2^16 halves (zeros,
+ * subnormals, infinities, NaNs quiet or signalling) widened by the AVX2 and
+ * AVX-512 paths as by the scalar reference, bit for bit, at ragged lengths;
+ * finite halves round-trip through ops_f32_to_f16_ref unchanged. */
+static void test_f16_to_f32_paths(void **state)
+{
+    (void)state;
+    enum { N = 1 << 16 };
+    static uint16_t h[N], back[N];
+    static float ref[N], got[N + 1];
+    for (int i = 0; i < N; i++)
+        h[i] = (uint16_t)i;
+    ops_f16_to_f32_ref(ref, h, N);
+    ops_f32_to_f16_ref(back, ref, N);
+    for (int i = 0; i < N; i++)
+        if ((h[i] & 0x7c00) != 0x7c00 || !(h[i] & 0x3ff)) /* not NaN */
+            assert_int_equal(back[i], h[i]);
+    if (cpu_level() < CPU_AVX2)
+        skip();
+    for (int path = 0; path < 2; path++) {
+        if (path == 1 && cpu_level() < CPU_AVX512)
+            continue;
+        for (int cut = 0; cut < 17; cut += 5) {
+            int n = N - cut;
+            memset(got, 0xa5, sizeof got);
+            (path ? f16_to_f32_avx512 : f16_to_f32_avx2)(got, h, n);
+            assert_memory_equal(got, ref, (size_t)n * sizeof *ref);
+            uint32_t past;
+            memcpy(&past, &got[n], sizeof past);
+            assert_int_equal(past, 0xa5a5a5a5u); /* nothing past n */
+        }
     }
 }
 
@@ -353,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_rmsnorm_swiglu_paths),
         cmocka_unit_test(test_argmax_paths),
         cmocka_unit_test(test_f32_to_f16_paths),
+        cmocka_unit_test(test_f16_to_f32_paths),
         cmocka_unit_test(test_rope),
         cmocka_unit_test(test_softmax_swiglu),
     };
