@@ -18,6 +18,7 @@
 #include "base/sysmem.h"
 #include "build_info.h"
 #include "cli/commands.h"
+#include "cli/engine_opts.h"
 #include "cli/perf_concurrency.h"
 #include "grammar/json_schema.h"
 #include "kernels/dispatch.h"
@@ -32,8 +33,9 @@
 
 static const char perf_usage[] =
     "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--depth 0] [--reps 3]\n"
-    "                   [--kv-type f16|f32|q8_0] [--json]\n"
-    "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3] [--json]\n"
+    "                   [--kv-type f16|f32|q8_0] [--state-type f32|f16] [--json]\n"
+    "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3]\n"
+    "                   [--state-type f32|f16] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,4 --schema S.json [--tg 128] [--reps 4]\n"
     "\n"
     "Measures the forward pass in-process: prefill tokens/s for a batch of --pp prompt rows\n"
@@ -49,6 +51,8 @@ static const char perf_usage[] =
     "Figures are medians of --reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips\n"
     "that test. --depth D: the decode steps take positions D .. D + tg - 1 (attention over a\n"
     "long context). --kv-type: the KV cache's element type (default f16; the engine's --kv-type).\n"
+    "--state-type: a hybrid model's Gated DeltaNet state between tokens (default f32; the engine's\n"
+    "--state-type).\n"
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
     "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
@@ -143,6 +147,7 @@ typedef struct perf_result {
 typedef struct perf_shape {
     int pp, tg, depth, reps; /* depth: the position of the first decode step */
     kv_type_t kv_type;
+    int state_type;        /* hybrid models: the recurrent state's type */
     const uint64_t *probe; /* PERF_PROBE_BYTES for the probe, or NULL */
     uint64_t streamed;     /* weight bytes one decode step reads */
     double other;          /* and the other bytes it moves, mean over the tg steps (other_bytes) */
@@ -196,7 +201,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
     }
     if (fwd_ctx_init(&ctx, m, pool, rows, n_ctx, err))
         goto done;
-    if (kv_type_check(sh->kv_type, c->head_dim, err))
+    if (fwd_ctx_set_state_slots(&ctx, 1, sh->state_type, err) || kv_type_check(sh->kv_type, c->head_dim, err))
         goto done_ctx;
     if (kv_store_init(&kv, sh->kv_type, model_kv_layers(c), n_blocks, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, err))
         goto done_ctx;
@@ -332,14 +337,14 @@ static uint64_t streamed_bytes(const model_t *m)
  * step's position (read), and a hybrid model's recurrent state (read and
  * written back: at 19-38 MiB a sequence it stays in no cache the weight
  * stream passes through). */
-static double other_bytes(const model_t *m, kv_type_t kv_type, int depth, int tg)
+static double other_bytes(const model_t *m, kv_type_t kv_type, int state_type, int depth, int tg)
 {
     const model_config_t *c = &m->cfg;
     double kv_token =
         (double)kv_store_bytes(kv_type, model_kv_layers(c), 1, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim) /
         KV_BLOCK_SIZE;
     double mean_ctx = depth + (tg + 1) / 2.0; /* step i attends to positions 0 .. depth + i */
-    return kv_token * mean_ctx + 2.0 * (double)(fwd_state_snapshot_floats(m) * sizeof(float));
+    return kv_token * mean_ctx + 2.0 * (double)fwd_state_snapshot_bytes(m, state_type);
 }
 
 static void print_runs(const double *runs, int reps)
@@ -371,11 +376,11 @@ static void print_constrained(const perf_conc_result_t *res, int n_levels, int r
 }
 
 static int run_concurrency(const model_t *m, const char *model_path, int n_threads, const int32_t *levels, int n_levels,
-                           int tg, int reps, grammar_t *g, bool json)
+                           int tg, int reps, int state_type, grammar_t *g, bool json)
 {
     perf_conc_result_t res[PERF_CONC_MAX_LEVELS];
     err_t err;
-    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, g, res, &err)) {
+    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, state_type, g, res, &err)) {
         fprintf(stderr, "splash perf: %s\n", err.msg);
         return 1;
     }
@@ -453,6 +458,7 @@ typedef struct perf_opts {
     int n_threads, n_conc;
     int64_t pp, tg, reps, depth;
     kv_type_t kv_type;
+    int state_type;
     bool json, help;
 } perf_opts_t;
 
@@ -476,7 +482,19 @@ static int parse_list(const char *flag, const char *v, int32_t max, int max_coun
 }
 
 /* getopt_long's values for the long options (-h is the only short one). */
-enum { PO_JSON = 0x100, PO_MODEL, PO_THREADS, PO_CONC, PO_SCHEMA, PO_PP, PO_TG, PO_DEPTH, PO_KV_TYPE, PO_REPS };
+enum {
+    PO_JSON = 0x100,
+    PO_MODEL,
+    PO_THREADS,
+    PO_CONC,
+    PO_SCHEMA,
+    PO_PP,
+    PO_TG,
+    PO_DEPTH,
+    PO_KV_TYPE,
+    PO_STATE_TYPE,
+    PO_REPS
+};
 
 /* One option from getopt_long (c) and its value. */
 static int parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *err)
@@ -493,6 +511,7 @@ static int parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *er
     case PO_TG: return cli_parse_i64("--tg", v, 0, 8192, &o->tg, err);
     case PO_DEPTH: return cli_parse_i64("--depth", v, 0, 8192, &o->depth, err);
     case PO_KV_TYPE: return kv_type_parse("--kv-type", v, &o->kv_type, err);
+    case PO_STATE_TYPE: return state_type_parse("--state-type", v, &o->state_type, err);
     case PO_REPS: return cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &o->reps, err);
     case 'h': o->help = true; return 1;
     case ':': return err_set(err, "%s needs a value", arg);
@@ -512,11 +531,17 @@ static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
         {"tg", required_argument, NULL, PO_TG},
         {"depth", required_argument, NULL, PO_DEPTH},
         {"kv-type", required_argument, NULL, PO_KV_TYPE},
+        {"state-type", required_argument, NULL, PO_STATE_TYPE},
         {"reps", required_argument, NULL, PO_REPS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    *o = (perf_opts_t){.model_path = cli_default_model(), .pp = 512, .tg = 128, .reps = 3, .kv_type = KV_TYPE_DEFAULT};
+    *o = (perf_opts_t){.model_path = cli_default_model(),
+                       .pp = 512,
+                       .tg = 128,
+                       .reps = 3,
+                       .kv_type = KV_TYPE_DEFAULT,
+                       .state_type = TYPE_F32};
     if (cli_getopt(argc, argv, "h", options, parse_opt, o, err))
         return -1;
     if (o->help)
@@ -558,10 +583,10 @@ static void print_json(const perf_report_t *p, const perf_result_t *results)
            ", \"other_bytes_per_token\": %.0f"
            ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
            "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
-           "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"results\": [",
+           "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"state_type\": \"%s\", \"results\": [",
            o->model_path, p->m->arch, p->m->n_params, p->streamed, p->state, p->other, SPLASH_VERSION, SPLASH_GIT_REV,
            cpu_level_name(cpu_level()), kernel_path(p->m), weights_memory(p->m), feats, (int)o->pp, (int)o->tg,
-           (int)o->reps, (int)o->depth, kv_type_name(o->kv_type));
+           (int)o->reps, (int)o->depth, kv_type_name(o->kv_type), type_name((uint32_t)o->state_type));
     for (int t = 0; t < o->n_threads; t++) {
         const perf_result_t *r = &results[t];
         double gbs = r->tg_tps * p->streamed / 1e9;
@@ -592,9 +617,9 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
     printf("model: %s (%s, %.1f M parameters, %.1f MiB of weights read per decode token)\n", o->model_path, m->arch,
            m->n_params / 1e6, p->streamed / 1048576.0);
     if (p->state) /* qwen35's Gated DeltaNet layers */
-        printf("state: %.1f MiB of recurrent state a sequence, read and written by every decode token (not in "
-               "the weight rate)\n",
-               p->state / 1048576.0);
+        printf("state: %.1f MiB of recurrent state (%s) a sequence, read and written by every decode token (not "
+               "in the weight rate)\n",
+               p->state / 1048576.0, type_name((uint32_t)o->state_type));
     if (o->tg > 0)
         printf("other: %.1f MiB a decode token besides the weights (keys and values read at the mean position, "
                "recurrent state read and written): 'all' counts them\n",
@@ -638,8 +663,8 @@ static int run_single(const model_t *m, const perf_opts_t *o, err_t *err)
     if (probe)
         memset(probe, 1, PERF_PROBE_BYTES); /* fault the pages in before timing */
     perf_result_t results[PERF_MAX_THREAD_COUNTS] = {0};
-    perf_report_t rep = {o, m, streamed_bytes(m), fwd_state_snapshot_floats(m) * sizeof(float),
-                         other_bytes(m, o->kv_type, (int)o->depth, (int)o->tg)};
+    perf_report_t rep = {o, m, streamed_bytes(m), fwd_state_snapshot_bytes(m, o->state_type),
+                         other_bytes(m, o->kv_type, o->state_type, (int)o->depth, (int)o->tg)};
     int rc = 0;
     for (int t = 0; t < o->n_threads && !rc; t++) {
         pool_t *pool = pool_create(o->threads[t], err);
@@ -650,8 +675,8 @@ static int run_single(const model_t *m, const perf_opts_t *o, err_t *err)
         results[t].threads = o->threads[t];
         if (o->tg == 0) /* prefill only: one probe for the table */
             results[t].probe_gbs = probe ? probe_bandwidth(pool, probe, PERF_PROBE_BYTES) : 0;
-        perf_shape_t sh = {(int)o->pp, (int)o->tg, (int)o->depth, (int)o->reps,
-                           o->kv_type, probe,      rep.streamed,  rep.other};
+        perf_shape_t sh = {(int)o->pp,    (int)o->tg, (int)o->depth, (int)o->reps, o->kv_type,
+                           o->state_type, probe,      rep.streamed,  rep.other};
         if (measure(m, pool, &sh, &results[t], err))
             rc = 1;
         pool_destroy(pool);
@@ -672,7 +697,8 @@ static int run_levels(const model_t *m, const perf_opts_t *o, err_t *err)
     grammar_t *g = NULL;
     if (o->schema_path && !(g = load_schema(o->schema_path, err)))
         return 1;
-    int rc = run_concurrency(m, o->model_path, o->threads[0], o->conc, o->n_conc, (int)o->tg, (int)o->reps, g, o->json);
+    int rc = run_concurrency(m, o->model_path, o->threads[0], o->conc, o->n_conc, (int)o->tg, (int)o->reps,
+                             o->state_type, g, o->json);
     grammar_unref(g);
     return rc;
 }

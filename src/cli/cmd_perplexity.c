@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/pool.h"
 #include "cli/commands.h"
+#include "cli/engine_opts.h"
 #include "model/forward.h"
 #include "model/kv.h"
 #include "model/model.h"
@@ -23,7 +24,7 @@ _Static_assert(PPL_CHUNK % GDN_CHUNK_MAX == 0, "a window's passes end on chunk b
 
 static const char usage[] =
     "usage: splash perplexity [--model FILE] --file TEXT [--ctx N] [--stride N] [--threads N] [--max-tokens N]\n"
-    "                         [--kv-type f32|f16|q8_0]\n"
+    "                         [--kv-type f32|f16|q8_0] [--state-type f32|f16]\n"
     "\n"
     "Perplexity and bits per byte of the model on a text file, computed with the engine's\n"
     "forward pass. The file is tokenized whole (special-token text stays plain text), then\n"
@@ -33,6 +34,8 @@ static const char usage[] =
     "first is predicted from at least ctx - stride tokens of context (or all before it).\n"
     "--max-tokens N scores only the first N tokens. --kv-type: the KV cache's element type\n"
     "(default f32, exact; the engine's --kv-type, to measure what its rounding costs).\n"
+    "--state-type: a hybrid model's Gated DeltaNet state between tokens (default f32; the\n"
+    "engine's --state-type, likewise).\n"
     "Progress goes to stderr; one line to\n"
     "stdout:\n"
     "  perplexity P bits_per_byte B tokens N bytes M ctx C stride S\n"
@@ -43,9 +46,10 @@ typedef struct ppl_opts {
     const char *model, *file;
     int64_t ctx, stride, threads, max_tokens;
     kv_type_t kv_type;
+    int state_type;
 } ppl_opts_t;
 
-enum { P_MODEL = 0x100, P_FILE, P_CTX, P_STRIDE, P_THREADS, P_KV_TYPE, P_MAX_TOKENS };
+enum { P_MODEL = 0x100, P_FILE, P_CTX, P_STRIDE, P_THREADS, P_KV_TYPE, P_STATE_TYPE, P_MAX_TOKENS };
 
 static int parse_opt(int opt, const char *v, const char *word, void *ctx, err_t *err)
 {
@@ -57,6 +61,7 @@ static int parse_opt(int opt, const char *v, const char *word, void *ctx, err_t 
     case P_STRIDE: return cli_parse_i64("--stride", v, 1, 1 << 20, &o->stride, err);
     case P_THREADS: return cli_parse_i64("--threads", v, 1, POOL_MAX_THREADS, &o->threads, err);
     case P_KV_TYPE: return kv_type_parse("--kv-type", v, &o->kv_type, err);
+    case P_STATE_TYPE: return state_type_parse("--state-type", v, &o->state_type, err);
     case P_MAX_TOKENS: return cli_parse_i64("--max-tokens", v, 2, INT32_MAX, &o->max_tokens, err);
     case ':': return err_set(err, "a value is needed after '%s'", word);
     default: return err_set(err, "unknown option '%s'", word);
@@ -65,7 +70,7 @@ static int parse_opt(int opt, const char *v, const char *word, void *ctx, err_t 
 
 static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
 {
-    *o = (ppl_opts_t){.model = cli_default_model(), .threads = 2, .kv_type = KV_F32};
+    *o = (ppl_opts_t){.model = cli_default_model(), .threads = 2, .kv_type = KV_F32, .state_type = TYPE_F32};
     static const struct option options[] = {
         {"model", required_argument, NULL, P_MODEL},
         {"file", required_argument, NULL, P_FILE},
@@ -73,6 +78,7 @@ static int parse(int argc, char **argv, ppl_opts_t *o, err_t *err)
         {"stride", required_argument, NULL, P_STRIDE},
         {"threads", required_argument, NULL, P_THREADS},
         {"kv-type", required_argument, NULL, P_KV_TYPE},
+        {"state-type", required_argument, NULL, P_STATE_TYPE},
         {"max-tokens", required_argument, NULL, P_MAX_TOKENS},
         {NULL, 0, NULL, 0},
     };
@@ -211,7 +217,7 @@ static int perplexity(const ppl_opts_t *o, err_t *err)
     if (!(pool = pool_create((int)o->threads, err)) || fwd_ctx_init(&s.fwd, m, pool, PPL_CHUNK, ctx, err))
         goto done;
     has_fwd = true;
-    if (kv_type_check(o->kv_type, m->cfg.head_dim, err) ||
+    if (fwd_ctx_set_state_slots(&s.fwd, 1, o->state_type, err) || kv_type_check(o->kv_type, m->cfg.head_dim, err) ||
         kv_store_init(&s.kv, o->kv_type, model_kv_layers(&m->cfg), n_blocks, KV_BLOCK_SIZE,
                       m->cfg.n_kv_heads * m->cfg.head_dim, err))
         goto done;

@@ -65,6 +65,9 @@ static const char run_usage[] =
     "  --spec-rollback snapshot|replay  hybrid models: a rejected draft restores the state snapshot after\n"
     "                         the last accepted row (default), or the one after the newest token and\n"
     "                         the accepted rows run again next step\n"
+    "  --state-type f32|f16   hybrid models: the Gated DeltaNet state between tokens (default f32, as\n"
+    "                         llama.cpp keeps it; f16 halves its memory, snapshots and the bytes a decode\n"
+    "                         token moves, rounding the state to half precision after every token)\n"
     "  --threads N         worker threads (default: CPUs available, %d)\n"
     "  --chunk N           prompt rows per forward pass (default %d)\n"
     "  --prompt-ids LIST   comma-separated token ids instead of a text prompt\n"
@@ -358,6 +361,7 @@ static int start_engine(run_state_t *s, const run_opts_t *o, int64_t n_ctx, err_
     ec.verify_rows = o->spec.verify_rows;
     ec.spec_rollback = o->spec.spec_rollback;
     ec.kv_type = o->spec.kv_type;
+    ec.state_type = o->spec.state_type;
     if (o->draft_path) {
         if (!(s->draft = model_load_draft(o->draft_path, err)))
             return err_prefix(err, "--draft %s: ", o->draft_path);

@@ -4,7 +4,19 @@
 
 #include "base/cli.h"
 #include "engine/spec.h"
+#include "kernels/types.h"
 #include "model/kv.h"
+
+int state_type_parse(const char *flag, const char *v, int *type, err_t *err)
+{
+    if (!strcmp(v, "f32"))
+        *type = TYPE_F32;
+    else if (!strcmp(v, "f16"))
+        *type = TYPE_F16;
+    else
+        return err_set(err, "%s must be f32 or f16, not '%s'", flag, v);
+    return 0;
+}
 
 int engine_opt(int opt, const char *v, engine_config_t *e, const char **draft_path, err_t *err)
 {
@@ -41,6 +53,7 @@ int engine_opt(int opt, const char *v, engine_config_t *e, const char **draft_pa
             return -1;
         e->kv_type = (int)kt;
         return 0;
+    case EO_STATE_TYPE: return state_type_parse("--state-type", v, &e->state_type, err);
     default: /* EO_SPEC_ROLLBACK */
         if (strcmp(v, "snapshot") && strcmp(v, "replay"))
             return err_set(err, "--spec-rollback must be snapshot or replay, not '%s'", v);

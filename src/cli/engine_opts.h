@@ -1,4 +1,4 @@
-/* The speculative-decoding and KV options splash run and splash serve
+/* The speculative-decoding, KV and recurrent-state options splash run and splash serve
  * share: one getopt_long table fragment and one parser, so both commands
  * read them alike. */
 #ifndef SPLASH_CLI_ENGINE_OPTS_H
@@ -10,7 +10,7 @@
 #include "engine/engine.h"
 
 /* getopt_long's values for ENGINE_OPTIONS (above any other option's). */
-enum { EO_DRAFT = 0x200, EO_DRAFT_MAX, EO_VERIFY_ROWS, EO_KV_TYPE, EO_SPEC_ROLLBACK, EO_END };
+enum { EO_DRAFT = 0x200, EO_DRAFT_MAX, EO_VERIFY_ROWS, EO_KV_TYPE, EO_SPEC_ROLLBACK, EO_STATE_TYPE, EO_END };
 
 /* clang-format off */
 #define ENGINE_OPTIONS                                              \
@@ -18,11 +18,14 @@ enum { EO_DRAFT = 0x200, EO_DRAFT_MAX, EO_VERIFY_ROWS, EO_KV_TYPE, EO_SPEC_ROLLB
     {"draft-max", required_argument, NULL, EO_DRAFT_MAX},           \
     {"verify-rows", required_argument, NULL, EO_VERIFY_ROWS},       \
     {"kv-type", required_argument, NULL, EO_KV_TYPE},               \
-    {"spec-rollback", required_argument, NULL, EO_SPEC_ROLLBACK}
+    {"spec-rollback", required_argument, NULL, EO_SPEC_ROLLBACK},   \
+    {"state-type", required_argument, NULL, EO_STATE_TYPE}
 /* clang-format on */
 
 /* opt (EO_DRAFT..EO_END - 1) and its value into e; --draft FILE also sets
  * *draft_path. */
 int engine_opt(int opt, const char *v, engine_config_t *e, const char **draft_path, err_t *err);
+/* --state-type's value (f32 or f16) as a type id (TYPE_F32, TYPE_F16). */
+int state_type_parse(const char *flag, const char *v, int *type, err_t *err);
 
 #endif

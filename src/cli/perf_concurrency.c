@@ -104,7 +104,7 @@ static double median(double *runs, int reps)
 }
 
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     grammar_t *g, perf_conc_result_t *out, err_t *err)
+                     int state_type, grammar_t *g, perf_conc_result_t *out, err_t *err)
 {
     vocab_t vocab;
     if (vocab_load(&vocab, m->gguf, m->cfg.vocab, err))
@@ -120,6 +120,7 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
     c.prefill_chunk = PERF_CONC_PROMPT;
     c.max_context = PERF_CONC_PROMPT + tg;
     c.queue_size = max_n;
+    c.state_type = state_type;
     engine_t *e = engine_create(m, &vocab, &c, err);
     if (!e) {
         vocab_free(&vocab);

@@ -32,8 +32,9 @@ typedef struct perf_conc_result {
  * tokens/s over the window where all N decode, median of reps runs; every
  * rep runs all levels, in turn forwards and backwards. With g
  * (not NULL) every rep also runs the N sequences constrained by g (greedy,
- * ending when the grammar does), in alternating order. */
+ * ending when the grammar does), in alternating order. state_type: a hybrid
+ * model's recurrent state (engine_config_t.state_type). */
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     grammar_t *g, perf_conc_result_t *out, err_t *err);
+                     int state_type, grammar_t *g, perf_conc_result_t *out, err_t *err);
 
 #endif

@@ -142,11 +142,11 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
         return NULL;
     }
     if (!(e->pool = pool_create(c->n_threads, err)) || fwd_ctx_init(&e->fwd, m, e->pool, rows, plan.max_context, err) ||
-        fwd_ctx_set_state_slots(&e->fwd, c->max_seqs, err) ||
+        fwd_ctx_set_state_slots(&e->fwd, c->max_seqs, c->state_type, err) ||
         kv_store_init(&e->kv, (kv_type_t)plan.kv_type, model_kv_layers(mc), plan.n_blocks, KV_BLOCK_SIZE,
                       mc->n_kv_heads * mc->head_dim, err) ||
         blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) ||
-        snap_store_init(&e->snaps, plan.n_snapshots, fwd_state_snapshot_floats(m), err) || draft_init(e, &plan, err) ||
+        snap_store_init(&e->snaps, plan.n_snapshots, plan.snapshot_bytes, err) || draft_init(e, &plan, err) ||
         masks_engine_init(e, err)) {
         err_prefix(err, "engine: ");
         engine_destroy(e);

@@ -54,6 +54,8 @@ typedef struct engine_config {
     int queue_size;             /* requests waiting for admission before submissions are refused */
     uint64_t max_memory;        /* bytes for weights + KV + scratch; 0: derived from available RAM */
     int kv_type;                /* kv_type_t (model/kv.h): KV_F16 by default, or KV_F32 */
+    int state_type;             /* hybrid models: the delta rule's state in TYPE_F32 (default) or TYPE_F16
+                                   (model/forward.h fwd_ctx_set_state_slots) */
     int max_blocks;             /* >0: at most this many KV blocks (at least one full-context sequence's);
                                    tests and capacity measurements use a small pool */
     int prompt_logit_rows;      /* >0: rows of logits kept per step for requests that ask for
@@ -99,6 +101,8 @@ typedef struct engine_plan {
     int max_context;
     int kv_type;           /* kv_type_t of every KV store */
     uint64_t kv_per_token; /* kv_per_block / block_size */
+    int state_type;        /* hybrid models: the recurrent state's type (TYPE_F32 or TYPE_F16) */
+    uint64_t states;       /* hybrid models: every sequence slot's recurrent state (part of scratch) */
 } engine_plan_t;
 
 /* Computes the plan without starting anything; -1 with the breakdown in the

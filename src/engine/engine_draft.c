@@ -319,7 +319,7 @@ int verify_snaps_room(const engine_t *e, int k, int *reserved)
     return k;
 }
 
-float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next)
+uint8_t *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next)
 {
     r->vsnap0 = -1;
     if (!model_is_hybrid(&e->m->cfg) || r->n_drafts <= 0 || r->n_forced_drafts)
@@ -334,14 +334,14 @@ float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next)
     }
     r->vsnap0 = *next;
     *next += snaps_needed(e, r->n_drafts);
-    return e->vsnaps + (size_t)r->vsnap0 * (e->plan.snapshot_bytes / sizeof(float));
+    return e->vsnaps + (size_t)r->vsnap0 * e->plan.snapshot_bytes;
 }
 
-float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, int j)
+uint8_t *verify_snap_row(const engine_t *e, const engine_req_t *r, uint8_t *vsnap, int j)
 {
     if (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY)
         return j == 0 ? vsnap : NULL;
-    return j >= 0 && j < r->n_drafts ? vsnap + (size_t)j * (e->plan.snapshot_bytes / sizeof(float)) : NULL;
+    return j >= 0 && j < r->n_drafts ? vsnap + (size_t)j * e->plan.snapshot_bytes : NULL;
 }
 
 int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
@@ -350,28 +350,28 @@ int verify_rollback(engine_t *e, engine_req_t *r, int n_accepted)
         return 0; /* every draft accepted: the state after the last row is the one wanted */
     if (r->vsnap0 < 0)
         return -1; /* forced drafts are accepted by construction: an engine bug */
-    size_t floats = e->plan.snapshot_bytes / sizeof(float);
+    size_t bytes = e->plan.snapshot_bytes;
     e->spec_rollbacks++;
     if (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY) {
         /* the state after the newest token's row; the accepted drafts' rows
          * run again next step (their keys and values are already right) */
-        fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)r->vsnap0 * floats, r->n_kv - n_accepted);
+        fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)r->vsnap0 * bytes, r->n_kv - n_accepted);
         r->n_replay = n_accepted;
         e->spec_replayed += (uint64_t)n_accepted;
         return 0;
     }
     /* the state after row n_accepted: its next row is the newest token, at n_kv */
-    fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)(r->vsnap0 + n_accepted) * floats, r->n_kv);
+    fwd_state_restore(&e->fwd, r->state_slot, e->vsnaps + (size_t)(r->vsnap0 + n_accepted) * bytes, r->n_kv);
     return 0;
 }
 
 /* The sequence's one decode snapshot moves to the block ending at end
  * (hash h): the previous is dropped and a pending slot reserved, or NULL. */
-static float *dsnap_replace(engine_t *e, engine_req_t *r, const blk_hash_t *h, int end)
+static void *dsnap_replace(engine_t *e, engine_req_t *r, const blk_hash_t *h, int end)
 {
     if (r->dsnap_end)
         snap_drop(&e->snaps, &r->dsnap_hash);
-    float *dst = snap_reserve(&e->snaps, h);
+    void *dst = snap_reserve(&e->snaps, h);
     if (dst) {
         r->dsnap_end = end;
         r->dsnap_hash = *h;
@@ -386,7 +386,7 @@ static float *dsnap_replace(engine_t *e, engine_req_t *r, const blk_hash_t *h, i
  * (mostly still in L2), instead of one 19 MB copy on the engine thread after
  * the step while the workers wait (qwen35-0.8b, 4 sequences: 1.4 % of the
  * samples, on the engine thread alone). */
-float *decode_snap_row(engine_t *e, engine_req_t *r, int pos)
+void *decode_snap_row(engine_t *e, engine_req_t *r, int pos)
 {
     int bs = e->blocks.block_size, end = pos + 1;
     if (!model_is_hybrid(&e->m->cfg) || e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || r->state_slot < 0 ||
@@ -409,19 +409,18 @@ void decode_snapshot(engine_t *e, engine_req_t *r, int first, int newest)
         end <= r->n_prompt || end <= r->dsnap_end || end <= first)
         return;
     int32_t live_pos;
-    const float *src = fwd_state_live(&e->fwd, r->state_slot, &live_pos);
+    const void *src = fwd_state_live(&e->fwd, r->state_slot, &live_pos);
     int j = end - 1 - first - newest; /* the block's last row, counted from the newest token's */
-    size_t floats = e->plan.snapshot_bytes / sizeof(float);
     if (end != live_pos) {
         bool has_row =
             r->vsnap0 >= 0 && j >= 0 && (e->cfg.spec_rollback == ENGINE_ROLLBACK_REPLAY ? j == 0 : j < r->n_drafts);
         if (!has_row)
             return; /* passed inside a replayed row or a row without a copy: the next block */
-        src = e->vsnaps + (size_t)(r->vsnap0 + j) * floats;
+        src = e->vsnaps + (size_t)(r->vsnap0 + j) * e->plan.snapshot_bytes;
     }
-    float *dst = dsnap_replace(e, r, &r->chain, end); /* cache_full_blocks left the newest block's hash */
+    void *dst = dsnap_replace(e, r, &r->chain, end); /* cache_full_blocks left the newest block's hash */
     if (!dst)
         return;
-    memcpy(dst, src, floats * sizeof(float));
+    memcpy(dst, src, e->plan.snapshot_bytes);
     snap_commit(&e->snaps);
 }

@@ -142,7 +142,7 @@ struct engine {
     float *hid, *m_hid_in, *m_hid_out;
     /* hybrid models that speculate: plan.n_verify_snapshots states, one per
      * verified draft row (engine_draft.c) */
-    float *vsnaps;
+    uint8_t *vsnaps;
     int32_t *d_tokens, *d_pos;
     const int32_t **d_tables;
     uint8_t *d_want;
@@ -173,7 +173,7 @@ struct engine {
     const int32_t **b_tables;
     uint8_t *b_want;
     int32_t *b_slots;     /* (batch_tokens) hybrid models: each row's recurrent-state slot */
-    float **b_snaps;      /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
+    void **b_snaps;       /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
     uint8_t *b_chunk;     /* (batch_tokens) hybrid models: prompt rows the delta rule may take in chunks */
     engine_req_t **b_req; /* (batch_tokens) the request of each row */
     bool *is_slot_busy;   /* (max_seqs) hybrid models: recurrent-state slots held by running requests */
@@ -278,13 +278,13 @@ void mtp_note_rows(engine_t *e, engine_req_t *r, int first_pos, int n_valid);
 int verify_snaps_room(const engine_t *e, int k, int *reserved);
 /* Preparation: the snapshots of r's draft rows (row j at + j snapshots), or
  * NULL; *next counts the step's snapshots. */
-float *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next);
+uint8_t *verify_snaps_assign(engine_t *e, engine_req_t *r, int *next);
 /* Where decode-group row newest + j leaves its state (j < 0: a replayed
  * row), or NULL. */
-float *verify_snap_row(const engine_t *e, const engine_req_t *r, float *vsnap, int j);
+uint8_t *verify_snap_row(const engine_t *e, const engine_req_t *r, uint8_t *vsnap, int j);
 /* Where plain decode row pos leaves the sequence's decode snapshot (a block
  * end past the prompt), or NULL: then decode_snapshot takes it after the step. */
-float *decode_snap_row(engine_t *e, engine_req_t *r, int pos);
+void *decode_snap_row(engine_t *e, engine_req_t *r, int pos);
 /* After commit (n_kv set): when a draft was rejected, restores the state
  * after the last accepted row (or the newest token's, with rows to replay);
  * -1 if it cannot (no snapshot). */

@@ -19,6 +19,7 @@ void engine_config_default(engine_config_t *c)
     memset(c, 0, sizeof *c);
     c->n_threads = pool_default_threads();
     c->kv_type = KV_TYPE_DEFAULT;
+    c->state_type = TYPE_F32;
     c->max_seqs = ENGINE_DEFAULT_MAX_SEQS;
     c->batch_tokens = ENGINE_DEFAULT_BATCH_TOKENS;
     c->prefill_chunk = ENGINE_DEFAULT_PREFILL_CHUNK;
@@ -159,6 +160,10 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     if (kv_type_check(kt, mc->head_dim, err) || (dm && kv_type_check(kt, dm->cfg.head_dim, err)))
         return -1;
     plan->kv_type = kt;
+    if (fwd_state_type_check(c->state_type, err))
+        return -1;
+    plan->state_type = c->state_type;
+    plan->states = fwd_state_bytes(m, c->state_type, c->max_seqs);
     plan->kv_per_block = kv_store_bytes(kt, model_kv_layers(mc), 1, KV_BLOCK_SIZE, kv_dim);
     if (dm) /* the draft model's KV lives in the same blocks */
         plan->kv_per_block +=
@@ -170,7 +175,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
     plan->scratch = fwd_ctx_bytes(m, c->n_threads, c->batch_tokens, max_ctx) +
                     (uint64_t)logit_rows * mc->vocab * sizeof(float) +
                     (uint64_t)c->max_seqs * mc->vocab * 24 + /* samplers: candidates, scratch, token history */
-                    fwd_state_bytes(m, c->max_seqs);         /* hybrid models: one recurrent state per sequence */
+                    plan->states;                            /* hybrid models: one recurrent state per sequence */
     if (dm)
         plan->scratch += fwd_ctx_bytes(dm, c->n_threads, c->batch_tokens, max_ctx) +
                          (uint64_t)c->max_seqs * mc->vocab * sizeof(float);
@@ -183,7 +188,7 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
      * they are not added back */
     plan_limit(c, plan, plan->weights);
     uint64_t fixed = plan->weights + plan->scratch;
-    plan->snapshot_bytes = (uint64_t)fwd_state_snapshot_floats(m) * sizeof(float);
+    plan->snapshot_bytes = fwd_state_snapshot_bytes(m, c->state_type);
     /* hybrid models that speculate: a state snapshot per verified draft row
      * of every sequence (a rejection restores the one after the last
      * accepted row), as many as fit beside one sequence's KV */
@@ -223,9 +228,10 @@ int engine_plan(const model_t *m, const engine_config_t *c, engine_plan_t *plan,
 
 void engine_plan_format(const engine_plan_t *p, char *out, size_t cap)
 {
-    char snaps[192] = "";
+    char snaps[256] = "";
     if (p->snapshot_bytes)
-        snprintf(snaps, sizeof snaps, " + state snapshots %.1f MiB (%d of %.2f MiB%s)",
+        snprintf(snaps, sizeof snaps, " (recurrent states %.1f MiB, %s) + state snapshots %.1f MiB (%d of %.2f MiB%s)",
+                 p->states / 1048576.0, type_name((uint32_t)p->state_type),
                  (p->snapshots + p->verify_snapshots) / 1048576.0, p->n_snapshots + p->n_verify_snapshots,
                  p->snapshot_bytes / 1048576.0, p->n_verify_snapshots ? ", some for verify rows" : "");
     snprintf(out, cap,

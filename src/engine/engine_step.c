@@ -249,7 +249,7 @@ static int plan_rows(engine_t *e)
  * A prompt leaves snapshots at the ends of its last full blocks (a repeat,
  * or a longer prompt sharing it, resumes there) and every
  * ENGINE_SNAPSHOT_STRIDE blocks (prompts sharing part of it). */
-static float *snapshot_for(engine_t *e, engine_req_t *r, int pos)
+static void *snapshot_for(engine_t *e, engine_req_t *r, int pos)
 {
     int bs = e->blocks.block_size, end = pos + 1;
     if (e->snaps.n_slots == 0 || e->cfg.test_no_prefix_cache || r->is_unhashed || end % bs || end > r->n_prompt)
@@ -276,7 +276,7 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
             /* a decode group: rows to replay, the newest token's, its drafts */
             int first = is_decode ? r->n_tokens - 1 - r->n_replay : r->n_prefilled, newest = r->n_replay;
             /* a hybrid model's draft rows leave the state after them (a rejection restores one) */
-            float *vsnap = is_decode ? verify_snaps_assign(e, r, &n_snaps) : NULL;
+            uint8_t *vsnap = is_decode ? verify_snaps_assign(e, r, &n_snaps) : NULL;
             r->b_row0 = n;
             for (int j = 0; j < r->n_rows; j++) {
                 int pos = first + j;

@@ -3,24 +3,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-int snap_store_init(snap_store_t *s, int n_slots, size_t floats, err_t *err)
+int snap_store_init(snap_store_t *s, int n_slots, size_t bytes, err_t *err)
 {
     memset(s, 0, sizeof *s);
     if (n_slots < 0)
         return err_set(err, "state snapshots: %d slots is out of range", n_slots);
-    if (n_slots == 0 || floats == 0)
+    if (n_slots == 0 || bytes == 0)
         return 0;
-    s->data = malloc((size_t)n_slots * floats * sizeof *s->data);
+    s->data = malloc((size_t)n_slots * bytes);
     s->hash = calloc((size_t)n_slots, sizeof *s->hash);
     s->status = calloc((size_t)n_slots, sizeof *s->status);
     s->last_used = calloc((size_t)n_slots, sizeof *s->last_used);
     if (!s->data || !s->hash || !s->status || !s->last_used) {
         snap_store_free(s);
-        return err_set(err, "state snapshots: out of memory for %d of %zu floats (%.1f MiB)", n_slots, floats,
-                       (double)n_slots * (double)floats * sizeof *s->data / 1048576.0);
+        return err_set(err, "state snapshots: out of memory for %d of %zu bytes (%.1f MiB)", n_slots, bytes,
+                       (double)n_slots * (double)bytes / 1048576.0);
     }
     s->n_slots = n_slots;
-    s->floats = floats;
+    s->bytes = bytes;
     return 0;
 }
 
@@ -55,7 +55,7 @@ void snap_touch(snap_store_t *s, int i)
     s->hits++;
 }
 
-float *snap_reserve(snap_store_t *s, const blk_hash_t *hash)
+void *snap_reserve(snap_store_t *s, const blk_hash_t *hash)
 {
     if (slot_of(s, hash) >= 0)
         return NULL;
@@ -75,7 +75,7 @@ float *snap_reserve(snap_store_t *s, const blk_hash_t *hash)
     s->status[pick] = SNAP_PENDING;
     s->hash[pick] = *hash;
     s->last_used[pick] = ++s->clock;
-    return s->data + (size_t)pick * s->floats;
+    return s->data + (size_t)pick * s->bytes;
 }
 
 void snap_commit(snap_store_t *s)

@@ -23,8 +23,8 @@ typedef enum snap_status { SNAP_FREE, SNAP_PENDING, SNAP_READY } snap_status_t;
 
 typedef struct snap_store {
     int n_slots;
-    size_t floats;       /* per snapshot (fwd_state_snapshot_floats) */
-    float *data;         /* (n_slots, floats) */
+    size_t bytes;        /* per snapshot (fwd_state_snapshot_bytes) */
+    uint8_t *data;       /* (n_slots, bytes) */
     blk_hash_t *hash;    /* (n_slots) the block whose end the state follows */
     uint8_t *status;     /* (n_slots) snap_status_t */
     uint64_t *last_used; /* (n_slots) LRU clock of the last take or hit */
@@ -34,22 +34,22 @@ typedef struct snap_store {
 } snap_store_t;
 
 /* n_slots 0 is a valid, empty store (every call then finds nothing). */
-int snap_store_init(snap_store_t *s, int n_slots, size_t floats, err_t *err);
+int snap_store_init(snap_store_t *s, int n_slots, size_t bytes, err_t *err);
 void snap_store_free(snap_store_t *s);
 
 /* A ready snapshot for hash, or -1. */
 int snap_find(const snap_store_t *s, const blk_hash_t *hash);
 /* Marks slot i used now (it is the last to be reused). */
 void snap_touch(snap_store_t *s, int i);
-static inline const float *snap_data(const snap_store_t *s, int i)
+static inline const void *snap_data(const snap_store_t *s, int i)
 {
-    return s->data + (size_t)i * s->floats;
+    return s->data + (size_t)i * s->bytes;
 }
 
 /* A pending slot for hash, its buffer to be filled by the next forward:
  * a free slot, else the least recently used ready one. NULL when hash has
  * a snapshot (ready or pending) already, or every slot is pending. */
-float *snap_reserve(snap_store_t *s, const blk_hash_t *hash);
+void *snap_reserve(snap_store_t *s, const blk_hash_t *hash);
 /* The forward ran: pending snapshots become ready (commit) or free (abort). */
 void snap_commit(snap_store_t *s);
 void snap_abort(snap_store_t *s);

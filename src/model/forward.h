@@ -31,10 +31,10 @@ typedef struct fwd_batch {
      * (the first of its slot in the batch) starts the slot from zero. */
     const int32_t *state_slots;
     /* (n_rows) hybrid models: NULL, or where to copy the row's slot state
-     * once the row has gone through it, (n_gdn_layers, state_floats) floats
-     * (fwd_state_snapshot_floats): a snapshot at the row's position + 1.
-     * NULL: no snapshots. */
-    float *const *state_snaps;
+     * once the row has gone through it, fwd_state_snapshot_bytes bytes laid
+     * out as a slot (n_gdn_layers, state_layer_bytes): a snapshot at the
+     * row's position + 1. NULL: no snapshots. */
+    void *const *state_snaps;
     /* qwen35: NULL, or (n_rows, hidden) floats to receive every row's final
      * output-normed state (the MTP drafter's input) */
     float *hidden_out;
@@ -81,12 +81,17 @@ typedef struct fwd_ctx {
     float *mtp_cat;    /* (max_rows, 2 hidden) the MTP block's [e ; h]; NULL without one */
     int n_state_slots; /* sequences whose recurrent state is kept */
     int n_gdn_layers;
-    size_t state_floats; /* per slot and GDN layer: conv state (K - 1, conv_dim), then S (ssm_v_heads, dk, dv) */
-    float *state;        /* (n_state_slots, n_gdn_layers, state_floats) */
-    size_t state_bytes;  /* of state, on 2 MB pages where the kernel allows (base/sysmem.h) */
-    int32_t *state_pos;  /* (n_state_slots) the position each slot's state continues at */
-    int32_t *slot_next;  /* (n_state_slots) check_batch's scratch */
-    uint8_t *slot_seen;  /* (n_state_slots) check_batch's scratch */
+    /* the delta rule's state S in f32 (TYPE_F32) or rounded to f16
+     * (TYPE_F16) between tokens (fwd_ctx_set_state_slots) */
+    int state_type;
+    /* per slot and GDN layer: the conv state (K - 1, conv_dim) in f32, then
+     * S (ssm_v_heads, dk, dv) in state_type */
+    size_t state_layer_bytes;
+    uint8_t *state;     /* (n_state_slots, n_gdn_layers, state_layer_bytes) */
+    size_t state_bytes; /* of state, on 2 MB pages where the kernel allows (base/sysmem.h) */
+    int32_t *state_pos; /* (n_state_slots) the position each slot's state continues at */
+    int32_t *slot_next; /* (n_state_slots) check_batch's scratch */
+    uint8_t *slot_seen; /* (n_state_slots) check_batch's scratch */
 } fwd_ctx_t;
 
 int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, int max_ctx, err_t *err);
@@ -95,15 +100,21 @@ void fwd_ctx_free(fwd_ctx_t *ctx);
  * model's recurrent state is extra (fwd_state_bytes). */
 uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx);
 
-/* Hybrid models: fwd_ctx_init keeps one sequence's recurrent state (slot 0);
- * this resizes the pool to n_slots sequences, all starting from zero.
- * A no-op for models without recurrent state. */
-int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err);
+/* Hybrid models: fwd_ctx_init keeps one sequence's recurrent state (slot 0)
+ * in f32; this resizes the pool to n_slots sequences, all starting from
+ * zero, with the delta rule's state S kept in state_type: TYPE_F32, or
+ * TYPE_F16 (half the bytes a token reads and writes; S rounded to nearest
+ * even after every token, or after every chunk of a chunked prefill: the
+ * same points whatever the batch, so the bits never depend on it). A no-op
+ * for models without recurrent state. */
+int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, int state_type, err_t *err);
+/* Whether state_type is one fwd_ctx_set_state_slots takes. */
+int fwd_state_type_check(int state_type, err_t *err);
 /* Bytes of n_slots sequences' recurrent state (0 for dense models). */
-uint64_t fwd_state_bytes(const model_t *m, int n_slots);
-/* Floats of one sequence's recurrent state, all GDN layers (0 for dense
+uint64_t fwd_state_bytes(const model_t *m, int state_type, int n_slots);
+/* Bytes of one sequence's recurrent state, all GDN layers (0 for dense
  * models): the size of a fwd_batch_t.state_snaps buffer. */
-size_t fwd_state_snapshot_floats(const model_t *m);
+size_t fwd_state_snapshot_bytes(const model_t *m, int state_type);
 /* The chunk length of fwd_batch_t.gdn_chunk with a KV store of block_size
  * slots a block: the block size (state snapshots sit at block ends, so
  * every one falls on a chunk's end), or 1 (no chunks) past the kernel's
@@ -112,12 +123,12 @@ static inline int fwd_gdn_chunk(int block_size)
 {
     return block_size >= 2 && block_size <= GDN_CHUNK_MAX ? block_size : 1;
 }
-/* Resumes slot from a snapshot (fwd_state_snapshot_floats floats) taken
- * after position pos - 1: its next row must be at pos. */
-void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos);
-/* Slot's live state (fwd_state_snapshot_floats floats), and in *pos the
+/* Resumes slot from a snapshot (fwd_state_snapshot_bytes, this context's
+ * state type) taken after position pos - 1: its next row must be at pos. */
+void fwd_state_restore(fwd_ctx_t *ctx, int slot, const void *snap, int32_t pos);
+/* Slot's live state (fwd_state_snapshot_bytes bytes), and in *pos the
  * position its next row continues at. */
-const float *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos);
+const void *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos);
 
 /* Runs the batch; logits receives (number of selected rows, vocab) floats.
  * Returns -1 with a message if the batch is malformed (ids, positions or

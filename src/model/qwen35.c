@@ -53,10 +53,28 @@ static q35_dims_t dims_of(const model_config_t *c)
     return d;
 }
 
-static size_t state_floats(const model_config_t *c)
+/* Bytes of one GDN layer's state: the conv state's floats, then S. */
+static size_t conv_state_bytes(const q35_dims_t *d)
+{
+    return (size_t)(d->kernel - 1) * d->conv_dim * sizeof(float);
+}
+
+static size_t state_elem_bytes(int state_type)
+{
+    return state_type == TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+static size_t state_layer_bytes(const model_config_t *c, int state_type)
 {
     q35_dims_t d = dims_of(c);
-    return (size_t)(d.kernel - 1) * d.conv_dim + (size_t)d.nv * d.dk * d.dv;
+    return conv_state_bytes(&d) + (size_t)d.nv * d.dk * d.dv * state_elem_bytes(state_type);
+}
+
+int fwd_state_type_check(int state_type, err_t *err)
+{
+    if (state_type != TYPE_F32 && state_type != TYPE_F16)
+        return err_set(err, "forward: the recurrent state's type must be f32 or f16");
+    return 0;
 }
 
 static int n_gdn_layers(const model_config_t *c)
@@ -67,39 +85,44 @@ static int n_gdn_layers(const model_config_t *c)
     return n;
 }
 
-uint64_t fwd_state_bytes(const model_t *m, int n_slots)
+uint64_t fwd_state_bytes(const model_t *m, int state_type, int n_slots)
 {
     if (m->cfg.arch_id != MODEL_ARCH_QWEN35)
         return 0;
-    return (uint64_t)n_slots *
-           ((uint64_t)n_gdn_layers(&m->cfg) * state_floats(&m->cfg) * sizeof(float) + 2 * sizeof(int32_t) + 1);
+    return (uint64_t)n_slots * ((uint64_t)fwd_state_snapshot_bytes(m, state_type) + 2 * sizeof(int32_t) + 1);
 }
 
-size_t fwd_state_snapshot_floats(const model_t *m)
+size_t fwd_state_snapshot_bytes(const model_t *m, int state_type)
 {
     if (m->cfg.arch_id != MODEL_ARCH_QWEN35)
         return 0;
-    return (size_t)n_gdn_layers(&m->cfg) * state_floats(&m->cfg);
+    return (size_t)n_gdn_layers(&m->cfg) * state_layer_bytes(&m->cfg, state_type);
 }
 
-void fwd_state_restore(fwd_ctx_t *ctx, int slot, const float *snap, int32_t pos)
+static size_t slot_bytes(const fwd_ctx_t *ctx)
 {
-    size_t per_slot = (size_t)ctx->n_gdn_layers * ctx->state_floats;
-    memcpy(ctx->state + (size_t)slot * per_slot, snap, per_slot * sizeof(float));
+    return (size_t)ctx->n_gdn_layers * ctx->state_layer_bytes;
+}
+
+void fwd_state_restore(fwd_ctx_t *ctx, int slot, const void *snap, int32_t pos)
+{
+    memcpy(ctx->state + (size_t)slot * slot_bytes(ctx), snap, slot_bytes(ctx));
     ctx->state_pos[slot] = pos;
 }
 
-const float *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos)
+const void *fwd_state_live(const fwd_ctx_t *ctx, int slot, int32_t *pos)
 {
     *pos = ctx->state_pos[slot];
-    return ctx->state + (size_t)slot * ctx->n_gdn_layers * ctx->state_floats;
+    return ctx->state + (size_t)slot * slot_bytes(ctx);
 }
 
-/* Floats of one thread's delta-rule scratch. */
+/* Floats of one thread's delta-rule scratch: the chunk form's (or the
+ * step's dv), then one head's S in f32 for a state kept in f16 (the
+ * chunk form's, and gdn_delta_f16_tmp_floats's, by which it is enough). */
 static size_t gdn_tmp_floats(const q35_dims_t *d)
 {
     size_t chunk = gdn_chunk_tmp_floats(d->dk, d->dv);
-    return chunk > (size_t)d->dv ? chunk : (size_t)d->dv;
+    return (chunk > (size_t)d->dv ? chunk : (size_t)d->dv) + (size_t)d->dk * d->dv;
 }
 
 uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
@@ -109,21 +132,23 @@ uint64_t qwen35_ctx_bytes(const model_t *m, int n_threads, int max_rows)
                        2 * (uint64_t)d.nv + (uint64_t)m->cfg.hidden;
     per_row += m->cfg.n_nextn ? 2 * (uint64_t)m->cfg.hidden : 0; /* mtp_cat */
     return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * gdn_tmp_floats(&d)) * sizeof(float) +
-           fwd_state_bytes(m, 1);
+           fwd_state_bytes(m, TYPE_F32, 1);
 }
 
-int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err)
+int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, int state_type, err_t *err)
 {
     const model_config_t *c = &ctx->model->cfg;
     if (c->arch_id != MODEL_ARCH_QWEN35)
         return 0;
     if (n_slots < 1)
         return err_set(err, "forward: state slots must be positive");
-    size_t per_slot = (size_t)ctx->n_gdn_layers * ctx->state_floats;
+    if (fwd_state_type_check(state_type, err))
+        return -1;
+    size_t per_slot = (size_t)ctx->n_gdn_layers * state_layer_bytes(c, state_type);
     /* on 2 MB pages: decode reads and writes every slot's whole state a
      * token (megabytes a sequence), a TLB walk every 4 KB on small pages */
-    size_t state_bytes = ((size_t)n_slots * per_slot + 1) * sizeof(float);
-    float *state = sysmem_huge_alloc(state_bytes);
+    size_t state_bytes = (size_t)n_slots * per_slot + sizeof(float);
+    uint8_t *state = sysmem_huge_alloc(state_bytes);
     int32_t *pos = calloc((size_t)n_slots, sizeof(int32_t)), *next = calloc((size_t)n_slots, sizeof(int32_t));
     uint8_t *seen = calloc((size_t)n_slots, 1);
     if (!state || !pos || !next || !seen) {
@@ -132,7 +157,7 @@ int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err)
         free(next);
         free(seen);
         return err_set(err, "forward: out of memory for %d sequences' recurrent state (%.1f MiB)", n_slots,
-                       (double)n_slots * (double)per_slot * sizeof(float) / 1048576.0);
+                       (double)n_slots * (double)per_slot / 1048576.0);
     }
     sysmem_huge_free(ctx->state, ctx->state_bytes);
     free(ctx->state_pos);
@@ -144,6 +169,8 @@ int fwd_ctx_set_state_slots(fwd_ctx_t *ctx, int n_slots, err_t *err)
     ctx->slot_next = next;
     ctx->slot_seen = seen;
     ctx->n_state_slots = n_slots;
+    ctx->state_type = state_type;
+    ctx->state_layer_bytes = per_slot / (size_t)ctx->n_gdn_layers;
     return 0;
 }
 
@@ -162,14 +189,13 @@ int qwen35_ctx_init(fwd_ctx_t *ctx, err_t *err)
         return err_set(err, "forward: out of memory for the MTP block's scratch (%.1f MiB)",
                        (double)rows * 2 * c->hidden * sizeof(float) / 1048576.0);
     ctx->n_gdn_layers = n_gdn_layers(c);
-    ctx->state_floats = state_floats(c);
     if (!ctx->qkv || !ctx->zg || !ctx->beta || !ctx->alpha || !ctx->mix || !ctx->gdn_tmp)
         return err_set(err, "forward: out of memory for the Gated DeltaNet scratch buffers (%.1f MiB for %zu rows)",
                        (double)(qwen35_ctx_bytes(ctx->model, pool_size(ctx->pool), ctx->max_rows) -
-                                fwd_state_bytes(ctx->model, 1)) /
+                                fwd_state_bytes(ctx->model, TYPE_F32, 1)) /
                            1048576.0,
                        rows);
-    return fwd_ctx_set_state_slots(ctx, 1, err);
+    return fwd_ctx_set_state_slots(ctx, 1, TYPE_F32, err);
 }
 
 void qwen35_ctx_free(fwd_ctx_t *ctx)
@@ -213,11 +239,10 @@ int qwen35_check_batch(fwd_ctx_t *ctx, const fwd_batch_t *b, err_t *err)
         ctx->slot_seen[s] = 1;
         ctx->slot_next[s] = b->pos[r] + 1;
     }
-    size_t per_slot = (size_t)ctx->n_gdn_layers * ctx->state_floats;
     for (int r = 0; r < b->n_rows; r++) {
         int32_t s = slot_of(b, r);
         if (b->pos[r] == 0 && ctx->slot_seen[s] == 1)
-            memset(ctx->state + (size_t)s * per_slot, 0, per_slot * sizeof(float));
+            memset(ctx->state + (size_t)s * slot_bytes(ctx), 0, slot_bytes(ctx));
         ctx->slot_seen[s] = 2; /* zero a slot once, at its first row */
         ctx->state_pos[s] = ctx->slot_next[s];
     }
@@ -330,9 +355,10 @@ static void attn_gate_row(const fwd_ctx_t *ctx, const void *unused, int r)
         o[i] *= 1.0f / (1.0f + expf(-g[i]));
 }
 
-static float *layer_state(const fwd_ctx_t *ctx, int32_t slot, int gdn_index)
+/* A slot's state for one GDN layer: its conv state (floats), S after it. */
+static void *layer_state(const fwd_ctx_t *ctx, int32_t slot, int gdn_index)
 {
-    return ctx->state + ((size_t)slot * ctx->n_gdn_layers + (size_t)gdn_index) * ctx->state_floats;
+    return ctx->state + ((size_t)slot * ctx->n_gdn_layers + (size_t)gdn_index) * ctx->state_layer_bytes;
 }
 
 typedef struct gdn_arg {
@@ -341,11 +367,12 @@ typedef struct gdn_arg {
     int chunk; /* fwd_gdn_chunk of the KV store's block size */
 } gdn_arg_t;
 
-/* Where row r's state for this layer is snapshotted, or NULL. */
-static float *snap_of(const fwd_ctx_t *ctx, const gdn_arg_t *a, int r)
+/* Where row r's state for this layer is snapshotted (laid out as
+ * layer_state), or NULL. */
+static void *snap_of(const fwd_ctx_t *ctx, const gdn_arg_t *a, int r)
 {
-    float *snap = a->b->state_snaps ? a->b->state_snaps[r] : NULL;
-    return snap ? snap + (size_t)a->gdn_index * ctx->state_floats : NULL;
+    uint8_t *snap = a->b->state_snaps ? a->b->state_snaps[r] : NULL;
+    return snap ? snap + (size_t)a->gdn_index * ctx->state_layer_bytes : NULL;
 }
 
 /* The heads one part of a GDN layer owns: key heads [klo, khi) and the
@@ -433,9 +460,12 @@ static int gdn_chunk_len(const kv_store_t *kv)
 
 /* Rows [r, r + n) (one slot; a chunk when n > 1) through the delta rule
  * for value head j, then the gated RMSNorm of the head's output into xn
- * (n, Dv). */
+ * (n, Dv). S_all: the slot's S for this layer, every value head, in the
+ * context's state type. An f16 head is rounded back after every row (the
+ * path's delta_step_f16) or after the chunk (through tmp's last dk dv
+ * floats in f32): at the same points whatever the batch. */
 static void gdn_delta_head(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, long j, int r, int n,
-                           float *S_all, float *tmp)
+                           void *S_all, float *tmp)
 {
     const model_config_t *c = &ctx->model->cfg;
     const gdn_kernels_t *k_path = gdn_kernels();
@@ -445,12 +475,21 @@ static void gdn_delta_head(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_d
     const float *v = row + 2 * (size_t)d->Dk + (size_t)j * d->dv;
     float *o = ctx->xn + (size_t)r * d->Dv + (size_t)j * d->dv;
     const float *g = ctx->alpha + (size_t)r * d->nv + j, *beta = ctx->beta + (size_t)r * d->nv + j;
-    float *S = S_all + (size_t)j * d->dk * d->dv;
-    if (n > 1)
+    const size_t head = (size_t)d->dk * d->dv;
+    uint16_t *S16 = ctx->state_type == TYPE_F16 ? (uint16_t *)S_all + (size_t)j * head : NULL;
+    float *S = S16 ? tmp + gdn_tmp_floats(d) - head : (float *)S_all + (size_t)j * head;
+    if (n > 1) {
+        if (S16)
+            ops_f16_to_f32(S, S16, (int64_t)head);
         k_path->delta_chunk(S, o, (size_t)d->Dv, q, k, (size_t)d->conv_dim, v, (size_t)d->conv_dim, g, beta,
                             (size_t)d->nv, n, d->dk, d->dv, tmp);
-    else
+        if (S16)
+            ops_f32_to_f16(S16, S, (int64_t)head);
+    } else if (S16) {
+        k_path->delta_step_f16(S16, o, q, k, v, *g, *beta, d->dk, d->dv, tmp);
+    } else {
         k_path->delta_step(S, o, q, k, v, *g, *beta, d->dk, d->dv, tmp);
+    }
     for (int t = 0; t < n; t++)
         k_path->gated_rmsnorm(o + (size_t)t * d->Dv, o + (size_t)t * d->Dv, ctx->model->layers[a->layer].ssm_norm,
                               ctx->zg + (size_t)(r + t) * d->Dv + (size_t)j * d->dv, d->dv, c->rms_eps);
@@ -462,7 +501,7 @@ static void gdn_delta_head(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_d
 static void gdn_recur_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, const gdn_part_t *p,
                            int n_rows, float *tmp)
 {
-    const size_t head = (size_t)d->dk * d->dv;
+    const size_t head = (size_t)d->dk * d->dv * state_elem_bytes(ctx->state_type), conv = conv_state_bytes(d);
     for (int r = 0; r < n_rows;) {
         int n = chunk_rows(a->b, a->chunk, r);
         for (int i = 0; i < n - 1; i++)
@@ -470,15 +509,14 @@ static void gdn_recur_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_d
                 n = 1;
                 break;
             }
-        float *S_all = layer_state(ctx, slot_of(a->b, r), a->gdn_index) + (size_t)(d->kernel - 1) * d->conv_dim;
-        float *snap = snap_of(ctx, a, r + n - 1);
+        uint8_t *S_all = (uint8_t *)layer_state(ctx, slot_of(a->b, r), a->gdn_index) + conv;
+        uint8_t *snap = snap_of(ctx, a, r + n - 1);
         for (int s = 0; s < p->groups; s++) {
             long lo = p->klo + (long)s * d->nk, hi = p->khi + (long)s * d->nk;
             for (long j = lo; j < hi; j++)
                 gdn_delta_head(ctx, a, d, j, r, n, S_all, tmp);
             if (snap)
-                memcpy(snap + (size_t)(d->kernel - 1) * d->conv_dim + (size_t)lo * head, S_all + (size_t)lo * head,
-                       (size_t)(hi - lo) * head * sizeof(float));
+                memcpy(snap + conv + (size_t)lo * head, S_all + (size_t)lo * head, (size_t)(hi - lo) * head);
         }
         r += n;
     }

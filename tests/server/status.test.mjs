@@ -274,3 +274,43 @@ test("--kv-type f16 (default), f32 and q8_0 in /status; q8_0 on 16-wide heads an
         assert.match(r.stderr, msg);
     }
 });
+
+// --state-type on a hybrid model (qwen35-tiny): f32 by default, f16 halves
+// the delta rule's share of every sequence slot's state (the conv state
+// stays f32), both in /status; a dense model reports 0 state bytes; junk is
+// refused with one clear error.
+test("--state-type f32 (default) and f16 in /status on qwen35; junk refused", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "splash-state-"));
+    const hybrid = path.join(dir, "q35.gguf");
+    try {
+        const synth = spawnSync(opts.splash, ["model", "synth", "--preset", "qwen35-tiny", "--type", "q8_0",
+                                              "--seed", "1", "--out", hybrid], { encoding: "utf8" });
+        assert.equal(synth.status, 0, synth.stderr);
+        const bytes = {};
+        for (const [args, name] of [[[], "f32"], [["--state-type", "f16"], "f16"]]) {
+            const srv = await startServer({ ...opts, model: hybrid }, args);
+            try {
+                const s = await check(srv.port, `state ${name}`);
+                assert.equal(s.memory.state_type, name);
+                assert.ok(s.memory.state_bytes > 0 && s.memory.state_bytes <= s.memory.scratch_bytes);
+                bytes[name] = s.memory.state_bytes;
+            } finally {
+                await srv.stop();
+            }
+        }
+        assert.ok(bytes.f16 < bytes.f32 && bytes.f16 > bytes.f32 / 2, `f16 ${bytes.f16} against f32 ${bytes.f32}`);
+    } finally {
+        rmSync(dir, { recursive: true, force: true });
+    }
+    const srv = await startServer(opts, []);
+    try {
+        const s = await check(srv.port, "dense state");
+        assert.equal(s.memory.state_bytes, 0);
+    } finally {
+        await srv.stop();
+    }
+    const r = spawnSync(opts.splash, ["serve", "--model", opts.model, "--port", "0", "--state-type", "bf16"],
+                        { encoding: "utf8", timeout: 60000 });
+    assert.notEqual(r.status, 0, "--state-type bf16 accepted");
+    assert.match(r.stderr, /--state-type must be f32 or f16, not 'bf16'/);
+});

@@ -33,7 +33,8 @@ typedef struct fixture {
     char path[64];
     model_t *model;
     vocab_t vocab;
-    bool kv_q8_0; /* make_engine's engines keep a q8_0 KV cache */
+    bool kv_q8_0;   /* make_engine's engines keep a q8_0 KV cache */
+    bool state_f16; /* and a hybrid model's recurrent state in f16 */
 } fixture_t;
 
 /* A synthetic model from a synth preset, written to a temporary file and
@@ -90,6 +91,16 @@ static int setup_q35_q8_0(void **state)
     return 0;
 }
 
+/* qwen35-tiny with its recurrent state kept in f16 (--state-type f16): the
+ * state is rounded at the same points whatever the batch, and snapshots
+ * copy it as stored, so every bit-for-bit promise holds as in f32 */
+static int setup_q35_state_f16(void **state)
+{
+    setup_preset(state, "qwen35-tiny", true);
+    ((fixture_t *)*state)->state_f16 = true;
+    return 0;
+}
+
 /* tiny with heads of 32 (whole q8_0 blocks) and a q8_0 KV cache */
 static int setup_hd32_q8_0(void **state)
 {
@@ -121,6 +132,7 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int batch_tokens, int c
     c.queue_size = queue;
     c.max_context = TEST_CONTEXT;
     c.max_memory = 1ull << 30;
+    c.state_type = f->state_f16 ? TYPE_F16 : TYPE_F32;
     err_t err;
     if (f->kv_q8_0) { /* and the plan takes it (the model's heads are whole blocks) */
         c.kv_type = KV_Q8_0;
@@ -1001,6 +1013,36 @@ static void test_memory_plan_kv_type(void **state)
     assert_non_null(strstr(err.msg, "q8_0 needs a head_dim that is a multiple of 32 (this model's is 16)"));
 }
 
+/* --state-type on a hybrid model: f32 by default; f16 shrinks every
+ * sequence slot's state and every snapshot by half the delta rule's bytes
+ * (the conv state stays f32), and the plan's line says so; any other type
+ * is refused. */
+static void test_memory_plan_state_type(void **state)
+{
+    fixture_t *f = *state;
+    engine_config_t c;
+    engine_config_default(&c);
+    c.max_memory = 1ull << 30;
+    engine_plan_t p32, p16;
+    err_t err;
+    assert_int_equal(c.state_type, TYPE_F32);
+    assert_int_equal(engine_plan(f->model, &c, &p32, &err), 0);
+    c.state_type = TYPE_F16;
+    assert_int_equal(engine_plan(f->model, &c, &p16, &err), 0);
+    assert_int_equal(p16.state_type, TYPE_F16);
+    assert_int_equal(p32.states, fwd_state_bytes(f->model, TYPE_F32, c.max_seqs));
+    assert_int_equal(p16.states, fwd_state_bytes(f->model, TYPE_F16, c.max_seqs));
+    assert_true(p16.states < p32.states && p16.snapshot_bytes < p32.snapshot_bytes);
+    assert_int_equal(p32.scratch - p16.scratch, p32.states - p16.states);
+    assert_int_equal(p16.snapshot_bytes, fwd_state_snapshot_bytes(f->model, TYPE_F16));
+    char line[512];
+    engine_plan_format(&p16, line, sizeof line);
+    assert_non_null(strstr(line, ", f16) + state snapshots"));
+    c.state_type = TYPE_Q8_0;
+    assert_int_equal(engine_plan(f->model, &c, &p16, &err), -1);
+    assert_non_null(strstr(err.msg, "recurrent state's type must be f32 or f16"));
+}
+
 /* q8_0 on a model with heads of 64: 34 bytes per 32 elements, 17/32 of f16. */
 static void test_memory_plan_kv_q8_0(void **state)
 {
@@ -1033,8 +1075,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35_q8_0, teardown),
         cmocka_unit_test_setup_teardown(test_memory_plan_kv_q8_0, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_plan_state_type, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_prefix_reuse, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_answer_reuse, setup_q35, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_batch_invariance, setup_q35_state_f16, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_prefix_reuse, setup_q35_state_f16, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_answer_reuse, setup_q35_state_f16, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_snapshot_eviction, setup_q35, teardown),
         cmocka_unit_test_setup_teardown(test_prefill_overlaps_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_reuse_by_salt, setup, teardown),

@@ -175,11 +175,12 @@ static int run_rows(fwd_ctx_t *ctx, const kv_store_t *kv, int n, const int32_t *
     return fwd_run(ctx, kv, &b, out, err);
 }
 
-/* The recurrent state per sequence: one token at a time equals any mix of
- * rows of two sequences in one batch (bit for bit: every row's arithmetic is
- * the same whatever shares its batch); a slot restarted at position 0 starts
- * from zero; a row that does not continue its slot's state is refused. */
-static void test_forward_state(void **state)
+/* The recurrent state per sequence, kept in state_type: one token at a
+ * time equals any mix of rows of two sequences in one batch (bit for bit:
+ * every row's arithmetic is the same whatever shares its batch); a slot
+ * restarted at position 0 starts from zero; a row that does not continue
+ * its slot's state is refused. */
+static void forward_state_case(void **state, int state_type)
 {
     fixture_t *f = *state;
     err_t err;
@@ -194,7 +195,7 @@ static void test_forward_state(void **state)
         kv_store_init(&kv, KV_F32, model_kv_layers(c), 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     fwd_ctx_t ctx;
     assert_int_equal(fwd_ctx_init(&ctx, m, f->pool, NA + NB, KV_BLOCK_SIZE, &err), 0);
-    assert_int_equal(fwd_ctx_set_state_slots(&ctx, 2, &err), 0);
+    assert_int_equal(fwd_ctx_set_state_slots(&ctx, 2, state_type, &err), 0);
     const int32_t table_a[1] = {0}, table_b[1] = {1};
     int32_t ta[NA], tb[NB];
     for (int i = 0; i < NA; i++)
@@ -254,12 +255,23 @@ static void test_forward_state(void **state)
     model_free(m);
 }
 
+static void test_forward_state(void **state)
+{
+    forward_state_case(state, TYPE_F32);
+}
+
+static void test_forward_state_f16(void **state)
+{
+    forward_state_case(state, TYPE_F16);
+}
+
 /* Prompt rows marked for chunks (fwd_batch_t.gdn_chunk): the delta rule
  * takes each block-aligned run of KV_BLOCK_SIZE rows at once. The logits
  * stay within rounding of token by token; a marked prompt split into
  * batches at multiples of the chunk length gives the same bits as one
- * batch; unmarked rows are token by token, bit for bit. */
-static void test_forward_chunked(void **state)
+ * batch; unmarked rows are token by token, bit for bit. With the state in
+ * f16 (rounded after every row, or every chunk) the same promises hold. */
+static void forward_chunked_case(void **state, int state_type)
 {
     fixture_t *f = *state;
     err_t err;
@@ -273,6 +285,7 @@ static void test_forward_chunked(void **state)
         kv_store_init(&kv, KV_F32, model_kv_layers(c), NB, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     fwd_ctx_t ctx;
     assert_int_equal(fwd_ctx_init(&ctx, m, f->pool, N, NB * KV_BLOCK_SIZE, &err), 0);
+    assert_int_equal(fwd_ctx_set_state_slots(&ctx, 1, state_type, &err), 0);
     int32_t table[NB], tok[N], pos[N], slot[N];
     const int32_t *tabs[N];
     uint8_t marked[N];
@@ -294,7 +307,8 @@ static void test_forward_chunked(void **state)
             worst = d > worst ? d : worst;
             scale = fabs(ref[i][v]) > scale ? fabs(ref[i][v]) : scale;
         }
-    print_message("chunked against token by token: max |difference| %.3g (logits up to %.3g)\n", worst, scale);
+    print_message("chunked against token by token (state %s): max |difference| %.3g (logits up to %.3g)\n",
+                  type_name((uint32_t)state_type), worst, scale);
     /* the chunk form's outputs are within about 1e-7 of the recurrence's
      * (tests/unit/test_gdn*.c); the matrix kernels round activations
      * (bfloat16 on AMX, int8 for quantised weights), so a last-bit
@@ -312,6 +326,69 @@ static void test_forward_chunked(void **state)
     assert_int_equal(fwd_run(&ctx, &kv, &unmarked, split[0], &err), 0);
     assert_memory_equal(split, ref, sizeof ref);
     fwd_ctx_free(&ctx);
+    kv_store_free(&kv);
+    model_free(m);
+}
+
+static void test_forward_chunked(void **state)
+{
+    forward_chunked_case(state, TYPE_F32);
+}
+
+static void test_forward_chunked_f16(void **state)
+{
+    forward_chunked_case(state, TYPE_F16);
+}
+
+/* The state in f16 against f32: 150 tokens token by token (a rounding per
+ * token, the most there is) give logits within rounding of f32's, and the
+ * slots hold half the delta-rule bytes (the conv state stays f32); a type
+ * other than f32 or f16 is refused by name. */
+static void test_state_f16_close(void **state)
+{
+    fixture_t *f = *state;
+    err_t err;
+    model_t *m = model_load(f->path, &err);
+    if (!m)
+        fail_msg("load: %s", err.msg);
+    const model_config_t *c = &m->cfg;
+    enum { N = 150, V = 512, NB = (N + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE };
+    kv_store_t kv;
+    assert_int_equal(
+        kv_store_init(&kv, KV_F32, model_kv_layers(c), NB, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    static float out[2][N][V];
+    int32_t table[NB], tok[N], slot = 0;
+    const int32_t *tab = table;
+    for (int i = 0; i < NB; i++)
+        table[i] = i;
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 29 + 3) % V);
+    for (int t = 0; t < 2; t++) {
+        fwd_ctx_t ctx;
+        assert_int_equal(fwd_ctx_init(&ctx, m, f->pool, 1, NB * KV_BLOCK_SIZE, &err), 0);
+        assert_int_equal(fwd_ctx_set_state_slots(&ctx, 1, t ? TYPE_F16 : TYPE_F32, &err), 0);
+        for (int32_t p = 0; p < N; p++)
+            assert_int_equal(run_rows(&ctx, &kv, 1, &tok[p], &p, &slot, &tab, out[t][p], &err), 0);
+        fwd_ctx_free(&ctx);
+    }
+    double worst = 0, scale = 1;
+    for (int i = 0; i < N; i++)
+        for (int v = 0; v < V; v++) {
+            double d = fabs((double)out[1][i][v] - out[0][i][v]);
+            worst = d > worst ? d : worst;
+            scale = fabs(out[0][i][v]) > scale ? fabs(out[0][i][v]) : scale;
+        }
+    print_message("f16 state against f32 over %d tokens: max |difference| %.3g (logits up to %.3g)\n", N, worst, scale);
+    assert_true(worst <= 1e-2 * scale);
+    size_t b32 = fwd_state_snapshot_bytes(m, TYPE_F32), b16 = fwd_state_snapshot_bytes(m, TYPE_F16);
+    int n_gdn = 0;
+    for (int il = 0; il < c->n_layers; il++)
+        n_gdn += !model_is_full_attention(c, il);
+    size_t s_elems = (size_t)n_gdn * c->ssm_v_heads * c->ssm_state * (c->ssm_inner / c->ssm_v_heads);
+    assert_int_equal(b32 - b16, s_elems * 2);
+    assert_int_equal(fwd_state_bytes(m, TYPE_F16, 3), 3 * (b16 + 2 * sizeof(int32_t) + 1));
+    assert_int_equal(fwd_state_type_check(TYPE_BF16, &err), -1);
+    assert_non_null(strstr(err.msg, "f32 or f16"));
     kv_store_free(&kv);
     model_free(m);
 }
@@ -510,9 +587,10 @@ static void test_malformed_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_loads_tiny),        cmocka_unit_test(test_forward_state),
-        cmocka_unit_test(test_forward_chunked),   cmocka_unit_test(test_pattern_0_8b),
-        cmocka_unit_test(test_malformed_refused),
+        cmocka_unit_test(test_loads_tiny),          cmocka_unit_test(test_forward_state),
+        cmocka_unit_test(test_forward_state_f16),   cmocka_unit_test(test_forward_chunked),
+        cmocka_unit_test(test_forward_chunked_f16), cmocka_unit_test(test_state_f16_close),
+        cmocka_unit_test(test_pattern_0_8b),        cmocka_unit_test(test_malformed_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

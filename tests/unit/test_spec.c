@@ -195,7 +195,8 @@ typedef struct fixture {
     model_t *model;
     model_t *draft; /* a smaller model with the same vocabulary */
     vocab_t vocab;
-    bool kv_q8_0; /* engines keep a q8_0 KV cache (target, MTP block and draft model) */
+    bool kv_q8_0;   /* engines keep a q8_0 KV cache (target, MTP block and draft model) */
+    bool state_f16; /* and the hybrid target's recurrent state in f16 */
 } fixture_t;
 
 static int setup(void **state)
@@ -279,6 +280,15 @@ static int setup_hybrid_q8_0(void **state)
 }
 #endif
 
+/* The hybrid fixture with its recurrent state in f16 (--state-type f16):
+ * verify snapshots copy the state as stored, so rollback stays exact */
+static int setup_hybrid_state_f16(void **state)
+{
+    setup_hybrid(state);
+    ((fixture_t *)*state)->state_f16 = true;
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fixture_t *f = *state;
@@ -312,6 +322,7 @@ static engine_t *make_engine(fixture_t *f, int max_seqs, int draft_mode, int ver
     c.spec_rollback = g_rollback;
     if (f->kv_q8_0)
         c.kv_type = KV_Q8_0;
+    c.state_type = f->state_f16 ? TYPE_F16 : TYPE_F32;
     err_t err;
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     if (!e)
@@ -598,6 +609,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_exact_greedy_and_seeded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sampled_distribution_chi_square, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hybrid_exact, setup_hybrid, teardown),
+        cmocka_unit_test_setup_teardown(test_hybrid_exact, setup_hybrid_state_f16, teardown),
 #if !defined(__SANITIZE_THREAD__)
         cmocka_unit_test_setup_teardown(test_hybrid_exact, setup_hybrid_q8_0, teardown),
 #endif
