@@ -261,6 +261,10 @@ def main(argv=None):
     ap.add_argument("--kv-type", choices=["f16", "f32", "q8_0"], default="f16",
                     help="the engine's KV cache type (`splash run --kv-type`, default f16, the engine's default); "
                          "the reference rounds keys and values the same way")
+    ap.add_argument("--state-type", choices=["f32", "f16"], default="f32",
+                    help="a hybrid model's recurrent state (`splash run --state-type`, default f32, the engine's "
+                         "default); f16: the reference rounds it where the engine stores it, after every token "
+                         "and every 16-row chunk (its KV block), so the reference takes chunks of 16 too")
     ap.add_argument("-v", "--verbose", action="store_true")
     try:
         a = ap.parse_args(argv)
@@ -346,6 +350,8 @@ def _main(a):
         tag += " n_gen=%d" % a.n_gen
     if a.kv_type != "f16":
         tag += " kv=%s" % a.kv_type
+    if a.state_type != "f32":
+        tag += " state=%s" % a.state_type
     if a.run_arg:
         tag += " [%s]" % " ".join(a.run_arg)
     own_tmp = a.workdir is None
@@ -443,7 +449,8 @@ def _compare(a, splash, wd, tag_of_seed):
     t0 = time.time()
     try:
         ref = qwen35_ref.load(model, verbose=a.verbose, act_quant=a.act_quant == "q8", kv_type=a.kv_type,
-                                act_bf16_rows=getattr(a, "act_bf16_rows", 0))  # by general.architecture
+                                act_bf16_rows=getattr(a, "act_bf16_rows", 0),  # by general.architecture
+                                **state_kw(a))
     except (gguf_ref.GGUFError, KeyError, ValueError) as e:
         print("ERROR %s: the float64 reference cannot load the model: %s" % (tag, e))
         return 2
@@ -463,7 +470,7 @@ def _compare(a, splash, wd, tag_of_seed):
     # a greedy divergence on a near-tie is accepted as on the int8 path
     near_tie_path = int8_path or (bf16_path and getattr(a, "act_bf16_rows", 0) == 1)
     report = {"model": model, "types": types, "act_quant": a.act_quant, "int8_path": int8_path,
-              "kv_type": a.kv_type,
+              "kv_type": a.kv_type, "state_type": a.state_type,
               "bf16_path": bf16_path,
               "n_layer": ref.n_layer, "tol_rel": tol, "prompts": []}
     ok_all = True
@@ -508,7 +515,7 @@ def _compare(a, splash, wd, tag_of_seed):
                       "missing or misrouted norm weight cannot be seen" % name)
                 continue
             pref = qwen35_ref.load(model, perturb=name, act_quant=a.act_quant == "q8", kv_type=a.kv_type,
-                                act_bf16_rows=getattr(a, "act_bf16_rows", 0))
+                                act_bf16_rows=getattr(a, "act_bf16_rows", 0), **state_kw(a))
             pok, pres = judge(c_logits, c_ids, pref, prompt, a.n_gen, tol, near_tie_path)
             print("  %-11s %s  max_rel=%.3g  ids: %s" % (
                 name, "missed!" if pok else "rejected", pres["max_rel"], pres["ids_note"]))
@@ -519,6 +526,13 @@ def _compare(a, splash, wd, tag_of_seed):
             return 1
         print("SELF-CHECK OK: every deliberate bug was rejected")
     return 0 if ok_all else 1
+
+
+def state_kw(a):
+    """The reference's arguments for --state-type: an f16 state is rounded
+    at the engine's chunk ends, so the reference's chunks are the engine's
+    (16 rows, its KV block) rather than llama.cpp's 64."""
+    return {"state_type": "f16", "gdn_chunk": 16} if a.state_type == "f16" else {}
 
 
 def _compare_prompt(a, splash, model, wd, tag, ref, seed, tol, int8_path, index, t_synth, t_load, t_start):
@@ -534,7 +548,8 @@ def _compare_prompt(a, splash, model, wd, tag, ref, seed, tol, int8_path, index,
             os.unlink(p)
     cmd = [splash, "run", "--model", model, "--prompt-ids", ",".join(map(str, prompt)),
            "--max-tokens", str(a.n_gen), "--temperature", "0", "--ignore-eos",
-           "--logits-out", lpath, "--ids-out", ipath, "--kv-type", a.kv_type] + list(a.run_arg)
+           "--logits-out", lpath, "--ids-out", ipath, "--kv-type", a.kv_type,
+           "--state-type", a.state_type] + list(a.run_arg)
     rc, t_c = _run(cmd, log, a.timeout)
     none = (False, None, None, None, prompt)
     if rc != 0:

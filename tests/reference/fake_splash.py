@@ -43,9 +43,11 @@ def main(argv):
         ap.add_argument("--logits-out")
         ap.add_argument("--ids-out")
         ap.add_argument("--kv-type", choices=["f32", "f16", "q8_0"], default="f16")
+        ap.add_argument("--state-type", choices=["f32", "f16"], default="f32")
         a = ap.parse_args(argv[1:])
+        extra = {"state_type": "f16", "gdn_chunk": 16} if a.state_type == "f16" else {}
         m = qwen35_ref.load(a.model, dtype=np.float32, perturb=os.environ.get("FAKE_PERTURB", ""),
-                            kv_type=a.kv_type)
+                            kv_type=a.kv_type, **extra)
         logits, ids = m.run(qwen3_ref.parse_ids(a.prompt_ids), a.max_tokens)
         if a.logits_out:
             logits.astype("<f4").tofile(a.logits_out)

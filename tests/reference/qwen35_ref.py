@@ -182,10 +182,12 @@ def l2norm(x, eps):
 
 
 # ---- the gated delta rule, two ways -----------------------------------------------------
-def delta_rule_recurrent(q, k, v, g, beta, S, perturb=None):
+def delta_rule_recurrent(q, k, v, g, beta, S, perturb=None, rnd=None):
     """Token by token.  q, k: (n, H, dk) (already normalised and scaled);
     v: (n, H, dv); g, beta: (n, H); S: (H, dk, dv), updated copy returned.
-    Returns (o (n, H, dv), S).  perturb: a PERTURBATIONS name or None."""
+    Returns (o (n, H, dv), S).  perturb: a PERTURBATIONS name or None.
+    rnd: None, or how S is rounded where the engine stores it (after every
+    token, o taken before: the engine's --state-type f16)."""
     if perturb == "gdn-no-decay":
         g = np.zeros_like(g)
     S = S.copy()
@@ -196,12 +198,15 @@ def delta_rule_recurrent(q, k, v, g, beta, S, perturb=None):
         u = beta[t][:, None] * (v[t] - kv)                    # beta (v - S^T k)
         S += k[t][:, :, None] * u[:, None, :]                 # S + k u^T
         o[t] = np.einsum("hkv,hk->hv", S, q[t])               # S^T q
+        if rnd is not None:
+            S = rnd(S)
     return o, S
 
 
-def delta_rule_chunked(q, k, v, g, beta, S, chunk, perturb=None):
+def delta_rule_chunked(q, k, v, g, beta, S, chunk, perturb=None, rnd=None):
     """The chunk-parallel (UT transform) form, derivation in the module
-    docstring.  Same arguments and result as delta_rule_recurrent."""
+    docstring.  Same arguments and result as delta_rule_recurrent; rnd
+    rounds S after every chunk (the engine's chunks are its KV blocks)."""
     if perturb == "gdn-no-decay":
         g = np.zeros_like(g)
     n = q.shape[0]
@@ -234,6 +239,8 @@ def delta_rule_chunked(q, k, v, g, beta, S, chunk, perturb=None):
         Kd = np.exp(GC[:, None] - G)[:, :, None] * K
         carry = S if perturb == "gdn-chunk" else np.exp(GC)[:, None, None] * S
         S = carry + np.einsum("htk,htv->hkv", Kd, U)
+        if rnd is not None:
+            S = rnd(S)
     return o, S
 
 
@@ -267,9 +274,17 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
     (exact dequantisation, the int8-activation model); the forward is its own."""
 
     def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, act_quant=False,
-                 gdn_chunk=GDN_CHUNK_DEFAULT, kv_type="f32"):
+                 gdn_chunk=GDN_CHUNK_DEFAULT, kv_type="f32", state_type="f32"):
         self.dtype = np.dtype(dtype)
         self.kv_type = kv_type
+        if state_type not in ("f32", "f16"):
+            raise ValueError("state_type %r: f32 or f16" % state_type)
+        # f16: the delta rule's state rounded where the engine stores it
+        # (--state-type f16; f32 to f16 to nearest even), after every token
+        # and every chunk: the caller gives the engine's chunk (its KV block)
+        self.state_round = None
+        if state_type == "f16":
+            self.state_round = lambda S: S.astype(np.float32).astype(np.float16).astype(self.dtype)
         self.act_quant = act_quant
         self.act_block = {}
         self.naive_accum = False
@@ -493,9 +508,10 @@ class Qwen35Ref(qwen3_ref.Qwen3Ref):
             kh = np.arange(nv) % nk                                       # tiled value heads
         q, k = q[:, kh], k[:, kh]                                         # (n, nv, dk)
         if self.gdn_chunk:
-            o, state.ssm[il] = delta_rule_chunked(q, k, v, g, beta, state.ssm[il], self.gdn_chunk, self.perturb)
+            o, state.ssm[il] = delta_rule_chunked(q, k, v, g, beta, state.ssm[il], self.gdn_chunk, self.perturb,
+                                                  self.state_round)
         else:
-            o, state.ssm[il] = delta_rule_recurrent(q, k, v, g, beta, state.ssm[il], self.perturb)
+            o, state.ssm[il] = delta_rule_recurrent(q, k, v, g, beta, state.ssm[il], self.perturb, self.state_round)
         z = self.mm(h, L["wz"]).reshape(n, nv, dv)
         nw = L["ssm_norm"] + 1.0 if self.perturb == "gdn-norm-plus1" else L["ssm_norm"]
         o = self.rmsnorm(o, nw) * silu(z)
@@ -597,6 +613,7 @@ def load(path, **kw):
         ref.act_bf16_rows = bf16_rows
         return ref
     kw.pop("gdn_chunk", None)
+    kw.pop("state_type", None)
     return qwen3_ref.Qwen3Ref(path, **kw)
 
 
@@ -615,6 +632,9 @@ def main(argv=None):
     ap.add_argument("--act-quant", choices=["none", "q8"], default="none")
     ap.add_argument("--kv-type", choices=["f32", "f16", "q8_0"], default="f32",
                     help="f16: round keys and values as the engine's f16 KV cache stores them")
+    ap.add_argument("--state-type", choices=["f32", "f16"], default="f32",
+                    help="f16: round the delta rule's state after every token and chunk, as the engine's "
+                         "--state-type f16 stores it (give --gdn-chunk 16, the engine's chunk)")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     prompt = qwen3_ref.parse_ids(a.prompt_ids)
@@ -622,7 +642,7 @@ def main(argv=None):
         ap.error("empty prompt")
     t0 = time.time()
     m = Qwen35Ref(a.model, verbose=a.verbose, act_quant=a.act_quant == "q8", gdn_chunk=a.gdn_chunk,
-                  kv_type=a.kv_type)
+                  kv_type=a.kv_type, state_type=a.state_type)
     want_mtp = bool(a.mtp_out)
     if want_mtp and not m.has_mtp:
         ap.error("--mtp-out: the file has no NextN block")
