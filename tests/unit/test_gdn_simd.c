@@ -97,20 +97,30 @@ static void unit(float *x, int n)
         x[i] = (float)(x[i] / sqrt(s));
 }
 
+/* Token t's inputs as the model makes them: unit q and k, a decay g <= 0
+ * and a write strength beta in (0, 1). */
+static void token_inputs(float *q, float *k, float *v, int dk, int dv, uint64_t seed, int t, float *g, float *beta)
+{
+    float gb[2];
+    fill_normal(q, dk, seed + 3 * (uint64_t)t, 1.0f);
+    fill_normal(k, dk, seed + 3 * (uint64_t)t + 1, 1.0f);
+    fill_normal(v, dv, seed + 3 * (uint64_t)t + 2, 1.0f);
+    fill_normal(gb, 2, seed + 1000 + (uint64_t)t, 1.0f);
+    unit(q, dk);
+    unit(k, dk);
+    *g = -0.3f * fabsf(gb[0]);
+    *beta = 1.0f / (1.0f + expf(-gb[1]));
+}
+
 static void delta_case(const gdn_kernels_t *p, int dk, int dv, int T, uint64_t seed)
 {
     size_t ns = (size_t)dk * dv;
     float *S_ref = calloc(ns, 4), *S = calloc(ns, 4), *S2 = calloc(ns, 4), *tmp = malloc((size_t)dv * 4);
     float *o_ref = malloc((size_t)dv * 4), *o = malloc((size_t)dv * 4), *o2 = malloc((size_t)dv * 4);
-    float *q = malloc((size_t)dk * 4), *k = malloc((size_t)dk * 4), *v = malloc((size_t)dv * 4), gb[2];
+    float *q = malloc((size_t)dk * 4), *k = malloc((size_t)dk * 4), *v = malloc((size_t)dv * 4);
     for (int t = 0; t < T; t++) {
-        fill_normal(q, dk, seed + 3 * (uint64_t)t, 1.0f);
-        fill_normal(k, dk, seed + 3 * (uint64_t)t + 1, 1.0f);
-        fill_normal(v, dv, seed + 3 * (uint64_t)t + 2, 1.0f);
-        fill_normal(gb, 2, seed + 1000 + (uint64_t)t, 1.0f);
-        unit(q, dk);
-        unit(k, dk);
-        float g = -0.3f * fabsf(gb[0]), beta = 1.0f / (1.0f + expf(-gb[1]));
+        float g, beta;
+        token_inputs(q, k, v, dk, dv, seed, t, &g, &beta);
         gdn_delta_step(S_ref, o_ref, q, k, v, g, beta, dk, dv, tmp);
         p->delta_step(S, o, q, k, v, g, beta, dk, dv, tmp);
         p->delta_step(S2, o2, q, k, v, g, beta, dk, dv, tmp);
@@ -149,15 +159,10 @@ static void delta_f16_case(const gdn_kernels_t *p, int dk, int dv, int T, uint64
     float *Sf = calloc(ns, 4), *S_ref = calloc(ns, 4), *wide = malloc(ns * 4);
     float *tmp = malloc(gdn_delta_f16_tmp_floats(dk, dv) * 4), *tmp2 = malloc(gdn_delta_f16_tmp_floats(dk, dv) * 4);
     float *o = malloc((size_t)dv * 4), *o_w = malloc((size_t)dv * 4), *o_ref = malloc((size_t)dv * 4);
-    float *q = malloc((size_t)dk * 4), *k = malloc((size_t)dk * 4), *v = malloc((size_t)dv * 4), gb[2];
+    float *q = malloc((size_t)dk * 4), *k = malloc((size_t)dk * 4), *v = malloc((size_t)dv * 4);
     for (int t = 0; t < T; t++) {
-        fill_normal(q, dk, seed + 3 * (uint64_t)t, 1.0f);
-        fill_normal(k, dk, seed + 3 * (uint64_t)t + 1, 1.0f);
-        fill_normal(v, dv, seed + 3 * (uint64_t)t + 2, 1.0f);
-        fill_normal(gb, 2, seed + 1000 + (uint64_t)t, 1.0f);
-        unit(q, dk);
-        unit(k, dk);
-        float g = -0.3f * fabsf(gb[0]), beta = 1.0f / (1.0f + expf(-gb[1]));
+        float g, beta;
+        token_inputs(q, k, v, dk, dv, seed, t, &g, &beta);
         p->delta_step_f16(S16, o, q, k, v, g, beta, dk, dv, tmp);
         ops_f16_to_f32_ref(wide, W16, (int64_t)ns); /* the contract, spelled out */
         p->delta_step(wide, o_w, q, k, v, g, beta, dk, dv, tmp2);

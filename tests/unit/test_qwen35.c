@@ -265,6 +265,20 @@ static void test_forward_state_f16(void **state)
     forward_state_case(state, TYPE_F16);
 }
 
+/* The largest |got - want| over n logits, and in *scale the largest
+ * |want| (at least 1). */
+static double worst_difference(const float *got, const float *want, size_t n, double *scale)
+{
+    double worst = 0;
+    *scale = 1;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        worst = d > worst ? d : worst;
+        *scale = fabs(want[i]) > *scale ? fabs(want[i]) : *scale;
+    }
+    return worst;
+}
+
 /* Prompt rows marked for chunks (fwd_batch_t.gdn_chunk): the delta rule
  * takes each block-aligned run of KV_BLOCK_SIZE rows at once. The logits
  * stay within rounding of token by token; a marked prompt split into
@@ -300,13 +314,7 @@ static void forward_chunked_case(void **state, int state_type)
         assert_int_equal(run_rows(&ctx, &kv, 1, &tok[i], &pos[i], &slot[i], &tabs[i], ref[i], &err), 0);
     fwd_batch_t b = {N, tok, pos, tabs, NULL, slot, NULL, NULL, marked};
     assert_int_equal(fwd_run(&ctx, &kv, &b, one[0], &err), 0);
-    double worst = 0, scale = 1;
-    for (int i = 0; i < N; i++)
-        for (int v = 0; v < V; v++) {
-            double d = fabs((double)one[i][v] - ref[i][v]);
-            worst = d > worst ? d : worst;
-            scale = fabs(ref[i][v]) > scale ? fabs(ref[i][v]) : scale;
-        }
+    double scale, worst = worst_difference(one[0], ref[0], (size_t)N * V, &scale);
     print_message("chunked against token by token (state %s): max |difference| %.3g (logits up to %.3g)\n",
                   type_name((uint32_t)state_type), worst, scale);
     /* the chunk form's outputs are within about 1e-7 of the recurrence's
@@ -371,13 +379,7 @@ static void test_state_f16_close(void **state)
             assert_int_equal(run_rows(&ctx, &kv, 1, &tok[p], &p, &slot, &tab, out[t][p], &err), 0);
         fwd_ctx_free(&ctx);
     }
-    double worst = 0, scale = 1;
-    for (int i = 0; i < N; i++)
-        for (int v = 0; v < V; v++) {
-            double d = fabs((double)out[1][i][v] - out[0][i][v]);
-            worst = d > worst ? d : worst;
-            scale = fabs(out[0][i][v]) > scale ? fabs(out[0][i][v]) : scale;
-        }
+    double scale, worst = worst_difference(out[1][0], out[0][0], (size_t)N * V, &scale);
     print_message("f16 state against f32 over %d tokens: max |difference| %.3g (logits up to %.3g)\n", N, worst, scale);
     assert_true(worst <= 1e-2 * scale);
     size_t b32 = fwd_state_snapshot_bytes(m, TYPE_F32), b16 = fwd_state_snapshot_bytes(m, TYPE_F16);
