@@ -16,10 +16,9 @@
 #include <stdint.h>
 
 #include "kernels/gdn.h"
+#include "kernels/simd_avx512_common.h"
 #include "kernels/simd_exp.h"
 
-#define AI static inline __attribute__((always_inline))
-#define LANES 16
 #define BLOCK 8 /* vectors of columns per block: 128 columns */
 
 static __mmask16 mask_for(int64_t left)
@@ -110,18 +109,14 @@ AI __m512 state_load(const void *p, size_t at, __mmask16 m, bool full, bool half
 }
 
 /* 16 state entries to f32 or f16 storage, rounded as ops_f32_to_f16 rounds
- * (to nearest even; a NaN as the reference's quiet NaN with its sign). */
+ * (avx512_f32_to_f16). */
 AI void state_store(void *p, size_t at, __mmask16 m, __m512 x, bool full, bool half)
 {
     if (!half) {
         store16((float *)p + at, m, x, full);
         return;
     }
-    __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    if (nan)
-        h = _mm256_mask_blend_epi16(
-            nan, h, _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16((short)0x8000)), _mm256_set1_epi16(0x7e00)));
+    __m256i h = avx512_f32_to_f16(x);
     uint16_t *d = (uint16_t *)p + at;
     if (full)
         _mm256_storeu_si256((__m256i *)d, h);
@@ -170,30 +165,31 @@ AI void delta_block(void *S, float *o, const float *q, const float *k, const flo
         store16(o + j0 + b * LANES, m[b], acc[b], full);
 }
 
+/* One token over every block of columns, the state in f32 or (half) f16. */
+AI void delta_step(void *S, float *o, const float *q, const float *k, const float *v, float g, float beta, int dk,
+                   int dv, bool half)
+{
+    float decay = expf(g);
+    for (int j0 = 0; j0 < dv; j0 += BLOCK * LANES) {
+        if (dv - j0 >= BLOCK * LANES)
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, true, half);
+        else
+            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, false, half);
+    }
+}
+
 void gdn_delta_step_avx512(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                            int dk, int dv, float *tmp)
 {
     (void)tmp;
-    float decay = expf(g);
-    for (int j0 = 0; j0 < dv; j0 += BLOCK * LANES) {
-        if (dv - j0 >= BLOCK * LANES)
-            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, true, false);
-        else
-            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, false, false);
-    }
+    delta_step(S, o, q, k, v, g, beta, dk, dv, false);
 }
 
 void gdn_delta_step_f16_avx512(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g,
                                float beta, int dk, int dv, float *tmp)
 {
     (void)tmp;
-    float decay = expf(g);
-    for (int j0 = 0; j0 < dv; j0 += BLOCK * LANES) {
-        if (dv - j0 >= BLOCK * LANES)
-            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, true, true);
-        else
-            delta_block(S, o, q, k, v, decay, beta, dk, dv, j0, false, true);
-    }
+    delta_step(S, o, q, k, v, g, beta, dk, dv, true);
 }
 
 void gdn_gated_rmsnorm_avx512(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps)

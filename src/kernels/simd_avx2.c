@@ -571,23 +571,31 @@ static void quantize_q8_256(const float *x, void *dst, int64_t n)
     quantize_rows(QK_K, x, dst, n);
 }
 
-/* kernels/ops.h's half-precision conversions, 8 lanes at a time (the tail
+/* 8 floats rounded to half precision as ops_f32_to_f16_ref rounds them (a
+ * NaN as its quiet NaN with the input's sign, no payload). */
+static __m128i f32_to_f16_8(__m256 v)
+{
+    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m128i nan = _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
+    __m128i fix = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)), _mm_set1_epi16(0x7e00));
+    return _mm_blendv_epi8(h, fix, nan);
+}
+
+/* kernels/ops.h's half-precision conversions, 8 lanes at a time (a tail
  * through a small buffer: AVX2 has no masked 16-bit loads). */
 void f32_to_f16_avx2(uint16_t *y, const float *x, int64_t n)
 {
-    const __m128i qnan = _mm_set1_epi16(0x7e00), sign = _mm_set1_epi16((short)0x8000);
     for (int64_t i = 0; i < n; i += 8) {
         int64_t k = n - i < 8 ? n - i : 8;
+        if (k == 8) {
+            _mm_storeu_si128((__m128i *)(y + i), f32_to_f16_8(_mm256_loadu_ps(x + i)));
+            continue;
+        }
         float in[8] = {0};
         uint16_t out[8];
         memcpy(in, x + i, (size_t)k * sizeof(float));
-        __m256 v = _mm256_loadu_ps(in);
-        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        /* NaN: the reference's quiet NaN with the input's sign, no payload */
-        __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-        __m128i nan = _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
-        __m128i fix = _mm_or_si128(_mm_and_si128(h, sign), qnan);
-        _mm_storeu_si128((__m128i *)out, _mm_blendv_epi8(h, fix, nan));
+        _mm_storeu_si128((__m128i *)out, f32_to_f16_8(_mm256_loadu_ps(in)));
         memcpy(y + i, out, (size_t)k * sizeof(uint16_t));
     }
 }

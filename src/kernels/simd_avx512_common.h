@@ -32,6 +32,19 @@ _Static_assert(0, "kernels/simd_avx512_common.h needs the AVX-512 flags (CMakeLi
 #define TILE_C 4                /* activation rows per micro-kernel (16 accumulators of 32 registers) */
 #include "kernels/tile_drive.h" /* after TILE_R and TILE_C: it sizes its tiles by them */
 
+/* 16 floats rounded to half precision as ops_f32_to_f16_ref rounds them
+ * (to nearest even; a NaN as its quiet NaN with the input's sign, no
+ * payload): the f16 KV cache's writes and an f16 recurrent state's. */
+AI __m256i avx512_f32_to_f16(__m512 v)
+{
+    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    if (!nan) /* the fix costs an f16 state's step 8 % in L2; a NaN is rare */
+        return h;
+    __m256i fix = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16((short)0x8000)), _mm256_set1_epi16(0x7e00));
+    return _mm256_mask_blend_epi16(nan, h, fix);
+}
+
 /* Fixed-order horizontal sum: halves, then quarters, then pairs. */
 AI float avx512_hsum(__m512 v)
 {

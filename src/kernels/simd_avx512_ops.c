@@ -66,15 +66,9 @@ int64_t argmax_avx512(float *y, const float *x, int64_t n)
 
 void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n)
 {
-    const __m256i qnan = _mm256_set1_epi16(0x7e00), sign = _mm256_set1_epi16((short)0x8000);
     for (int64_t i = 0; i < n; i += LANES) {
         __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        /* NaN: the reference's quiet NaN with the input's sign, no payload */
-        __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        __m256i fix = _mm256_or_si256(_mm256_and_si256(h, sign), qnan);
-        _mm256_mask_storeu_epi16(y + i, m, _mm256_mask_blend_epi16(nan, h, fix));
+        _mm256_mask_storeu_epi16(y + i, m, avx512_f32_to_f16(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
 
