@@ -36,6 +36,8 @@ static void detect(void)
         f->is_amd = !strcmp(vendor, "AuthenticAMD");
     }
     if (__get_cpuid(1, &a, &b, &c, &d)) {
+        unsigned base = (a >> 8) & 0xf;
+        f->family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
         bool osxsave = c & (1u << 27);
         unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
         bool ymm = (xcr0 & 0x6) == 0x6, zmm = (xcr0 & 0xe6) == 0xe6;

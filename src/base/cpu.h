@@ -11,6 +11,7 @@ typedef struct cpu_features {
     bool avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16;
     bool amx_tile, amx_int8, amx_bf16; /* usable: the OS granted the tile state */
     bool is_amd;                       /* vendor "AuthenticAMD": some defaults are measured per vendor */
+    unsigned family;                   /* cpuid's display family (AMD 0x19: Zen 3/4, 0x1a: Zen 5) */
 } cpu_features_t;
 
 /* Kernel path levels, each implying the ones below it. */

@@ -340,21 +340,25 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
     return v;
 }
 
-bool avx512_decode_spread(void)
+avx512_prefetch_t avx512_decode_prefetch(uint32_t type)
 {
-    static atomic_int cache; /* 0: not read yet; 1: burst; 2: spread */
+    static atomic_int cache; /* 0: not read yet; -1: no override; else the avx512_prefetch_t asked for */
     int v = atomic_load_explicit(&cache, memory_order_relaxed);
     if (!v) {
         const char *env = getenv("SPLASH_DECODE_PREFETCH");
-        if (env && !strcmp(env, "spread"))
-            v = 2;
-        else if (env && !strcmp(env, "burst"))
-            v = 1;
-        else
-            v = cpu_features()->is_amd ? 2 : 1;
+        v = !env                     ? -1
+            : !strcmp(env, "spread") ? AVX512_PF_SPREAD
+            : !strcmp(env, "burst")  ? AVX512_PF_BURST
+            : !strcmp(env, "none")   ? AVX512_PF_NONE
+                                     : -1;
         atomic_store_explicit(&cache, v, memory_order_relaxed);
     }
-    return v == 2;
+    if (v > 0)
+        return (avx512_prefetch_t)v;
+    const cpu_features_t *f = cpu_features();
+    if (!f->is_amd)
+        return AVX512_PF_BURST;
+    return f->family == 0x19 && type == TYPE_Q8_0 ? AVX512_PF_NONE : AVX512_PF_SPREAD;
 }
 
 static int bf16_min_rows(void)

@@ -133,7 +133,7 @@ TILE_DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
  * the row in order, as in qdrive's tiles, so the same bits): a single
  * forward stream, which the hardware prefetcher alone kept at 60-74 % of
  * splash perf's read probe on Zen 5 (F16 qwen3-0.6b); with the spread
- * prefetch (avx512_decode_spread) 98-103 % (docs/benchmarks.md, session
+ * prefetch (avx512_decode_prefetch) 98-103 % (docs/benchmarks.md, session
  * 24). Four rows' chains cost a row about what one row's does, where the
  * 4 x 4 tiles read four rows side by side: pp2 1.15x, pp3 1.20x, pp4
  * 1.04x, 4 concurrent sequences 3.2x -> 3.6x of one (Zen 5, session 29);
@@ -141,28 +141,31 @@ TILE_DEFINE_QKERNELS(bf16_bf, tile_bf16dp, TYPE_BF16, qdrive)
  * SPLASH_BF16_DEC_ROWS (1..4) sets the largest batch taken, for measuring.
  * False: not taken. */
 #define BF16_DEC_ROWS TILE_C
-/* One weight row against C activation rows, asking for the stream ahead. */
+/* One weight row against C activation rows, asking for the stream ahead
+ * (spread) or leaving it to the hardware (none). */
 #define BF16_ROW_C(C)                                                                                                  \
-    static void bf16_row_##C(const uint8_t *w, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)            \
+    static void bf16_row_##C(bool ahead, const uint8_t *w, const uint8_t *x, size_t xs, float *y, size_t ys,           \
+                             int64_t n)                                                                                \
     {                                                                                                                  \
-        tile_bf16dp_ahead(true, TYPE_BF16, 1, C, w, 0, x, xs, y, ys, n);                                               \
+        tile_bf16dp_ahead(ahead, TYPE_BF16, 1, C, w, 0, x, xs, y, ys, n);                                              \
     }
 BF16_ROW_C(1)
 BF16_ROW_C(2)
 BF16_ROW_C(3)
 BF16_ROW_C(4)
-typedef void (*bf16_row_fn)(const uint8_t *w, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n);
+typedef void (*bf16_row_fn)(bool ahead, const uint8_t *w, const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n);
 static const bf16_row_fn bf16_row[BF16_DEC_ROWS + 1] = {NULL, bf16_row_1, bf16_row_2, bf16_row_3, bf16_row_4};
 
 static bool bf16_rows_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t *x, size_t xs, int64_t n_x,
                              float *y, size_t ys, int64_t n)
 {
     static atomic_int cache;
-    if (n_x > avx512_rows_knob(&cache, "SPLASH_BF16_DEC_ROWS", BF16_DEC_ROWS, BF16_DEC_ROWS) || !avx512_decode_spread())
+    const avx512_prefetch_t pf = avx512_decode_prefetch(TYPE_BF16);
+    if (n_x > avx512_rows_knob(&cache, "SPLASH_BF16_DEC_ROWS", BF16_DEC_ROWS, BF16_DEC_ROWS) || pf == AVX512_PF_BURST)
         return false;
     const bf16_row_fn row = bf16_row[n_x];
     for (int64_t r = 0; r < n_w; r++)
-        row(w + r * ws, x, xs, y + r, ys, n);
+        row(pf == AVX512_PF_SPREAD, w + r * ws, x, xs, y + r, ys, n);
     return true;
 }
 

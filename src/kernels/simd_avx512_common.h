@@ -68,17 +68,25 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
     _mm_prefetch((const char *)(p + (size_t)R * ws), _MM_HINT_T0);
 }
 
-/* How the packed decode kernels (Q8_0, Q4_K, Q6_K panels) ask for their
- * weight stream ahead of the loads. Burst: every line of a block at once,
- * AHEAD bytes on, into L1 (prefetcht0), when the block starts; measured on
- * the Intel Xeon (packed Q8_0 decode 59-75 % -> 82-85 % of the read probe,
- * session 20). Spread: one non-temporal prefetch beside each line's load,
- * the same distance on: on AMD Zen 5 the bursts ran out of miss buffers and
- * stalled at the prefetches (a third of the Q6_K kernel's samples), and
- * spread + NTA took Q4_K_M decode 1.39x and Q8_0 1.13x there
- * (docs/benchmarks.md, session 24). Spread on AMD, burst elsewhere;
- * SPLASH_DECODE_PREFETCH=burst|spread chooses (simd_avx512.c). */
-bool avx512_decode_spread(void);
+/* How the packed decode kernels (Q8_0, Q4_K, Q6_K panels, F16 on bfloat16
+ * rows) ask for their weight stream ahead of the loads. Burst: every line
+ * of a block at once, AHEAD bytes on, into L1 (prefetcht0), when the block
+ * starts; measured on the Intel Xeon (packed Q8_0 decode 59-75 % -> 82-85 %
+ * of the read probe, session 20). Spread: one non-temporal prefetch beside
+ * each line's load, the same distance on: on AMD Zen 5 the bursts ran out
+ * of miss buffers and stalled at the prefetches (a third of the Q6_K
+ * kernel's samples), and spread + NTA took Q4_K_M decode 1.39x and Q8_0
+ * 1.13x there (docs/benchmarks.md, session 24). None: the hardware
+ * prefetcher alone. On AMD Zen 4 (family 0x19) the spread prefetches held
+ * packed Q8_0 decode to 55-63 % of a one-thread read of the same memory,
+ * against 74-79 % without them (qwen3-0.6b Q8_0 decode 1.18x, 4 and 8
+ * sequences 1.06x), while the K-quant tiles at 8 sequences lost 10-20 %
+ * without them (session 37). So: burst on Intel; on AMD spread, except Q8_0
+ * on Zen 4, left to the hardware. SPLASH_DECODE_PREFETCH=none|burst|spread
+ * sets every type's (simd_avx512.c). type: the weights' (TYPE_Q8_0,
+ * TYPE_Q4_K for both K-quants, TYPE_BF16 for bfloat16 rows). */
+typedef enum avx512_prefetch { AVX512_PF_NONE = 1, AVX512_PF_BURST, AVX512_PF_SPREAD } avx512_prefetch_t;
+avx512_prefetch_t avx512_decode_prefetch(uint32_t type);
 
 /* How far on spread asks for the K-quant panels' lines (AMD): 8 KB against
  * 4 KB, same binary alternated on Zen 5 (qwen3-0.6b Q4_K_M, 2 threads):

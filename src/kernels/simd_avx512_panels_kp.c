@@ -58,13 +58,13 @@ AI __m512i kp_bcast(const uint8_t *p)
     return _mm512_set1_epi32(v);
 }
 
-/* A block's prefetch (avx512_decode_spread): burst, every line of it at
+/* A block's prefetch (avx512_decode_prefetch; none: nothing): burst, every line of it at
  * its start; spread, each line one at a time beside a load: the quants'
  * own lines beside their loads, and the block's other lines (scales,
  * steps) beside the first quant loads, one each (kp_spread_step's tail). */
-AI void kp_prefetch(bool spread, const uint8_t *blk, size_t bytes)
+AI void kp_prefetch(avx512_prefetch_t pf, const uint8_t *blk, size_t bytes)
 {
-    if (!spread)
+    if (pf == AVX512_PF_BURST)
         for (size_t o = 0; o < bytes; o += 64)
             _mm_prefetch((const char *)(blk + KP_AHEAD + o), _MM_HINT_T0);
 }
@@ -73,9 +73,9 @@ AI void kp_prefetch(bool spread, const uint8_t *blk, size_t bytes)
 
 /* Spread's prefetches beside a quant load: that load's line, and the
  * block's non-quant line at `tail` where it is not KP_NO_TAIL. */
-AI void kp_spread_step(bool spread, const uint8_t *blk, size_t line, size_t tail)
+AI void kp_spread_step(avx512_prefetch_t pf, const uint8_t *blk, size_t line, size_t tail)
 {
-    if (spread) {
+    if (pf == AVX512_PF_SPREAD) {
         avx512_stream_line(blk + line, AVX512_SPREAD_AHEAD);
         if (tail != KP_NO_TAIL)
             avx512_stream_line(blk + tail, AVX512_SPREAD_AHEAD);
@@ -116,14 +116,14 @@ AI void kp_float_step(int C, const __m512i *a, const __m512i *bm, __m512 d, __m5
  * super-blocks of each in turn read no faster than one stream), the
  * activation's broadcasts serving all R. The integers are exact sums, so
  * their order is free: every shape gives the same bits. */
-AI void kp_q4_k_block(bool spread, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q4_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     const __m512i nib = _mm512_set1_epi8(15);
     __m512i a[KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
     for (int s = 0; s < R; s++)
-        kp_prefetch(spread, g[s], Q4_K_PANEL_BLOCK);
+        kp_prefetch(pf, g[s], Q4_K_PANEL_BLOCK);
 #pragma GCC unroll 4
     for (int i = 0; i < R * C; i++)
         a[i] = bm[i] = _mm512_setzero_si512();
@@ -146,7 +146,7 @@ AI void kp_q4_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
                 }
 #pragma GCC unroll 4
                 for (int s = 0; s < R; s++) {
-                    kp_spread_step(spread, g[s], Q4P_Q + 64 * (8 * t + k), kp_q4_k_tail(8 * t + k));
+                    kp_spread_step(pf, g[s], Q4P_Q + 64 * (8 * t + k), kp_q4_k_tail(8 * t + k));
                     const __m512i v = _mm512_load_si512(g[s] + Q4P_Q + 64 * (8 * t + k));
                     const __m512i lo = _mm512_and_si512(v, nib);
                     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
@@ -186,13 +186,13 @@ AI void kp_q4_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
 }
 
 /* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
-AI void kp_q6_k_block(bool spread, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q6_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int16_t *const bs[], __m512 *acc)
 {
     __m512i a[KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
     for (int s = 0; s < R; s++)
-        kp_prefetch(spread, g[s], Q6_K_PANEL_BLOCK);
+        kp_prefetch(pf, g[s], Q6_K_PANEL_BLOCK);
 #pragma GCC unroll 4
     for (int i = 0; i < R * C; i++)
         a[i] = bm[i] = _mm512_setzero_si512();
@@ -239,11 +239,11 @@ AI void kp_q6_k_block(bool spread, int R, int C, const uint8_t *const g[], int64
                         const uint8_t *qh = g[s] + Q6P_QH(8 * h + k), *v1 = g[s] + Q6P_QL(16 * h + k),
                                       *v2 = g[s] + Q6P_QL(16 * h + k + 8);
                         if (j0 == 0) {
-                            kp_spread_step(spread, g[s], Q6P_QH(8 * h + k), kp_q6_k_tail(8 * h + k));
-                            kp_spread_step(spread, g[s], Q6P_QL(16 * h + k), KP_NO_TAIL);
+                            kp_spread_step(pf, g[s], Q6P_QH(8 * h + k), kp_q6_k_tail(8 * h + k));
+                            kp_spread_step(pf, g[s], Q6P_QL(16 * h + k), KP_NO_TAIL);
                         }
                         if (j0 + NJ > 2)
-                            kp_spread_step(spread, g[s], Q6P_QL(16 * h + k + 8), KP_NO_TAIL);
+                            kp_spread_step(pf, g[s], Q6P_QL(16 * h + k + 8), KP_NO_TAIL);
                         if (NJ == 4)
                             q6_k_panel_quants(_mm512_loadu_si512(qh), _mm512_loadu_si512(v1), _mm512_loadu_si512(v2),
                                               q);
@@ -296,11 +296,11 @@ static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
 /* One group (its 16 rows, lanes past them masked off by m; y their
  * outputs) against C activation rows; aux[c]: kp_q4_k_block's xsp or
  * kp_q6_k_block's bs. */
-typedef void (*kp_tile_fn)(bool spread, const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],
-                           const void *const aux[], float *y, size_t ys, __mmask16 m);
+typedef void (*kp_tile_fn)(avx512_prefetch_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[],
+                           const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m);
 
 #define KP_TILE(name, T, PB, C)                                                                                        \
-    static void kp_##name##_##C(bool spread, const uint8_t *g, int64_t nb, const uint8_t *const x[],                   \
+    static void kp_##name##_##C(avx512_prefetch_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[],          \
                                 const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m)    \
     {                                                                                                                  \
         const T *ax[KP_COLS];                                                                                          \
@@ -311,7 +311,7 @@ typedef void (*kp_tile_fn)(bool spread, const uint8_t *g, int64_t nb, const uint
         }                                                                                                              \
         for (int64_t b = 0; b < nb; b++) {                                                                             \
             const uint8_t *const gb[1] = {g + (size_t)b * (PB)};                                                       \
-            kp_##name##_block(spread, 1, C, gb, b, x, dx, ax, acc);                                                    \
+            kp_##name##_block(pf, 1, C, gb, b, x, dx, ax, acc);                                                        \
         }                                                                                                              \
         for (int c = 0; c < C; c++)                                                                                    \
             _mm512_mask_storeu_ps(y + (size_t)c * ys, m, acc[c]);                                                      \
@@ -332,7 +332,7 @@ KP_TILES(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 typedef struct kp_aux {
     const float *dx;
     const void *sums;
-    bool spread;
+    avx512_prefetch_t pf;
 } kp_aux_t;
 
 /* avx512_multi_fn of R groups: every super-block of each. */
@@ -351,7 +351,7 @@ typedef struct kp_aux {
         for (int64_t b = 0; b < n / QK_K; b++) {                                                                       \
             for (int s = 0; s < R; s++)                                                                                \
                 gb[s] = g[s] + (size_t)b * (PB);                                                                       \
-            kp_##name##_block(a->spread, R, 1, gb, b, xs, dxs, sums, acc);                                             \
+            kp_##name##_block(a->pf, R, 1, gb, b, xs, dxs, sums, acc);                                                 \
         }                                                                                                              \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s]);                                                                 \
@@ -381,7 +381,7 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
 {
     const bool q4 = type == TYPE_Q4_K;
     const int64_t nb = n / QK_K;
-    const bool spread = avx512_decode_spread();
+    const avx512_prefetch_t pf = avx512_decode_prefetch(TYPE_Q4_K);
     const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
     const kp_tile_fn *tiles = q4 ? kp_q4_k_tiles : kp_q6_k_tiles;
     _Alignas(64) int32_t sums[KP_DEC_MAX][4 * KP_MAX_BLOCKS];
@@ -400,7 +400,7 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
         int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
         for (int64_t c = 0; c < n_x; c += KP_COLS) {
             int nc = n_x - c < KP_COLS ? (int)(n_x - c) : KP_COLS;
-            tiles[nc](spread, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
+            tiles[nc](pf, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
         }
     }
 }
@@ -439,7 +439,7 @@ static void kp_ranges_drive(uint32_t type, const void *packed, int n_ranges, con
     }
     _Alignas(64) int32_t sums[4 * KP_MAX_BLOCKS];
     const uint8_t *x = xq;
-    kp_aux_t aux = {qact_d(x, n), qact_bsums(x, n), avx512_decode_spread()};
+    kp_aux_t aux = {qact_d(x, n), qact_bsums(x, n), avx512_decode_prefetch(TYPE_Q4_K)};
     if (q4) {
         kp_q4_k_sums(x, n, sums);
         aux.sums = sums;

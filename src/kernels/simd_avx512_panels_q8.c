@@ -99,7 +99,8 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
  * Packed Q8_0 decode went from 59-75 % to 82-85 % of splash perf's read
  * probe with it (docs/benchmarks.md, session 20); 4 concurrent rows, whose
  * tiles had none, gained 1.15-1.20x at pp4 on Zen 5 (session 29). As a
- * burst per block, or spread beside the loads (avx512_decode_spread). A
+ * burst per block, or spread beside the loads, or left to the hardware
+ * (avx512_decode_prefetch). A
  * prefetch past the panel is a hint: it never faults. */
 #define P16_AHEAD 4096
 
@@ -107,11 +108,11 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
  * of a tile, or up to TYPE_DECODE_RANGES far apart in decode) against C
  * activation rows, into the accumulators (lane i: row i of panel g), line
  * k of every panel in turn. */
-AI void q8_0_panel_blocks(bool spread, bool ahead, int RG, int C, const uint8_t *const panel[], int nb, int64_t b0,
-                          const uint8_t *x, size_t xs, int64_t n, __m512 acc[][P16_COLS])
+AI void q8_0_panel_blocks(avx512_prefetch_t pf, bool ahead, int RG, int C, const uint8_t *const panel[], int nb,
+                          int64_t b0, const uint8_t *x, size_t xs, int64_t n, __m512 acc[][P16_COLS])
 {
     for (int b = 0; b < nb; b++) {
-        if (ahead && !spread)
+        if (ahead && pf == AVX512_PF_BURST)
 #pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
 #pragma GCC unroll 9
@@ -131,7 +132,7 @@ AI void q8_0_panel_blocks(bool spread, bool ahead, int RG, int C, const uint8_t 
 #pragma GCC unroll 4
             for (int g = 0; g < RG; g++) {
                 const uint8_t *blk = panel[g] + (size_t)b * P16_BLOCK;
-                if (ahead && spread) { /* the block's lines: its scales' beside its first quants */
+                if (ahead && pf == AVX512_PF_SPREAD) { /* the block's lines: its scales' beside its first quants */
                     avx512_stream_line(blk + 64 + 64 * k, P16_AHEAD);
                     if (k == 0)
                         avx512_stream_line(blk, P16_AHEAD);
@@ -169,7 +170,7 @@ AI void q8_0_panel_tile(bool ahead, int RG, int C, const uint8_t *const panel[2]
     __m512 acc[2][P16_COLS];
     __mmask16 m[2];
     avx512_panel_acc_load(RG, C, nr, b0, y, ys, acc, m);
-    q8_0_panel_blocks(avx512_decode_spread(), ahead, RG, C, panel, nb, b0, x, xs, n, acc);
+    q8_0_panel_blocks(avx512_decode_prefetch(TYPE_Q8_0), ahead, RG, C, panel, nb, b0, x, xs, n, acc);
     avx512_panel_acc_store(RG, C, m, acc, y, ys);
 }
 
@@ -351,7 +352,7 @@ static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t 
         __m512 acc[R][P16_COLS];                                                                                       \
         for (int s = 0; s < R; s++)                                                                                    \
             acc[s][0] = _mm512_setzero_ps();                                                                           \
-        q8_0_panel_blocks(avx512_decode_spread(), true, R, 1, g, (int)(n / 32), 0, x, 0, n, acc);                      \
+        q8_0_panel_blocks(avx512_decode_prefetch(TYPE_Q8_0), true, R, 1, g, (int)(n / 32), 0, x, 0, n, acc);           \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s][0]);                                                              \
     }
