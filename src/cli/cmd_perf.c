@@ -583,10 +583,17 @@ static void print_json(const perf_report_t *p, const perf_result_t *results)
            ", \"other_bytes_per_token\": %.0f"
            ", \"build\": \"%s %s\", \"cpu_level\": \"%s\", "
            "\"kernel_path\": \"%s\", \"weights_memory\": \"%s\", \"cpu_features\": \"%s\", \"pp\": %d, \"tg\": %d, "
-           "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"state_type\": \"%s\", \"results\": [",
+           "\"reps\": %d, \"depth\": %d, \"kv_type\": \"%s\", \"state_type\": \"%s\", ",
            o->model_path, p->m->arch, p->m->n_params, p->streamed, p->state, p->other, SPLASH_VERSION, SPLASH_GIT_REV,
            cpu_level_name(cpu_level()), kernel_path(p->m), weights_memory(p->m), feats, (int)o->pp, (int)o->tg,
            (int)o->reps, (int)o->depth, kv_type_name(o->kv_type), type_name((uint32_t)o->state_type));
+    printf("\"decode_prefetch\": ");
+    if (kernels_decode_prefetch(TYPE_Q8_0))
+        printf("{\"q8_0\": \"%s\", \"k_quants\": \"%s\", \"bf16_rows\": \"%s\"}, ", kernels_decode_prefetch(TYPE_Q8_0),
+               kernels_decode_prefetch(TYPE_Q4_K), kernels_decode_prefetch(TYPE_BF16));
+    else
+        printf("null, ");
+    printf("\"results\": [");
     for (int t = 0; t < o->n_threads; t++) {
         const perf_result_t *r = &results[t];
         double gbs = r->tg_tps * p->streamed / 1e9;
@@ -624,7 +631,11 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
         printf("other: %.1f MiB a decode token besides the weights (keys and values read at the mean position, "
                "recurrent state read and written): 'all' counts them\n",
                p->other / 1048576.0);
-    printf("cpu:   %s; kernel path %s (level %s)\n", feats, kernel_path(m), cpu_level_name(cpu_level()));
+    printf("cpu:   %s; kernel path %s (level %s)", feats, kernel_path(m), cpu_level_name(cpu_level()));
+    if (kernels_decode_prefetch(TYPE_Q8_0)) /* AVX-512: how decode streams the packed weights */
+        printf("; decode prefetch: Q8_0 %s, K-quants %s, bfloat16 rows %s", kernels_decode_prefetch(TYPE_Q8_0),
+               kernels_decode_prefetch(TYPE_Q4_K), kernels_decode_prefetch(TYPE_BF16));
+    printf("\n");
     printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(o->kv_type),
            o->depth ? ", decode from a deep context" : "");
     printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);

@@ -29,3 +29,8 @@ const type_kernels_t *type_kernels(uint32_t type)
     pthread_once(&once, init);
     return &active[type < TYPE_COUNT ? type : 0];
 }
+
+const char *kernels_decode_prefetch(uint32_t type)
+{
+    return cpu_level() >= CPU_AVX512 ? kernels_decode_prefetch_avx512(type) : NULL;
+}

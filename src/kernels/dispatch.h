@@ -87,4 +87,11 @@ void kernels_register_avx2(type_kernels_t table[TYPE_COUNT]);
 void kernels_register_avx512(type_kernels_t table[TYPE_COUNT]);
 void kernels_register_amx(type_kernels_t table[TYPE_COUNT]);
 
+/* How decode asks for a type's weight stream ahead of its loads, for
+ * reports: "burst", "spread" or "none" (the hardware prefetcher alone; see
+ * avx512_decode_prefetch, simd_avx512_common.h) on the AVX-512 level and
+ * above, NULL below it (where nothing is asked for). */
+const char *kernels_decode_prefetch(uint32_t type);
+const char *kernels_decode_prefetch_avx512(uint32_t type); /* simd_avx512.c; AVX-512 CPUs only */
+
 #endif

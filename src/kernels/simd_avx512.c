@@ -361,6 +361,15 @@ avx512_prefetch_t avx512_decode_prefetch(uint32_t type)
     return f->family == 0x19 && type == TYPE_Q8_0 ? AVX512_PF_NONE : AVX512_PF_SPREAD;
 }
 
+const char *kernels_decode_prefetch_avx512(uint32_t type)
+{
+    switch (avx512_decode_prefetch(type)) {
+    case AVX512_PF_BURST: return "burst";
+    case AVX512_PF_SPREAD: return "spread";
+    default: return "none";
+    }
+}
+
 static int bf16_min_rows(void)
 {
     const char *env = getenv("SPLASH_BF16_ROWS");

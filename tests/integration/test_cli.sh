@@ -166,8 +166,15 @@ expect_ok "$splash" perf --help
     /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["results"];
 assert [x["threads"] for x in r]==[1,2] and all(x["tg_tokens_per_s"]>0 and x["pp_tokens_per_s"]>0 and x["probe_read_gbs"]>0 for x in r)
 # a probe beside each decode run (before it, and after the last), each run set against them
-assert all(len(x["probe_runs"])==2 and min(x["probe_runs"])>0 and x["tg_fraction_of_probe"]>0 for x in r)' \
+assert all(len(x["probe_runs"])==2 and min(x["probe_runs"])>0 and x["tg_fraction_of_probe"]>0 for x in r)
+# how decode streams the weights: each kind named on AVX-512, null below it
+p=d["decode_prefetch"]; modes={"none","burst","spread"}
+assert p is None or (set(p)=={"q8_0","k_quants","bf16_rows"} and set(p.values())<=modes)' \
     "$work/perf.json" && ok || bad "perf --json: $(head -c 300 "$work/perf.json")"
+SPLASH_DECODE_PREFETCH=none "$splash" perf --pp 0 --tg 2 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["decode_prefetch"]
+assert p is None or set(p.values())=={"none"}' \
+    "$work/perf.json" && ok || bad "SPLASH_DECODE_PREFETCH=none: $(head -c 300 "$work/perf.json")"
 "$splash" perf --pp 8 --tg 0 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]
 assert r["probe_read_gbs"]>0 and r["probe_runs"]==[] and r["tg_fraction_of_probe"]==0' \
