@@ -340,25 +340,33 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
     return v;
 }
 
-avx512_prefetch_t avx512_decode_prefetch(uint32_t type)
+/* The mode for a type: SPLASH_DECODE_PREFETCH's for every type where it
+ * names one, else what was measured on this CPU (simd_avx512_common.h). */
+static avx512_prefetch_t decode_prefetch_choose(uint32_t type)
 {
-    static atomic_int cache; /* 0: not read yet; -1: no override; else the avx512_prefetch_t asked for */
-    int v = atomic_load_explicit(&cache, memory_order_relaxed);
-    if (!v) {
-        const char *env = getenv("SPLASH_DECODE_PREFETCH");
-        v = !env                     ? -1
-            : !strcmp(env, "spread") ? AVX512_PF_SPREAD
-            : !strcmp(env, "burst")  ? AVX512_PF_BURST
-            : !strcmp(env, "none")   ? AVX512_PF_NONE
-                                     : -1;
-        atomic_store_explicit(&cache, v, memory_order_relaxed);
-    }
-    if (v > 0)
-        return (avx512_prefetch_t)v;
+    const char *env = getenv("SPLASH_DECODE_PREFETCH");
+    if (env && !strcmp(env, "spread"))
+        return AVX512_PF_SPREAD;
+    if (env && !strcmp(env, "burst"))
+        return AVX512_PF_BURST;
+    if (env && !strcmp(env, "none"))
+        return AVX512_PF_NONE;
     const cpu_features_t *f = cpu_features();
     if (!f->is_amd)
         return AVX512_PF_BURST;
     return f->family == 0x19 && type == TYPE_Q8_0 ? AVX512_PF_NONE : AVX512_PF_SPREAD;
+}
+
+avx512_prefetch_t avx512_decode_prefetch(uint32_t type)
+{
+    static atomic_int cache[2]; /* Q8_0's, the other types'; 0: not chosen yet */
+    const int k = type != TYPE_Q8_0;
+    int v = atomic_load_explicit(&cache[k], memory_order_relaxed);
+    if (!v) {
+        v = (int)decode_prefetch_choose(type);
+        atomic_store_explicit(&cache[k], v, memory_order_relaxed);
+    }
+    return (avx512_prefetch_t)v;
 }
 
 const char *kernels_decode_prefetch_avx512(uint32_t type)

@@ -58,10 +58,11 @@ AI __m512i kp_bcast(const uint8_t *p)
     return _mm512_set1_epi32(v);
 }
 
-/* A block's prefetch (avx512_decode_prefetch; none: nothing): burst, every line of it at
- * its start; spread, each line one at a time beside a load: the quants'
- * own lines beside their loads, and the block's other lines (scales,
- * steps) beside the first quant loads, one each (kp_spread_step's tail). */
+/* A block's prefetch (avx512_decode_prefetch): burst, every line of it
+ * at its start; spread, each line one at a time beside a load: the
+ * quants' own lines beside their loads, and the block's other lines
+ * (scales, steps) beside the first quant loads, one each (kp_spread_step's
+ * tail); none, nothing. */
 AI void kp_prefetch(avx512_prefetch_t pf, const uint8_t *blk, size_t bytes)
 {
     if (pf == AVX512_PF_BURST)
