@@ -79,7 +79,7 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
  * 1.13x there (docs/benchmarks.md, session 24). None: the hardware
  * prefetcher alone. On AMD Zen 4 (family 0x19) the spread prefetches held
  * packed Q8_0 decode to 55-63 % of a one-thread read of the same memory,
- * against 74-79 % without them (Q8_0 decode 1.07-1.21x, 4 and 8 sequences
+ * against 74-79 % without them (Q8_0 decode 1.03-1.26x, 4 and 8 sequences
  * 1.11x and 1.07x), while the K-quant tiles at 8 sequences read 0.83x
  * without them (docs/benchmarks.md, session 37). So: burst on Intel; on AMD spread, except Q8_0
  * on Zen 4, left to the hardware. SPLASH_DECODE_PREFETCH=none|burst|spread
