@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/thread.h"
 /* How a job is handed out and finished.
  *
@@ -36,6 +37,15 @@
 #define POOL_WORKER_SPINS 4096 /* pause loops (~0.1-0.3 ms) before a worker sleeps */
 #define POOL_WORKER_YIELD 1024 /* a spinning worker yields after this many */
 #define POOL_CALLER_SPINS 2048 /* pause loops (~50 us) before the caller sleeps */
+/* Threads that share one core. The kernel may wake the worker onto the
+ * caller's CPU (the other core busy with another process) and leave it there:
+ * the two then take turns on one core, and every job costs switches and a
+ * worker spinning in the caller's time. After POOL_SHARED_JOBS jobs in a row
+ * whose helping workers all ran on the caller's CPU, the caller runs its jobs
+ * alone for POOL_SOLO_NS (the workers sleep), then hands them out again to see
+ * whether the threads have parted. */
+#define POOL_SHARED_JOBS 8
+#define POOL_SOLO_NS 500000000 /* 0.5 s: a few dozen decode tokens */
 
 typedef struct lane {
     alignas(64) atomic_uint_least64_t word; /* generation << 32 | front << 16 | back */
@@ -45,6 +55,8 @@ typedef struct worker {
     pool_t *pool;
     int ith;
     pthread_t thread;
+    /* generation << 32 | CPU of the last job it ran parts of (caller reads) */
+    alignas(64) atomic_uint_least64_t ran_on;
 } worker_t;
 
 struct pool {
@@ -64,6 +76,10 @@ struct pool {
     _Atomic(void *) ctx;
     atomic_int n_parts;
     atomic_int n_lanes;
+    /* the caller's alone (one caller at a time) */
+    int n_shared_jobs;                 /* jobs in a row helped only on the caller's CPU */
+    int64_t solo_until;                /* clock_now_ns() up to which jobs run alone (0: none) */
+    atomic_ullong n_jobs, n_solo_jobs; /* counted for pool_stats() */
 };
 
 static inline void cpu_relax(void)
@@ -108,6 +124,7 @@ static long lane_take(lane_t *l, unsigned gen, bool is_back)
  * each add moved the caller's cache line across cores). */
 static void run_parts(pool_t *p, unsigned gen, int ith)
 {
+    worker_t *self = ith > 0 ? &p->workers[ith - 1] : NULL;
     pool_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
     void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
     int n_parts = atomic_load_explicit(&p->n_parts, memory_order_relaxed);
@@ -120,6 +137,10 @@ static void run_parts(pool_t *p, unsigned gen, int ith)
             fn(ctx, (int)part, n_parts);
             n_ran++;
         }
+    }
+    if (n_ran && self) { /* published by the add below */
+        int cpu = sched_getcpu();
+        atomic_store_explicit(&self->ran_on, (uint64_t)gen << 32 | (uint32_t)(cpu < 0 ? 0 : cpu), memory_order_relaxed);
     }
     /* the last parts counted wake a sleeping caller (both sides
      * sequentially consistent: one sees the other) */
@@ -179,6 +200,8 @@ pool_t *pool_create(int n_threads, err_t *err)
     atomic_init(&p->n_sleeping, 0);
     atomic_init(&p->is_caller_asleep, 0);
     atomic_init(&p->is_stopping, false);
+    atomic_init(&p->n_jobs, 0);
+    atomic_init(&p->n_solo_jobs, 0);
     p->lanes = aligned_alloc(alignof(lane_t), (size_t)n_threads * sizeof *p->lanes);
     if (p->lanes)
         for (int t = 0; t < n_threads; t++)
@@ -194,6 +217,7 @@ pool_t *pool_create(int n_threads, err_t *err)
         worker_t *w = &p->workers[i - 1];
         w->pool = p;
         w->ith = i;
+        atomic_init(&w->ran_on, 0);
         char what[64];
         snprintf(what, sizeof what, "kernel thread %d of %d", i + 1, n_threads);
         if (thread_start(&w->thread, worker_main, w, what, err)) {
@@ -239,17 +263,55 @@ static void wait_done(pool_t *p, unsigned n_parts)
     atomic_store(&p->is_caller_asleep, 0);
 }
 
+/* After job gen: were its parts run only on the caller's CPU? Then count
+ * towards running alone; a worker that ran on another CPU ends the run, and
+ * a job no worker helped with says nothing. */
+static void note_sharing(pool_t *p, unsigned gen)
+{
+    int cpu = sched_getcpu();
+    if (cpu < 0)
+        return;
+    bool is_helped = false;
+    for (int i = 1; i < p->n_threads; i++) {
+        uint64_t w = atomic_load_explicit(&p->workers[i - 1].ran_on, memory_order_relaxed);
+        if ((unsigned)(w >> 32) != gen)
+            continue;
+        if ((uint32_t)w != (uint32_t)cpu) {
+            p->n_shared_jobs = 0;
+            return;
+        }
+        is_helped = true;
+    }
+    if (is_helped && ++p->n_shared_jobs >= POOL_SHARED_JOBS) {
+        p->n_shared_jobs = 0;
+        p->solo_until = clock_now_ns() + POOL_SOLO_NS;
+    }
+}
+
+static void run_inline(int n_parts, pool_fn fn, void *ctx)
+{
+    for (int i = 0; i < n_parts; i++)
+        fn(ctx, i, n_parts);
+}
+
 void pool_run_parts(pool_t *p, int n_parts, pool_fn fn, void *ctx)
 {
     if (n_parts < 1)
         return;
     if (!p || p->n_threads == 1 || n_parts == 1) {
-        for (int i = 0; i < n_parts; i++)
-            fn(ctx, i, n_parts);
+        run_inline(n_parts, fn, ctx);
         return;
     }
     if (n_parts > POOL_MAX_PARTS)
         abort(); /* a caller's chunking bug: a lane holds 16-bit indices */
+    atomic_fetch_add_explicit(&p->n_jobs, 1, memory_order_relaxed);
+    if (p->solo_until && clock_now_ns() >= p->solo_until)
+        p->solo_until = 0; /* hand jobs out again */
+    if (p->solo_until) {
+        atomic_fetch_add_explicit(&p->n_solo_jobs, 1, memory_order_relaxed);
+        run_inline(n_parts, fn, ctx);
+        return;
+    }
     int n_lanes = n_parts < p->n_threads ? n_parts : p->n_threads;
     unsigned gen = atomic_load_explicit(&p->generation, memory_order_relaxed) + 1; /* only the caller writes it */
     atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
@@ -268,6 +330,13 @@ void pool_run_parts(pool_t *p, int n_parts, pool_fn fn, void *ctx)
         futex_wake(&p->generation, n_parts - 1 < n_sleeping ? n_parts - 1 : n_sleeping);
     run_parts(p, gen, 0);
     wait_done(p, (unsigned)n_parts);
+    note_sharing(p, gen);
+}
+
+void pool_stats(const pool_t *p, pool_stats_t *out)
+{
+    out->n_jobs = p ? atomic_load_explicit(&p->n_jobs, memory_order_relaxed) : 0;
+    out->n_solo_jobs = p ? atomic_load_explicit(&p->n_solo_jobs, memory_order_relaxed) : 0;
 }
 
 void pool_run(pool_t *p, pool_fn fn, void *ctx)

@@ -39,6 +39,14 @@ static inline void pool_split(long n, int ith, int nth, long *lo, long *hi)
     *hi = *lo + base + (ith < extra ? 1 : 0);
 }
 
+/* Jobs handed out to the threads (more than one part, more than one thread),
+ * and how many of them the caller ran alone because its threads were found
+ * sharing one CPU (pool.c, POOL_SHARED_JOBS). */
+typedef struct pool_stats {
+    unsigned long long n_jobs, n_solo_jobs;
+} pool_stats_t;
+void pool_stats(const pool_t *p, pool_stats_t *out);
+
 /* Number of CPUs this process may run on. */
 int pool_default_threads(void);
 

@@ -141,6 +141,7 @@ typedef struct perf_result {
     double pp_runs[PERF_MAX_REPS], tg_runs[PERF_MAX_REPS];
     double probe_runs[PERF_MAX_REPS + 1]; /* before each decode rep, and after the last */
     int n_probes;
+    pool_stats_t pool; /* the pool's jobs over the whole measurement */
 } perf_result_t;
 
 /* One thread count: prefill and decode, reps times each. */
@@ -610,7 +611,7 @@ static void print_json(const perf_report_t *p, const perf_result_t *results)
         printf("], \"tg_runs\": [");
         for (int i = 0; i < o->reps && o->tg > 0; i++)
             printf("%s%.3f", i ? ", " : "", r->tg_runs[i]);
-        printf("]}");
+        printf("], \"pool_jobs\": %llu, \"pool_solo_jobs\": %llu}", r->pool.n_jobs, r->pool.n_solo_jobs);
     }
     printf("]}\n");
 }
@@ -659,6 +660,12 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
                    r->tg_tps * (p->streamed + p->other) / 1e9, 100 * r->tg_fraction_all);
         }
     }
+    for (int t = 0; t < o->n_threads; t++) /* base/pool.c: threads found sharing one CPU */
+        if (results[t].pool.n_solo_jobs)
+            printf("\n%d threads: %.1f %% of %llu jobs ran on the calling thread alone (its threads were found "
+                   "sharing one CPU)\n",
+                   results[t].threads, 100.0 * (double)results[t].pool.n_solo_jobs / (double)results[t].pool.n_jobs,
+                   results[t].pool.n_jobs);
 }
 
 /* Prefill and decode at each thread count, then the table or the JSON. */
@@ -690,6 +697,7 @@ static int run_single(const model_t *m, const perf_opts_t *o, err_t *err)
                            o->state_type, probe,      rep.streamed,  rep.other};
         if (measure(m, pool, &sh, &results[t], err))
             rc = 1;
+        pool_stats(pool, &results[t].pool);
         pool_destroy(pool);
     }
     sysmem_huge_free(probe, PERF_PROBE_BYTES);

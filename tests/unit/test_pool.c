@@ -1,7 +1,8 @@
 /* The thread pool's parts: every part of a job runs exactly once, whatever
  * the thread count and part count, back to back; and a worker that holds one
  * part (as if descheduled) does not stop the others from finishing the job,
- * its remaining share included. No test here depends on wall-clock time: the
+ * its remaining share included; threads found on one CPU run jobs on the
+ * caller alone. No test here depends on wall-clock time: the
  * delayed worker waits for an event, not for a duration. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -150,12 +151,71 @@ static void test_pool_run_shares(void **state)
     assert_int_equal(atomic_load(&j.calls), 7);
 }
 
+/* Two parts: the caller's waits (yielding its CPU) until the worker has run
+ * the other, so that every handed-out job is helped; unless the pool runs it
+ * alone, which pool_stats() shows before the first part runs. */
+typedef struct shared_job {
+    pool_t *p;
+    unsigned long long solo_before;
+    atomic_int other_done;
+    atomic_int runs[2];
+} shared_job_t;
+
+static void shared_fn(void *ctx, int ith, int nth)
+{
+    shared_job_t *j = ctx;
+    (void)nth;
+    pool_stats_t now;
+    pool_stats(j->p, &now);
+    if (ith == 0 && now.n_solo_jobs == j->solo_before)
+        while (!atomic_load(&j->other_done))
+            sched_yield();
+    atomic_fetch_add(&j->runs[ith], 1);
+    if (ith == 1)
+        atomic_store(&j->other_done, 1);
+}
+
+/* Caller and worker confined to one CPU (threads inherit the mask): the pool
+ * sees its worker run on the caller's CPU and runs the next jobs alone, each
+ * part still once. */
+static void test_threads_sharing_a_cpu(void **state)
+{
+    (void)state;
+    cpu_set_t saved, one;
+    if (sched_getaffinity(0, sizeof saved, &saved) != 0)
+        skip();
+    int cpu = sched_getcpu();
+    CPU_ZERO(&one);
+    CPU_SET(cpu < 0 ? 0 : cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        skip();
+    err_t err;
+    pool_t *p = pool_create(2, &err);
+    assert_non_null(p);
+    for (int rep = 0; rep < 40; rep++) {
+        shared_job_t j = {.p = p};
+        pool_stats_t st;
+        pool_stats(p, &st);
+        j.solo_before = st.n_solo_jobs;
+        pool_run_parts(p, 2, shared_fn, &j);
+        assert_int_equal(atomic_load(&j.runs[0]), 1);
+        assert_int_equal(atomic_load(&j.runs[1]), 1);
+    }
+    pool_stats_t st;
+    pool_stats(p, &st);
+    assert_int_equal(st.n_jobs, 40);
+    assert_true(st.n_solo_jobs >= 40 - 8); /* alone after 8 jobs on one CPU */
+    pool_destroy(p);
+    assert_int_equal(sched_setaffinity(0, sizeof saved, &saved), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_part_once),
         cmocka_unit_test(test_stalled_worker),
         cmocka_unit_test(test_pool_run_shares),
+        cmocka_unit_test(test_threads_sharing_a_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
