@@ -256,6 +256,9 @@ typedef struct engine_snapshot {
     uint64_t prefill_rows, prefill_chunks, decode_rows; /* totals */
     uint64_t preemptions;     /* running sequences sent back to the queue when the KV pool ran out */
     uint64_t recomputed_rows; /* prefill rows that rebuilt a preempted sequence's KV (in prefill_rows too) */
+    int kernel_threads;       /* the kernel pool's threads (the engine thread one of them) */
+    uint64_t pool_jobs;       /* kernel jobs handed to the pool (pool_stats) */
+    uint64_t pool_jobs_alone; /* of them, run on the engine thread alone: its threads found sharing one CPU */
     uint64_t decode_width_hist[ENGINE_WIDTH_BUCKETS];
     /* requests */
     uint64_t submitted, completed, cancelled, failed, rejected;

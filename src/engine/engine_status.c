@@ -71,6 +71,11 @@ void engine_publish(engine_t *e)
     s->decode_rows = e->decode_rows;
     s->preemptions = e->preemptions;
     s->recomputed_rows = e->recomputed_rows;
+    pool_stats_t ps;
+    pool_stats(e->pool, &ps);
+    s->kernel_threads = pool_size(e->pool);
+    s->pool_jobs = ps.n_jobs;
+    s->pool_jobs_alone = ps.n_solo_jobs;
     memcpy(s->decode_width_hist, e->width_hist, sizeof s->decode_width_hist);
     s->submitted = submitted;
     s->rejected = rejected;

@@ -155,6 +155,9 @@ static json_t *scheduler_json(const engine_snapshot_t *snap)
     json_object_set_new(o, "verify_rows", json_integer((json_int_t)snap->verify_rows_total));
     json_object_set_new(o, "preemptions", json_integer((json_int_t)snap->preemptions));
     json_object_set_new(o, "recomputed_rows", json_integer((json_int_t)snap->recomputed_rows));
+    json_object_set_new(o, "kernel_threads", json_integer(snap->kernel_threads));
+    json_object_set_new(o, "pool_jobs", json_integer((json_int_t)snap->pool_jobs));
+    json_object_set_new(o, "pool_jobs_alone", json_integer((json_int_t)snap->pool_jobs_alone));
     return o;
 }
 
@@ -392,6 +395,13 @@ static void metrics_engine(text_buf_t *b, const engine_snapshot_t *snap)
               "# HELP splash_recomputed_rows_total Prefill rows that rebuilt preempted sequences' KV.\n"
               "# TYPE splash_recomputed_rows_total counter\nsplash_recomputed_rows_total %llu\n",
               (unsigned long long)snap->preemptions, (unsigned long long)snap->recomputed_rows);
+    tb_printf(b,
+              "# HELP splash_pool_jobs_total Kernel jobs handed to the thread pool.\n"
+              "# TYPE splash_pool_jobs_total counter\nsplash_pool_jobs_total %llu\n"
+              "# HELP splash_pool_jobs_alone_total Kernel jobs the engine thread ran alone because its threads "
+              "were found sharing one CPU.\n# TYPE splash_pool_jobs_alone_total counter\n"
+              "splash_pool_jobs_alone_total %llu\n",
+              (unsigned long long)snap->pool_jobs, (unsigned long long)snap->pool_jobs_alone);
     tb_printf(b,
               "# HELP splash_kv_blocks KV blocks by state.\n# TYPE splash_kv_blocks gauge\n"
               "splash_kv_blocks{state=\"total\"} %d\nsplash_kv_blocks{state=\"used\"} %d\n"

@@ -185,7 +185,8 @@ grep -q '^text/plain' "$work/ctype" && ok || bad "/metrics content type $(cat "$
 badlines=$(grep -vE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? [-+]?([0-9.]+([eE][-+]?[0-9]+)?|Inf|NaN))$' "$work/metrics" | head -3)
 check "/metrics lines parse" "$badlines" ""
 for m in splash_completions_total splash_request_duration_seconds_count splash_generation_tokens_total \
-         'splash_requests_total{outcome="completed"}' splash_kv_blocks'{state="total"}'; do
+         'splash_requests_total{outcome="completed"}' splash_kv_blocks'{state="total"}' \
+         splash_pool_jobs_total splash_pool_jobs_alone_total; do
     grep -qF "$m " "$work/metrics" && ok || bad "/metrics lacks $m"
 done
 before=$(metric splash_completions_total) gen_before=$(metric splash_generation_tokens_total)
