@@ -288,6 +288,13 @@ static void note_sharing(pool_t *p, unsigned gen)
     }
 }
 
+/* Raises a counter only the caller writes: a load and a store, not a locked
+ * add, which would wait for the loads a decode kernel has in flight. */
+static void count(atomic_ullong *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
 static void run_inline(int n_parts, pool_fn fn, void *ctx)
 {
     for (int i = 0; i < n_parts; i++)
@@ -304,11 +311,11 @@ void pool_run_parts(pool_t *p, int n_parts, pool_fn fn, void *ctx)
     }
     if (n_parts > POOL_MAX_PARTS)
         abort(); /* a caller's chunking bug: a lane holds 16-bit indices */
-    atomic_fetch_add_explicit(&p->n_jobs, 1, memory_order_relaxed);
+    count(&p->n_jobs);
     if (p->solo_until && clock_now_ns() >= p->solo_until)
         p->solo_until = 0; /* hand jobs out again */
     if (p->solo_until) {
-        atomic_fetch_add_explicit(&p->n_solo_jobs, 1, memory_order_relaxed);
+        count(&p->n_solo_jobs);
         run_inline(n_parts, fn, ctx);
         return;
     }
