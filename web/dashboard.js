@@ -80,6 +80,7 @@ function info(s) {
         ["CPU path", String(b.cpu_level)], ["CPU features", b.cpu_features],
         ["policy", "verify rows " + po.verify_rows + " (now " + po.verify_rows_effective + "), drafter " + po.drafter + ", draft max " + po.draft_max],
         ["sequences", s.scheduler.max_seqs + " at most, " + s.scheduler.waiting + " waiting"],
+        ["kernel threads", poolText(s.scheduler)],
         ["requests", r.submitted + " submitted, " + r.completed + " completed, " + r.cancelled + " cancelled, " + r.failed + " failed, " + r.rejected + " rejected"],
         ["tokens", r.prompt_tokens + " prompt, " + r.generated_tokens + " generated"],
     ];
@@ -93,6 +94,14 @@ function info(s) {
     }));
 }
 const C_fmt = (v) => splashCharts.fmt(v);
+
+// The pool's jobs run on the engine thread alone: its threads were found
+// sharing one CPU (another process busy on the others; base/pool.c).
+function poolText(sc) {
+    if (sc.kernel_threads < 2) return String(sc.kernel_threads);
+    const alone = sc.pool_jobs ? (100 * sc.pool_jobs_alone / sc.pool_jobs).toFixed(1) : "0.0";
+    return sc.kernel_threads + " (" + alone + " % of " + sc.pool_jobs + " jobs run alone: threads found sharing a CPU)";
+}
 
 async function poll() {
     try {

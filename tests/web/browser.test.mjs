@@ -260,6 +260,7 @@ test("the dashboard draws non-zero engine data while a request runs", async () =
         assert.match(info, new RegExp(srv.modelId.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
         assert.match(info, /CPU path/);
         assert.match(info, /verify rows/);
+        assert.match(info, /kernel threads\d/);
         await page.screenshot({ path: path.join(OUT, "dashboard.png"), fullPage: true });
     } finally {
         cancel();
