@@ -55,8 +55,9 @@ typedef struct worker {
     pool_t *pool;
     int ith;
     pthread_t thread;
-    /* generation << 32 | CPU of the last job it ran parts of (caller reads) */
-    alignas(64) atomic_uint_least64_t ran_on;
+    /* generation << 32 | CPU of the last job it ran parts of (caller reads);
+     * not over-aligned: the workers array comes from calloc */
+    atomic_uint_least64_t ran_on;
 } worker_t;
 
 struct pool {
