@@ -37,7 +37,16 @@ AI __m512 sum16x16(const __m512 a[16])
     return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xdd));
 }
 
-#define ATTN_V_AHEAD 8 /* positions the value pass prefetches ahead */
+/* How far ahead the passes ask for keys and values, in positions, and
+ * where to: prefetcht2, which on Zen 4 fills L2 and leaves L1's few miss
+ * buffers to the loads. A decode call reads short runs (a head's 16 slots of
+ * a block, 4 KB in f16) that the hardware prefetcher does not follow, so
+ * its reads wait on memory: bench/attn_kernels.sh read 10.5-11.1 GB/s with
+ * prefetcht0 8 positions ahead, 17-18 GB/s with prefetcht2 16 ahead (T1 the
+ * same; 8, 32 or 64 ahead no better); decode at position 2,048 1.14x
+ * (docs/benchmarks.md, session 39). */
+#define ATTN_K_AHEAD 16
+#define ATTN_V_AHEAD 16
 
 /* ET: the store's element type (kernels/attn.h), a compile-time constant at
  * every call: f32; f16, converted as loaded (vcvtph2ps, exact); q8_0, each
@@ -58,13 +67,13 @@ AI __m512 kv_load(int ET, const void *p, int i)
 }
 
 /* The cache lines of NV chunks of a slot (q8_0: 17 bytes a chunk, one line
- * more for a slot that straddles lines). */
+ * more for a slot that straddles lines), into L2 (ATTN_K_AHEAD). */
 AI void prefetch_slot(int ET, int NV, const void *p)
 {
     const int lines = ET == ATTN_Q8_0 ? (NV * 17 + 63) / 64 + 1 : ET == ATTN_F16 ? (NV + 1) / 2 : NV;
 #pragma GCC unroll 16
     for (int i = 0; i < lines; i++)
-        _mm_prefetch((const char *)p + 64 * i, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + 64 * i, _MM_HINT_T2);
 }
 
 /* Zeros the scores of positions m..KG - 1 (past the context). */
@@ -77,8 +86,8 @@ AI void attn_zero_tail(int NQ, int KG, int m, __m512 acc[16])
 
 /* Scores of KG positions x NQ queries into acc[kk * NQ + j] (the first m
  * positions; attn_zero_tail does the rest), each k_t chunk 0 times q_j
- * chunk 0, then an fma per chunk in order; `left` positions remain past
- * these for kp to prefetch. Position by position (a key row at a time):
+ * chunk 0, then an fma per chunk in order; kp, ATTN_K_AHEAD positions
+ * ahead, asks for the next `left` of them. Position by position (a key row at a time):
  * the better order for 1 or 2 queries. */
 AI void attn_scores_by_position(int ET, int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
                                 attn_cursor_t *kp, int32_t left, __m512 acc[16])
@@ -156,9 +165,9 @@ AI void attn_scores(int ET, int NV, int NQ, const float *const q[], const attn_k
     for (int j = 0; j < NQ; j++)
         vmax[j] = _mm512_set1_ps(-INFINITY);
     attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, ET);
-    attn_cursor_t kp = kc; /* KG positions ahead: slots sit a few KB apart, past the hardware prefetcher */
-    for (int32_t t = 0; t < KG && t < n_max; t++)
-        attn_next_e(&kp, ET);
+    attn_cursor_t kp = kc; /* ATTN_K_AHEAD positions ahead, the first of them asked for now */
+    for (int32_t t = 0; t < ATTN_K_AHEAD && t < n_max; t++)
+        prefetch_slot(ET, NV, attn_next_e(&kp, ET));
     /* the values of the positions scored, asked for as their keys are read:
      * the value pass then finds them in cache, where it otherwise began cold
      * on every call (a decode step's contexts are short, and every key/value
@@ -167,14 +176,15 @@ AI void attn_scores(int ET, int NV, int NQ, const float *const q[], const attn_k
     attn_cursor_t vp = attn_cursor(kv, kv->v, (size_t)head_off, ET);
     for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
         int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
+        int32_t left = t0 + ATTN_K_AHEAD < n_max ? n_max - t0 - ATTN_K_AHEAD : 0;
         for (int kk = 0; kk < m; kk++)
             prefetch_slot(ET, NV, attn_next_e(&vp, ET));
         __m512 acc[16];
         attn_zero_tail(NQ, KG, m, acc);
         if (NQ == 4)
-            attn_scores_by_chunk(ET, NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
+            attn_scores_by_chunk(ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
         else
-            attn_scores_by_position(ET, NV, NQ, KG, m, q, &kc, &kp, t0 + KG < n_max ? n_max - t0 - KG : 0, acc);
+            attn_scores_by_position(ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
         __m512 s = _mm512_mul_ps(sum16x16(acc), _mm512_set1_ps(scale));
 #pragma GCC unroll 4
         for (int j = 0; j < NQ; j++) {
