@@ -50,7 +50,9 @@ static const char perf_usage[] =
     "the run), and a hybrid model's recurrent state, read and written back.\n"
     "Figures are medians of --reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips\n"
     "that test. --depth D: the decode steps take positions D .. D + tg - 1 (attention over a\n"
-    "long context). --kv-type: the KV cache's element type (default f16; the engine's --kv-type).\n"
+    "long context; a hybrid model's recurrent state is brought to D by an untimed prefill of\n"
+    "positions 0 .. D - 1 before each rep's decode). --kv-type: the KV cache's element type\n"
+    "(default f16; the engine's --kv-type).\n"
     "--state-type: a hybrid model's Gated DeltaNet state between tokens (default f32; the engine's\n"
     "--state-type).\n"
     "\n"
@@ -74,6 +76,7 @@ static const char perf_usage[] =
  * stream alone would understate the machine and overstate the decode's
  * fraction of it. */
 #define PERF_PROBE_STREAMS 4
+#define PERF_FILL_ROWS 512 /* rows a batch of the prefill that brings a hybrid model to --depth */
 
 typedef struct probe_job {
     const uint64_t *buf;
@@ -181,12 +184,35 @@ static void summarise(const perf_shape_t *sh, perf_result_t *r)
     }
 }
 
+/* Positions 0 .. depth - 1 through the forward pass, untimed, in batches
+ * of up to `rows` rows taking the delta rule in chunks (a prompt's prefill):
+ * a recurrent state cannot jump to position depth as a KV cache can. */
+static int fill_to_depth(fwd_ctx_t *ctx, const kv_store_t *kv, const int32_t *tokens, int32_t *pos,
+                         const int32_t **tables, uint8_t *want, uint8_t *chunked, int depth, int rows, float *logits,
+                         err_t *err)
+{
+    for (int s = 0; s < depth; s += rows) {
+        int n = depth - s < rows ? depth - s : rows;
+        for (int i = 0; i < n; i++)
+            pos[i] = s + i, want[i] = 0, chunked[i] = 1;
+        fwd_batch_t b = {n, &tokens[s], pos, tables, want, NULL, NULL, NULL, chunked};
+        if (fwd_run(ctx, kv, &b, logits, err)) /* no row wants logits: the head is skipped */
+            return -1;
+    }
+    return 0;
+}
+
 static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_result_t *r, err_t *err)
 {
     const model_config_t *c = &m->cfg;
     int pp = sh->pp, tg = sh->tg, depth = sh->depth, reps = sh->reps;
     int n_ctx = pp > depth + tg ? pp : depth + tg;
+    /* a hybrid model's recurrent state must reach position depth through
+     * every position before it: the rows of that untimed prefill, per rep */
+    bool is_deep_hybrid = model_is_hybrid(c) && depth > 0;
+    int fill_rows = is_deep_hybrid ? (depth < PERF_FILL_ROWS ? depth : PERF_FILL_ROWS) : 0;
     int rows = pp > 1 ? pp : 1;
+    rows = rows > fill_rows ? rows : fill_rows;
     int n_blocks = (n_ctx + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE;
     fwd_ctx_t ctx;
     kv_store_t kv = {0};
@@ -244,6 +270,9 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
             r->pp_runs[rep] = pp / ((clock_now_ns() - t0) / 1e9);
         }
         if (tg > 0) { /* tg single-row steps from position depth (0: an empty context), logits every step */
+            if (is_deep_hybrid &&
+                fill_to_depth(&ctx, &kv, tokens, pos, tables, want, chunked, depth, fill_rows, logits, err))
+                goto done_kv;
             if (sh->probe)
                 r->probe_runs[r->n_probes++] = probe_bandwidth(pool, sh->probe, PERF_PROBE_BYTES);
             int64_t t0 = clock_now_ns();

@@ -208,6 +208,9 @@ grep -q "architecture:  qwen35" "$work/info" &&
     --ids-out "$work/q35-ids.txt" >/dev/null 2>"$work/err" &&
     [ "$(wc -w <"$work/q35-ids.txt")" -eq 6 ] && ok || bad "qwen35 run: $(head -c 300 "$work/err")"
 expect_ok "$splash" perf --model "$q35" --pp 8 --tg 4 --reps 1
+# --depth on a hybrid model: the recurrent state is brought there by a
+# prefill each rep (it cannot jump as a KV cache can), in batches of 512
+expect_ok "$splash" perf --model "$q35" --pp 0 --tg 2 --depth 600 --reps 2 --threads 1
 # perf's bytes a decode token reads: every tensor of the file but the NextN
 # block's (blk.4, which only the MTP drafter runs), with one row of the tied
 # embedding table counted twice (the lookup and the LM head); raw sizes with
