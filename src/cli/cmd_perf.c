@@ -21,6 +21,7 @@
 #include "cli/engine_opts.h"
 #include "cli/perf_concurrency.h"
 #include "grammar/json_schema.h"
+#include "kernels/attn.h"
 #include "kernels/dispatch.h"
 #include "model/forward.h"
 #include "model/kv.h"
@@ -623,6 +624,10 @@ static void print_json(const perf_report_t *p, const perf_result_t *results)
                kernels_decode_prefetch(TYPE_Q4_K), kernels_decode_prefetch(TYPE_BF16));
     else
         printf("null, ");
+    if (attn_prefetch_name())
+        printf("\"attention_prefetch\": \"%s\", ", attn_prefetch_name());
+    else
+        printf("\"attention_prefetch\": null, ");
     printf("\"results\": [");
     for (int t = 0; t < o->n_threads; t++) {
         const perf_result_t *r = &results[t];
@@ -665,6 +670,8 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
     if (kernels_decode_prefetch(TYPE_Q8_0)) /* AVX-512: how decode streams the packed weights */
         printf("; decode prefetch: Q8_0 %s, K-quants %s, bfloat16 rows %s", kernels_decode_prefetch(TYPE_Q8_0),
                kernels_decode_prefetch(TYPE_Q4_K), kernels_decode_prefetch(TYPE_BF16));
+    if (attn_prefetch_name())
+        printf("; attention prefetch %s", attn_prefetch_name());
     printf("\n");
     printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(o->kv_type),
            o->depth ? ", decode from a deep context" : "");

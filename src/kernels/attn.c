@@ -98,3 +98,8 @@ attn_fn attn_kernel(void)
 {
     return attn_for_level(cpu_level());
 }
+
+const char *attn_prefetch_name(void)
+{
+    return attn_kernel() == attn_avx512 ? attn_prefetch_avx512() : NULL;
+}

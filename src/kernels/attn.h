@@ -103,6 +103,12 @@ void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off,
 void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
                  float scale, float *const scores[], float *const out[]);
 
+/* Where the AVX-512 path prefetches keys and values ("l1" or "l2";
+ * simd_avx512_attn.c says why and SPLASH_ATTN_PREFETCH sets it), or NULL
+ * when the path in use is not AVX-512. */
+const char *attn_prefetch_avx512(void);
+const char *attn_prefetch_name(void);
+
 /* The path a level uses, and the one in use (cpu_level()). */
 attn_fn attn_for_level(cpu_level_t level);
 attn_fn attn_kernel(void);

@@ -11,9 +11,13 @@
  * and odd positions), then scaled by 1 / sum. */
 #include <immintrin.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "base/cpu.h"
 #include "kernels/attn.h"
 #include "kernels/simd_avx512_common.h"
 #include "kernels/simd_exp.h"
@@ -37,16 +41,42 @@ AI __m512 sum16x16(const __m512 a[16])
     return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xdd));
 }
 
-/* How far ahead the passes ask for keys and values, in positions, and
- * where to: prefetcht2, which on Zen 4 fills L2 and leaves L1's few miss
- * buffers to the loads. A decode call reads short runs (a head's 16 slots of
- * a block, 4 KB in f16) that the hardware prefetcher does not follow, so
- * its reads wait on memory: bench/attn_kernels.sh read 10.5-11.1 GB/s with
- * prefetcht0 8 positions ahead, 17-18 GB/s with prefetcht2 16 ahead (T1 the
- * same; 8, 32 or 64 ahead no better); decode at position 2,048 1.14x
- * (docs/benchmarks.md, session 39). */
-#define ATTN_K_AHEAD 16
-#define ATTN_V_AHEAD 16
+/* Where and how far ahead the passes ask for keys and values. A decode
+ * call reads short runs (a head's 16 slots of a block, 4 KB in f16) that the
+ * hardware prefetcher does not follow, so its reads wait on memory.
+ *   l1: prefetcht0, the keys one reduction group (KG positions) ahead, the
+ *     value pass ATTN_V_AHEAD_L1 ahead: tuned on Zen 5, where prefetcht1 was
+ *     no better (docs/benchmarks.md, session 28).
+ *   l2: prefetcht2, ATTN_AHEAD_L2 positions ahead: on Zen 4 a prefetcht0
+ *     holds one of L1's few miss buffers per line until it arrives, and
+ *     bench/attn_kernels.sh read 10.3-11.1 GB/s with l1 against 16.3-18.5
+ *     with l2 (T1 the same, 8, 32 or 64 ahead no better); decode at
+ *     position 2,048 1.14x, at 4,096 1.35x (session 39).
+ * The default: l2 on Zen 4 (AMD family 0x19), l1 elsewhere (Zen 5 and the
+ * Xeon not measured with l2); SPLASH_ATTN_PREFETCH=l1|l2 sets it, for
+ * measuring. Prefetches never change a result. */
+#define ATTN_AHEAD_L2 16
+#define ATTN_V_AHEAD_L1 8
+
+typedef enum { ATTN_PF_L1 = 1, ATTN_PF_L2 } attn_pf_t;
+
+static attn_pf_t attn_prefetch(void)
+{
+    static atomic_int cache; /* 0: not chosen yet */
+    int v = atomic_load_explicit(&cache, memory_order_relaxed);
+    if (!v) {
+        const char *env = getenv("SPLASH_ATTN_PREFETCH");
+        const cpu_features_t *f = cpu_features();
+        if (env && !strcmp(env, "l1"))
+            v = ATTN_PF_L1;
+        else if (env && !strcmp(env, "l2"))
+            v = ATTN_PF_L2;
+        else
+            v = f->is_amd && f->family == 0x19 ? ATTN_PF_L2 : ATTN_PF_L1;
+        atomic_store_explicit(&cache, v, memory_order_relaxed);
+    }
+    return (attn_pf_t)v;
+}
 
 /* ET: the store's element type (kernels/attn.h), a compile-time constant at
  * every call: f32; f16, converted as loaded (vcvtph2ps, exact); q8_0, each
@@ -66,14 +96,23 @@ AI __m512 kv_load(int ET, const void *p, int i)
                           : _mm512_loadu_ps((const float *)p + LANES * i);
 }
 
+const char *attn_prefetch_avx512(void)
+{
+    return attn_prefetch() == ATTN_PF_L2 ? "l2" : "l1";
+}
+
 /* The cache lines of NV chunks of a slot (q8_0: 17 bytes a chunk, one line
- * more for a slot that straddles lines), into L2 (ATTN_K_AHEAD). */
-AI void prefetch_slot(int ET, int NV, const void *p)
+ * more for a slot that straddles lines), as pf says (attn_prefetch). */
+AI void prefetch_slot(attn_pf_t pf, int ET, int NV, const void *p)
 {
     const int lines = ET == ATTN_Q8_0 ? (NV * 17 + 63) / 64 + 1 : ET == ATTN_F16 ? (NV + 1) / 2 : NV;
 #pragma GCC unroll 16
-    for (int i = 0; i < lines; i++)
-        _mm_prefetch((const char *)p + 64 * i, _MM_HINT_T2);
+    for (int i = 0; i < lines; i++) {
+        if (pf == ATTN_PF_L2)
+            _mm_prefetch((const char *)p + 64 * i, _MM_HINT_T2);
+        else
+            _mm_prefetch((const char *)p + 64 * i, _MM_HINT_T0);
+    }
 }
 
 /* Zeros the scores of positions m..KG - 1 (past the context). */
@@ -86,11 +125,11 @@ AI void attn_zero_tail(int NQ, int KG, int m, __m512 acc[16])
 
 /* Scores of KG positions x NQ queries into acc[kk * NQ + j] (the first m
  * positions; attn_zero_tail does the rest), each k_t chunk 0 times q_j
- * chunk 0, then an fma per chunk in order; kp, ATTN_K_AHEAD positions
- * ahead, asks for the next `left` of them. Position by position (a key row at a time):
+ * chunk 0, then an fma per chunk in order; kp, ahead of them
+ * (attn_prefetch), asks for the next `left` positions. Position by position (a key row at a time):
  * the better order for 1 or 2 queries. */
-AI void attn_scores_by_position(int ET, int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
-                                attn_cursor_t *kp, int32_t left, __m512 acc[16])
+AI void attn_scores_by_position(attn_pf_t pf, int ET, int NV, int NQ, int KG, int m, const float *const q[],
+                                attn_cursor_t *kc, attn_cursor_t *kp, int32_t left, __m512 acc[16])
 {
 #pragma GCC unroll 16
     for (int kk = 0; kk < KG; kk++) {
@@ -98,7 +137,7 @@ AI void attn_scores_by_position(int ET, int NV, int NQ, int KG, int m, const flo
             continue;
         const void *k = attn_next_e(kc, ET);
         if (kk < left)
-            prefetch_slot(ET, NV, attn_next_e(kp, ET));
+            prefetch_slot(pf, ET, NV, attn_next_e(kp, ET));
         __m512 k0 = kv_load(ET, k, 0);
 #pragma GCC unroll 4
         for (int j = 0; j < NQ; j++)
@@ -115,8 +154,8 @@ AI void attn_scores_by_position(int ET, int NV, int NQ, int KG, int m, const flo
 
 /* The same products chunk by chunk, each query's chunk loaded once for the
  * KG positions (4 queries: half the loads of the order above). */
-AI void attn_scores_by_chunk(int ET, int NV, int NQ, int KG, int m, const float *const q[], attn_cursor_t *kc,
-                             attn_cursor_t *kp, int32_t left, __m512 acc[16])
+AI void attn_scores_by_chunk(attn_pf_t pf, int ET, int NV, int NQ, int KG, int m, const float *const q[],
+                             attn_cursor_t *kc, attn_cursor_t *kp, int32_t left, __m512 acc[16])
 {
     const void *kr[16];
 #pragma GCC unroll 16
@@ -125,7 +164,7 @@ AI void attn_scores_by_chunk(int ET, int NV, int NQ, int KG, int m, const float 
         if (kk < m) {
             kr[kk] = attn_next_e(kc, ET);
             if (kk < left)
-                prefetch_slot(ET, NV, attn_next_e(kp, ET));
+                prefetch_slot(pf, ET, NV, attn_next_e(kp, ET));
         }
     }
 #pragma GCC unroll 16
@@ -148,7 +187,7 @@ AI void attn_scores_by_chunk(int ET, int NV, int NQ, int KG, int m, const float 
 
 /* The scores of positions [0, n_max) into scores[j] (query j's first
  * n_ctx[j]), times scale, and each query's running max in vmax[j]. */
-AI void attn_scores(int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off,
+AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off,
                     const int32_t n_ctx[], int32_t n_max, float scale, float *const scores[], __m512 vmax[4])
 {
     const int KG = 16 / NQ; /* positions per reduction: KG x NQ scores fill 16 lanes */
@@ -165,9 +204,14 @@ AI void attn_scores(int ET, int NV, int NQ, const float *const q[], const attn_k
     for (int j = 0; j < NQ; j++)
         vmax[j] = _mm512_set1_ps(-INFINITY);
     attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, ET);
-    attn_cursor_t kp = kc; /* ATTN_K_AHEAD positions ahead, the first of them asked for now */
-    for (int32_t t = 0; t < ATTN_K_AHEAD && t < n_max; t++)
-        prefetch_slot(ET, NV, attn_next_e(&kp, ET));
+    /* kp: `ahead` positions ahead; with l2 the first of them asked for now */
+    const int ahead = pf == ATTN_PF_L2 ? ATTN_AHEAD_L2 : KG;
+    attn_cursor_t kp = kc;
+    for (int32_t t = 0; t < ahead && t < n_max; t++) {
+        const void *e = attn_next_e(&kp, ET);
+        if (pf == ATTN_PF_L2)
+            prefetch_slot(pf, ET, NV, e);
+    }
     /* the values of the positions scored, asked for as their keys are read:
      * the value pass then finds them in cache, where it otherwise began cold
      * on every call (a decode step's contexts are short, and every key/value
@@ -176,15 +220,15 @@ AI void attn_scores(int ET, int NV, int NQ, const float *const q[], const attn_k
     attn_cursor_t vp = attn_cursor(kv, kv->v, (size_t)head_off, ET);
     for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
         int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
-        int32_t left = t0 + ATTN_K_AHEAD < n_max ? n_max - t0 - ATTN_K_AHEAD : 0;
+        int32_t left = t0 + ahead < n_max ? n_max - t0 - ahead : 0;
         for (int kk = 0; kk < m; kk++)
-            prefetch_slot(ET, NV, attn_next_e(&vp, ET));
+            prefetch_slot(pf, ET, NV, attn_next_e(&vp, ET));
         __m512 acc[16];
         attn_zero_tail(NQ, KG, m, acc);
         if (NQ == 4)
-            attn_scores_by_chunk(ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
+            attn_scores_by_chunk(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
         else
-            attn_scores_by_position(ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
+            attn_scores_by_position(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
         __m512 s = _mm512_mul_ps(sum16x16(acc), _mm512_set1_ps(scale));
 #pragma GCC unroll 4
         for (int j = 0; j < NQ; j++) {
@@ -219,8 +263,8 @@ AI void attn_softmax(int NQ, const int32_t n_ctx[], const __m512 vmax[4], float 
 
 /* out[j] = the values of positions [0, n_ctx[j]) weighted by scores[j],
  * times inv[j]; positions past n_min are skipped per query. */
-AI void attn_values(int ET, int NV, int NQ, const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int32_t n_max,
-                    int32_t n_min, float *const scores[], const __m512 inv[4], float *const out[])
+AI void attn_values(attn_pf_t pf, int ET, int NV, int NQ, const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
+                    int32_t n_max, int32_t n_min, float *const scores[], const __m512 inv[4], float *const out[])
 {
     /* values: DV chunks of 16 floats at a time for all queries (NQ x DV
      * accumulators in registers), the positions in order for each chunk */
@@ -233,12 +277,13 @@ AI void attn_values(int ET, int NV, int NQ, const attn_kv_t *kv, int head_off, c
         /* c0 is even (DV is 2, 4, 8 or 16), so a q8_0 cursor starts on a block */
         attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off + LANES * (size_t)c0, ET);
         attn_cursor_t vp = vc;
-        for (int32_t t = 0; t < ATTN_V_AHEAD && t < n_max; t++)
+        const int v_ahead = pf == ATTN_PF_L2 ? ATTN_AHEAD_L2 : ATTN_V_AHEAD_L1;
+        for (int32_t t = 0; t < v_ahead && t < n_max; t++)
             attn_next_e(&vp, ET);
         for (int32_t t = 0; t < n_max; t++) {
             const void *v = attn_next_e(&vc, ET);
-            if (t + ATTN_V_AHEAD < n_max)
-                prefetch_slot(ET, DV, attn_next_e(&vp, ET));
+            if (t + v_ahead < n_max)
+                prefetch_slot(pf, ET, DV, attn_next_e(&vp, ET));
             if (t < n_min) {
 #pragma GCC unroll 16
                 for (int i = 0; i < DV; i++) {
@@ -283,9 +328,10 @@ AI void attn_nq(int ET, int NV, int NQ, const float *const q[], const attn_kv_t 
         n_min = n_ctx[j] < n_min ? n_ctx[j] : n_min;
     }
     __m512 vmax[4], inv[4];
-    attn_scores(ET, NV, NQ, q, kv, head_off, n_ctx, n_max, scale, scores, vmax);
+    const attn_pf_t pf = attn_prefetch();
+    attn_scores(pf, ET, NV, NQ, q, kv, head_off, n_ctx, n_max, scale, scores, vmax);
     attn_softmax(NQ, n_ctx, vmax, scores, inv);
-    attn_values(ET, NV, NQ, kv, head_off, n_ctx, n_max, n_min, scores, inv, out);
+    attn_values(pf, ET, NV, NQ, kv, head_off, n_ctx, n_max, n_min, scores, inv, out);
 }
 
 #define ATTN_CASES(ET, NV)                                                                                             \

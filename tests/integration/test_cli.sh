@@ -169,11 +169,14 @@ assert [x["threads"] for x in r]==[1,2] and all(x["tg_tokens_per_s"]>0 and x["pp
 assert all(len(x["probe_runs"])==2 and min(x["probe_runs"])>0 and x["tg_fraction_of_probe"]>0 for x in r)
 # how decode streams the weights: each kind named on AVX-512, null below it
 p=d["decode_prefetch"]; modes={"none","burst","spread"}
-assert p is None or (set(p)=={"q8_0","k_quants","bf16_rows"} and set(p.values())<=modes)' \
+assert p is None or (set(p)=={"q8_0","k_quants","bf16_rows"} and set(p.values())<=modes)
+# and where attention prefetches its keys and values, with the AVX-512 path
+assert (p is None) == (d["attention_prefetch"] is None) and d["attention_prefetch"] in (None, "l1", "l2")' \
     "$work/perf.json" && ok || bad "perf --json: $(head -c 300 "$work/perf.json")"
-SPLASH_DECODE_PREFETCH=none "$splash" perf --pp 0 --tg 2 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
-    /usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["decode_prefetch"]
-assert p is None or set(p.values())=={"none"}' \
+SPLASH_DECODE_PREFETCH=none SPLASH_ATTN_PREFETCH=l1 "$splash" perf --pp 0 --tg 2 --reps 1 --threads 1 --json \
+    >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["decode_prefetch"]
+assert p is None or (set(p.values())=={"none"} and d["attention_prefetch"]=="l1")' \
     "$work/perf.json" && ok || bad "SPLASH_DECODE_PREFETCH=none: $(head -c 300 "$work/perf.json")"
 "$splash" perf --pp 8 --tg 0 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]
