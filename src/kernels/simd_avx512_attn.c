@@ -224,11 +224,21 @@ AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[]
         for (int kk = 0; kk < m; kk++)
             prefetch_slot(pf, ET, NV, attn_next_e(&vp, ET));
         __m512 acc[16];
-        attn_zero_tail(NQ, KG, m, acc);
-        if (NQ == 4)
-            attn_scores_by_chunk(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
-        else
-            attn_scores_by_position(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
+        /* a whole group with m a constant: the compiler then keeps acc in
+         * registers (a run-time m's skipped positions spilled every
+         * accumulator of the 4-query order to the stack: 2.3x slower) */
+        if (m == KG) {
+            if (NQ == 4)
+                attn_scores_by_chunk(pf, ET, NV, NQ, KG, KG, q, &kc, &kp, left, acc);
+            else
+                attn_scores_by_position(pf, ET, NV, NQ, KG, KG, q, &kc, &kp, left, acc);
+        } else {
+            attn_zero_tail(NQ, KG, m, acc);
+            if (NQ == 4)
+                attn_scores_by_chunk(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
+            else
+                attn_scores_by_position(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
+        }
         __m512 s = _mm512_mul_ps(sum16x16(acc), _mm512_set1_ps(scale));
 #pragma GCC unroll 4
         for (int j = 0; j < NQ; j++) {
