@@ -153,9 +153,9 @@ int main(int argc, char **argv)
     int reps = argc > 1 ? atoi(argv[1]) : 7;
     int64_t big_rows = argc > 2 ? atoll(argv[2]) : 64 * 1024;
     int n_x = argc > 3 ? atoi(argv[3]) : 1;
-    if (reps < 1 || reps > MAX_REPS || big_rows < CALL_ROWS || big_rows % CALL_ROWS || n_x < 1 || n_x > MAX_X) {
-        fprintf(stderr, "usage: decode_kernels [REPS 1..%d] [ROWS, a multiple of %d] [ACTIVATION ROWS 1..%d]\n",
-                MAX_REPS, CALL_ROWS, MAX_X);
+    if (reps < 1 || reps > MAX_REPS || big_rows < L2_ROWS || big_rows % CALL_ROWS || n_x < 1 || n_x > MAX_X) {
+        fprintf(stderr, "usage: decode_kernels [REPS 1..%d] [ROWS >= %d, a multiple of %d] [ACTIVATION ROWS 1..%d]\n",
+                MAX_REPS, L2_ROWS, CALL_ROWS, MAX_X);
         return 2;
     }
     static const uint32_t types[] = {TYPE_F16, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K};
