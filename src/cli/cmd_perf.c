@@ -50,9 +50,10 @@ static const char perf_usage[] =
     "too: each attention layer's keys and values read up to the step's position (their mean over\n"
     "the run), and a hybrid model's recurrent state, read and written back.\n"
     "Figures are medians of --reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips\n"
-    "that test. --depth D: the decode steps take positions D .. D + tg - 1 (attention over a\n"
-    "long context; a hybrid model's recurrent state is brought to D by an untimed prefill of\n"
-    "positions 0 .. D - 1 before each rep's decode). --kv-type: the KV cache's element type\n"
+    "that test. --depth D: the prefill batch takes positions D .. D + pp - 1 and the decode\n"
+    "steps D .. D + tg - 1 (ppN @ dD, tgN @ dD: attention over a long context, as llama-bench's\n"
+    "-d; a hybrid model's recurrent state is brought to D by an untimed prefill of positions\n"
+    "0 .. D - 1 before each rep's prefill and decode). --kv-type: the KV cache's element type\n"
     "(default f16; the engine's --kv-type).\n"
     "--state-type: a hybrid model's Gated DeltaNet state between tokens (default f32; the engine's\n"
     "--state-type).\n"
@@ -150,7 +151,7 @@ typedef struct perf_result {
 
 /* One thread count: prefill and decode, reps times each. */
 typedef struct perf_shape {
-    int pp, tg, depth, reps; /* depth: the position of the first decode step */
+    int pp, tg, depth, reps; /* depth: the position of the first prefill row and decode step */
     kv_type_t kv_type;
     int state_type;        /* hybrid models: the recurrent state's type */
     const uint64_t *probe; /* PERF_PROBE_BYTES for the probe, or NULL */
@@ -207,7 +208,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
 {
     const model_config_t *c = &m->cfg;
     int pp = sh->pp, tg = sh->tg, depth = sh->depth, reps = sh->reps;
-    int n_ctx = pp > depth + tg ? pp : depth + tg;
+    int n_ctx = depth + (pp > tg ? pp : tg);
     /* a hybrid model's recurrent state must reach position depth through
      * every position before it: the rows of that untimed prefill, per rep */
     bool is_deep_hybrid = model_is_hybrid(c) && depth > 0;
@@ -261,10 +262,13 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
     if (fwd_run(&ctx, &kv, &warm, logits, err))
         goto done_kv;
     for (int rep = 0; rep < reps; rep++) {
-        if (pp > 0) { /* one batch of pp rows, logits for the last (as a server's prefill) */
+        if (pp > 0) { /* one batch of pp rows from position depth, logits for the last (a server's prefill) */
+            if (is_deep_hybrid &&
+                fill_to_depth(&ctx, &kv, tokens, pos, tables, want, chunked, depth, fill_rows, logits, err))
+                goto done_kv;
             for (int i = 0; i < pp; i++)
-                pos[i] = i, want[i] = i == pp - 1;
-            fwd_batch_t b = {pp, tokens, pos, tables, want, NULL, NULL, NULL, chunked};
+                pos[i] = depth + i, want[i] = i == pp - 1, chunked[i] = 1;
+            fwd_batch_t b = {pp, &tokens[depth], pos, tables, want, NULL, NULL, NULL, chunked};
             int64_t t0 = clock_now_ns();
             if (fwd_run(&ctx, &kv, &b, logits, err))
                 goto done_kv;
@@ -674,7 +678,7 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
         printf("; attention prefetch %s", attn_prefetch_name());
     printf("\n");
     printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(o->kv_type),
-           o->depth ? ", decode from a deep context" : "");
+           o->depth ? ", prefill and decode from a deep context" : "");
     printf("build: splash %s (%s, %s)\n\n", SPLASH_VERSION, SPLASH_GIT_REV, SPLASH_BUILD_TYPE);
     printf("| threads | test | tok/s (median of %d) | runs | weight GB/s | read GB/s (probe) | of probe | all GB/s | "
            "all of probe |\n",
@@ -683,13 +687,14 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
     for (int t = 0; t < o->n_threads; t++) {
         const perf_result_t *r = &results[t];
         if (o->pp > 0) {
-            printf("| %d | pp%d | %.2f | ", r->threads, (int)o->pp, r->pp_tps);
+            printf("| %d | pp%d%s%.0d | %.2f | ", r->threads, (int)o->pp, o->depth ? " @ d" : "", (int)o->depth,
+                   r->pp_tps);
             print_runs(r->pp_runs, (int)o->reps);
             printf(" | | %.1f | | | |\n", r->probe_gbs);
         }
         if (o->tg > 0) {
             double gbs = r->tg_tps * p->streamed / 1e9;
-            printf("| %d | tg%d%s%.0d | %.2f | ", r->threads, (int)o->tg, o->depth ? " @ " : "", (int)o->depth,
+            printf("| %d | tg%d%s%.0d | %.2f | ", r->threads, (int)o->tg, o->depth ? " @ d" : "", (int)o->depth,
                    r->tg_tps);
             print_runs(r->tg_runs, (int)o->reps);
             printf(" | %.2f | %.1f | %.0f %% | %.2f | %.0f %% |\n", gbs, r->probe_gbs, 100 * r->tg_fraction,
@@ -707,8 +712,8 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
 /* Prefill and decode at each thread count, then the table or the JSON. */
 static int run_single(const model_t *m, const perf_opts_t *o, err_t *err)
 {
-    if (o->pp > m->cfg.context_length || o->depth + o->tg > m->cfg.context_length) {
-        err_set(err, "--pp/--depth + --tg exceed the model's context (%d)", m->cfg.context_length);
+    if (o->depth + o->pp > m->cfg.context_length || o->depth + o->tg > m->cfg.context_length) {
+        err_set(err, "--depth + --pp or --depth + --tg exceed the model's context (%d)", m->cfg.context_length);
         return EXIT_USAGE;
     }
     /* on huge pages, as the weights are (base/sysmem.h): the probe should

@@ -194,6 +194,12 @@ assert abs(two["vs_one"]-st.median(want))<1e-3 and abs(two["vs_one_min"]-min(wan
 assert one["vs_one_runs"]==[1,1,1] and one["vs_one"]==1' \
     "$work/perf.json" && ok || bad "perf --concurrency --json: $(head -c 400 "$work/perf.json")"
 expect_error 2 "--pp and --tg are both 0" -- "$splash" perf --pp 0 --tg 0
+# --depth moves both tests, as llama-bench's -d: "pp8 @ d100", "tg2 @ d100"
+"$splash" perf --pp 8 --tg 2 --depth 100 --reps 1 --threads 1 >"$work/out" 2>"$work/err" &&
+    grep -q "| 1 | pp8 @ d100 | " "$work/out" && grep -q "| 1 | tg2 @ d100 | " "$work/out" && ok ||
+    bad "perf --depth labels: $(head -c 300 "$work/out") $(head -c 300 "$work/err")"
+expect_error 2 "--depth \+ --pp or --depth \+ --tg exceed the model's context \(2048\)" -- \
+    "$splash" perf --pp 8 --tg 0 --depth 2041
 expect_error 2 "--threads: 0 is out of range" -- "$splash" perf --threads 0
 SPLASH_CPU=pentium "$splash" perf --tg 1 --pp 0 >/dev/null 2>"$work/err"; [ $? -eq 2 ] && grep -q "SPLASH_CPU must be" "$work/err" && ok || bad "bad SPLASH_CPU accepted"
 
@@ -213,7 +219,10 @@ grep -q "architecture:  qwen35" "$work/info" &&
 expect_ok "$splash" perf --model "$q35" --pp 8 --tg 4 --reps 1
 # --depth on a hybrid model: the recurrent state is brought there by a
 # prefill each rep (it cannot jump as a KV cache can), in batches of 512
-expect_ok "$splash" perf --model "$q35" --pp 0 --tg 2 --depth 600 --reps 2 --threads 1
+# (the prefill at depth too: each rep's fill reaches 600 before its pp8)
+"$splash" perf --model "$q35" --pp 8 --tg 2 --depth 600 --reps 2 --threads 1 >"$work/out" 2>"$work/err" &&
+    grep -q "| 1 | pp8 @ d600 | " "$work/out" && grep -q "| 1 | tg2 @ d600 | " "$work/out" && ok ||
+    bad "qwen35 perf --depth: $(head -c 300 "$work/out") $(head -c 300 "$work/err")"
 # perf's bytes a decode token reads: every tensor of the file but the NextN
 # block's (blk.4, which only the MTP drafter runs), with one row of the tied
 # embedding table counted twice (the lookup and the LM head); raw sizes with
