@@ -185,6 +185,17 @@ AI void attn_scores_by_chunk(attn_pf_t pf, int ET, int NV, int NQ, int KG, int m
     }
 }
 
+/* One group's scores in the order for NQ queries (4: chunk by chunk; 1 or
+ * 2: position by position). */
+AI void attn_scores_group(attn_pf_t pf, int ET, int NV, int NQ, int KG, int m, const float *const q[],
+                          attn_cursor_t *kc, attn_cursor_t *kp, int32_t left, __m512 acc[16])
+{
+    if (NQ == 4)
+        attn_scores_by_chunk(pf, ET, NV, NQ, KG, m, q, kc, kp, left, acc);
+    else
+        attn_scores_by_position(pf, ET, NV, NQ, KG, m, q, kc, kp, left, acc);
+}
+
 /* The scores of positions [0, n_max) into scores[j] (query j's first
  * n_ctx[j]), times scale, and each query's running max in vmax[j]. */
 AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off,
@@ -228,16 +239,10 @@ AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[]
          * registers (a run-time m's skipped positions spilled every
          * accumulator of the 4-query order to the stack: 2.3x slower) */
         if (m == KG) {
-            if (NQ == 4)
-                attn_scores_by_chunk(pf, ET, NV, NQ, KG, KG, q, &kc, &kp, left, acc);
-            else
-                attn_scores_by_position(pf, ET, NV, NQ, KG, KG, q, &kc, &kp, left, acc);
+            attn_scores_group(pf, ET, NV, NQ, KG, KG, q, &kc, &kp, left, acc);
         } else {
             attn_zero_tail(NQ, KG, m, acc);
-            if (NQ == 4)
-                attn_scores_by_chunk(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
-            else
-                attn_scores_by_position(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
+            attn_scores_group(pf, ET, NV, NQ, KG, m, q, &kc, &kp, left, acc);
         }
         __m512 s = _mm512_mul_ps(sum16x16(acc), _mm512_set1_ps(scale));
 #pragma GCC unroll 4
