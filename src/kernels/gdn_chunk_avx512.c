@@ -31,10 +31,9 @@ _Static_assert(0, "gdn_chunk_avx512.c needs the AVX-512 flags (CMakeLists.txt, S
 #include <stdint.h>
 
 #include "kernels/gdn.h"
+#include "kernels/simd_avx512_common.h"
 #include "kernels/simd_exp.h"
 
-#define AI static inline __attribute__((always_inline))
-#define LANES 16
 #define N GDN_CHUNK_MAX
 #define NB 4       /* vectors of columns per block in passes 2 and 4 (64 columns) */
 #define NB_SOLVE 8 /* and in pass 3, two accumulators each (128 columns) */
@@ -240,13 +239,32 @@ AI void state_cols(const chunk_t *c, int j, const int nb)
         state_block(c, i, j, 1, nb);
 }
 
+/* KT[d][t] = k_t[d], zero from n to n16: 16 x 16 blocks through
+ * registers. Walked one float at a time, each load (the keys' rows are a
+ * conv row apart, a multiple of 4 KB on qwen35) waited for the store before
+ * it: 9 % of this kernel's samples. */
+static void keys_transposed(const chunk_t *c, int n16)
+{
+    int d0 = 0;
+    for (; d0 + LANES <= c->dk; d0 += LANES)
+        for (int t0 = 0; t0 < n16; t0 += LANES) {
+            __m512i v[LANES], tr[LANES];
+            for (int r = 0; r < LANES; r++)
+                v[r] = t0 + r < c->n ? _mm512_loadu_si512(c->k + (size_t)(t0 + r) * c->qks + d0)
+                                     : _mm512_setzero_si512();
+            avx512_transpose16(v, tr);
+            for (int j = 0; j < LANES; j++)
+                _mm512_storeu_si512(c->KT + (size_t)(d0 + j) * N + t0, tr[j]);
+        }
+    for (int d = d0; d < c->dk; d++)
+        for (int t = 0; t < n16; t++)
+            c->KT[(size_t)d * N + t] = t < c->n ? c->k[t * c->qks + d] : 0.0f;
+}
+
 static void pass_triangles(const chunk_t *c)
 {
-    /* the keys transposed, zero to the end of the last block of 16 */
     int n = c->n, n16 = (n + LANES - 1) / LANES * LANES;
-    for (int d = 0; d < c->dk; d++)
-        for (int t = 0; t < n16; t++)
-            c->KT[(size_t)d * N + t] = t < n ? c->k[t * c->qks + d] : 0.0f;
+    keys_transposed(c, n16);
     for (int t = 0; t < n; t += 4) { /* 4 divides 16: a group's keys end in one block */
         int n_blocks = t / LANES + 1;
         for (int b0 = 0; b0 < n_blocks; b0 += 2) {
