@@ -31,6 +31,13 @@ void gdn_conv_step(float *y, float *state, const float *x, const float *w, int64
     }
 }
 
+void gdn_conv_rows(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0, int64_t c1,
+                   int n_rows)
+{
+    for (int r = 0; r < n_rows; r++)
+        gdn_conv_step(x + (size_t)r * xs, state, x + (size_t)r * xs, w, n_ch, kernel, c0, c1);
+}
+
 void gdn_l2norm(float *x, int64_t n, float eps)
 {
     /* eight running sums (element i into sum i % 8), then added in a fixed
@@ -201,10 +208,11 @@ void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const floa
 }
 
 static const gdn_kernels_t paths[] = {
-    {gdn_conv_step, gdn_delta_step, gdn_delta_step_f16, gdn_delta_chunk, gdn_gated_rmsnorm, "generic"},
+    {gdn_conv_step, gdn_conv_rows, gdn_delta_step, gdn_delta_step_f16, gdn_delta_chunk, gdn_gated_rmsnorm, "generic"},
     /* no AVX2 chunk form: the scalar one is slower than the AVX2 recurrence */
-    {gdn_conv_step_avx2, gdn_delta_step_avx2, gdn_delta_step_f16_avx2, NULL, gdn_gated_rmsnorm_avx2, "avx2"},
-    {gdn_conv_step_avx512, gdn_delta_step_avx512, gdn_delta_step_f16_avx512, gdn_delta_chunk_avx512,
+    {gdn_conv_step_avx2, gdn_conv_rows_avx2, gdn_delta_step_avx2, gdn_delta_step_f16_avx2, NULL, gdn_gated_rmsnorm_avx2,
+     "avx2"},
+    {gdn_conv_step_avx512, gdn_conv_rows_avx512, gdn_delta_step_avx512, gdn_delta_step_f16_avx512, gdn_delta_chunk_avx512,
      gdn_gated_rmsnorm_avx512, "avx512"},
 };
 

@@ -33,6 +33,14 @@
 void gdn_conv_step(float *y, float *state, const float *x, const float *w, int64_t n_ch, int kernel, int64_t c0,
                    int64_t c1);
 
+/* gdn_conv_step in place over rows [0, n_rows) of x (row r at x + r xs),
+ * one sequence's rows in order: each row becomes silu(conv(...)) and the
+ * state advances row by row, the same as n_rows calls of the path's
+ * conv_step (and the same bits): a prefill's rows in one call, so a path
+ * can keep the taps and the state in registers across rows. */
+void gdn_conv_rows(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0, int64_t c1,
+                   int n_rows);
+
 /* x /= max(||x||, eps) over n elements (ggml's form: eps floors the norm). */
 void gdn_l2norm(float *x, int64_t n, float eps);
 
@@ -91,6 +99,8 @@ void gdn_gated_rmsnorm(float *y, const float *x, const float *weight, const floa
  * per value head. */
 typedef void (*gdn_conv_fn)(float *y, float *state, const float *x, const float *w, int64_t n_ch, int kernel,
                             int64_t c0, int64_t c1);
+typedef void (*gdn_conv_rows_fn)(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel,
+                                 int64_t c0, int64_t c1, int n_rows);
 typedef void (*gdn_delta_fn)(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                              int dk, int dv, float *tmp);
 typedef void (*gdn_delta_f16_fn)(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g,
@@ -102,6 +112,7 @@ typedef void (*gdn_norm_fn)(float *y, const float *x, const float *weight, const
 
 typedef struct gdn_kernels {
     gdn_conv_fn conv_step;
+    gdn_conv_rows_fn conv_rows;
     gdn_delta_fn delta_step;
     /* the same step on an f16 state: the path's gdn_delta_step_f16 (the
      * AVX-512 one converts as it walks S; the others convert the head to
@@ -122,6 +133,8 @@ const gdn_kernels_t *gdn_kernels(void);
  * except that the delta rule's tmp is unused. */
 void gdn_conv_step_avx2(float *y, float *state, const float *x, const float *w, int64_t n_ch, int kernel, int64_t c0,
                         int64_t c1);
+void gdn_conv_rows_avx2(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0,
+                        int64_t c1, int n_rows);
 void gdn_delta_step_avx2(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                          int dk, int dv, float *tmp);
 void gdn_delta_step_f16_avx2(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
@@ -129,6 +142,8 @@ void gdn_delta_step_f16_avx2(uint16_t *S, float *o, const float *q, const float 
 void gdn_gated_rmsnorm_avx2(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps);
 void gdn_conv_step_avx512(float *y, float *state, const float *x, const float *w, int64_t n_ch, int kernel, int64_t c0,
                           int64_t c1);
+void gdn_conv_rows_avx512(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0,
+                          int64_t c1, int n_rows);
 void gdn_delta_step_avx512(float *S, float *o, const float *q, const float *k, const float *v, float g, float beta,
                            int dk, int dv, float *tmp);
 void gdn_delta_step_f16_avx512(uint16_t *S, float *o, const float *q, const float *k, const float *v, float g,

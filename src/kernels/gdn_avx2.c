@@ -53,6 +53,15 @@ void gdn_conv_step_avx2(float *y, float *state, const float *x, const float *w, 
     }
 }
 
+/* Row by row: the AVX2 conv is a sliver of a prefill on the CPUs that take
+ * this path. */
+void gdn_conv_rows_avx2(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0,
+                        int64_t c1, int n_rows)
+{
+    for (int r = 0; r < n_rows; r++)
+        gdn_conv_step_avx2(x + (size_t)r * xs, state, x + (size_t)r * xs, w, n_ch, kernel, c0, c1);
+}
+
 /* Masked loads and stores only where a block passes dv: vmaskmovps stores
  * are microcoded on some cores (AMD's). */
 AI __m256 load8(__m256i m, const float *p, bool full)

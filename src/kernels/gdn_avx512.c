@@ -99,6 +99,73 @@ void gdn_conv_step_avx512(float *y, float *state, const float *x, const float *w
     }
 }
 
+/* Rows a 16-channel strip walks before the next strip: the strip's rows
+ * stay in L2 (32 rows of a 2,048-channel part: 256 KB), while the taps and
+ * the state, in registers through the strip, are loaded and stored once
+ * per strip, not per row. */
+#define CONV_ROW_BLOCK 32
+#define CONV_AHEAD (4 * LANES) /* floats ahead in a row a strip asks for */
+
+/* Rows [0, n) of one 16-channel strip from c (lanes past m masked off):
+ * per row the operations of gdn_conv_step_avx512 in its order (acc from 0,
+ * the state's taps oldest first, then x's), with the state rolled in
+ * registers. */
+AI void conv_strip(float *x, size_t xs, float *state, const float *wc, const __m512i idx, int64_t n_ch, int64_t c,
+                   __mmask16 m, bool full, int n)
+{
+    __m512 wt[4], s0 = load16(m, state + c, full), s1 = load16(m, state + n_ch + c, full),
+                  s2 = load16(m, state + 2 * n_ch + c, full);
+    if (full)
+        conv_taps4(wc, wt);
+    else
+        for (int i = 0; i < 4; i++)
+            wt[i] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, wc + i, 4);
+    /* every input first: the rows are a multiple of 4 KB apart on qwen35,
+     * so a row's load after the previous row's store waited for that store
+     * (its address aliases), which waits for the SiLU's division */
+    __m512 in[CONV_ROW_BLOCK];
+    for (int r = 0; r < n; r++) {
+        _mm_prefetch((const char *)(x + (size_t)r * xs + c + CONV_AHEAD), _MM_HINT_T0);
+        in[r] = load16(m, x + (size_t)r * xs + c, full);
+    }
+    for (int r = 0; r < n; r++) {
+        float *xr = x + (size_t)r * xs + c;
+        __m512 xv = in[r];
+        __m512 acc = _mm512_fmadd_ps(s0, wt[0], _mm512_setzero_ps());
+        acc = _mm512_fmadd_ps(s1, wt[1], acc);
+        acc = _mm512_fmadd_ps(s2, wt[2], acc);
+        acc = _mm512_fmadd_ps(xv, wt[3], acc);
+        store16(xr, m, silu16(acc), full);
+        s0 = s1, s1 = s2, s2 = xv;
+    }
+    store16(state + c, m, s0, full);
+    store16(state + n_ch + c, m, s1, full);
+    store16(state + 2 * n_ch + c, m, s2, full);
+}
+
+void gdn_conv_rows_avx512(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0,
+                          int64_t c1, int n_rows)
+{
+    if (kernel != 4) { /* qwen35's width; any other row by row */
+        for (int r = 0; r < n_rows; r++)
+            gdn_conv_step_avx512(x + (size_t)r * xs, state, x + (size_t)r * xs, w, n_ch, kernel, c0, c1);
+        return;
+    }
+    const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32(4));
+    for (int r0 = 0; r0 < n_rows; r0 += CONV_ROW_BLOCK) {
+        int n = n_rows - r0 < CONV_ROW_BLOCK ? n_rows - r0 : CONV_ROW_BLOCK;
+        float *xb = x + (size_t)r0 * xs;
+        for (int64_t c = c0; c < c1; c += LANES) {
+            __mmask16 m = mask_for(c1 - c);
+            if (m == 0xffff)
+                conv_strip(xb, xs, state, w + c * 4, idx, n_ch, c, m, true, n);
+            else
+                conv_strip(xb, xs, state, w + c * 4, idx, n_ch, c, m, false, n);
+        }
+    }
+}
+
 /* 16 state entries from f32 (half false) or f16 (exact) storage. */
 AI __m512 state_load(const void *p, size_t at, __mmask16 m, bool full, bool half)
 {

@@ -385,19 +385,31 @@ typedef struct gdn_part {
     int groups; /* nv / nk */
 } gdn_part_t;
 
-/* Row r's causal conv over the part's channels (its q heads, k heads and
- * value heads), advancing the slot's conv state; in place: qkv becomes
- * silu(conv(qkv)) there. Then the snapshot's copy of those channels. */
-static void gdn_conv_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, const gdn_part_t *p, int r)
+/* Rows [r, r + n) past r that go through the conv in one call: the same
+ * slot's, up to and including the first that takes a snapshot. */
+static int conv_run(const fwd_ctx_t *ctx, const gdn_arg_t *a, int r, int n_rows)
+{
+    int n = 1;
+    while (!snap_of(ctx, a, r + n - 1) && r + n < n_rows && slot_of(a->b, r + n) == slot_of(a->b, r))
+        n++;
+    return n;
+}
+
+/* Rows [r, r + n) (one slot: conv_run) through the causal conv over the
+ * part's channels (its q heads, k heads and value heads), advancing the
+ * slot's conv state row by row; in place: qkv becomes silu(conv(qkv))
+ * there. Then the snapshot's copy of those channels after the last row. */
+static void gdn_conv_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, const gdn_part_t *p, int r,
+                          int n)
 {
     const model_layer_t *l = &ctx->model->layers[a->layer];
     float *row = ctx->qkv + (size_t)r * d->conv_dim;
     float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
-    float *snap = snap_of(ctx, a, r);
+    float *snap = snap_of(ctx, a, r + n - 1);
     for (int s = 0; s < 2 + p->groups; s++) {
         long lo = s < 2 ? (long)s * d->Dk + p->klo * d->dk : 2L * d->Dk + (p->klo + (long)(s - 2) * d->nk) * d->dv;
         long hi = lo + (p->khi - p->klo) * (s < 2 ? d->dk : d->dv);
-        gdn_kernels()->conv_step(row, conv_state, row, l->conv1d, d->conv_dim, d->kernel, lo, hi);
+        gdn_kernels()->conv_rows(row, (size_t)d->conv_dim, conv_state, l->conv1d, d->conv_dim, d->kernel, lo, hi, n);
         for (int i = 0; snap && i < d->kernel - 1; i++)
             memcpy(snap + (size_t)i * d->conv_dim + lo, conv_state + (size_t)i * d->conv_dim + lo,
                    (size_t)(hi - lo) * sizeof(float));
@@ -536,8 +548,10 @@ static void gdn_layer_worker(void *p, int ith, int nth)
     pool_split(d.nk, ith, nth, &part.klo, &part.khi);
     if (part.klo == part.khi)
         return;
-    for (int r = 0; r < job->n_rows; r++)
-        gdn_conv_part(ctx, a, &d, &part, r);
+    for (int r = 0, n; r < job->n_rows; r += n) {
+        n = conv_run(ctx, a, r, job->n_rows);
+        gdn_conv_part(ctx, a, &d, &part, r, n);
+    }
     for (int r = 0; r < job->n_rows; r++)
         gdn_prep_part(ctx, a, &d, &part, r);
     gdn_recur_part(ctx, a, &d, &part, job->n_rows, ctx->gdn_tmp + (size_t)ith * gdn_tmp_floats(&d));

@@ -39,6 +39,7 @@ static void test_paths_selected(void **state)
         const gdn_kernels_t *k = gdn_kernels_for_level(level);
         assert_string_equal(k->path, cpu_level_name(level));
         assert_non_null(k->conv_step);
+        assert_non_null(k->conv_rows);
         assert_non_null(k->delta_step);
         if (level == CPU_AVX2) /* no chunk form: the forward takes rows one by one */
             assert_null(k->delta_chunk);
@@ -84,6 +85,47 @@ static void test_conv(void **state)
         conv_case(p, 37, 2, 5, 2);
         conv_case(p, 131, 4, 9, 3);
         conv_case(p, 64, 1, 3, 4);
+    }
+}
+
+/* A path's conv_rows over T rows (stride C + 3, in place) against its
+ * conv_step row by row: the same bits in the rows and the state, called
+ * in two runs of rows (split at r_cut) and two channel ranges. */
+static void conv_rows_case(const gdn_kernels_t *p, int64_t C, int K, int T, int r_cut, uint64_t seed)
+{
+    const size_t xs = (size_t)C + 3, n_st = (size_t)((K - 1) * C + 1);
+    float *w = malloc((size_t)(C * K) * sizeof *w), *x = malloc(xs * (size_t)T * sizeof *x);
+    float *x_rows = malloc(xs * (size_t)T * 4), *st_step = calloc(n_st, 4), *st_rows = calloc(n_st, 4);
+    fill_normal(w, C * K, seed, 0.5f);
+    fill_normal(x, (int64_t)xs * T, seed + 1, 2.0f);
+    fill_normal(st_step, (int64_t)n_st - 1, seed + 2, 1.0f); /* a state carried from earlier rows */
+    memcpy(st_rows, st_step, n_st * 4);
+    memcpy(x_rows, x, xs * (size_t)T * 4);
+    for (int t = 0; t < T; t++)
+        p->conv_step(x + (size_t)t * xs, st_step, x + (size_t)t * xs, w, C, K, 0, C);
+    int64_t cut = C / 3 + 1;
+    for (int part = 0; part < 2; part++) {
+        float *x0 = x_rows + (part ? (size_t)r_cut * xs : 0);
+        int n = part ? T - r_cut : r_cut;
+        p->conv_rows(x0, xs, st_rows, w, C, K, 0, cut, n);
+        p->conv_rows(x0, xs, st_rows, w, C, K, cut, C, n);
+    }
+    for (int t = 0; t < T; t++)
+        assert_memory_equal(x_rows + (size_t)t * xs, x + (size_t)t * xs, (size_t)C * 4);
+    assert_memory_equal(st_rows, st_step, (size_t)((K - 1) * C) * 4);
+    free(w), free(x), free(x_rows), free(st_step), free(st_rows);
+}
+
+static void test_conv_rows(void **state)
+{
+    (void)state;
+    for (cpu_level_t level = CPU_GENERIC; level <= cpu_level() && level <= CPU_AVX512; level++) {
+        const gdn_kernels_t *p = gdn_kernels_for_level(level);
+        conv_rows_case(p, 13, 4, 7, 3, 11);
+        conv_rows_case(p, 131, 4, 75, 40, 12); /* rows past two blocks of 32, a masked strip */
+        conv_rows_case(p, 256, 4, 70, 1, 13);
+        conv_rows_case(p, 37, 2, 5, 2, 14); /* widths other than 4: row by row */
+        conv_rows_case(p, 64, 1, 3, 0, 15);
     }
 }
 
@@ -276,7 +318,7 @@ static void test_gated_rmsnorm(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_selected), cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_paths_selected), cmocka_unit_test(test_conv), cmocka_unit_test(test_conv_rows),
         cmocka_unit_test(test_delta_rule),     cmocka_unit_test(test_delta_chunk_paths),
         cmocka_unit_test(test_gated_rmsnorm),  cmocka_unit_test(test_delta_rule_f16_state),
     };
