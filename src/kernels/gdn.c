@@ -212,8 +212,8 @@ static const gdn_kernels_t paths[] = {
     /* no AVX2 chunk form: the scalar one is slower than the AVX2 recurrence */
     {gdn_conv_step_avx2, gdn_conv_rows_avx2, gdn_delta_step_avx2, gdn_delta_step_f16_avx2, NULL, gdn_gated_rmsnorm_avx2,
      "avx2"},
-    {gdn_conv_step_avx512, gdn_conv_rows_avx512, gdn_delta_step_avx512, gdn_delta_step_f16_avx512, gdn_delta_chunk_avx512,
-     gdn_gated_rmsnorm_avx512, "avx512"},
+    {gdn_conv_step_avx512, gdn_conv_rows_avx512, gdn_delta_step_avx512, gdn_delta_step_f16_avx512,
+     gdn_delta_chunk_avx512, gdn_gated_rmsnorm_avx512, "avx512"},
 };
 
 const gdn_kernels_t *gdn_kernels_for_level(cpu_level_t level)

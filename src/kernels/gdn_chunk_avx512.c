@@ -250,8 +250,8 @@ static void keys_transposed(const chunk_t *c, int n16)
         for (int t0 = 0; t0 < n16; t0 += LANES) {
             __m512i v[LANES], tr[LANES];
             for (int r = 0; r < LANES; r++)
-                v[r] = t0 + r < c->n ? _mm512_loadu_si512(c->k + (size_t)(t0 + r) * c->qks + d0)
-                                     : _mm512_setzero_si512();
+                v[r] =
+                    t0 + r < c->n ? _mm512_loadu_si512(c->k + (size_t)(t0 + r) * c->qks + d0) : _mm512_setzero_si512();
             avx512_transpose16(v, tr);
             for (int j = 0; j < LANES; j++)
                 _mm512_storeu_si512(c->KT + (size_t)(d0 + j) * N + t0, tr[j]);

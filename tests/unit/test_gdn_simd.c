@@ -318,9 +318,13 @@ static void test_gated_rmsnorm(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths_selected), cmocka_unit_test(test_conv), cmocka_unit_test(test_conv_rows),
-        cmocka_unit_test(test_delta_rule),     cmocka_unit_test(test_delta_chunk_paths),
-        cmocka_unit_test(test_gated_rmsnorm),  cmocka_unit_test(test_delta_rule_f16_state),
+        cmocka_unit_test(test_paths_selected),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_conv_rows),
+        cmocka_unit_test(test_delta_rule),
+        cmocka_unit_test(test_delta_chunk_paths),
+        cmocka_unit_test(test_gated_rmsnorm),
+        cmocka_unit_test(test_delta_rule_f16_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
