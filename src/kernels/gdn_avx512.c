@@ -99,8 +99,8 @@ void gdn_conv_step_avx512(float *y, float *state, const float *x, const float *w
     }
 }
 
-/* Rows a 16-channel strip walks before the next strip: the strip's rows
- * stay in L2 (32 rows of a 2,048-channel part: 256 KB), while the taps and
+/* Rows a 16-channel strip walks before the next strip: a block's rows
+ * stay in L2 (32 rows of 2,048 channels: 256 KB), while the taps and
  * the state, in registers through the strip, are loaded and stored once
  * per strip, not per row. */
 #define CONV_ROW_BLOCK 32

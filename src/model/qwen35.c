@@ -385,8 +385,8 @@ typedef struct gdn_part {
     int groups; /* nv / nk */
 } gdn_part_t;
 
-/* Rows [r, r + n) past r that go through the conv in one call: the same
- * slot's, up to and including the first that takes a snapshot. */
+/* How many rows from r go through the conv in one call: those of r's slot,
+ * up to and including the first that takes a snapshot. */
 static int conv_run(const fwd_ctx_t *ctx, const gdn_arg_t *a, int r, int n_rows)
 {
     int n = 1;
