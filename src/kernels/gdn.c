@@ -34,8 +34,7 @@ void gdn_conv_step(float *y, float *state, const float *x, const float *w, int64
 void gdn_conv_rows(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0, int64_t c1,
                    int n_rows)
 {
-    for (int r = 0; r < n_rows; r++)
-        gdn_conv_step(x + (size_t)r * xs, state, x + (size_t)r * xs, w, n_ch, kernel, c0, c1);
+    gdn_conv_rows_by_step(gdn_conv_step, x, xs, state, w, n_ch, kernel, c0, c1, n_rows);
 }
 
 void gdn_l2norm(float *x, int64_t n, float eps)

@@ -110,6 +110,15 @@ typedef void (*gdn_chunk_fn)(float *S, float *o, size_t os, const float *q, cons
                              float *tmp);
 typedef void (*gdn_norm_fn)(float *y, const float *x, const float *weight, const float *z, int64_t n, float eps);
 
+/* conv_rows as conv_step row by row, in place: the generic and AVX2
+ * paths' conv_rows, and the AVX-512 one's for kernel widths other than 4. */
+static inline void gdn_conv_rows_by_step(gdn_conv_fn step, float *x, size_t xs, float *state, const float *w,
+                                         int64_t n_ch, int kernel, int64_t c0, int64_t c1, int n_rows)
+{
+    for (int r = 0; r < n_rows; r++)
+        step(x + (size_t)r * xs, state, x + (size_t)r * xs, w, n_ch, kernel, c0, c1);
+}
+
 typedef struct gdn_kernels {
     gdn_conv_fn conv_step;
     gdn_conv_rows_fn conv_rows;

@@ -58,8 +58,7 @@ void gdn_conv_step_avx2(float *y, float *state, const float *x, const float *w, 
 void gdn_conv_rows_avx2(float *x, size_t xs, float *state, const float *w, int64_t n_ch, int kernel, int64_t c0,
                         int64_t c1, int n_rows)
 {
-    for (int r = 0; r < n_rows; r++)
-        gdn_conv_step_avx2(x + (size_t)r * xs, state, x + (size_t)r * xs, w, n_ch, kernel, c0, c1);
+    gdn_conv_rows_by_step(gdn_conv_step_avx2, x, xs, state, w, n_ch, kernel, c0, c1, n_rows);
 }
 
 /* Masked loads and stores only where a block passes dv: vmaskmovps stores

@@ -147,8 +147,7 @@ void gdn_conv_rows_avx512(float *x, size_t xs, float *state, const float *w, int
                           int64_t c1, int n_rows)
 {
     if (kernel != 4) { /* qwen35's width; any other row by row */
-        for (int r = 0; r < n_rows; r++)
-            gdn_conv_step_avx512(x + (size_t)r * xs, state, x + (size_t)r * xs, w, n_ch, kernel, c0, c1);
+        gdn_conv_rows_by_step(gdn_conv_step_avx512, x, xs, state, w, n_ch, kernel, c0, c1, n_rows);
         return;
     }
     const __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
