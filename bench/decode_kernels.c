@@ -5,8 +5,10 @@
  * on huge pages as the loader maps them), beside a read of the same memory
  * as one forward stream and as four side by side (splash perf's probe
  * keeps the faster). A kernel whose in-L2 rate is not well above the
- * four-stream read cannot reach the probe from memory. Medians of REPS
- * runs. Built and run by bench/decode_kernels.sh.
+ * four-stream read cannot reach the probe from memory. With one
+ * activation row, the packed types with a multi-range kernel are also read
+ * as decode reads four distant ranges (SPLASH_DECODE_RANGES=4). Medians
+ * of REPS runs. Built and run by bench/decode_kernels.sh.
  *
  * Beside the rates: the in-L2 time per 256 inputs of 16 weight rows (one
  * packed K-quant super-block group, or the same weights of another type)
@@ -111,6 +113,29 @@ static double dmat_pass(const dmat_t *m, int n_x, const float *x, uint8_t *xq, s
     return now_s() - t0;
 }
 
+/* One pass over a packed matrix as decode reads it in four distant ranges
+ * (kernels/ops.c's matmul_ranges_chunk, SPLASH_DECODE_RANGES=4): the
+ * matrix in quarters, each call a CALL_ROWS / 4-row piece of every quarter
+ * side by side. Seconds; 0 where the type has no such kernel. */
+static double dmat_pass_ranges(const dmat_t *m, const float *x, uint8_t *xq, float *y)
+{
+    const type_kernels_t *k = m->k;
+    if (!m->packed || !k->dot_q_ranges_packed || !k->dot_q || k->q_min_rows > 1)
+        return 0;
+    const int S = TYPE_DECODE_RANGES;
+    const int64_t piece = CALL_ROWS / S, part = m->rows / S;
+    double t0 = now_s();
+    k->quantize_act(x, xq, N_IN);
+    for (int64_t o = 0; o < part; o += piece) {
+        int64_t row[TYPE_DECODE_RANGES], n_rows[TYPE_DECODE_RANGES];
+        float *ys[TYPE_DECODE_RANGES];
+        for (int s = 0; s < S; s++)
+            row[s] = s * part + o, n_rows[s] = piece, ys[s] = y + row[s];
+        k->dot_q_ranges_packed(m->data, S, row, n_rows, xq, ys, N_IN);
+    }
+    return now_s() - t0;
+}
+
 /* vpdpbusd (zmm) retired per ns: 12 independent accumulator chains, more
  * than latency times throughput on the CPUs here, so the ports bind. */
 __attribute__((target("avx512f,avx512vnni"))) static double vnni_per_ns(void)
@@ -173,31 +198,37 @@ int main(int argc, char **argv)
             v[r] = vnni_per_ns();
         printf("vpdpbusd zmm, independent chains: %.2f per ns\n", median(v, reps));
     }
-    printf("| type | path | layout | in L2 GB/s | in L2 ns / 16 rows x 256 | memory GB/s | read 1 stream | read 4 "
-           "streams | memory / best read |\n");
-    printf("|---|---|---|---|---|---|---|---|---|\n");
+    printf("| type | path | layout | in L2 GB/s | in L2 ns / 16 rows x 256 | memory GB/s | memory, 4 ranges | read 1 "
+           "stream | read 4 streams | memory / best read |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         dmat_t small, big;
         if (dmat_make(&small, types[t], L2_ROWS) || dmat_make(&big, types[t], big_rows)) {
             fprintf(stderr, "decode_kernels: out of memory\n");
             return 1;
         }
-        double l2[MAX_REPS], mem[MAX_REPS], r1[MAX_REPS], r4[MAX_REPS];
+        double l2[MAX_REPS], mem[MAX_REPS], mem4[MAX_REPS], r1[MAX_REPS], r4[MAX_REPS];
         for (int r = 0; r < reps; r++) {
             double s = 0;
             for (int p = 0; p < L2_PASSES; p++)
                 s += dmat_pass(&small, n_x, x, xq, xqs, y);
             l2[r] = small.bytes * (double)L2_PASSES / s / 1e9;
             mem[r] = big.bytes / dmat_pass(&big, n_x, x, xq, xqs, y) / 1e9;
+            double t4 = n_x == 1 ? dmat_pass_ranges(&big, x, xq, y) : 0;
+            mem4[r] = t4 > 0 ? big.bytes / t4 / 1e9 : 0;
             r1[r] = big.bytes / read_pass(big.data, big.bytes, 1) / 1e9;
             r4[r] = big.bytes / read_pass(big.data, big.bytes, 4) / 1e9;
         }
-        double m_l2 = median(l2, reps), m_mem = median(mem, reps), m_r1 = median(r1, reps), m_r4 = median(r4, reps);
+        double m_l2 = median(l2, reps), m_mem = median(mem, reps), m_mem4 = median(mem4, reps), m_r1 = median(r1, reps),
+               m_r4 = median(r4, reps);
+        char ranges[32] = "-";
+        if (m_mem4 > 0)
+            snprintf(ranges, sizeof ranges, "%.1f", m_mem4);
         /* bytes over GB/s is ns; a pass over the L2 matrix is L2_ROWS / 16 groups x N_IN / 256 super-blocks */
         double group_ns = small.bytes / m_l2 / ((double)L2_ROWS / 16 * (N_IN / 256));
-        printf("| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f %% |\n", type_name(types[t]), small.k->path,
-               big.packed ? "packed" : "raw rows", m_l2, group_ns, m_mem, m_r1, m_r4,
-               100 * m_mem / (m_r1 > m_r4 ? m_r1 : m_r4));
+        printf("| %s | %s | %s | %.1f | %.1f | %.1f | %s | %.1f | %.1f | %.0f %% |\n", type_name(types[t]),
+               small.k->path, big.packed ? "packed" : "raw rows", m_l2, group_ns, m_mem, ranges, m_r1, m_r4,
+               100 * (m_mem > m_mem4 ? m_mem : m_mem4) / (m_r1 > m_r4 ? m_r1 : m_r4));
         free(small.data);
         free(big.data);
     }
