@@ -23,6 +23,12 @@
  *     of the activations in vpdpbusd; 4 loads make 16 products per lane,
  *     |P| <= 16 x 15 x 128 < 2^15, so P is an int16 and one vpdpwssd with
  *     the scale (a zero-extended byte: the pair (sc, 0)) adds sc x P to A.
+ *     With more than one activation row, the two sub-blocks' P go in one
+ *     dword as an int16 pair (a shift and a word blend, which take no
+ *     VNNI port slot) against the pair of their scales: one vpdpwssd for
+ *     two, where the 4-row tile is bound by those ports (Zen 4: 105 -> 97
+ *     ns a 16-row group, docs/benchmarks.md, session 42); one row keeps two
+ *     (its pairing sits on the dependency chain and saves nothing).
  *     B = sum_s min_s x (the activation sum of sub-block s): vpdpwssd on
  *     the rows' min pairs and the activation's pairs of sub-block sums.
  *   Q6_K: the 6-bit quants from the low or high nibbles of QL and two bits
@@ -163,10 +169,18 @@ AI void kp_q4_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g
                 const uint8_t *sc = g[s] + Q4P_SC + 32 * t;
                 const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)sc));
                 const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(sc + 16)));
+                if (C == 1) { /* one row: the two P each against (sc, 0) */
+                    a[s] = _mm512_dpwssd_epi32(a[s], plo[s], sc_lo);
+                    a[s] = _mm512_dpwssd_epi32(a[s], phi[s], sc_hi);
+                    continue;
+                }
+                /* more rows: both P as one int16 pair against (sc_lo, sc_hi) */
+                const __m512i scp = _mm512_or_si512(sc_lo, _mm512_slli_epi32(sc_hi, 16));
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++) {
-                    a[C * s + c] = _mm512_dpwssd_epi32(a[C * s + c], plo[C * s + c], sc_lo);
-                    a[C * s + c] = _mm512_dpwssd_epi32(a[C * s + c], phi[C * s + c], sc_hi);
+                    const __m512i pp =
+                        _mm512_mask_blend_epi16(0xaaaaaaaa, plo[C * s + c], _mm512_slli_epi32(phi[C * s + c], 16));
+                    a[C * s + c] = _mm512_dpwssd_epi32(a[C * s + c], pp, scp);
                 }
             }
         }
