@@ -342,15 +342,22 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
 
 /* The mode for a type: SPLASH_DECODE_PREFETCH's for every type where it
  * names one, else what was measured on this CPU (simd_avx512_common.h). */
-static avx512_prefetch_t decode_prefetch_choose(uint32_t type)
+/* SPLASH_DECODE_PREFETCH's mode (none, burst or spread), or 0. */
+static int decode_prefetch_env(void)
 {
     const char *env = getenv("SPLASH_DECODE_PREFETCH");
     if (env && !strcmp(env, "spread"))
         return AVX512_PF_SPREAD;
     if (env && !strcmp(env, "burst"))
         return AVX512_PF_BURST;
-    if (env && !strcmp(env, "none"))
-        return AVX512_PF_NONE;
+    return env && !strcmp(env, "none") ? AVX512_PF_NONE : 0;
+}
+
+static avx512_prefetch_t decode_prefetch_choose(uint32_t type)
+{
+    int env = decode_prefetch_env();
+    if (env)
+        return (avx512_prefetch_t)env;
     const cpu_features_t *f = cpu_features();
     if (!f->is_amd)
         return AVX512_PF_BURST;
@@ -364,6 +371,37 @@ avx512_prefetch_t avx512_decode_prefetch(uint32_t type)
     int v = atomic_load_explicit(&cache[k], memory_order_relaxed);
     if (!v) {
         v = (int)decode_prefetch_choose(type);
+        atomic_store_explicit(&cache[k], v, memory_order_relaxed);
+    }
+    return (avx512_prefetch_t)v;
+}
+
+/* SPLASH_ROWS_PREFETCH's mode (l2, nta, burst or none), or 0. */
+static int rows_prefetch_env(void)
+{
+    const char *env = getenv("SPLASH_ROWS_PREFETCH");
+    if (!env)
+        return 0;
+    if (!strcmp(env, "l2"))
+        return AVX512_PF_SPREAD_L2;
+    if (!strcmp(env, "nta"))
+        return AVX512_PF_SPREAD;
+    if (!strcmp(env, "burst"))
+        return AVX512_PF_BURST;
+    return !strcmp(env, "none") ? AVX512_PF_NONE : 0;
+}
+
+avx512_prefetch_t avx512_rows_prefetch(uint32_t type)
+{
+    static atomic_int cache[2]; /* as avx512_decode_prefetch's */
+    const int k = type != TYPE_Q8_0;
+    int v = atomic_load_explicit(&cache[k], memory_order_relaxed);
+    if (!v) {
+        v = rows_prefetch_env();
+        if (!v)
+            v = decode_prefetch_env();
+        if (!v)
+            v = cpu_features()->is_amd ? AVX512_PF_SPREAD_L2 : (int)avx512_decode_prefetch(type);
         atomic_store_explicit(&cache[k], v, memory_order_relaxed);
     }
     return (avx512_prefetch_t)v;

@@ -85,7 +85,12 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
  * on Zen 4, left to the hardware. SPLASH_DECODE_PREFETCH=none|burst|spread
  * sets every type's (simd_avx512.c). type: the weights' (TYPE_Q8_0,
  * TYPE_Q4_K for both K-quants, TYPE_BF16 for bfloat16 rows). */
-typedef enum avx512_prefetch { AVX512_PF_NONE = 1, AVX512_PF_BURST, AVX512_PF_SPREAD } avx512_prefetch_t;
+typedef enum avx512_prefetch {
+    AVX512_PF_NONE = 1,
+    AVX512_PF_BURST,
+    AVX512_PF_SPREAD,
+    AVX512_PF_SPREAD_L2 /* spread into L2 (prefetcht1): a tile of several rows (avx512_rows_prefetch) */
+} avx512_prefetch_t;
 avx512_prefetch_t avx512_decode_prefetch(uint32_t type);
 
 /* How far on spread asks for the K-quant panels' lines (AMD): 8 KB against
@@ -100,6 +105,26 @@ AI void avx512_stream_line(const uint8_t *p, size_t ahead)
 {
     _mm_prefetch((const char *)(p + ahead), _MM_HINT_NTA);
 }
+
+/* The same into L2 (AVX512_PF_SPREAD_L2). */
+AI void avx512_stream_line_l2(const uint8_t *p, size_t ahead)
+{
+    _mm_prefetch((const char *)(p + ahead), _MM_HINT_T1);
+}
+
+/* The mode for the tiles of several activation rows (concurrent decodes,
+ * verification rows, short prompts) that stream a type's weights: on AMD
+ * spread into L2, whatever one row's mode. Such a tile computes long
+ * enough on each line that non-temporal prefetches in flight fill L1's
+ * miss buffers; into L2 they do not: on Zen 4, 4 rows from memory Q6_K
+ * 17.0-17.5 -> 20.9-27.8 GB/s, Q4_K 20.9-21.9 -> 22.5-24.0, Q8_0 18.8-19.1
+ * (no prefetch, its one-row mode there) -> 22.2-22.7, and 4 and 8
+ * sequences decoding together 1.13x and 1.21x, where one row's stream
+ * reads faster non-temporal (docs/benchmarks.md, session 42). Elsewhere
+ * one row's mode. SPLASH_ROWS_PREFETCH=l2|nta|burst|none sets it for
+ * measuring (nta: spread as one row's), else SPLASH_DECODE_PREFETCH's mode
+ * where that is set. */
+avx512_prefetch_t avx512_rows_prefetch(uint32_t type);
 
 /* An f16 at any address (blocks are read bytewise), as f32. */
 AI float avx512_f16_at(const uint8_t *p)

@@ -86,6 +86,10 @@ AI void kp_spread_step(avx512_prefetch_t pf, const uint8_t *blk, size_t line, si
         avx512_stream_line(blk + line, AVX512_SPREAD_AHEAD);
         if (tail != KP_NO_TAIL)
             avx512_stream_line(blk + tail, AVX512_SPREAD_AHEAD);
+    } else if (pf == AVX512_PF_SPREAD_L2) {
+        avx512_stream_line_l2(blk + line, AVX512_SPREAD_AHEAD);
+        if (tail != KP_NO_TAIL)
+            avx512_stream_line_l2(blk + tail, AVX512_SPREAD_AHEAD);
     }
 }
 
@@ -396,7 +400,7 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
 {
     const bool q4 = type == TYPE_Q4_K;
     const int64_t nb = n / QK_K;
-    const avx512_prefetch_t pf = avx512_decode_prefetch(TYPE_Q4_K);
+    const avx512_prefetch_t pf = avx512_decode_prefetch(TYPE_Q4_K), pf_rows = avx512_rows_prefetch(TYPE_Q4_K);
     const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
     const kp_tile_fn *tiles = q4 ? kp_q4_k_tiles : kp_q6_k_tiles;
     _Alignas(64) int32_t sums[KP_DEC_MAX][4 * KP_MAX_BLOCKS];
@@ -415,7 +419,8 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
         int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
         for (int64_t c = 0; c < n_x; c += KP_COLS) {
             int nc = n_x - c < KP_COLS ? (int)(n_x - c) : KP_COLS;
-            tiles[nc](pf, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
+            tiles[nc](nc > 1 ? pf_rows : pf, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys,
+                      (__mmask16)((1u << nr) - 1));
         }
     }
 }

@@ -136,6 +136,10 @@ AI void q8_0_panel_blocks(avx512_prefetch_t pf, bool ahead, int RG, int C, const
                     avx512_stream_line(blk + 64 + 64 * k, P16_AHEAD);
                     if (k == 0)
                         avx512_stream_line(blk, P16_AHEAD);
+                } else if (ahead && pf == AVX512_PF_SPREAD_L2) {
+                    avx512_stream_line_l2(blk + 64 + 64 * k, P16_AHEAD);
+                    if (k == 0)
+                        avx512_stream_line_l2(blk, P16_AHEAD);
                 }
                 wv[g] = _mm512_loadu_si512(blk + 64 + 64 * k);
             }
@@ -170,7 +174,8 @@ AI void q8_0_panel_tile(bool ahead, int RG, int C, const uint8_t *const panel[2]
     __m512 acc[2][P16_COLS];
     __mmask16 m[2];
     avx512_panel_acc_load(RG, C, nr, b0, y, ys, acc, m);
-    q8_0_panel_blocks(avx512_decode_prefetch(TYPE_Q8_0), ahead, RG, C, panel, nb, b0, x, xs, n, acc);
+    const avx512_prefetch_t pf = C > 1 ? avx512_rows_prefetch(TYPE_Q8_0) : avx512_decode_prefetch(TYPE_Q8_0);
+    q8_0_panel_blocks(pf, ahead, RG, C, panel, nb, b0, x, xs, n, acc);
     avx512_panel_acc_store(RG, C, m, acc, y, ys);
 }
 
