@@ -342,12 +342,14 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
 
 /* The mode for a type: SPLASH_DECODE_PREFETCH's for every type where it
  * names one, else what was measured on this CPU (simd_avx512_common.h). */
-/* SPLASH_DECODE_PREFETCH's mode (none, burst or spread), or 0. */
+/* SPLASH_DECODE_PREFETCH's mode (none, burst, spread or l2), or 0. */
 static int decode_prefetch_env(void)
 {
     const char *env = getenv("SPLASH_DECODE_PREFETCH");
     if (env && !strcmp(env, "spread"))
         return AVX512_PF_SPREAD;
+    if (env && !strcmp(env, "l2"))
+        return AVX512_PF_SPREAD_L2;
     if (env && !strcmp(env, "burst"))
         return AVX512_PF_BURST;
     return env && !strcmp(env, "none") ? AVX512_PF_NONE : 0;
@@ -412,6 +414,7 @@ const char *kernels_decode_prefetch_avx512(uint32_t type)
     switch (avx512_decode_prefetch(type)) {
     case AVX512_PF_BURST: return "burst";
     case AVX512_PF_SPREAD: return "spread";
+    case AVX512_PF_SPREAD_L2: return "l2";
     default: return "none";
     }
 }

@@ -165,7 +165,7 @@ static bool bf16_rows_decode(const uint8_t *w, size_t ws, int64_t n_w, const uin
         return false;
     const bf16_row_fn row = bf16_row[n_x];
     for (int64_t r = 0; r < n_w; r++)
-        row(pf == AVX512_PF_SPREAD, w + r * ws, x, xs, y + r, ys, n);
+        row(pf == AVX512_PF_SPREAD || pf == AVX512_PF_SPREAD_L2, w + r * ws, x, xs, y + r, ys, n); /* l2: as spread */
     return true;
 }
 

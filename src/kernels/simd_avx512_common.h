@@ -82,8 +82,11 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
  * against 74-79 % without them (Q8_0 decode 1.03-1.26x, 4 and 8 sequences
  * 1.11x and 1.07x), while the K-quant tiles at 8 sequences read 0.83x
  * without them (docs/benchmarks.md, session 37). So: burst on Intel; on AMD spread, except Q8_0
- * on Zen 4, left to the hardware. SPLASH_DECODE_PREFETCH=none|burst|spread
- * sets every type's (simd_avx512.c). type: the weights' (TYPE_Q8_0,
+ * on Zen 4, left to the hardware. SPLASH_DECODE_PREFETCH=none|burst|spread|l2
+ * sets every type's (simd_avx512.c; l2: spread into L2 on the integer
+ * panels, bfloat16 rows taking it as spread, which one row on
+ * Zen 4 reads slower: qwen3 / qwen35 Q4_K_M decode 52-83 % of the probe
+ * against 62-88 %, session 42). type: the weights' (TYPE_Q8_0,
  * TYPE_Q4_K for both K-quants, TYPE_BF16 for bfloat16 rows). */
 typedef enum avx512_prefetch {
     AVX512_PF_NONE = 1,
