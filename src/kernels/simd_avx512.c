@@ -340,8 +340,6 @@ int avx512_rows_knob(atomic_int *cache, const char *name, int def, int max)
     return v;
 }
 
-/* The mode for a type: SPLASH_DECODE_PREFETCH's for every type where it
- * names one, else what was measured on this CPU (simd_avx512_common.h). */
 /* SPLASH_DECODE_PREFETCH's mode (none, burst, spread or l2), or 0. */
 static int decode_prefetch_env(void)
 {
@@ -355,6 +353,8 @@ static int decode_prefetch_env(void)
     return env && !strcmp(env, "none") ? AVX512_PF_NONE : 0;
 }
 
+/* The mode for a type: SPLASH_DECODE_PREFETCH's for every type where it
+ * names one, else what was measured on this CPU (simd_avx512_common.h). */
 static avx512_prefetch_t decode_prefetch_choose(uint32_t type)
 {
     int env = decode_prefetch_env();

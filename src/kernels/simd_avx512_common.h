@@ -122,8 +122,9 @@ AI void avx512_stream_line_l2(const uint8_t *p, size_t ahead)
  * miss buffers; into L2 they do not: on Zen 4, 4 rows from memory Q6_K
  * 17.0-17.5 -> 20.9-27.8 GB/s, Q4_K 20.9-21.9 -> 22.5-24.0, Q8_0 18.8-19.1
  * (no prefetch, its one-row mode there) -> 22.2-22.7, and 4 and 8
- * sequences decoding together 1.13x and 1.21x, where one row's stream
- * reads faster non-temporal (docs/benchmarks.md, session 42). Elsewhere
+ * sequences decoding together 1.14-1.27x (Q8_0 level at 4, 1.14x at 8),
+ * where one row's stream reads faster non-temporal (docs/benchmarks.md,
+ * session 42). Elsewhere
  * one row's mode. SPLASH_ROWS_PREFETCH=l2|nta|burst|none sets it for
  * measuring (nta: spread as one row's), else SPLASH_DECODE_PREFETCH's mode
  * where that is set. */
