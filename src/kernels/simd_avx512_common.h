@@ -109,10 +109,14 @@ AI void avx512_stream_line(const uint8_t *p, size_t ahead)
     _mm_prefetch((const char *)(p + ahead), _MM_HINT_NTA);
 }
 
-/* The same into L2 (AVX512_PF_SPREAD_L2). */
-AI void avx512_stream_line_l2(const uint8_t *p, size_t ahead)
+/* Spread's prefetch in mode pf: non-temporal (AVX512_PF_SPREAD), into L2
+ * (AVX512_PF_SPREAD_L2), or nothing for the other modes. */
+AI void avx512_spread_line(avx512_prefetch_t pf, const uint8_t *p, size_t ahead)
 {
-    _mm_prefetch((const char *)(p + ahead), _MM_HINT_T1);
+    if (pf == AVX512_PF_SPREAD)
+        avx512_stream_line(p, ahead);
+    else if (pf == AVX512_PF_SPREAD_L2)
+        _mm_prefetch((const char *)(p + ahead), _MM_HINT_T1);
 }
 
 /* The mode for the tiles of several activation rows (concurrent decodes,

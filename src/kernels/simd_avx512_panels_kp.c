@@ -82,15 +82,9 @@ AI void kp_prefetch(avx512_prefetch_t pf, const uint8_t *blk, size_t bytes)
  * block's non-quant line at `tail` where it is not KP_NO_TAIL. */
 AI void kp_spread_step(avx512_prefetch_t pf, const uint8_t *blk, size_t line, size_t tail)
 {
-    if (pf == AVX512_PF_SPREAD) {
-        avx512_stream_line(blk + line, AVX512_SPREAD_AHEAD);
-        if (tail != KP_NO_TAIL)
-            avx512_stream_line(blk + tail, AVX512_SPREAD_AHEAD);
-    } else if (pf == AVX512_PF_SPREAD_L2) {
-        avx512_stream_line_l2(blk + line, AVX512_SPREAD_AHEAD);
-        if (tail != KP_NO_TAIL)
-            avx512_stream_line_l2(blk + tail, AVX512_SPREAD_AHEAD);
-    }
+    avx512_spread_line(pf, blk + line, AVX512_SPREAD_AHEAD);
+    if (tail != KP_NO_TAIL)
+        avx512_spread_line(pf, blk + tail, AVX512_SPREAD_AHEAD);
 }
 
 /* Q4_K's non-quant line i (its scales, mins and steps before the quants). */

@@ -132,14 +132,10 @@ AI void q8_0_panel_blocks(avx512_prefetch_t pf, bool ahead, int RG, int C, const
 #pragma GCC unroll 4
             for (int g = 0; g < RG; g++) {
                 const uint8_t *blk = panel[g] + (size_t)b * P16_BLOCK;
-                if (ahead && pf == AVX512_PF_SPREAD) { /* the block's lines: its scales' beside its first quants */
-                    avx512_stream_line(blk + 64 + 64 * k, P16_AHEAD);
+                if (ahead) { /* spread: the block's lines, its scales' beside its first quants */
+                    avx512_spread_line(pf, blk + 64 + 64 * k, P16_AHEAD);
                     if (k == 0)
-                        avx512_stream_line(blk, P16_AHEAD);
-                } else if (ahead && pf == AVX512_PF_SPREAD_L2) {
-                    avx512_stream_line_l2(blk + 64 + 64 * k, P16_AHEAD);
-                    if (k == 0)
-                        avx512_stream_line_l2(blk, P16_AHEAD);
+                        avx512_spread_line(pf, blk, P16_AHEAD);
                 }
                 wv[g] = _mm512_loadu_si512(blk + 64 + 64 * k);
             }
