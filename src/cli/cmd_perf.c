@@ -20,6 +20,8 @@
 #include "cli/commands.h"
 #include "cli/engine_opts.h"
 #include "cli/perf_concurrency.h"
+#include "cli/perf_phases.h"
+#include "cli/perf_probe.h"
 #include "grammar/json_schema.h"
 #include "kernels/attn.h"
 #include "kernels/dispatch.h"
@@ -29,8 +31,6 @@
 
 #define PERF_MAX_THREAD_COUNTS 16
 #define PERF_MAX_REPS 50
-#define PERF_PROBE_BYTES (512ull << 20) /* far larger than any cache */
-#define PERF_PROBE_PASSES 5
 
 static const char perf_usage[] =
     "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--depth 0] [--reps 3]\n"
@@ -57,6 +57,10 @@ static const char perf_usage[] =
     "(default f16; the engine's --kv-type).\n"
     "--state-type: a hybrid model's Gated DeltaNet state between tokens (default f32; the engine's\n"
     "--state-type).\n"
+    "A second table says where the decode reps' time went, per token: the weight matrices'\n"
+    "products (with each one's wait for its slowest thread) and the GB/s of weights over their\n"
+    "own time, their activations' quantisation, attention, a hybrid model's recurrent layers,\n"
+    "and the rest (norms, RoPE, residuals, the head's argmax, the gaps between passes).\n"
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
     "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
@@ -70,60 +74,7 @@ static const char perf_usage[] =
     "value is complete), alternated with the unconstrained runs (A B, B A, ...); the table gives\n"
     "both medians, their ratio, the mean time of one token mask and the share of forced tokens.\n";
 
-/* The probe reads its buffer in two patterns and keeps the faster: each
- * thread's share as one forward stream, and as PERF_PROBE_STREAMS streams
- * (the share's quarters) read side by side a cache line at a time. On the
- * 2-vCPU EPYC this project measures on, the side-by-side read is 8-29 %
- * faster (docs/benchmarks.md, "Where decode's time goes"): a probe of one
- * stream alone would understate the machine and overstate the decode's
- * fraction of it. */
-#define PERF_PROBE_STREAMS 4
 #define PERF_FILL_ROWS 512 /* rows a batch of the prefill that brings a hybrid model to --depth */
-
-typedef struct probe_job {
-    const uint64_t *buf;
-    size_t n_words;
-    int n_streams; /* 1 or PERF_PROBE_STREAMS */
-    uint64_t sums[POOL_MAX_THREADS];
-} probe_job_t;
-
-static void probe_worker(void *arg, int ith, int nth)
-{
-    probe_job_t *job = arg;
-    long lo, hi;
-    pool_split((long)(job->n_words / 8), ith, nth, &lo, &hi); /* in 64-byte lines */
-    long per = (hi - lo) / job->n_streams;                    /* lines per stream */
-    const uint64_t *base = job->buf + (size_t)lo * 8;
-    uint64_t a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0;
-    for (long i = 0; i < per; i++) {
-        for (int s = 0; s < job->n_streams; s++) { /* eight loads a line keep the memory system busy */
-            const uint64_t *p = base + ((size_t)s * (size_t)per + (size_t)i) * 8;
-            a += p[0], b += p[1], c += p[2], d += p[3];
-            e += p[4], f += p[5], g += p[6], h += p[7];
-        }
-    }
-    job->sums[ith] = a + b + c + d + e + f + g + h;
-}
-
-/* Best read bandwidth (GB/s) over several passes of each pattern with the pool's threads. */
-static double probe_bandwidth(pool_t *pool, const uint64_t *buf, size_t bytes)
-{
-    static const int patterns[] = {1, PERF_PROBE_STREAMS};
-    double best = 0;
-    for (int pass = 0; pass < PERF_PROBE_PASSES; pass++) {
-        for (size_t k = 0; k < sizeof patterns / sizeof patterns[0]; k++) {
-            /* a share split into streams leaves at most 3 lines of it
-             * unread: under a millionth of the buffer, counted as read */
-            probe_job_t job = {.buf = buf, .n_words = bytes / 8, .n_streams = patterns[k]};
-            int64_t t0 = clock_now_ns();
-            pool_run(pool, probe_worker, &job);
-            double s = (clock_now_ns() - t0) / 1e9;
-            if (bytes / s / 1e9 > best)
-                best = bytes / s / 1e9;
-        }
-    }
-    return best;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -146,7 +97,8 @@ typedef struct perf_result {
     double pp_runs[PERF_MAX_REPS], tg_runs[PERF_MAX_REPS];
     double probe_runs[PERF_MAX_REPS + 1]; /* before each decode rep, and after the last */
     int n_probes;
-    pool_stats_t pool; /* the pool's jobs over the whole measurement */
+    pool_stats_t pool;    /* the pool's jobs over the whole measurement */
+    perf_phases_t phases; /* where the decode reps' time went */
 } perf_result_t;
 
 /* One thread count: prefill and decode, reps times each. */
@@ -279,7 +231,8 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
                 fill_to_depth(&ctx, &kv, tokens, pos, tables, want, chunked, depth, fill_rows, logits, err))
                 goto done_kv;
             if (sh->probe)
-                r->probe_runs[r->n_probes++] = probe_bandwidth(pool, sh->probe, PERF_PROBE_BYTES);
+                r->probe_runs[r->n_probes++] = perf_probe_gbs(pool, sh->probe, PERF_PROBE_BYTES);
+            perf_phases_begin();
             int64_t t0 = clock_now_ns();
             for (int i = depth; i < depth + tg; i++) {
                 pos[0] = i;
@@ -288,12 +241,14 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
                 if (fwd_run(&ctx, &kv, &b, logits, err))
                     goto done_kv;
             }
-            r->tg_runs[rep] = tg / ((clock_now_ns() - t0) / 1e9);
+            int64_t wall_ns = clock_now_ns() - t0;
+            perf_phases_end(&r->phases, (uint64_t)wall_ns, (uint64_t)tg);
+            r->tg_runs[rep] = tg / (wall_ns / 1e9);
         }
         fprintf(stderr, "perf: threads %d, rep %d/%d done\n", pool_size(pool), rep + 1, reps);
     }
     if (tg > 0 && sh->probe)
-        r->probe_runs[r->n_probes++] = probe_bandwidth(pool, sh->probe, PERF_PROBE_BYTES);
+        r->probe_runs[r->n_probes++] = perf_probe_gbs(pool, sh->probe, PERF_PROBE_BYTES);
     summarise(sh, r);
     rc = 0;
 done_kv:
@@ -649,7 +604,13 @@ static void print_json(const perf_report_t *p, const perf_result_t *results)
         printf("], \"tg_runs\": [");
         for (int i = 0; i < o->reps && o->tg > 0; i++)
             printf("%s%.3f", i ? ", " : "", r->tg_runs[i]);
-        printf("], \"pool_jobs\": %llu, \"pool_solo_jobs\": %llu}", r->pool.n_jobs, r->pool.n_solo_jobs);
+        printf("], \"pool_jobs\": %llu, \"pool_solo_jobs\": %llu, \"tg_phases\": ", r->pool.n_jobs,
+               r->pool.n_solo_jobs);
+        if (o->tg > 0)
+            perf_phases_print_json(&r->phases, p->streamed, r->probe_gbs);
+        else
+            printf("null");
+        printf("}");
     }
     printf("]}\n");
 }
@@ -701,6 +662,11 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
                    r->tg_tps * (p->streamed + p->other) / 1e9, 100 * r->tg_fraction_all);
         }
     }
+    if (o->tg > 0) {
+        perf_phases_print_head();
+        for (int t = 0; t < o->n_threads; t++)
+            perf_phases_print_row(&results[t].phases, results[t].threads, p->streamed, results[t].probe_gbs);
+    }
     for (int t = 0; t < o->n_threads; t++) /* base/pool.c: threads found sharing one CPU */
         if (results[t].pool.n_solo_jobs)
             printf("\n%d threads: %.1f %% of %llu jobs ran on the calling thread alone (its threads were found "
@@ -733,7 +699,7 @@ static int run_single(const model_t *m, const perf_opts_t *o, err_t *err)
         }
         results[t].threads = o->threads[t];
         if (o->tg == 0) /* prefill only: one probe for the table */
-            results[t].probe_gbs = probe ? probe_bandwidth(pool, probe, PERF_PROBE_BYTES) : 0;
+            results[t].probe_gbs = probe ? perf_probe_gbs(pool, probe, PERF_PROBE_BYTES) : 0;
         perf_shape_t sh = {(int)o->pp,    (int)o->tg, (int)o->depth, (int)o->reps, o->kv_type,
                            o->state_type, probe,      rep.streamed,  rep.other};
         if (measure(m, pool, &sh, &results[t], err))

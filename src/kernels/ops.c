@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/fp16.h"
+#include "base/phase.h"
 #include "kernels/dispatch.h"
 #include "kernels/qact.h"
 #include "kernels/types.h"
@@ -280,6 +281,7 @@ static long decode_chunk_rows(int64_t n_out, pool_t *pool)
 static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
 {
     const type_kernels_t *k = job->k[0];
+    uint64_t t0 = phase_begin();
     job->xq = NULL;
     if (takes_q_path(k, job->n_rows) && xq) {
         job->xq = xq;
@@ -288,6 +290,8 @@ static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
             quantize_worker(job, 0, 1);
         else
             pool_run(pool, quantize_worker, job);
+        phase_end(PHASE_QUANTIZE, t0);
+        t0 = phase_begin();
     }
     int64_t n_out = 0;
     for (int i = 0; i < job->n_mats; i++)
@@ -307,6 +311,7 @@ static void matmul_run(pool_t *pool, matmul_job_t *job, void *xq)
         pool_run_parts(NULL, (int)job->first_chunk[job->n_mats], matmul_chunk, job);
     else
         pool_run_parts(pool, (int)job->first_chunk[job->n_mats], matmul_chunk, job);
+    phase_end(PHASE_WEIGHTS, t0);
 }
 
 void ops_matmul_scratch_with(pool_t *pool, const type_kernels_t *k, const matrix_t *w, const float *x, float *y,

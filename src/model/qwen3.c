@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/phase.h"
 #include "kernels/attn.h"
 #include "kernels/ops.h"
 #include "kernels/qact.h"
@@ -187,10 +188,12 @@ void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t
     for (int r = 0; r < b->n_rows; r++)
         macs += 2 * (int64_t)(b->pos[r] + 1) * c->n_heads * c->head_dim;
     int64_t serial = ops_serial_macs(); /* 0 in the unit tests: every pass split */
+    uint64_t t0 = phase_begin();
     if (macs < (serial < FWD_ATTN_SERIAL_MACS ? serial : FWD_ATTN_SERIAL_MACS))
         attn_worker(&job, 0, 1);
     else
         pool_run(ctx->pool, attn_worker, &job);
+    phase_end(PHASE_ATTENTION, t0);
 }
 
 /* ---- per-row work between the products, split by rows across the pool ---- */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/phase.h"
 #include "base/sysmem.h"
 #include "kernels/gdn.h"
 #include "kernels/ops.h"
@@ -609,7 +610,9 @@ void qwen35_forward(fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, 
              * the delta rule and gated norm into xn (n, Dv); mix = W_out xn */
             gdn_arg_t a = {b, li, gi++, gdn_chunk_len(kv)};
             rows_job_t step = {ctx, &a, NULL, n};
+            uint64_t t0 = phase_begin();
             pool_run(ctx->pool, gdn_layer_worker, &step);
+            phase_end(PHASE_RECURRENT, t0);
             ops_matmul_scratch(ctx->pool, &l->w_ssm_out, ctx->xn, ctx->mix, n, ctx->xq);
         }
         qwen35_ffn(ctx, n, li, li + 1 < c->n_layers ? m->layers[li + 1].attn_norm : NULL);

@@ -171,7 +171,12 @@ assert all(len(x["probe_runs"])==2 and min(x["probe_runs"])>0 and x["tg_fraction
 p=d["decode_prefetch"]; modes={"none","burst","spread"}
 assert p is None or (set(p)=={"q8_0","k_quants","bf16_rows"} and set(p.values())<=modes)
 # and where attention prefetches its keys and values, with the AVX-512 path
-assert (p is None) == (d["attention_prefetch"] is None) and d["attention_prefetch"] in (None, "l1", "l2")' \
+assert (p is None) == (d["attention_prefetch"] is None) and d["attention_prefetch"] in (None, "l1", "l2")
+# where the decode reps time went: the phases and the rest add up to a token; no recurrent layers in qwen3
+for x in r:
+    ph=x["tg_phases"]; parts=ph["weights_ms"]+ph["quantize_ms"]+ph["attention_ms"]+ph["recurrent_ms"]+ph["rest_ms"]
+    assert ph["ms_per_token"]>0 and ph["weights_ms"]>0 and ph["attention_ms"]>0 and ph["recurrent_ms"]==0, ph
+    assert abs(parts-ph["ms_per_token"])<=1e-3*ph["ms_per_token"]+1e-4 and ph["weights_gbs"]>0, ph' \
     "$work/perf.json" && ok || bad "perf --json: $(head -c 300 "$work/perf.json")"
 SPLASH_DECODE_PREFETCH=none SPLASH_ATTN_PREFETCH=l1 "$splash" perf --pp 0 --tg 2 --reps 1 --threads 1 --json \
     >"$work/perf.json" 2>/dev/null &&
@@ -180,7 +185,7 @@ assert p is None or (set(p.values())=={"none"} and d["attention_prefetch"]=="l1"
     "$work/perf.json" && ok || bad "SPLASH_DECODE_PREFETCH=none: $(head -c 300 "$work/perf.json")"
 "$splash" perf --pp 8 --tg 0 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]
-assert r["probe_read_gbs"]>0 and r["probe_runs"]==[] and r["tg_fraction_of_probe"]==0' \
+assert r["probe_read_gbs"]>0 and r["probe_runs"]==[] and r["tg_fraction_of_probe"]==0 and r["tg_phases"] is None' \
     "$work/perf.json" && ok || bad "perf --tg 0 --json: $(head -c 300 "$work/perf.json")"
 # --concurrency: every rep runs every level; a level's ratio is each rep's
 # run over the same rep's run of one sequence, their median and range
@@ -196,7 +201,8 @@ assert one["vs_one_runs"]==[1,1,1] and one["vs_one"]==1' \
 expect_error 2 "--pp and --tg are both 0" -- "$splash" perf --pp 0 --tg 0
 # --depth moves both tests, as llama-bench's -d: "pp8 @ d100", "tg2 @ d100"
 "$splash" perf --pp 8 --tg 2 --depth 100 --reps 1 --threads 1 >"$work/out" 2>"$work/err" &&
-    grep -q "| 1 | pp8 @ d100 | " "$work/out" && grep -q "| 1 | tg2 @ d100 | " "$work/out" && ok ||
+    grep -q "| 1 | pp8 @ d100 | " "$work/out" && grep -q "| 1 | tg2 @ d100 | " "$work/out" &&
+    grep -q "^Where a decode token's time goes" "$work/out" && ok ||
     bad "perf --depth labels: $(head -c 300 "$work/out") $(head -c 300 "$work/err")"
 expect_error 2 "--depth \+ --pp or --depth \+ --tg exceed the model's context \(2048\)" -- \
     "$splash" perf --pp 8 --tg 0 --depth 2041
@@ -251,7 +257,8 @@ d2,d4=(json.load(open(f)) for f in sys.argv[1:3])
 kv=d4["other_bytes_per_token"]-d2["other_bytes_per_token"]
 assert kv>0 and abs(d2["other_bytes_per_token"]-(2*d2["state_bytes_per_sequence"]+1.5*kv))<=1, (d2, kv)
 r=d4["results"][0]
-assert r["tg_all_fraction_of_probe"]>r["tg_fraction_of_probe"]>0 and r["tg_all_gbs"]>r["tg_weight_gbs"], r' \
+assert r["tg_all_fraction_of_probe"]>r["tg_fraction_of_probe"]>0 and r["tg_all_gbs"]>r["tg_weight_gbs"], r
+assert r["tg_phases"]["recurrent_ms"]>0 and r["tg_phases"]["attention_ms"]>0, r' \
     "$work/perf.json" "$work/perf4.json" && ok || bad "qwen35 perf other bytes: $(head -c 400 "$work/perf4.json")"
 expect_ok "$splash" perplexity --model "$q35" --file "$work/text.txt" --ctx 64 --stride 32
 # speculation on the hybrid model (state rollback): the same ids with each drafter

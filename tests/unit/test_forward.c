@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/phase.h"
 #include "kernels/types.h"
 #include "model/forward.h"
 #include "tools/synth.h"
@@ -251,6 +252,37 @@ static void test_bad_batches_rejected(void **state)
 
 /* The q8_0 store: parsed by name, 34 bytes per 32 elements, a put is the
  * Q8_0 weight quantiser's blocks at the element offset's byte offset. */
+/* base/phase.h: off, nothing is counted; on, every layer's attention pass
+ * once per step, the weight products at least once a layer, no recurrent
+ * layer in a dense model; off again, from zero. */
+static void test_phases_counted(void **state)
+{
+    fixture_t *f = *state;
+    const model_config_t *c = &f->model->cfg;
+    int32_t tokens[4], table[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    make_tokens(tokens, 4, 3);
+    float *logits = malloc(sizeof(float) * 4 * (size_t)c->vocab);
+    assert_non_null(logits);
+    phase_totals_t t;
+    phase_enable(false);
+    assert_true(phase_begin() == 0);
+    run_one_by_one(f, f->pool, tokens, 4, table, logits);
+    phase_read(&t);
+    for (int i = 0; i < PHASE_COUNT; i++)
+        assert_true(t.ns[i] == 0 && t.calls[i] == 0);
+    phase_enable(true);
+    run_one_by_one(f, f->pool, tokens, 4, table, logits);
+    phase_read(&t);
+    phase_enable(false);
+    assert_int_equal((int)t.calls[PHASE_ATTENTION], 4 * c->n_layers);
+    assert_true(t.calls[PHASE_WEIGHTS] >= (uint64_t)(4 * c->n_layers));
+    assert_true(t.ns[PHASE_WEIGHTS] > 0 && t.ns[PHASE_ATTENTION] > 0);
+    assert_int_equal((int)t.calls[PHASE_RECURRENT], 0);
+    phase_read(&t);
+    assert_true(t.calls[PHASE_WEIGHTS] == 0 && t.ns[PHASE_ATTENTION] == 0);
+    free(logits);
+}
+
 static void test_kv_q8_0_store(void **state)
 {
     (void)state;
@@ -293,6 +325,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_of_two_sequences, setup_q8, teardown),
         cmocka_unit_test_setup_teardown(test_thread_count_invariance, setup_q8, teardown),
         cmocka_unit_test_setup_teardown(test_bad_batches_rejected, setup_f32, teardown),
+        cmocka_unit_test_setup_teardown(test_phases_counted, setup_q8, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
