@@ -21,12 +21,13 @@ void perf_phases_end(perf_phases_t *p, uint64_t wall_ns, uint64_t tokens)
     p->tokens += tokens;
 }
 
-/* Milliseconds a token in ns_total; the rest of the wall time. */
+/* ns over the reps' tokens, in milliseconds a token. */
 static double ms_per_token(const perf_phases_t *p, uint64_t ns)
 {
     return p->tokens ? (double)ns / 1e6 / (double)p->tokens : 0;
 }
 
+/* The reps' wall time outside every phase. */
 static uint64_t rest_ns(const perf_phases_t *p)
 {
     uint64_t in = 0;
