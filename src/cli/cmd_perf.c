@@ -67,7 +67,9 @@ static const char perf_usage[] =
     "--threads value), over the window in which all N decode. Each rep runs every level, the\n"
     "order reversed every other rep (1 4 8, 8 4 1, ...); 'vs 1 sequence' is the median over reps\n"
     "of a rep's run against the same rep's run of one sequence (with its range), so the host's\n"
-    "drift during a long measurement does not enter the ratio.\n"
+    "drift during a long measurement does not enter the ratio. A second table gives each phase's\n"
+    "share of the runs' time on the engine thread (prompts included): the weight products,\n"
+    "quantisation, attention, recurrent layers, and the rest (step planning, sampling, gaps).\n"
     "\n"
     "--schema S.json (with --concurrency): every rep also runs the N sequences constrained by\n"
     "that JSON Schema (compiled as response_format json_schema; greedy; ending when the schema's\n"
@@ -404,7 +406,9 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
             printf("], \"vs_one_runs\": [");
             for (int r = 0; r < reps; r++)
                 printf("%s%.4f", r ? ", " : "", o->vs_one_runs[r]);
-            printf("]}");
+            printf("], \"phases\": ");
+            perf_phases_print_shares_json(&o->phases);
+            printf("}");
         }
         printf("]}\n");
         return 0;
@@ -422,6 +426,9 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
         else
             printf(" | |\n");
     }
+    perf_phases_print_shares_head();
+    for (int l = 0; l < n_levels; l++)
+        perf_phases_print_shares_row(&res[l].phases, res[l].n_seqs);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "engine/engine.h"
 
 #define PERF_CONC_PROMPT 32 /* prompt tokens per sequence */
@@ -145,8 +146,13 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
             for (int k = 0; k < (g ? 2 : 1) && !rc; k++) {
                 bool is_constrained = g && (k ^ (r & 1));
                 long n_tok = 0;
+                if (!is_constrained)
+                    perf_phases_begin();
+                int64_t t0 = clock_now_ns();
                 rc = run_once(e, m->cfg.vocab, levels[l], tg, (uint32_t)(l * 1000 + r), is_constrained ? g : NULL,
                               is_constrained ? &o->runs_constrained[r] : &o->runs[r], &n_tok, err);
+                if (!is_constrained)
+                    perf_phases_end(&o->phases, (uint64_t)(clock_now_ns() - t0), (uint64_t)n_tok);
                 o->tokens_constrained += is_constrained ? (uint64_t)n_tok : 0;
             }
             if (!rc)

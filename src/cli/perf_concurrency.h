@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "cli/perf_phases.h"
 #include "grammar/grammar.h"
 #include "model/model.h"
 
@@ -26,6 +27,7 @@ typedef struct perf_conc_result {
     double tps_constrained;
     double runs_constrained[PERF_CONC_MAX_REPS];
     uint64_t masks, mask_ns, forced, tokens_constrained;
+    perf_phases_t phases; /* the unconstrained runs' time by phase (cli/perf_phases.h) */
 } perf_conc_result_t;
 
 /* For each level N: N sequences of a 32-token prompt decode tg tokens each;

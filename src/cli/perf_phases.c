@@ -74,3 +74,34 @@ void perf_phases_print_json(const perf_phases_t *p, uint64_t streamed, double pr
            ms_per_token(p, p->sum.ns[PHASE_ATTENTION]), ms_per_token(p, p->sum.ns[PHASE_RECURRENT]),
            ms_per_token(p, rest_ns(p)));
 }
+
+/* Part of the wall time, in per cent. */
+static double share(const perf_phases_t *p, uint64_t ns)
+{
+    return p->wall_ns ? 100.0 * (double)ns / (double)p->wall_ns : 0;
+}
+
+void perf_phases_print_shares_head(void)
+{
+    printf("\nWhere the runs' time went (every rep's unconstrained run, prompts included; shares of the engine "
+           "thread's wall time):\n\n"
+           "| sequences | ms a token | weight products | quantise | attention | recurrent | the rest (steps' "
+           "planning, sampling, gaps) |\n"
+           "|---|---|---|---|---|---|---|\n");
+}
+
+void perf_phases_print_shares_row(const perf_phases_t *p, int n_seqs)
+{
+    printf("| %d | %.3f | %.0f %% | %.1f %% | %.1f %% | %.1f %% | %.1f %% |\n", n_seqs, ms_per_token(p, p->wall_ns),
+           share(p, p->sum.ns[PHASE_WEIGHTS]), share(p, p->sum.ns[PHASE_QUANTIZE]),
+           share(p, p->sum.ns[PHASE_ATTENTION]), share(p, p->sum.ns[PHASE_RECURRENT]), share(p, rest_ns(p)));
+}
+
+void perf_phases_print_shares_json(const perf_phases_t *p)
+{
+    printf("{\"ms_per_token\": %.4f, \"weights_share\": %.4f, \"quantize_share\": %.4f, \"attention_share\": "
+           "%.4f, \"recurrent_share\": %.4f, \"rest_share\": %.4f}",
+           ms_per_token(p, p->wall_ns), share(p, p->sum.ns[PHASE_WEIGHTS]) / 100,
+           share(p, p->sum.ns[PHASE_QUANTIZE]) / 100, share(p, p->sum.ns[PHASE_ATTENTION]) / 100,
+           share(p, p->sum.ns[PHASE_RECURRENT]) / 100, share(p, rest_ns(p)) / 100);
+}

@@ -28,4 +28,10 @@ void perf_phases_print_row(const perf_phases_t *p, int threads, uint64_t streame
 void perf_phases_print_head(void);
 void perf_phases_print_json(const perf_phases_t *p, uint64_t streamed, double probe_gbs);
 
+/* --concurrency: each phase's share of the runs' wall time (the engine
+ * thread's, prompts included), a row a level of n_seqs, or JSON. */
+void perf_phases_print_shares_head(void);
+void perf_phases_print_shares_row(const perf_phases_t *p, int n_seqs);
+void perf_phases_print_shares_json(const perf_phases_t *p);
+
 #endif

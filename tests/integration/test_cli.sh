@@ -196,7 +196,11 @@ two,one=r
 want=[a/b for a,b in zip(two["runs"],one["runs"])]
 assert all(abs(a-b)<1e-3 for a,b in zip(two["vs_one_runs"],want)), (two, want)
 assert abs(two["vs_one"]-st.median(want))<1e-3 and abs(two["vs_one_min"]-min(want))<1e-3 and abs(two["vs_one_max"]-max(want))<1e-3
-assert one["vs_one_runs"]==[1,1,1] and one["vs_one"]==1' \
+assert one["vs_one_runs"]==[1,1,1] and one["vs_one"]==1
+# the time of each level by phase: shares of the runs wall time that add up to one
+for x in r:
+    ph=x["phases"]; parts=ph["weights_share"]+ph["quantize_share"]+ph["attention_share"]+ph["recurrent_share"]+ph["rest_share"]
+    assert ph["ms_per_token"]>0 and ph["weights_share"]>0 and ph["recurrent_share"]==0 and abs(parts-1)<1e-3, ph' \
     "$work/perf.json" && ok || bad "perf --concurrency --json: $(head -c 400 "$work/perf.json")"
 expect_error 2 "--pp and --tg are both 0" -- "$splash" perf --pp 0 --tg 0
 # --depth moves both tests, as llama-bench's -d: "pp8 @ d100", "tg2 @ d100"
