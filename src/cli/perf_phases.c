@@ -27,6 +27,12 @@ static double ms_per_token(const perf_phases_t *p, uint64_t ns)
     return p->tokens ? (double)ns / 1e6 / (double)p->tokens : 0;
 }
 
+/* ns as a fraction of the reps' wall time. */
+static double share(const perf_phases_t *p, uint64_t ns)
+{
+    return p->wall_ns ? (double)ns / (double)p->wall_ns : 0;
+}
+
 /* The reps' wall time outside every phase. */
 static uint64_t rest_ns(const perf_phases_t *p)
 {
@@ -56,12 +62,12 @@ void perf_phases_print_row(const perf_phases_t *p, int threads, uint64_t streame
 {
     double wall = ms_per_token(p, p->wall_ns), w = ms_per_token(p, p->sum.ns[PHASE_WEIGHTS]);
     double rest = ms_per_token(p, rest_ns(p)), gbs = weights_gbs(p, streamed);
-    printf("| %d | %.3f | %.3f (%.0f %%) | %.1f", threads, wall, w, wall > 0 ? 100 * w / wall : 0, gbs);
+    printf("| %d | %.3f | %.3f (%.0f %%) | %.1f", threads, wall, w, 100 * share(p, p->sum.ns[PHASE_WEIGHTS]), gbs);
     if (probe_gbs > 0)
         printf(" (%.0f %%)", 100 * gbs / probe_gbs);
     printf(" | %.3f | %.3f | %.3f | %.3f (%.0f %%) |\n", ms_per_token(p, p->sum.ns[PHASE_QUANTIZE]),
            ms_per_token(p, p->sum.ns[PHASE_ATTENTION]), ms_per_token(p, p->sum.ns[PHASE_RECURRENT]), rest,
-           wall > 0 ? 100 * rest / wall : 0);
+           100 * share(p, rest_ns(p)));
 }
 
 void perf_phases_print_json(const perf_phases_t *p, uint64_t streamed, double probe_gbs)
@@ -73,12 +79,6 @@ void perf_phases_print_json(const perf_phases_t *p, uint64_t streamed, double pr
            probe_gbs > 0 ? gbs / probe_gbs : 0, ms_per_token(p, p->sum.ns[PHASE_QUANTIZE]),
            ms_per_token(p, p->sum.ns[PHASE_ATTENTION]), ms_per_token(p, p->sum.ns[PHASE_RECURRENT]),
            ms_per_token(p, rest_ns(p)));
-}
-
-/* Part of the wall time, in per cent. */
-static double share(const perf_phases_t *p, uint64_t ns)
-{
-    return p->wall_ns ? 100.0 * (double)ns / (double)p->wall_ns : 0;
 }
 
 void perf_phases_print_shares_head(void)
@@ -93,15 +93,15 @@ void perf_phases_print_shares_head(void)
 void perf_phases_print_shares_row(const perf_phases_t *p, int n_seqs)
 {
     printf("| %d | %.3f | %.0f %% | %.1f %% | %.1f %% | %.1f %% | %.1f %% |\n", n_seqs, ms_per_token(p, p->wall_ns),
-           share(p, p->sum.ns[PHASE_WEIGHTS]), share(p, p->sum.ns[PHASE_QUANTIZE]),
-           share(p, p->sum.ns[PHASE_ATTENTION]), share(p, p->sum.ns[PHASE_RECURRENT]), share(p, rest_ns(p)));
+           100 * share(p, p->sum.ns[PHASE_WEIGHTS]), 100 * share(p, p->sum.ns[PHASE_QUANTIZE]),
+           100 * share(p, p->sum.ns[PHASE_ATTENTION]), 100 * share(p, p->sum.ns[PHASE_RECURRENT]),
+           100 * share(p, rest_ns(p)));
 }
 
 void perf_phases_print_shares_json(const perf_phases_t *p)
 {
     printf("{\"ms_per_token\": %.4f, \"weights_share\": %.4f, \"quantize_share\": %.4f, \"attention_share\": "
            "%.4f, \"recurrent_share\": %.4f, \"rest_share\": %.4f}",
-           ms_per_token(p, p->wall_ns), share(p, p->sum.ns[PHASE_WEIGHTS]) / 100,
-           share(p, p->sum.ns[PHASE_QUANTIZE]) / 100, share(p, p->sum.ns[PHASE_ATTENTION]) / 100,
-           share(p, p->sum.ns[PHASE_RECURRENT]) / 100, share(p, rest_ns(p)) / 100);
+           ms_per_token(p, p->wall_ns), share(p, p->sum.ns[PHASE_WEIGHTS]), share(p, p->sum.ns[PHASE_QUANTIZE]),
+           share(p, p->sum.ns[PHASE_ATTENTION]), share(p, p->sum.ns[PHASE_RECURRENT]), share(p, rest_ns(p)));
 }
