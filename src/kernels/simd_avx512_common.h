@@ -81,8 +81,13 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
  * packed Q8_0 decode to 55-63 % of a one-thread read of the same memory,
  * against 74-79 % without them (Q8_0 decode 1.03-1.26x, 4 and 8 sequences
  * 1.11x and 1.07x), while the K-quant tiles at 8 sequences read 0.83x
- * without them (docs/benchmarks.md, session 37). So: burst on Intel; on AMD spread, except Q8_0
- * on Zen 4, left to the hardware. SPLASH_DECODE_PREFETCH=none|burst|spread|l2
+ * without them (docs/benchmarks.md, session 37); the K-quants' and bfloat16
+ * rows' one-row tiles too read faster there without them when the memory
+ * runs at its fast speed (qwen3 Q4_K_M products 77-83 % of the probe
+ * against 65-75 %, tokens 1.03-1.09x; level at the slow speed; session 44;
+ * their tiles of several rows keep avx512_rows_prefetch's mode). So: burst
+ * on Intel; on Zen 4 every one-row tile left to the hardware; spread on
+ * other AMD. SPLASH_DECODE_PREFETCH=none|burst|spread|l2
  * sets every type's (simd_avx512.c; l2: spread into L2 on the integer
  * panels, bfloat16 rows taking it as spread, which one row on
  * Zen 4 reads slower: qwen3 / qwen35 Q4_K_M decode 52-83 % of the probe
