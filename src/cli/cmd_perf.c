@@ -49,6 +49,10 @@ static const char perf_usage[] =
     "'all GB/s' and 'all of probe' count every byte a decode token moves besides the weights\n"
     "too: each attention layer's keys and values read up to the step's position (their mean over\n"
     "the run), and a hybrid model's recurrent state, read and written back.\n"
+    "With two threads or more, beside each probe: a cache line's round trip between two threads\n"
+    "(median ns; core_round_trip_ns in --json). On a virtual machine it tells where the host put\n"
+    "the vCPUs: tens of ns, near each other (sharing a link to memory); hundreds, apart (each\n"
+    "with its own: a faster probe, and dearer hand-offs between the threads).\n"
     "Figures are medians of --reps runs, after one untimed warm-up pass. --pp 0 or --tg 0 skips\n"
     "that test. --depth D: the prefill batch takes positions D .. D + pp - 1 and the decode\n"
     "steps D .. D + tg - 1 (ppN @ dD, tgN @ dD: attention over a long context, as llama-bench's\n"
@@ -98,7 +102,9 @@ typedef struct perf_result {
     double pp_tps, tg_tps;
     double pp_runs[PERF_MAX_REPS], tg_runs[PERF_MAX_REPS];
     double probe_runs[PERF_MAX_REPS + 1]; /* before each decode rep, and after the last */
+    double rt_runs[PERF_MAX_REPS + 1];    /* the round trip beside each probe (ns; 0: none) */
     int n_probes;
+    double rt_ns;         /* median of rt_runs (0: one thread, or none measured) */
     pool_stats_t pool;    /* the pool's jobs over the whole measurement */
     perf_phases_t phases; /* where the decode reps' time went */
 } perf_result_t;
@@ -137,7 +143,18 @@ static void summarise(const perf_shape_t *sh, perf_result_t *r)
         r->tg_fraction_all = median(all, reps);
         memcpy(tmp, r->probe_runs, sizeof r->probe_runs);
         r->probe_gbs = median(tmp, r->n_probes);
+        memcpy(tmp, r->rt_runs, sizeof r->rt_runs);
+        r->rt_ns = median(tmp, r->n_probes);
     }
+}
+
+/* A probe before a decode rep (or after the last), and beside it, with two
+ * threads or more, the threads' round trip: which of the host's placements
+ * the rep ran in (cli/perf_probe.h). */
+static void probe_now(const perf_shape_t *sh, pool_t *pool, perf_result_t *r)
+{
+    r->rt_runs[r->n_probes] = pool_size(pool) > 1 ? perf_round_trip_ns() : 0;
+    r->probe_runs[r->n_probes++] = perf_probe_gbs(pool, sh->probe, PERF_PROBE_BYTES);
 }
 
 /* Positions 0 .. depth - 1 through the forward pass, untimed, in batches
@@ -233,7 +250,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
                 fill_to_depth(&ctx, &kv, tokens, pos, tables, want, chunked, depth, fill_rows, logits, err))
                 goto done_kv;
             if (sh->probe)
-                r->probe_runs[r->n_probes++] = perf_probe_gbs(pool, sh->probe, PERF_PROBE_BYTES);
+                probe_now(sh, pool, r);
             perf_phases_begin();
             int64_t t0 = clock_now_ns();
             for (int i = depth; i < depth + tg; i++) {
@@ -250,7 +267,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
         fprintf(stderr, "perf: threads %d, rep %d/%d done\n", pool_size(pool), rep + 1, reps);
     }
     if (tg > 0 && sh->probe)
-        r->probe_runs[r->n_probes++] = perf_probe_gbs(pool, sh->probe, PERF_PROBE_BYTES);
+        probe_now(sh, pool, r);
     summarise(sh, r);
     rc = 0;
 done_kv:
@@ -605,6 +622,14 @@ static void print_json(const perf_report_t *p, const perf_result_t *results)
                r->tg_tps * (p->streamed + p->other) / 1e9, r->tg_fraction_all);
         for (int i = 0; i < r->n_probes; i++)
             printf("%s%.3f", i ? ", " : "", r->probe_runs[i]);
+        printf("], \"core_round_trip_ns\": ");
+        if (r->rt_ns > 0)
+            printf("%.1f", r->rt_ns);
+        else
+            printf("null");
+        printf(", \"core_round_trip_runs\": [");
+        for (int i = 0; i < r->n_probes && r->threads > 1; i++)
+            printf("%s%.1f", i ? ", " : "", r->rt_runs[i]);
         printf("], \"pp_runs\": [");
         for (int i = 0; i < o->reps && o->pp > 0; i++)
             printf("%s%.3f", i ? ", " : "", r->pp_runs[i]);
@@ -673,6 +698,16 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
         perf_phases_print_head();
         for (int t = 0; t < o->n_threads; t++)
             perf_phases_print_row(&results[t].phases, results[t].threads, p->streamed, results[t].probe_gbs);
+    }
+    for (int t = 0; t < o->n_threads; t++) { /* cli/perf_probe.h: where the host put the threads */
+        const perf_result_t *r = &results[t];
+        if (r->rt_ns <= 0)
+            continue;
+        printf("\n%d threads: a cache line's round trip between two threads beside each probe, median %.0f ns (",
+               r->threads, r->rt_ns);
+        for (int i = 0; i < r->n_probes; i++)
+            printf("%s%.0f", i ? " " : "", r->rt_runs[i]);
+        printf(")\n");
     }
     for (int t = 0; t < o->n_threads; t++) /* base/pool.c: threads found sharing one CPU */
         if (results[t].pool.n_solo_jobs)

@@ -1,7 +1,14 @@
 /* splash perf's read-bandwidth probe (cli/perf_probe.h). */
 #include "cli/perf_probe.h"
 
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
 #include "base/clock.h"
+#include "base/thread.h"
 
 /* The probe reads its buffer in two patterns and keeps the faster: each
  * thread's share as one forward stream, and as PERF_PROBE_STREAMS streams
@@ -54,4 +61,80 @@ double perf_probe_gbs(pool_t *pool, const uint64_t *buf, size_t bytes)
         }
     }
     return best;
+}
+
+/* The round trip: the caller writes 2i + 1, the partner answers 2i + 2.
+ * Either side gives up when the deadline passes (a partner the OS does not
+ * run, or one that never started), and says so in is_stopped. */
+#define PERF_RT_TRIPS 2048
+#define PERF_RT_BATCHES 5
+#define PERF_RT_DEADLINE_NS 200000000 /* 0.2 s for all the batches */
+
+typedef struct rt_line {
+    alignas(64) atomic_int value;
+    alignas(64) atomic_bool is_stopped;
+    int64_t deadline;
+} rt_line_t;
+
+/* Spins until line->value is want; false when the deadline passed first. */
+static bool rt_wait(rt_line_t *line, int want)
+{
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&line->value, memory_order_acquire) == want)
+            return true;
+        if (i % 1024 == 0 &&
+            (atomic_load_explicit(&line->is_stopped, memory_order_relaxed) || clock_now_ns() > line->deadline)) {
+            atomic_store(&line->is_stopped, true);
+            return false;
+        }
+    }
+}
+
+static void *rt_partner(void *arg)
+{
+    rt_line_t *line = arg;
+    for (int i = 0; i < PERF_RT_BATCHES * PERF_RT_TRIPS; i++) {
+        if (!rt_wait(line, 2 * i + 1))
+            break;
+        atomic_store_explicit(&line->value, 2 * i + 2, memory_order_release);
+    }
+    return NULL;
+}
+
+static int cmp_rt(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double perf_round_trip_ns(void)
+{
+    rt_line_t *line = aligned_alloc(64, sizeof *line);
+    if (!line)
+        return 0;
+    atomic_init(&line->value, 0);
+    atomic_init(&line->is_stopped, false);
+    line->deadline = clock_now_ns() + PERF_RT_DEADLINE_NS;
+    pthread_t t;
+    if (thread_start(&t, rt_partner, line, "the round-trip probe", NULL)) {
+        free(line);
+        return 0;
+    }
+    double batch[PERF_RT_BATCHES];
+    bool is_done = true;
+    for (int b = 0; b < PERF_RT_BATCHES && is_done; b++) {
+        int64_t t0 = clock_now_ns();
+        for (int i = b * PERF_RT_TRIPS; i < (b + 1) * PERF_RT_TRIPS && is_done; i++) {
+            atomic_store_explicit(&line->value, 2 * i + 1, memory_order_release);
+            is_done = rt_wait(line, 2 * i + 2);
+        }
+        batch[b] = (double)(clock_now_ns() - t0) / PERF_RT_TRIPS;
+    }
+    atomic_store(&line->is_stopped, true); /* a partner still waiting stops */
+    pthread_join(t, NULL);
+    free(line);
+    if (!is_done)
+        return 0;
+    qsort(batch, PERF_RT_BATCHES, sizeof *batch, cmp_rt);
+    return batch[PERF_RT_BATCHES / 2];
 }

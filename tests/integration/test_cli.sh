@@ -167,6 +167,10 @@ expect_ok "$splash" perf --help
 assert [x["threads"] for x in r]==[1,2] and all(x["tg_tokens_per_s"]>0 and x["pp_tokens_per_s"]>0 and x["probe_read_gbs"]>0 for x in r)
 # a probe beside each decode run (before it, and after the last), each run set against them
 assert all(len(x["probe_runs"])==2 and min(x["probe_runs"])>0 and x["tg_fraction_of_probe"]>0 for x in r)
+# and beside each probe with two threads, their round trip (0 where the partner did not answer in time)
+assert r[0]["core_round_trip_ns"] is None and r[0]["core_round_trip_runs"]==[], r[0]
+t2=r[1]; assert len(t2["core_round_trip_runs"])==2 and min(t2["core_round_trip_runs"])>=0, t2
+assert t2["core_round_trip_ns"] is None or t2["core_round_trip_ns"]>0, t2
 # how decode streams the weights: each kind named on AVX-512, null below it
 p=d["decode_prefetch"]; modes={"none","burst","spread"}
 assert p is None or (set(p)=={"q8_0","k_quants","bf16_rows"} and set(p.values())<=modes)
