@@ -74,6 +74,8 @@ static const char perf_usage[] =
     "drift during a long measurement does not enter the ratio. A second table gives each phase's\n"
     "share of the runs' time on the engine thread (prompts included): the weight products,\n"
     "quantisation, attention, recurrent layers, and the rest (step planning, sampling, gaps).\n"
+    "The first table's last column: with two threads or more, a cache line's round trip between\n"
+    "two threads before each rep's run (ns), where the host had put the vCPUs (see above).\n"
     "\n"
     "--schema S.json (with --concurrency): every rep also runs the N sequences constrained by\n"
     "that JSON Schema (compiled as response_format json_schema; greedy; ending when the schema's\n"
@@ -356,34 +358,6 @@ static double other_bytes(const model_t *m, kv_type_t kv_type, int state_type, i
     return kv_token * mean_ctx + 2.0 * (double)fwd_state_snapshot_bytes(m, state_type);
 }
 
-static void print_runs(const double *runs, int reps)
-{
-    for (int i = 0; i < reps; i++)
-        printf("%s%.2f", i ? " " : "", runs[i]);
-}
-
-/* --schema: constrained against unconstrained, side by side. */
-static void print_constrained(const perf_conc_result_t *res, int n_levels, int reps, bool json)
-{
-    for (int l = 0; l < n_levels; l++) {
-        const perf_conc_result_t *o = &res[l];
-        double ratio = o->tps > 0 ? o->tps_constrained / o->tps : 0;
-        double mask_us = o->masks ? (double)o->mask_ns / (double)o->masks / 1e3 : 0;
-        double forced = o->tokens_constrained ? (double)o->forced / (double)o->tokens_constrained : 0;
-        if (json) {
-            printf("%s{\"seqs\": %d, \"unconstrained_tokens_per_s\": %.3f, \"constrained_tokens_per_s\": %.3f, "
-                   "\"ratio\": %.4f, \"mask_us_per_mask\": %.3f, \"forced_share\": %.4f, \"runs\": [",
-                   l ? ", " : "", o->n_seqs, o->tps, o->tps_constrained, ratio, mask_us, forced);
-            for (int r = 0; r < reps; r++)
-                printf("%s[%.3f, %.3f]", r ? ", " : "", o->runs[r], o->runs_constrained[r]);
-            printf("]}");
-        } else {
-            printf("| %d | %.2f | %.2f | %.3f | %.1f | %.1f %% |\n", o->n_seqs, o->tps, o->tps_constrained, ratio,
-                   mask_us, 100 * forced);
-        }
-    }
-}
-
 static int run_concurrency(const model_t *m, const char *model_path, int n_threads, const int32_t *levels, int n_levels,
                            int tg, int reps, int state_type, grammar_t *g, bool json)
 {
@@ -393,59 +367,8 @@ static int run_concurrency(const model_t *m, const char *model_path, int n_threa
         fprintf(stderr, "splash perf: %s\n", err.msg);
         return 1;
     }
-    const char *path = kernel_path(m);
-    if (g) {
-        if (json)
-            printf("{\"schema\": \"splash.perf.constrained.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
-                   "\"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
-                   model_path, SPLASH_VERSION, SPLASH_GIT_REV, n_threads, tg, reps);
-        else
-            printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, alternated\n\n"
-                   "| sequences | unconstrained tok/s | constrained tok/s | ratio | mask us (mean) | forced |\n"
-                   "|---|---|---|---|---|---|\n",
-                   model_path, path, n_threads, tg, reps);
-        print_constrained(res, n_levels, reps, json);
-        if (json)
-            printf("]}\n");
-        return 0;
-    }
-    if (json) {
-        printf("{\"schema\": \"splash.perf.concurrency.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
-               "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
-               model_path, SPLASH_VERSION, SPLASH_GIT_REV, path, n_threads, tg, reps);
-        for (int l = 0; l < n_levels; l++) {
-            const perf_conc_result_t *o = &res[l];
-            printf("%s{\"seqs\": %d, \"decode_tokens_per_s\": %.3f, \"vs_one\": %.4f, \"vs_one_min\": %.4f, "
-                   "\"vs_one_max\": %.4f, \"runs\": [",
-                   l ? ", " : "", o->n_seqs, o->tps, o->vs_one, o->vs_one_min, o->vs_one_max);
-            for (int r = 0; r < reps; r++)
-                printf("%s%.3f", r ? ", " : "", o->runs[r]);
-            printf("], \"vs_one_runs\": [");
-            for (int r = 0; r < reps; r++)
-                printf("%s%.4f", r ? ", " : "", o->vs_one_runs[r]);
-            printf("], \"phases\": ");
-            perf_phases_print_shares_json(&o->phases);
-            printf("}");
-        }
-        printf("]}\n");
-        return 0;
-    }
-    printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, the levels alternated\n\n", model_path, path,
-           n_threads, tg, reps);
-    printf("| sequences | aggregate decode tok/s | runs | vs 1 sequence (per rep: median, range) |\n"
-           "|---|---|---|---|\n");
-    for (int l = 0; l < n_levels; l++) {
-        const perf_conc_result_t *o = &res[l];
-        printf("| %d | %.2f | ", o->n_seqs, o->tps);
-        print_runs(o->runs, reps);
-        if (o->vs_one > 0)
-            printf(" | %.2fx (%.2f-%.2f) |\n", o->vs_one, o->vs_one_min, o->vs_one_max);
-        else
-            printf(" | |\n");
-    }
-    perf_phases_print_shares_head();
-    for (int l = 0; l < n_levels; l++)
-        perf_phases_print_shares_row(&res[l].phases, res[l].n_seqs);
+    perf_conc_print(res, n_levels, &(perf_conc_report_t){model_path, kernel_path(m), n_threads, tg, reps, g != NULL},
+                    json);
     return 0;
 }
 
@@ -682,14 +605,14 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
         if (o->pp > 0) {
             printf("| %d | pp%d%s%.0d | %.2f | ", r->threads, (int)o->pp, o->depth ? " @ d" : "", (int)o->depth,
                    r->pp_tps);
-            print_runs(r->pp_runs, (int)o->reps);
+            perf_print_runs(r->pp_runs, (int)o->reps);
             printf(" | | %.1f | | | |\n", r->probe_gbs);
         }
         if (o->tg > 0) {
             double gbs = r->tg_tps * p->streamed / 1e9;
             printf("| %d | tg%d%s%.0d | %.2f | ", r->threads, (int)o->tg, o->depth ? " @ d" : "", (int)o->depth,
                    r->tg_tps);
-            print_runs(r->tg_runs, (int)o->reps);
+            perf_print_runs(r->tg_runs, (int)o->reps);
             printf(" | %.2f | %.1f | %.0f %% | %.2f | %.0f %% |\n", gbs, r->probe_gbs, 100 * r->tg_fraction,
                    r->tg_tps * (p->streamed + p->other) / 1e9, 100 * r->tg_fraction_all);
         }

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "build_info.h"
+#include "cli/perf_probe.h"
 #include "engine/engine.h"
 
 #define PERF_CONC_PROMPT 32 /* prompt tokens per sequence */
@@ -141,6 +143,7 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
             int l = r & 1 ? n_levels - 1 - i : i;
             perf_conc_result_t *o = &out[l];
             engine_snapshot_t s0 = {0}, s1 = {0};
+            o->rt_runs[r] = n_threads > 1 ? perf_round_trip_ns() : 0;
             rc = engine_snapshot(e, &s0, err);
             /* A B, then B A: neither side always runs first */
             for (int k = 0; k < (g ? 2 : 1) && !rc; k++) {
@@ -188,4 +191,95 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
     engine_destroy(e);
     vocab_free(&vocab);
     return rc;
+}
+
+void perf_print_runs(const double *runs, int n)
+{
+    for (int i = 0; i < n; i++)
+        printf("%s%.2f", i ? " " : "", runs[i]);
+}
+
+/* --schema: constrained against unconstrained, side by side. */
+static void print_constrained(const perf_conc_result_t *res, int n_levels, int reps, bool json)
+{
+    for (int l = 0; l < n_levels; l++) {
+        const perf_conc_result_t *o = &res[l];
+        double ratio = o->tps > 0 ? o->tps_constrained / o->tps : 0;
+        double mask_us = o->masks ? (double)o->mask_ns / (double)o->masks / 1e3 : 0;
+        double forced = o->tokens_constrained ? (double)o->forced / (double)o->tokens_constrained : 0;
+        if (json) {
+            printf("%s{\"seqs\": %d, \"unconstrained_tokens_per_s\": %.3f, \"constrained_tokens_per_s\": %.3f, "
+                   "\"ratio\": %.4f, \"mask_us_per_mask\": %.3f, \"forced_share\": %.4f, \"runs\": [",
+                   l ? ", " : "", o->n_seqs, o->tps, o->tps_constrained, ratio, mask_us, forced);
+            for (int r = 0; r < reps; r++)
+                printf("%s[%.3f, %.3f]", r ? ", " : "", o->runs[r], o->runs_constrained[r]);
+            printf("]}");
+        } else {
+            printf("| %d | %.2f | %.2f | %.3f | %.1f | %.1f %% |\n", o->n_seqs, o->tps, o->tps_constrained, ratio,
+                   mask_us, 100 * forced);
+        }
+    }
+}
+
+void perf_conc_print(const perf_conc_result_t *res, int n_levels, const perf_conc_report_t *rep, bool json)
+{
+    if (rep->is_constrained) {
+        if (json)
+            printf("{\"schema\": \"splash.perf.constrained.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
+                   "\"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
+                   rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->n_threads, rep->tg, rep->reps);
+        else
+            printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, alternated\n\n"
+                   "| sequences | unconstrained tok/s | constrained tok/s | ratio | mask us (mean) | forced |\n"
+                   "|---|---|---|---|---|---|\n",
+                   rep->model_path, rep->kernel_path, rep->n_threads, rep->tg, rep->reps);
+        print_constrained(res, n_levels, rep->reps, json);
+        if (json)
+            printf("]}\n");
+        return;
+    }
+    if (json) {
+        printf("{\"schema\": \"splash.perf.concurrency.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
+               "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
+               rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->kernel_path, rep->n_threads, rep->tg, rep->reps);
+        for (int l = 0; l < n_levels; l++) {
+            const perf_conc_result_t *o = &res[l];
+            printf("%s{\"seqs\": %d, \"decode_tokens_per_s\": %.3f, \"vs_one\": %.4f, \"vs_one_min\": %.4f, "
+                   "\"vs_one_max\": %.4f, \"runs\": [",
+                   l ? ", " : "", o->n_seqs, o->tps, o->vs_one, o->vs_one_min, o->vs_one_max);
+            for (int r = 0; r < rep->reps; r++)
+                printf("%s%.3f", r ? ", " : "", o->runs[r]);
+            printf("], \"vs_one_runs\": [");
+            for (int r = 0; r < rep->reps; r++)
+                printf("%s%.4f", r ? ", " : "", o->vs_one_runs[r]);
+            printf("], \"core_round_trip_runs\": [");
+            for (int r = 0; r < rep->reps && rep->n_threads > 1; r++)
+                printf("%s%.1f", r ? ", " : "", o->rt_runs[r]);
+            printf("], \"phases\": ");
+            perf_phases_print_shares_json(&o->phases);
+            printf("}");
+        }
+        printf("]}\n");
+        return;
+    }
+    printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, the levels alternated\n\n", rep->model_path,
+           rep->kernel_path, rep->n_threads, rep->tg, rep->reps);
+    printf("| sequences | aggregate decode tok/s | runs | vs 1 sequence (per rep: median, range) | threads' round trip "
+           "ns (per run) |\n"
+           "|---|---|---|---|---|\n");
+    for (int l = 0; l < n_levels; l++) {
+        const perf_conc_result_t *o = &res[l];
+        printf("| %d | %.2f | ", o->n_seqs, o->tps);
+        perf_print_runs(o->runs, rep->reps);
+        if (o->vs_one > 0)
+            printf(" | %.2fx (%.2f-%.2f) | ", o->vs_one, o->vs_one_min, o->vs_one_max);
+        else
+            printf(" | | ");
+        for (int r = 0; r < rep->reps && rep->n_threads > 1; r++)
+            printf("%s%.0f", r ? " " : "", o->rt_runs[r]);
+        printf(" |\n");
+    }
+    perf_phases_print_shares_head();
+    for (int l = 0; l < n_levels; l++)
+        perf_phases_print_shares_row(&res[l].phases, res[l].n_seqs);
 }

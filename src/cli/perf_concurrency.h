@@ -3,6 +3,7 @@
 #ifndef SPLASH_PERF_CONCURRENCY_H
 #define SPLASH_PERF_CONCURRENCY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -28,6 +29,10 @@ typedef struct perf_conc_result {
     double runs_constrained[PERF_CONC_MAX_REPS];
     uint64_t masks, mask_ns, forced, tokens_constrained;
     perf_phases_t phases; /* the unconstrained runs' time by phase (cli/perf_phases.h) */
+    /* before each rep's run, with two threads or more: a cache line's round
+     * trip between two threads (ns; 0: none), where the host had put them
+     * (cli/perf_probe.h) */
+    double rt_runs[PERF_CONC_MAX_REPS];
 } perf_conc_result_t;
 
 /* For each level N: N sequences of a 32-token prompt decode tg tokens each;
@@ -38,5 +43,19 @@ typedef struct perf_conc_result {
  * model's recurrent state (engine_config_t.state_type). */
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
                      int state_type, grammar_t *g, perf_conc_result_t *out, err_t *err);
+
+/* What the report names besides the results. */
+typedef struct perf_conc_report {
+    const char *model_path, *kernel_path;
+    int n_threads, tg, reps;
+    bool is_constrained; /* --schema: constrained against unconstrained */
+} perf_conc_report_t;
+
+/* The levels' table (or JSON), and the phases' shares; with is_constrained
+ * the constrained comparison instead. */
+void perf_conc_print(const perf_conc_result_t *res, int n_levels, const perf_conc_report_t *rep, bool json);
+
+/* runs, space-separated (both of splash perf's tables). */
+void perf_print_runs(const double *runs, int n);
 
 #endif

@@ -201,6 +201,8 @@ want=[a/b for a,b in zip(two["runs"],one["runs"])]
 assert all(abs(a-b)<1e-3 for a,b in zip(two["vs_one_runs"],want)), (two, want)
 assert abs(two["vs_one"]-st.median(want))<1e-3 and abs(two["vs_one_min"]-min(want))<1e-3 and abs(two["vs_one_max"]-max(want))<1e-3
 assert one["vs_one_runs"]==[1,1,1] and one["vs_one"]==1
+# one thread: no round trip between threads to measure
+assert all(x["core_round_trip_runs"]==[] for x in r)
 # the time of each level by phase: shares of the runs wall time that add up to one
 for x in r:
     ph=x["phases"]; parts=ph["weights_share"]+ph["quantize_share"]+ph["attention_share"]+ph["recurrent_share"]+ph["rest_share"]
