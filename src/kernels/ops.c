@@ -167,8 +167,9 @@ static void matmul_f32_rows(const matmul_job_t *job, int i, long lo, long hi)
  * reads side by side (dot_q_ranges_packed): SPLASH_DECODE_RANGES=1..4, for
  * measuring; the default is measured (docs/benchmarks.md): four (the Xeon,
  * session 22: 1.10x Q4_K_M, 1.17x Q8_0 over one), except the K-quants on
- * AMD, one (Zen 5, session 26: Q4_K_M 1.3-1.5x over four at 1 and 2
- * threads, where Q8_0 still reads faster in four). */
+ * AMD: one on Zen 5 (session 26: Q4_K_M 1.3-1.5x over four at 1 and 2
+ * threads, where Q8_0 still reads faster in four), two on Zen 4 (session
+ * 44, without prefetches: qwen3 Q4_K_M 1.02-1.03x over one). */
 static int matmul_decode_ranges(uint32_t type)
 {
     static atomic_int cached = -1; /* the variable's value; 0: unset */
@@ -180,7 +181,10 @@ static int matmul_decode_ranges(uint32_t type)
     }
     if (v > 0)
         return v;
-    return cpu_features()->is_amd && (type == TYPE_Q4_K || type == TYPE_Q6_K) ? 1 : MATMUL_DECODE_RANGES;
+    const cpu_features_t *f = cpu_features();
+    if (f->is_amd && (type == TYPE_Q4_K || type == TYPE_Q6_K))
+        return f->family == 0x19 ? 2 : 1;
+    return MATMUL_DECODE_RANGES;
 }
 
 /* Decode's chunk j of a packed matrix of n_out rows in S ranges: the matrix
