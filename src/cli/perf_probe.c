@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "base/clock.h"
+#include "base/stats.h"
 #include "base/thread.h"
 
 /* The probe reads its buffer in two patterns and keeps the faster: each
@@ -101,12 +102,6 @@ static void *rt_partner(void *arg)
     return NULL;
 }
 
-static int cmp_rt(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double perf_round_trip_ns(void)
 {
     rt_line_t *line = aligned_alloc(64, sizeof *line);
@@ -135,6 +130,5 @@ double perf_round_trip_ns(void)
     free(line);
     if (!is_done)
         return 0;
-    qsort(batch, PERF_RT_BATCHES, sizeof *batch, cmp_rt);
-    return batch[PERF_RT_BATCHES / 2];
+    return stats_quantile(batch, PERF_RT_BATCHES, 0.5);
 }
