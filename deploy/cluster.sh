@@ -82,6 +82,12 @@ stop_pid() {
             echo "cluster.sh: $name (pid $pid) still running after ${wait_s} s: SIGKILL" >&2
             kill -KILL "$pid" 2>/dev/null || true
         fi
+        # an ending process loses its command line before it has ended (a
+        # large address space takes a while to unmap): wait until it has
+        for ((i = 0; i < wait_s * 10; i++)); do
+            [ -e "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || break
+            sleep 0.1
+        done
     fi
     rm -f "$pidfile"
 }
