@@ -213,9 +213,27 @@ static void bf16_tiles_entry(type_kernels_t *k, type_dot_q_fn dot_q, type_dot_q_
                           .dot_q_tile_packed = amx_bf16_dot_q_tile_packed};
 }
 
+/* Whether Q4_K / Q6_K batches take the integer tiles: unless
+ * SPLASH_AMX_KQ=off. */
+static bool amx_kq_wanted(void)
+{
+    const char *env = getenv("SPLASH_AMX_KQ");
+    return !env || strcmp(env, "off") != 0;
+}
+
 void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
 {
     const cpu_features_t *f = cpu_features();
+    if (f->amx_int8 && f->avx512vnni && amx_kq_wanted()) {
+        if (table[TYPE_Q4_K].dot_q_tile_packed == avx512_q4_k_dot_q_tile_packed) {
+            table[TYPE_Q4_K].dot_q_tile_packed = amx_q4_k_dot_q_tile_packed;
+            table[TYPE_Q4_K].path = "amx";
+        }
+        if (table[TYPE_Q6_K].dot_q_tile_packed == avx512_q6_k_dot_q_tile_packed) {
+            table[TYPE_Q6_K].dot_q_tile_packed = amx_q6_k_dot_q_tile_packed;
+            table[TYPE_Q6_K].path = "amx";
+        }
+    }
     if (f->amx_int8 && f->avx512vnni && amx_q8_wanted() &&
         table[TYPE_Q8_0].dot_q_tile_packed == avx512_q8_0_dot_q_tile_packed) {
         table[TYPE_Q8_0].dot_q_tile_packed = amx_q8_0_dot_q_tile_packed;

@@ -6,6 +6,8 @@
  *     AVX-512), ragged weight row counts (not a multiple of 16 or 32), odd
  *     and even block counts and long rows, and activation rows at an
  *     offset; and within f32 rounding of the scalar reference dot_q;
+ *   - Q4_K and Q6_K on packed panels, their scaled quants expanded into
+ *     integer tiles: the same, bit for bit against AVX-512 (from 16 rows);
  *   - F16 and BF16 on bfloat16 tiles: rows read back from the packed tiles
  *     are the weights rounded to bfloat16; every element is within f32
  *     rounding of the scalar reference (products exact, summed in double);
@@ -102,6 +104,82 @@ static void test_q8_0_packed(void **state)
         }
 }
 
+/* Q4_K / Q6_K on the integer tiles against the AVX-512 panels, bit for
+ * bit, for batches of 1..70 rows (SPLASH_AMX_KQ_ROWS=15 in main: from 16
+ * rows the slabs take the tiles, one or two at a time, the rest AVX-512),
+ * ragged weight row counts, super-block counts around the expansion's
+ * chunk of 4; and within f32 rounding of the scalar reference. */
+static void check_kq_packed(uint32_t type)
+{
+    type_kernels_t avx512[TYPE_COUNT], amx[TYPE_COUNT];
+    kernels_table_for_level(CPU_AVX512, avx512);
+    kernels_table_for_level(CPU_AMX, amx);
+    const type_kernels_t *k5 = &avx512[type], *ka = &amx[type];
+    assert_string_equal(ka->path, "amx");
+    assert_ptr_not_equal(ka->dot_q_tile_packed, k5->dot_q_tile_packed);
+    static const int64_t outs[] = {16, 17, 45, 64};
+    static const int64_t supers[] = {1, 3, 4, 5, 9};
+    for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++)
+        for (size_t bi = 0; bi < sizeof supers / sizeof supers[0]; bi++) {
+            const int64_t n_out = outs[oi], n_in = 256 * supers[bi];
+            size_t rb = 0;
+            assert_true(type_row_bytes(type, n_in, &rb));
+            const size_t xs = qact_row_bytes(ACT_Q8_256, n_in);
+            uint8_t *w = random_kq_rows(type, n_out, n_in, 300 + oi * 10 + bi);
+            void *p = aligned_alloc(64, (k5->packed_bytes(n_out, n_in) + 63) & ~(size_t)63);
+            k5->pack_panels(w, rb, 0, n_out, n_in, p);
+            float *x = malloc((size_t)MAX_X * n_in * sizeof *x);
+            fill_normal(x, MAX_X * n_in, 50 + bi, 1.0f);
+            uint8_t *xq = aligned_alloc(64, xs * (MAX_X + 1));
+            for (int r = 0; r < MAX_X + 1; r++) /* row 0 unused: the products start at row 1 */
+                k5->quantize_act(x + (size_t)(r % MAX_X) * n_in, xq + (size_t)r * xs, n_in);
+            float *y5 = malloc((size_t)MAX_X * n_out * sizeof *y5), *ya = malloc((size_t)MAX_X * n_out * sizeof *ya);
+            static const int x_counts[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, MAX_X};
+            for (size_t xi = 0; xi < sizeof x_counts / sizeof x_counts[0]; xi++) {
+                const int n_x = x_counts[xi];
+                memset(y5, 0xff, (size_t)n_x * n_out * sizeof *y5);
+                memset(ya, 0xff, (size_t)n_x * n_out * sizeof *ya);
+                const int64_t half = n_out > 32 ? 32 : n_out; /* two calls split at a group, as matmul's chunks */
+                k5->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, y5, (size_t)n_out, n_in);
+                ka->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, ya, (size_t)n_out, n_in);
+                if (n_out > half) {
+                    k5->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, y5 + half, (size_t)n_out, n_in);
+                    ka->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, ya + half, (size_t)n_out, n_in);
+                }
+                if (memcmp(y5, ya, (size_t)n_x * n_out * sizeof *y5))
+                    fail_msg("%s, %d activation rows x %lld x %lld: AMX and AVX-512 products differ", type_name(type),
+                             n_x, (long long)n_out, (long long)n_in);
+                for (int c = 0; c < n_x; c++)
+                    for (int64_t r = 0; r < n_out; r++) {
+                        const uint8_t *wr = w + (size_t)r * rb, *xr = xq + (size_t)(c + 1) * xs;
+                        float ref = type == TYPE_Q4_K ? qact_dot_q4_k(wr, xr, n_in) : qact_dot_q6_k(wr, xr, n_in);
+                        float got = ya[(size_t)c * n_out + r];
+                        if (!(fabsf(got - ref) <= 1e-4f * (1.0f + fabsf(ref))))
+                            fail_msg("%s row %lld x activation %d (%lld values): %g, reference %g", type_name(type),
+                                     (long long)r, c, (long long)n_in, got, ref);
+                    }
+            }
+            free(y5);
+            free(ya);
+            free(xq);
+            free(x);
+            free(p);
+            free(w);
+        }
+}
+
+static void test_q4_k_packed(void **state)
+{
+    (void)state;
+    check_kq_packed(TYPE_Q4_K);
+}
+
+static void test_q6_k_packed(void **state)
+{
+    (void)state;
+    check_kq_packed(TYPE_Q6_K);
+}
+
 static void check_amx_half(uint32_t type)
 {
     const type_kernels_t *k = type_kernels(type);
@@ -157,12 +235,11 @@ int main(void)
                cpu_level_name(cpu_level()));
         return SKIP_EXIT;
     }
-    setenv("SPLASH_AMX_Q8", "on", 1); /* off by default: measured no faster (simd_amx.c) */
+    setenv("SPLASH_AMX_Q8", "on", 1);      /* off by default: measured no faster (simd_amx.c) */
+    setenv("SPLASH_AMX_KQ_ROWS", "15", 1); /* the K-quant tiles from one slab of 16 rows */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q8_0_packed),
-        cmocka_unit_test(test_f16),
-        cmocka_unit_test(test_bf16),
-        cmocka_unit_test(test_ragged_length),
+        cmocka_unit_test(test_q8_0_packed), cmocka_unit_test(test_q4_k_packed), cmocka_unit_test(test_q6_k_packed),
+        cmocka_unit_test(test_f16),         cmocka_unit_test(test_bf16),        cmocka_unit_test(test_ragged_length),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

@@ -72,29 +72,10 @@ static size_t row_bytes(uint32_t type, int64_t n_in)
     return rb;
 }
 
-/* n_out random rows: every byte random (the quants and 6-bit scales take
- * every value), the f16 scales sane (0.001 * (1 + block % 13)). */
+/* n_out random rows (test_util.h). */
 static uint8_t *random_rows(uint32_t type, int64_t n_out, int64_t n_in, uint64_t seed)
 {
-    if (type == TYPE_Q8_0)
-        return random_q8_0_rows(n_out, n_in, seed, 13);
-    size_t rb = row_bytes(type, n_in), bb = type_traits(type)->bytes_per_block;
-    uint8_t *w = malloc(rb * (size_t)n_out);
-    rng_t r;
-    rng_seed(&r, seed);
-    for (size_t i = 0; i < rb * (size_t)n_out; i++)
-        w[i] = (uint8_t)(rng_u64(&r) >> 56);
-    for (size_t b = 0; b < rb * (size_t)n_out / bb; b++) {
-        uint16_t d = f32_to_fp16(0.001f * (float)(1 + (int)(b % 13)));
-        uint16_t dm = f32_to_fp16(0.0007f * (float)(1 + (int)(b % 7)));
-        if (type == TYPE_Q4_K) {
-            memcpy(w + b * bb + offsetof(block_q4_k_t, d), &d, 2);
-            memcpy(w + b * bb + offsetof(block_q4_k_t, dmin), &dm, 2);
-        } else {
-            memcpy(w + b * bb + offsetof(block_q6_k_t, d), &d, 2);
-        }
-    }
-    return w;
+    return type == TYPE_Q8_0 ? random_q8_0_rows(n_out, n_in, seed, 13) : random_kq_rows(type, n_out, n_in, seed);
 }
 
 /* The matrix packed by its kernels, in two calls (rows split at a group
