@@ -41,7 +41,9 @@
  * not kept: M on the tiles too (a third product against a tile of each
  * value's min or scale, one slab at a time for want of tiles: 1.7x), the
  * float steps right after the products or two super-blocks behind (the
- * same time). */
+ * same time), a batch's last rows as a short slab on the tiles (8 rows
+ * 0.75x AVX-512, 12 rows 0.85x: a slab's tile work hardly shrinks with its
+ * rows). */
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -354,26 +354,26 @@ static int decode_prefetch_env(void)
 }
 
 /* SPLASH_DECODE_PREFETCH's mode where it names one, else what was measured
- * on this CPU (simd_avx512_common.h): one mode for every type today. */
-static avx512_prefetch_t decode_prefetch_choose(void)
+ * on this CPU (simd_avx512_common.h). */
+static avx512_prefetch_t decode_prefetch_choose(uint32_t type)
 {
     int env = decode_prefetch_env();
     if (env)
         return (avx512_prefetch_t)env;
     const cpu_features_t *f = cpu_features();
     if (!f->is_amd)
-        return AVX512_PF_BURST;
+        return type == TYPE_Q4_K ? AVX512_PF_SPREAD_L2 : AVX512_PF_BURST;
     return f->family == 0x19 ? AVX512_PF_NONE : AVX512_PF_SPREAD;
 }
 
 avx512_prefetch_t avx512_decode_prefetch(uint32_t type)
 {
-    (void)type;              /* one mode for all today; per type before session 44 */
-    static atomic_int cache; /* 0: not chosen yet */
-    int v = atomic_load_explicit(&cache, memory_order_relaxed);
+    static atomic_int cache[3]; /* Q8_0, K-quants, bfloat16 rows; 0: not chosen yet */
+    const int k = type == TYPE_Q8_0 ? 0 : type == TYPE_Q4_K ? 1 : 2;
+    int v = atomic_load_explicit(&cache[k], memory_order_relaxed);
     if (!v) {
-        v = (int)decode_prefetch_choose();
-        atomic_store_explicit(&cache, v, memory_order_relaxed);
+        v = (int)decode_prefetch_choose(type);
+        atomic_store_explicit(&cache[k], v, memory_order_relaxed);
     }
     return (avx512_prefetch_t)v;
 }

@@ -85,9 +85,13 @@ AI void avx512_prefetch_next_rows(const uint8_t *p, int R, size_t ws)
  * rows' one-row tiles too read faster there without them when the memory
  * runs at its fast speed (qwen3 Q4_K_M products 77-83 % of the probe
  * against 65-75 %, tokens 1.03-1.09x; level at the slow speed; session 44;
- * their tiles of several rows keep avx512_rows_prefetch's mode). So: burst
- * on Intel; on Zen 4 every one-row tile left to the hardware; spread on
- * other AMD. SPLASH_DECODE_PREFETCH=none|burst|spread|l2
+ * their tiles of several rows keep avx512_rows_prefetch's mode). On an
+ * Intel Xeon with AMX the K-quant tiles read faster spread into L2
+ * (prefetcht1): qwen3 Q4_K_M decode 75-77 % -> 89-92 % of the probe
+ * (1.19x), qwen35 Q4_K_M 74-76 % -> 88-91 %, where Q8_0 keeps burst
+ * (99-100 % against 96-98 % into L2; session 45). So: on Intel burst, the
+ * K-quants spread into L2; on Zen 4 every one-row tile left to the
+ * hardware; spread on other AMD. SPLASH_DECODE_PREFETCH=none|burst|spread|l2
  * sets every type's (simd_avx512.c; l2: spread into L2 on the integer
  * panels, bfloat16 rows taking it as spread, which one row on
  * Zen 4 reads slower: qwen3 / qwen35 Q4_K_M decode 52-83 % of the probe
