@@ -294,9 +294,9 @@ static const char *kernel_path(const model_t *m)
 static const char *weights_memory(const model_t *m)
 {
     if (m->packed_mem) /* model_prepack */
-        return m->gguf->is_huge_copy ? "matrices packed for their kernels (Q8_0 panels, AMX bfloat16 tiles), the "
+        return m->gguf->is_huge_copy ? "matrices packed for their kernels (VNNI panels, bfloat16 tiles or rows), the "
                                        "rest read into huge-page memory"
-                                     : "matrices packed for their kernels (Q8_0 panels, AMX bfloat16 tiles), the "
+                                     : "matrices packed for their kernels (VNNI panels, bfloat16 tiles or rows), the "
                                        "rest file mapped";
     return m->gguf->is_huge_copy ? "read into huge-page memory" : "file mapped (SPLASH_MMAP, no THP, or little memory)";
 }

@@ -83,6 +83,12 @@ void bf16_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
  * come back quieted). Scalar, for any level. */
 void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 
+/* Q4_0 packs as Q8_0 panels: its values q - 8 are int8, so with its f16
+ * scale a block is exactly a Q8_0 block (the packed copy is 576 / (16 x 18)
+ * = 2 times the raw bytes). Row `row` read back as raw Q4_0 blocks, byte
+ * for byte (for every finite scale). */
+void q4_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
+
 /* Q4_K and Q6_K panels (kernels/simd_avx512_panels_kp.c): as for Q8_0, a
  * matrix is ceil(n_out / 16) groups of 16 rows one after the other, a group
  * its n_in / 256 super-blocks in order, rows past n_out zeros. The quants

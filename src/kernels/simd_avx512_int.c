@@ -1,17 +1,12 @@
 /* AVX-512 kernels, the integer path: int8 activations (AVX-512 VNNI), for
- * Q4_0 and Q5_K, and the activation quantisers every integer-path type uses
+ * Q5_K, and the activation quantisers every integer-path type uses
  * (compiled with the AVX-512 flags like simd_avx512.c, which registers
  * these when the CPU has VNNI).
  *
- * Activation rows are quantised once per matmul (kernels/qact.h). Q8_0
- * (simd_avx512_panels_q8.c), Q4_K and Q6_K (simd_avx512_panels_k.c) run on
- * 16-row panels. For the others, weights are
- * unpacked per 256-value unit (kernels/qunpack.h) and multiplied with
- * vpdpbusd (u8 x s8, summed by 4 into int32 lanes, no saturation):
- *   Q4_0: signed weights w are biased to w + 128 (u8); the lanes
- *     start from -128 * (sum of the 4 activations), so p = sum w x exactly.
- *     Per 64-value chunk (two blocks, 8 lanes each): acc = fma(float(p),
- *     dw * dx, acc), dw * dx per lane from its own block.
+ * Activation rows are quantised once per matmul (kernels/qact.h). Q8_0 and
+ * Q4_0 (simd_avx512_panels_q8.c), Q4_K and Q6_K (simd_avx512_panels_k.c)
+ * run on 16-row panels. Q5_K's weights are unpacked per 256-value unit
+ * (kernels/qunpack.h) and multiplied with vpdpwssd:
  *   K-quants: vpmaddubsw pairs quants (u8, <= 63) with activations (no
  *     saturation: 2 * 63 * 127 < 2^15), vpdpwssd multiplies the int16 pairs
  *     by their scale into int32 lanes A; the activation sums times the
@@ -28,63 +23,11 @@
 #include "kernels/qunpack.h"
 #include "kernels/simd_avx512_common.h"
 
-/* 16 lanes: a in lanes 0-7, b in lanes 8-15. */
-AI __m512 pair_bcast(float a, float b)
-{
-    return _mm512_castpd_ps(
-        _mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(a)), _mm256_castps_pd(_mm256_set1_ps(b)), 1));
-}
-
 /* Prefetch the bytes [p, p + bytes) of the next group of R rows. */
 AI void prefetch_unit(const uint8_t *p, size_t bytes, int R, size_t ws)
 {
     for (size_t o = 0; o < bytes; o += 64)
         avx512_prefetch_next_rows(p + o, R, ws);
-}
-
-/* nb blocks of Q4_0 unpacked, the values biased to u8 (q + 128, so
- * vpdpbusd can take them; the bytes past nb become 128 and meet zero
- * activations). */
-AI void unpack32_biased(uint32_t type, const uint8_t *blk, int nb, qu_blocks_t *u)
-{
-    (void)type; /* Q4_0, the only type left on these tiles (Q8_0 has panels) */
-    qu_unpack_q4_0(blk, nb, u);
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
-#pragma GCC unroll 4
-    for (int i = 0; i < QU_UNIT / 64; i++)
-        _mm512_storeu_si512(u->w + 64 * i, _mm512_xor_si512(_mm512_loadu_si512(u->w + 64 * i), bias));
-}
-
-/* One unit (nb <= 8 blocks from block b0) of an R x C tile of Q4_0
- * against ACT_Q8_32 rows, from biased units u[r], into the accumulators. */
-AI void qtile32_unit(int R, int C, const qu_blocks_t *const u[TILE_R], int nb, int64_t b0, const uint8_t *x, size_t xs,
-                     int64_t n, __m512 acc[TILE_R][TILE_C])
-{
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
-    for (int j = 0; 2 * j < nb; j++) {
-        int two = 2 * j + 1 < nb;
-        __mmask64 m = two ? ~(__mmask64)0 : (__mmask64)0xffffffffu;
-        __m512i xv[TILE_C], corr[TILE_C];
-        __m512 dx[TILE_C];
-#pragma GCC unroll 4
-        for (int c = 0; c < C; c++) {
-            const uint8_t *row = x + c * xs;
-            const float *d = qact_d(row, n);
-            xv[c] = _mm512_maskz_loadu_epi8(m, row + 32 * b0 + 64 * j);
-            corr[c] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, _mm512_sub_epi8(_mm512_setzero_si512(), xv[c]));
-            dx[c] = pair_bcast(d[b0 + 2 * j], two ? d[b0 + 2 * j + 1] : 0.0f);
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            __m512i wu = _mm512_loadu_si512(u[r]->w + 64 * j);
-            __m512 dw = pair_bcast(u[r]->d[2 * j], u[r]->d[2 * j + 1]);
-#pragma GCC unroll 4
-            for (int c = 0; c < C; c++) {
-                __m512i p = _mm512_dpbusd_epi32(corr[c], wu, xv[c]);
-                acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx[c]), acc[r][c]);
-            }
-        }
-    }
 }
 
 AI void acc_zero(int R, int C, __m512 acc[TILE_R][TILE_C])
@@ -103,65 +46,6 @@ AI void acc_store(int R, int C, __m512 acc[TILE_R][TILE_C], float *y, size_t ys)
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++)
             y[c * ys + r] = avx512_hsum(acc[r][c]);
-}
-
-/* Q4_0 against ACT_Q8_32 rows: an R x C tile, unpacking each unit as
- * it goes (decode, and rows too long to unpack ahead). */
-AI void qtile32(uint32_t type, int R, int C, const uint8_t *w, size_t ws, const uint8_t *x, size_t xs, float *y,
-                size_t ys, int64_t n)
-{
-    const size_t bb = avx512_block_bytes(type);
-    const int64_t nb_all = n / 32;
-    __m512 acc[TILE_R][TILE_C];
-    acc_zero(R, C, acc);
-    for (int64_t b0 = 0; b0 < nb_all; b0 += QU_BLOCKS32) {
-        int nb = nb_all - b0 < QU_BLOCKS32 ? (int)(nb_all - b0) : QU_BLOCKS32;
-        qu_blocks_t u[TILE_R];
-        const qu_blocks_t *up[TILE_R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const uint8_t *blk = w + r * ws + (size_t)b0 * bb;
-            if (R > 1)
-                prefetch_unit(blk, (size_t)nb * bb, R, ws);
-            unpack32_biased(type, blk, nb, &u[r]);
-            up[r] = &u[r];
-        }
-        qtile32_unit(R, C, up, nb, b0, x, xs, n, acc);
-    }
-    acc_store(R, C, acc, y, ys);
-}
-
-/* The same tile from weight rows unpacked ahead: row r's unit i is
- * u[r * nu + i]. The same operations in the same order as qtile32, so the
- * same bits. */
-AI void qtile32_pre(int R, int C, const qu_blocks_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys,
-                    int64_t n)
-{
-    const int64_t nb_all = n / 32;
-    __m512 acc[TILE_R][TILE_C];
-    acc_zero(R, C, acc);
-    for (int64_t i = 0; i < nu; i++) {
-        int64_t b0 = i * QU_BLOCKS32;
-        int nb = nb_all - b0 < QU_BLOCKS32 ? (int)(nb_all - b0) : QU_BLOCKS32;
-        const qu_blocks_t *up[TILE_R];
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-            up[r] = u + r * nu + i;
-        qtile32_unit(R, C, up, nb, b0, x, xs, n, acc);
-    }
-    acc_store(R, C, acc, y, ys);
-}
-
-static void qtile32_pre_4x4(const qu_blocks_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys,
-                            int64_t n)
-{
-    qtile32_pre(4, 4, u, nu, x, xs, y, ys, n);
-}
-
-static void qtile32_pre_4x1(const qu_blocks_t *u, int64_t nu, const uint8_t *x, size_t xs, float *y, size_t ys,
-                            int64_t n)
-{
-    qtile32_pre(4, 1, u, nu, x, xs, y, ys, n);
 }
 
 /* One super-block b of an R x C tile of the K-quants against ACT_Q8_256
@@ -309,39 +193,6 @@ static void qdrive_k(kunpack_fn unpack, size_t bb, qmicro_fn k4x4, qmicro_fn k4x
             k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
 }
 
-/* Q4_0 tiles for a batch: as qdrive_k, each group of 4 weight rows
- * is unpacked once (up to Q32_PRE_UNITS units of 256 values per row, 4 x 16
- * x 288 bytes of stack) and reused across every activation row. */
-#define Q32_PRE_UNITS 16
-
-static void qdrive32(uint32_t type, qmicro_fn k4x4, qmicro_fn k4x1, qmicro_fn k1x1, const uint8_t *w, size_t ws,
-                     int64_t n_w, const uint8_t *x, size_t xs, int64_t n_x, float *y, size_t ys, int64_t n)
-{
-    const int64_t nb_all = n / 32, nu = (nb_all + QU_BLOCKS32 - 1) / QU_BLOCKS32;
-    if (nu > Q32_PRE_UNITS || n_x < 2 || n_w < TILE_R) {
-        qdrive(k4x4, k4x1, k1x1, w, ws, n_w, x, xs, n_x, y, ys, n);
-        return;
-    }
-    const size_t bb = avx512_block_bytes(type);
-    qu_blocks_t u[TILE_R * Q32_PRE_UNITS];
-    int64_t r = 0;
-    for (; r + TILE_R <= n_w; r += TILE_R) {
-        for (int i = 0; i < TILE_R; i++)
-            for (int64_t b = 0; b < nu; b++) {
-                int nb = nb_all - b * QU_BLOCKS32 < QU_BLOCKS32 ? (int)(nb_all - b * QU_BLOCKS32) : QU_BLOCKS32;
-                unpack32_biased(type, w + (r + i) * ws + (size_t)(b * QU_BLOCKS32) * bb, nb, &u[i * nu + b]);
-            }
-        int64_t c = 0;
-        for (; c + TILE_C <= n_x; c += TILE_C)
-            qtile32_pre_4x4(u, nu, x + c * xs, xs, y + c * ys + r, ys, n);
-        for (; c < n_x; c++)
-            qtile32_pre_4x1(u, nu, x + c * xs, xs, y + c * ys + r, ys, n);
-    }
-    for (; r < n_w; r++)
-        for (int64_t c = 0; c < n_x; c++)
-            k1x1(w + r * ws, ws, x + c * xs, xs, y + c * ys + r, ys, n);
-}
-
 static void unpack_q5_k_fn(const uint8_t *blk, qu_kblock_t *u)
 {
     qu_unpack_q5_k(blk, u);
@@ -349,10 +200,7 @@ static void unpack_q5_k_fn(const uint8_t *blk, qu_kblock_t *u)
 
 #define Q5K_DRIVE(...) qdrive_k(unpack_q5_k_fn, sizeof(block_q5_k_t), __VA_ARGS__)
 
-#define Q40_DRIVE(...) qdrive32(TYPE_Q4_0, __VA_ARGS__)
-TILE_DEFINE_QKERNELS(q4_0, qtile32, TYPE_Q4_0, Q40_DRIVE)
 TILE_DEFINE_QKERNELS(q5_k, qtile_k, TYPE_Q5_K, Q5K_DRIVE)
-AVX512_EXPORT_QKERNELS(q4_0)
 AVX512_EXPORT_QKERNELS(q5_k)
 
 /* One block of bs values (see qact.h for the rule): 16 at a time, the

@@ -92,6 +92,37 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
     }
 }
 
+/* Q4_0 on these panels: a block's 32 values q - 8 (low nibbles, then high)
+ * are int8, so with its f16 scale it is exactly a Q8_0 block, and the Q8_0
+ * panels, their kernels and their bits serve Q4_0 unchanged (twice the
+ * bytes of the raw blocks, read at Q8_0's speed). */
+AI void q4_0_as_q8_0(const uint8_t *src, uint8_t *dst)
+{
+    const __m128i q = _mm_loadu_si128((const __m128i *)(src + offsetof(block_q4_0_t, qs)));
+    const __m128i nib = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    memcpy(dst + offsetof(block_q8_0_t, d), src + offsetof(block_q4_0_t, d), sizeof(uint16_t));
+    _mm_storeu_si128((__m128i *)(dst + offsetof(block_q8_0_t, qs)), _mm_sub_epi8(_mm_and_si128(q, nib), eight));
+    _mm_storeu_si128((__m128i *)(dst + offsetof(block_q8_0_t, qs) + 16),
+                     _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), nib), eight));
+}
+
+#define Q40_PACK_BLOCKS 64 /* Q4_0 blocks of 16 rows widened at a time (34 KB of stack) */
+
+/* q8_0_pack16 of Q4_0 rows: Q40_PACK_BLOCKS blocks of the 16 rows at a
+ * time widened to Q8_0 blocks, then packed. */
+static void q4_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uint8_t *panel)
+{
+    _Alignas(64) uint8_t q8[16][Q40_PACK_BLOCKS * sizeof(block_q8_0_t)];
+    for (int c = 0; c < nb; c += Q40_PACK_BLOCKS) {
+        const int k = nb - c < Q40_PACK_BLOCKS ? nb - c : Q40_PACK_BLOCKS;
+        for (int r = 0; r < nr; r++)
+            for (int b = 0; b < k; b++)
+                q4_0_as_q8_0(w + (size_t)r * ws + (size_t)(b0 + c + b) * sizeof(block_q4_0_t),
+                             q8[r] + (size_t)b * sizeof(block_q8_0_t));
+        q8_0_pack16(q8[0], sizeof q8[0], nr, 0, k, panel + (size_t)c * P16_BLOCK);
+    }
+}
+
 /* Bytes of each panel's stream asked for ahead of its loads by the tiles
  * that read the weights from memory: those of the packed path's first
  * column of activation rows (decode, a few concurrent rows, and the first
@@ -373,6 +404,21 @@ static const avx512_panel_kind_t panel_q8_0 = {
     {{NULL, q8_0_p16_1x1, q8_0_p16_1x2, q8_0_p16_1x3, q8_0_p16_1x4, q8_0_p16_1x5, q8_0_p16_1x6},
      {NULL, q8_0_p16_2x1, q8_0_p16_2x2, q8_0_p16_2x3, q8_0_p16_2x4, q8_0_p16_2x5, q8_0_p16_2x6}}};
 
+static void q4_0_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel)
+{
+    (void)type;
+    q4_0_pack16(w, ws, nr, b0, nb, panel);
+}
+
+static const avx512_panel_kind_t panel_q4_0 = {
+    TYPE_Q4_0,
+    32,
+    P16_CHUNK_BATCH,
+    P16_COLS,
+    q4_0_pack,
+    {{NULL, q8_0_p16_1x1, q8_0_p16_1x2, q8_0_p16_1x3, q8_0_p16_1x4, q8_0_p16_1x5, q8_0_p16_1x6},
+     {NULL, q8_0_p16_2x1, q8_0_p16_2x2, q8_0_p16_2x3, q8_0_p16_2x4, q8_0_p16_2x5, q8_0_p16_2x6}}};
+
 /* A batch (n_x >= 2): each group of up to 32 weight rows is packed into two
  * panels once per chunk of blocks and swept across every activation row. */
 void avx512_panel_drive(const avx512_panel_kind_t *k, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs,
@@ -411,6 +457,31 @@ float avx512_q8_0_dot_q(const void *w, const void *xq, int64_t n)
     float y;
     avx512_q8_0_dot_q_tile(w, 0, 1, xq, 0, 1, &y, 0, n);
     return y;
+}
+
+/* Q4_0 on raw rows: packed per call (the panel driver, decode included:
+ * the raw path serves SPLASH_PREPACK=0 only), the packed path's bits. */
+void avx512_q4_0_panel_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                  float *y, size_t ys, int64_t n)
+{
+    avx512_panel_drive(&panel_q4_0, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
+float avx512_q4_0_panel_dot_q(const void *w, const void *xq, int64_t n)
+{
+    float y;
+    avx512_q4_0_panel_dot_q_tile(w, 0, 1, xq, 0, 1, &y, 0, n);
+    return y;
+}
+
+void avx512_q4_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    const size_t gb = q8_0_panel_group_bytes(n_in);
+    for (int64_t r = 0; r < n_w; r += 16) {
+        int nr = n_w - r < 16 ? (int)(n_w - r) : 16;
+        q4_0_pack16((const uint8_t *)w + (size_t)(row0 + r) * ws, ws, nr, 0, (int)(n_in / 32),
+                    (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
+    }
 }
 
 void avx512_q8_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)

@@ -172,7 +172,7 @@ assert r[0]["core_round_trip_ns"] is None and r[0]["core_round_trip_runs"]==[], 
 t2=r[1]; assert len(t2["core_round_trip_runs"])==2 and min(t2["core_round_trip_runs"])>=0, t2
 assert t2["core_round_trip_ns"] is None or t2["core_round_trip_ns"]>0, t2
 # how decode streams the weights: each kind named on AVX-512, null below it
-p=d["decode_prefetch"]; modes={"none","burst","spread"}
+p=d["decode_prefetch"]; modes={"none","burst","spread","l2"}
 assert p is None or (set(p)=={"q8_0","k_quants","bf16_rows"} and set(p.values())<=modes)
 # and where attention prefetches its keys and values, with the AVX-512 path
 assert (p is None) == (d["attention_prefetch"] is None) and d["attention_prefetch"] in (None, "l1", "l2")

@@ -1,4 +1,4 @@
-/* Weights packed once at load (Q8_0, Q4_K and Q6_K panels) (kernels/prepack.h, model_prepack):
+/* Weights packed once at load (Q8_0, Q4_0 as Q8_0, Q4_K and Q6_K panels) (kernels/prepack.h, model_prepack):
  *   - every row read back from the panels is the raw row, byte for byte;
  *   - a product on the packed matrix gives the same bits as on the raw one,
  *     for batches of 1..40 rows, ragged row counts (not a multiple of 16 or
@@ -54,6 +54,7 @@ typedef struct packing {
 
 static const packing_t packings[] = {
     {TYPE_Q8_0, 32, {1, 3, 65, 129}, q8_0_panel_bytes, q8_0_panel_row},
+    {TYPE_Q4_0, 32, {1, 3, 65, 129}, q8_0_panel_bytes, q4_0_panel_row},
     {TYPE_Q4_K, 256, {1, 3, 17, 0}, q4_k_panel_bytes, q4_k_panel_row},
     {TYPE_Q6_K, 256, {1, 3, 17, 0}, q6_k_panel_bytes, q6_k_panel_row},
 };
@@ -75,7 +76,9 @@ static size_t row_bytes(uint32_t type, int64_t n_in)
 /* n_out random rows (test_util.h). */
 static uint8_t *random_rows(uint32_t type, int64_t n_out, int64_t n_in, uint64_t seed)
 {
-    return type == TYPE_Q8_0 ? random_q8_0_rows(n_out, n_in, seed, 13) : random_kq_rows(type, n_out, n_in, seed);
+    if (type == TYPE_Q8_0)
+        return random_q8_0_rows(n_out, n_in, seed, 13);
+    return type == TYPE_Q4_0 ? random_q4_0_rows(n_out, n_in, seed) : random_kq_rows(type, n_out, n_in, seed);
 }
 
 /* The matrix packed by its kernels, in two calls (rows split at a group
@@ -325,6 +328,7 @@ static void test_model_dense(void **state)
 {
     (void)state;
     check_model("tiny", TYPE_Q8_0, NULL);
+    check_model("tiny", TYPE_Q4_0, NULL);
 }
 
 /* F16: packed where the level has a layout for it (AMX: bfloat16 tiles) */

@@ -46,6 +46,23 @@ static inline uint8_t *random_q8_0_rows(int64_t n_out, int64_t n_in, uint64_t se
     return w;
 }
 
+/* n_out raw Q4_0 rows of n_in values: random quants, sane f16 scales,
+ * 0.001 * (1 + block % 13). */
+static inline uint8_t *random_q4_0_rows(int64_t n_out, int64_t n_in, uint64_t seed)
+{
+    size_t bytes = (size_t)(n_in / QK4_0) * sizeof(block_q4_0_t) * (size_t)n_out;
+    uint8_t *w = malloc(bytes);
+    rng_t r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < bytes; i++)
+        w[i] = (uint8_t)(rng_u64(&r) >> 56);
+    for (size_t b = 0; b < bytes / sizeof(block_q4_0_t); b++) {
+        uint16_t d = f32_to_fp16(0.001f * (float)(1 + (int)(b % 13)));
+        memcpy(w + b * sizeof(block_q4_0_t) + offsetof(block_q4_0_t, d), &d, sizeof d);
+    }
+    return w;
+}
+
 /* n_out raw Q4_K or Q6_K rows of n_in values: every byte random (the
  * quants and 6-bit scales take every value), the f16 scales sane (d =
  * 0.001 * (1 + block % 13), dmin = 0.0007 * (1 + block % 7)). */
