@@ -123,12 +123,10 @@ static void akq_expand_q4_k(const uint8_t *blk, akq_block_t *out)
                       out->hi[t] + 64 * (8 + k));
         }
     }
-    for (int u = 0; u < 4; u++) { /* coef[i]: min i of each row in both int16 halves */
-        __m512i pr = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(blk + Q4P_MN + 32 * u)));
-        __m512i ev = _mm512_and_si512(pr, _mm512_set1_epi32(0xffff)), od = _mm512_srli_epi32(pr, 16);
-        _mm512_store_si512(out->coef[2 * u], _mm512_or_si512(ev, _mm512_slli_epi32(ev, 16)));
-        _mm512_store_si512(out->coef[2 * u + 1], _mm512_or_si512(od, _mm512_slli_epi32(od, 16)));
-    }
+    __m512i coef[8];
+    q4_k_panel_coefs(blk, coef);
+    for (int i = 0; i < 8; i++)
+        _mm512_store_si512(out->coef[i], coef[i]);
     _mm512_store_ps(out->d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_D))));
     _mm512_store_ps(out->dm, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_DM))));
 }

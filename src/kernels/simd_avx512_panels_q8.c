@@ -474,24 +474,27 @@ float avx512_q4_0_panel_dot_q(const void *w, const void *xq, int64_t n)
     return y;
 }
 
-void avx512_q4_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+/* Rows [row0, row0 + n_w) of a raw matrix (row0 a multiple of 16) into
+ * their groups of the packed Q8_0 panels, by k's pack step. */
+static void pack_groups(const avx512_panel_kind_t *k, const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in,
+                        void *packed)
 {
     const size_t gb = q8_0_panel_group_bytes(n_in);
     for (int64_t r = 0; r < n_w; r += 16) {
         int nr = n_w - r < 16 ? (int)(n_w - r) : 16;
-        q4_0_pack16((const uint8_t *)w + (size_t)(row0 + r) * ws, ws, nr, 0, (int)(n_in / 32),
-                    (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
+        k->pack(k->type, (const uint8_t *)w + (size_t)(row0 + r) * ws, ws, nr, 0, (int)(n_in / 32),
+                (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
     }
+}
+
+void avx512_q4_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    pack_groups(&panel_q4_0, w, ws, row0, n_w, n_in, packed);
 }
 
 void avx512_q8_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
 {
-    const size_t gb = q8_0_panel_group_bytes(n_in);
-    for (int64_t r = 0; r < n_w; r += 16) {
-        int nr = n_w - r < 16 ? (int)(n_w - r) : 16;
-        q8_0_pack16((const uint8_t *)w + (size_t)(row0 + r) * ws, ws, nr, 0, (int)(n_in / 32),
-                    (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
-    }
+    pack_groups(&panel_q8_0, w, ws, row0, n_w, n_in, packed);
 }
 
 /* Rows [row0, row0 + n_w) of a packed matrix, 32 at a time (two groups):

@@ -47,80 +47,90 @@ static const int64_t out_counts[] = {16, 17, 32, 45, 64, 131};
 static const int64_t block_counts[] = {1, 2, 3, 32, 65, 129};
 #define MAX_X 70
 
+/* One packed matrix (raw rows w, n_out x n_in) on the AVX-512 (k5) and AMX
+ * (ka) kernels of its type, for batches of 1..MAX_X activation rows (at an
+ * offset: row 0 of the quantised rows unused), weight rows in two calls
+ * split at a group as matmul's chunks are: the same bits, and each element
+ * within rel x (1 + |ref|) of the scalar reference. */
+static void check_packed_pair(const type_kernels_t *k5, const type_kernels_t *ka, const uint8_t *w, size_t rb,
+                              int64_t n_out, int64_t n_in, uint64_t seed,
+                              float (*ref_dot)(const void *w, const void *xq, int64_t n), float rel)
+{
+    const size_t xs = qact_row_bytes(k5->act_type, n_in);
+    void *p = aligned_alloc(64, (k5->packed_bytes(n_out, n_in) + 63) & ~(size_t)63);
+    k5->pack_panels(w, rb, 0, n_out, n_in, p);
+    float *x = malloc((size_t)MAX_X * n_in * sizeof *x);
+    fill_normal(x, MAX_X * n_in, seed, 1.0f);
+    uint8_t *xq = aligned_alloc(64, xs * (MAX_X + 1));
+    for (int r = 0; r < MAX_X + 1; r++)
+        k5->quantize_act(x + (size_t)(r % MAX_X) * n_in, xq + (size_t)r * xs, n_in);
+    float *y5 = malloc((size_t)MAX_X * n_out * sizeof *y5), *ya = malloc((size_t)MAX_X * n_out * sizeof *ya);
+    static const int x_counts[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, MAX_X};
+    for (size_t xi = 0; xi < sizeof x_counts / sizeof x_counts[0]; xi++) {
+        const int n_x = x_counts[xi];
+        memset(y5, 0xff, (size_t)n_x * n_out * sizeof *y5);
+        memset(ya, 0xff, (size_t)n_x * n_out * sizeof *ya);
+        const int64_t half = n_out > 32 ? 32 : n_out;
+        k5->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, y5, (size_t)n_out, n_in);
+        ka->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, ya, (size_t)n_out, n_in);
+        if (n_out > half) {
+            k5->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, y5 + half, (size_t)n_out, n_in);
+            ka->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, ya + half, (size_t)n_out, n_in);
+        }
+        if (memcmp(y5, ya, (size_t)n_x * n_out * sizeof *y5))
+            fail_msg("%d activation rows x %lld x %lld: AMX and AVX-512 products differ", n_x, (long long)n_out,
+                     (long long)n_in);
+        for (int c = 0; c < n_x; c++)
+            for (int64_t r = 0; r < n_out; r++) {
+                float ref = ref_dot(w + (size_t)r * rb, xq + (size_t)(c + 1) * xs, n_in);
+                float got = ya[(size_t)c * n_out + r];
+                if (!(fabsf(got - ref) <= rel * (1.0f + fabsf(ref))))
+                    fail_msg("row %lld x activation %d (%lld values): %g, reference %g", (long long)r, c,
+                             (long long)n_in, got, ref);
+            }
+    }
+    free(y5);
+    free(ya);
+    free(xq);
+    free(x);
+    free(p);
+}
+
+/* A type's AVX-512 and AMX kernels, the AMX ones its own. */
+static void amx_pair(uint32_t type, type_kernels_t avx512[TYPE_COUNT], type_kernels_t amx[TYPE_COUNT])
+{
+    kernels_table_for_level(CPU_AVX512, avx512);
+    kernels_table_for_level(CPU_AMX, amx);
+    assert_string_equal(amx[type].path, "amx");
+    assert_ptr_not_equal(amx[type].dot_q_tile_packed, avx512[type].dot_q_tile_packed);
+}
+
 static void test_q8_0_packed(void **state)
 {
     (void)state;
     type_kernels_t avx512[TYPE_COUNT], amx[TYPE_COUNT];
-    kernels_table_for_level(CPU_AVX512, avx512);
-    kernels_table_for_level(CPU_AMX, amx);
-    const type_kernels_t *k5 = &avx512[TYPE_Q8_0], *ka = &amx[TYPE_Q8_0];
-    assert_string_equal(ka->path, "amx");
-    assert_ptr_not_equal(ka->dot_q_tile_packed, k5->dot_q_tile_packed);
+    amx_pair(TYPE_Q8_0, avx512, amx);
     /* Q4_0 packs as Q8_0 panels and takes the same kernels */
     assert_string_equal(amx[TYPE_Q4_0].path, "amx");
-    assert_ptr_equal(amx[TYPE_Q4_0].dot_q_tile_packed, ka->dot_q_tile_packed);
-    assert_ptr_equal(avx512[TYPE_Q4_0].dot_q_tile_packed, k5->dot_q_tile_packed);
+    assert_ptr_equal(amx[TYPE_Q4_0].dot_q_tile_packed, amx[TYPE_Q8_0].dot_q_tile_packed);
+    assert_ptr_equal(avx512[TYPE_Q4_0].dot_q_tile_packed, avx512[TYPE_Q8_0].dot_q_tile_packed);
     for (size_t oi = 0; oi < sizeof out_counts / sizeof out_counts[0]; oi++)
         for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
             const int64_t n_out = out_counts[oi], n_in = 32 * block_counts[bi];
-            const size_t rb = q8_0_bytes((size_t)n_in), xs = qact_row_bytes(ACT_Q8_32, n_in);
             uint8_t *w = random_q8_0_rows(n_out, n_in, 10 + oi * 10 + bi, 11);
-            void *p = aligned_alloc(64, (q8_0_panel_bytes(n_out, n_in) + 63) & ~(size_t)63);
-            k5->pack_panels(w, rb, 0, n_out, n_in, p);
-            float *x = malloc((size_t)MAX_X * n_in * sizeof *x);
-            fill_normal(x, MAX_X * n_in, 40 + bi, 1.0f);
-            uint8_t *xq = aligned_alloc(64, xs * (MAX_X + 1));
-            for (int r = 0; r < MAX_X + 1; r++) /* row 0 unused: the products start at row 1 */
-                k5->quantize_act(x + (size_t)(r % MAX_X) * n_in, xq + (size_t)r * xs, n_in);
-            float *y5 = malloc((size_t)MAX_X * n_out * sizeof *y5), *ya = malloc((size_t)MAX_X * n_out * sizeof *ya);
-            static const int x_counts[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, MAX_X};
-            for (size_t xi = 0; xi < sizeof x_counts / sizeof x_counts[0]; xi++) {
-                const int n_x = x_counts[xi];
-                memset(y5, 0xff, (size_t)n_x * n_out * sizeof *y5);
-                memset(ya, 0xff, (size_t)n_x * n_out * sizeof *ya);
-                /* weight rows in two calls split at a group, as matmul's chunks are */
-                const int64_t half = n_out > 32 ? 32 : n_out;
-                k5->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, y5, (size_t)n_out, n_in);
-                ka->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, ya, (size_t)n_out, n_in);
-                if (n_out > half) {
-                    k5->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, y5 + half, (size_t)n_out, n_in);
-                    ka->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, ya + half, (size_t)n_out, n_in);
-                }
-                if (memcmp(y5, ya, (size_t)n_x * n_out * sizeof *y5))
-                    fail_msg("%d activation rows x %lld x %lld: AMX and AVX-512 products differ", n_x, (long long)n_out,
-                             (long long)n_in);
-                for (int c = 0; c < n_x; c++)
-                    for (int64_t r = 0; r < n_out; r++) {
-                        float ref = qact_dot_q8_0(w + (size_t)r * rb, xq + (size_t)(c + 1) * xs, n_in);
-                        float got = ya[(size_t)c * n_out + r];
-                        float tol = 1e-5f * (float)block_counts[bi] * (1.0f + fabsf(ref));
-                        if (!(fabsf(got - ref) <= tol))
-                            fail_msg("row %lld x activation %d (%lld values): %g, reference %g", (long long)r, c,
-                                     (long long)n_in, got, ref);
-                    }
-            }
-            free(y5);
-            free(ya);
-            free(xq);
-            free(x);
-            free(p);
+            check_packed_pair(&avx512[TYPE_Q8_0], &amx[TYPE_Q8_0], w, q8_0_bytes((size_t)n_in), n_out, n_in, 40 + bi,
+                              qact_dot_q8_0, 1e-5f * (float)block_counts[bi]);
             free(w);
         }
 }
 
-/* Q4_K / Q6_K on the integer tiles against the AVX-512 panels, bit for
- * bit, for batches of 1..70 rows (SPLASH_AMX_KQ_ROWS=15 in main: from 16
+/* Q4_K / Q6_K on the integer tiles (SPLASH_AMX_KQ_ROWS=15 in main: from 16
  * rows the slabs take the tiles, one or two at a time, the rest AVX-512),
- * ragged weight row counts, super-block counts around the expansion's
- * chunk of 4; and within f32 rounding of the scalar reference. */
+ * super-block counts around the expansion's chunk of 4. */
 static void check_kq_packed(uint32_t type)
 {
     type_kernels_t avx512[TYPE_COUNT], amx[TYPE_COUNT];
-    kernels_table_for_level(CPU_AVX512, avx512);
-    kernels_table_for_level(CPU_AMX, amx);
-    const type_kernels_t *k5 = &avx512[type], *ka = &amx[type];
-    assert_string_equal(ka->path, "amx");
-    assert_ptr_not_equal(ka->dot_q_tile_packed, k5->dot_q_tile_packed);
+    amx_pair(type, avx512, amx);
     static const int64_t outs[] = {16, 17, 45, 64};
     static const int64_t supers[] = {1, 3, 4, 5, 9};
     for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++)
@@ -128,46 +138,9 @@ static void check_kq_packed(uint32_t type)
             const int64_t n_out = outs[oi], n_in = 256 * supers[bi];
             size_t rb = 0;
             assert_true(type_row_bytes(type, n_in, &rb));
-            const size_t xs = qact_row_bytes(ACT_Q8_256, n_in);
             uint8_t *w = random_kq_rows(type, n_out, n_in, 300 + oi * 10 + bi);
-            void *p = aligned_alloc(64, (k5->packed_bytes(n_out, n_in) + 63) & ~(size_t)63);
-            k5->pack_panels(w, rb, 0, n_out, n_in, p);
-            float *x = malloc((size_t)MAX_X * n_in * sizeof *x);
-            fill_normal(x, MAX_X * n_in, 50 + bi, 1.0f);
-            uint8_t *xq = aligned_alloc(64, xs * (MAX_X + 1));
-            for (int r = 0; r < MAX_X + 1; r++) /* row 0 unused: the products start at row 1 */
-                k5->quantize_act(x + (size_t)(r % MAX_X) * n_in, xq + (size_t)r * xs, n_in);
-            float *y5 = malloc((size_t)MAX_X * n_out * sizeof *y5), *ya = malloc((size_t)MAX_X * n_out * sizeof *ya);
-            static const int x_counts[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 64, MAX_X};
-            for (size_t xi = 0; xi < sizeof x_counts / sizeof x_counts[0]; xi++) {
-                const int n_x = x_counts[xi];
-                memset(y5, 0xff, (size_t)n_x * n_out * sizeof *y5);
-                memset(ya, 0xff, (size_t)n_x * n_out * sizeof *ya);
-                const int64_t half = n_out > 32 ? 32 : n_out; /* two calls split at a group, as matmul's chunks */
-                k5->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, y5, (size_t)n_out, n_in);
-                ka->dot_q_tile_packed(p, 0, half, xq + xs, xs, n_x, ya, (size_t)n_out, n_in);
-                if (n_out > half) {
-                    k5->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, y5 + half, (size_t)n_out, n_in);
-                    ka->dot_q_tile_packed(p, half, n_out - half, xq + xs, xs, n_x, ya + half, (size_t)n_out, n_in);
-                }
-                if (memcmp(y5, ya, (size_t)n_x * n_out * sizeof *y5))
-                    fail_msg("%s, %d activation rows x %lld x %lld: AMX and AVX-512 products differ", type_name(type),
-                             n_x, (long long)n_out, (long long)n_in);
-                for (int c = 0; c < n_x; c++)
-                    for (int64_t r = 0; r < n_out; r++) {
-                        const uint8_t *wr = w + (size_t)r * rb, *xr = xq + (size_t)(c + 1) * xs;
-                        float ref = type == TYPE_Q4_K ? qact_dot_q4_k(wr, xr, n_in) : qact_dot_q6_k(wr, xr, n_in);
-                        float got = ya[(size_t)c * n_out + r];
-                        if (!(fabsf(got - ref) <= 1e-4f * (1.0f + fabsf(ref))))
-                            fail_msg("%s row %lld x activation %d (%lld values): %g, reference %g", type_name(type),
-                                     (long long)r, c, (long long)n_in, got, ref);
-                    }
-            }
-            free(y5);
-            free(ya);
-            free(xq);
-            free(x);
-            free(p);
+            check_packed_pair(&avx512[type], &amx[type], w, rb, n_out, n_in, 50 + bi,
+                              type == TYPE_Q4_K ? qact_dot_q4_k : qact_dot_q6_k, 1e-4f);
             free(w);
         }
 }
