@@ -26,19 +26,15 @@ void q4_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
 {
     const int64_t nb = n_in / QK4_0;
     const int lane = (int)(row % Q8_0_PANEL_ROWS);
-    const uint8_t *group = (const uint8_t *)packed + (size_t)(row / Q8_0_PANEL_ROWS) * q8_0_panel_group_bytes(n_in);
+    const uint8_t *group = (const uint8_t *)packed + (size_t)(row / Q8_0_PANEL_ROWS) * q4_0_panel_group_bytes(n_in);
     block_q4_0_t *out = dst;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = group + (size_t)b * Q8_0_PANEL_BLOCK;
+        const uint8_t *blk = group + (size_t)b * Q4_0_PANEL_BLOCK;
         float d;
         memcpy(&d, blk + 4 * lane, sizeof d);
         out[b].d = f32_to_fp16(d);
-        for (int j = 0; j < QK4_0 / 2; j++) { /* value j as Q8_0's (see q8_0_panel_row), plus 8 */
-            int lo = (int8_t)(blk[64 + 64 * (j / 4) + 4 * lane + j % 4] ^ 0x80) + 8;
-            int k = j + QK4_0 / 2;
-            int hi = (int8_t)(blk[64 + 64 * (k / 4) + 4 * lane + k % 4] ^ 0x80) + 8;
-            out[b].qs[j] = (uint8_t)(lo | hi << 4);
-        }
+        for (int j = 0; j < QK4_0 / 2; j++) /* vector j / 4, dword `lane`, byte j % 4 */
+            out[b].qs[j] = blk[64 + 64 * (j / 4) + 4 * lane + j % 4];
     }
 }
 

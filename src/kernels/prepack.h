@@ -83,10 +83,29 @@ void bf16_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
  * come back quieted). Scalar, for any level. */
 void q8_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 
-/* Q4_0 packs as Q8_0 panels: its values q - 8 are int8, so with its f16
- * scale a block is exactly a Q8_0 block (the packed copy is 576 / (16 x 18)
- * = 2 times the raw bytes). Row `row` read back as raw Q4_0 blocks, byte
- * for byte (for every finite scale). */
+/* Q4_0 panels (kernels/simd_avx512_panels_q8.c, the Q8_0 kernels reading
+ * nibbles): as for Q8_0, ceil(n_out / 16) groups of 16 rows, a group its
+ * n_in / 32 blocks in order, each Q4_0_PANEL_BLOCK bytes:
+ *   16 f32 scales (row i's f16 scale, widened: exact), then
+ *   4 vectors of 16 dwords: vector k, dword i holds row i's raw quant bytes
+ *   4k .. 4k + 3 (low nibbles: values 4k .. 4k + 3; high nibbles: values
+ *   16 + 4k .. 16 + 4k + 3; each value q - 8).
+ * Rows past n_out in the last group are zeros. 320 / (16 x 18) = 1.11
+ * times the raw bytes. */
+#define Q4_0_PANEL_BLOCK (16 * 4 + 4 * 64)
+
+static inline size_t q4_0_panel_group_bytes(int64_t n_in)
+{
+    return (size_t)(n_in / 32) * Q4_0_PANEL_BLOCK;
+}
+
+static inline size_t q4_0_panel_bytes(int64_t n_out, int64_t n_in)
+{
+    return (size_t)((n_out + Q8_0_PANEL_ROWS - 1) / Q8_0_PANEL_ROWS) * q4_0_panel_group_bytes(n_in);
+}
+
+/* Row `row` read back as raw Q4_0 blocks, byte for byte (for every finite
+ * scale). */
 void q4_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 
 /* Q4_K and Q6_K panels (kernels/simd_avx512_panels_kp.c): as for Q8_0, a

@@ -2,8 +2,8 @@
  * SPLASH_AMX_SOURCES), registered over the AVX-512 table when the CPU has
  * AMX and the kernel granted the tile state (base/cpu.c): F16 / BF16 on the
  * bfloat16 tiles (simd_amx_bf16.c), Q4_K / Q6_K on integer tiles
- * (simd_amx_kq.c), and Q8_0 (with Q4_0, packed as Q8_0 panels) on the
- * integer tiles here; all by default, each with a switch to keep AVX-512.
+ * (simd_amx_kq.c), and Q8_0 on the integer tiles here; all by default,
+ * each with a switch to keep AVX-512.
  *
  * Q8_0 on the panels packed at load (kernels/prepack.h). A panel block is
  * already an AMX B tile: 8 rows of 64 bytes, row k holding quants 4k ..
@@ -32,7 +32,7 @@
  * product, software prefetch). The F16 tiles, whose sums stay in the tile
  * unit across the whole row, run 4 to 5 times the f32 kernels. On a later,
  * faster host of the same kind (session 45) this kernel as it is measured
- * Q8_0 pp16 1.14-1.19x, pp64 1.15-1.20x, pp512 1.04x, Q4_0 pp512
+ * Q8_0 pp16 1.14-1.19x, pp64 1.15-1.20x, pp512 1.04x, Q4_0 (then on Q8_0 panels) pp512
  * 1.06-1.08x against VNNI (qwen3-0.6b, 2 threads): on by default since,
  * SPLASH_AMX_Q8=off keeping VNNI. */
 #include <immintrin.h>
@@ -184,7 +184,7 @@ void amx_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, c
                                       y + (size_t)n_amx * ys, ys, n);
 }
 
-/* Whether the Q8_0 (and Q4_0) tiles are on: unless SPLASH_AMX_Q8=off. */
+/* Whether the Q8_0 tiles are on: unless SPLASH_AMX_Q8=off. */
 static bool amx_q8_wanted(void)
 {
     const char *env = getenv("SPLASH_AMX_Q8");
@@ -237,13 +237,10 @@ void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
             table[TYPE_Q6_K].path = "amx";
         }
     }
-    static const uint32_t q8_panels[] = {TYPE_Q8_0, TYPE_Q4_0}; /* Q4_0 packs as Q8_0 panels */
-    for (size_t i = 0; i < sizeof q8_panels / sizeof q8_panels[0]; i++) {
-        type_kernels_t *k = &table[q8_panels[i]];
-        if (f->amx_int8 && f->avx512vnni && amx_q8_wanted() && k->dot_q_tile_packed == avx512_q8_0_dot_q_tile_packed) {
-            k->dot_q_tile_packed = amx_q8_0_dot_q_tile_packed;
-            k->path = "amx";
-        }
+    if (f->amx_int8 && f->avx512vnni && amx_q8_wanted() &&
+        table[TYPE_Q8_0].dot_q_tile_packed == avx512_q8_0_dot_q_tile_packed) {
+        table[TYPE_Q8_0].dot_q_tile_packed = amx_q8_0_dot_q_tile_packed;
+        table[TYPE_Q8_0].path = "amx";
     }
     /* F16 / BF16: every product on the bfloat16 tiles, decode included
      * (q_min_rows 1), so a row's bits never depend on its batch */

@@ -474,10 +474,10 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
         table[TYPE_Q8_0].packed_bytes = q8_0_panel_bytes;
         table[TYPE_Q8_0].dot_q_tile_packed = avx512_q8_0_dot_q_tile_packed;
         table[TYPE_Q8_0].dot_q_ranges_packed = avx512_q8_0_dot_q_ranges_packed;
-        table[TYPE_Q4_0].pack_panels = avx512_q4_0_pack_panels; /* as Q8_0 panels */
-        table[TYPE_Q4_0].packed_bytes = q8_0_panel_bytes;
-        table[TYPE_Q4_0].dot_q_tile_packed = avx512_q8_0_dot_q_tile_packed;
-        table[TYPE_Q4_0].dot_q_ranges_packed = avx512_q8_0_dot_q_ranges_packed;
+        table[TYPE_Q4_0].pack_panels = avx512_q4_0_pack_panels;
+        table[TYPE_Q4_0].packed_bytes = q4_0_panel_bytes;
+        table[TYPE_Q4_0].dot_q_tile_packed = avx512_q4_0_dot_q_tile_packed;
+        table[TYPE_Q4_0].dot_q_ranges_packed = avx512_q4_0_dot_q_ranges_packed;
         table[TYPE_Q4_K].pack_panels = q4_k_pack_panels;
         table[TYPE_Q4_K].packed_bytes = q4_k_panel_bytes;
         table[TYPE_Q4_K].dot_q_tile_packed = avx512_q4_k_dot_q_tile_packed;

@@ -378,13 +378,16 @@ void avx512_q8_0_dot_q_ranges_packed(const void *packed, int n_ranges, const int
 void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n);
 
-/* Q4_0 on the Q8_0 panels (its blocks widened to Q8_0, exactly):
- * on raw rows (packed per call) and packed once at load
- * (simd_avx512_panels_q8.c; the packed products are Q8_0's). */
+/* Q4_0 on panels of its own read by the Q8_0 kernels (simd_avx512_panels_q8.c):
+ * on raw rows (packed per call) and packed once at load. */
 float avx512_q4_0_panel_dot_q(const void *w, const void *xq, int64_t n);
 void avx512_q4_0_panel_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                   float *y, size_t ys, int64_t n);
 void avx512_q4_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
+void avx512_q4_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n);
+void avx512_q4_0_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n);
 
 /* Q4_K and Q6_K in 16-row panels, decode and batch (simd_avx512_panels_k.c). */
 float avx512_q4_k_pk_dot(const void *w, const void *xq, int64_t n);

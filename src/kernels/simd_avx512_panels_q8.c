@@ -1,6 +1,9 @@
-/* AVX-512 kernels, Q8_0 in 16-row panels (compiled with the AVX-512 flags
- * like simd_avx512.c, which registers these when the CPU has VNNI); also the
- * batch driver both panel families share (simd_avx512_panels_k.c).
+/* AVX-512 kernels, Q8_0 and Q4_0 in 16-row panels (compiled with the
+ * AVX-512 flags like simd_avx512.c, which registers these when the CPU has
+ * VNNI); also the batch driver both panel families share
+ * (simd_avx512_panels_k.c). Q4_0's panels hold its nibbles and the same
+ * kernels read them (q4_0_pack16, below), with Q8_0's bits for the Q8_0
+ * block of the same values.
  *
  * The Q8_0 products (decode and batch alike) run on panels: 16 weight rows
  * repacked per block so that one zmm holds the same 4 quants of all 16 rows
@@ -42,6 +45,7 @@
 #define P16_CHUNK_BATCH 64      /* blocks packed at a time for a batch (2 x 36 KB of stack) */
 _Static_assert(P16_CHUNK_BATCH *P16_BLOCK <= AVX512_PANEL_BUF_BYTES, "a Q8_0 panel chunk fits the panel buffer");
 _Static_assert(P16_BLOCK == Q8_0_PANEL_BLOCK, "the packed layout (kernels/prepack.h) is these panels");
+_Static_assert(P16_CHUNK_BATCH *Q4_0_PANEL_BLOCK <= AVX512_PANEL_BUF_BYTES, "a Q4_0 panel chunk fits the panel buffer");
 
 /* Packs rows [0, nr) (nr <= 16; the rest zero) of blocks [b0, b0 + nb) of
  * a Q8_0 matrix into a panel. */
@@ -92,34 +96,29 @@ AI void q8_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uin
     }
 }
 
-/* Q4_0 on these panels: a block's 32 values q - 8 (low nibbles, then high)
- * are int8, so with its f16 scale it is exactly a Q8_0 block, and the Q8_0
- * panels, their kernels and their bits serve Q4_0 unchanged (twice the
- * bytes of the raw blocks, read at Q8_0's speed). */
-AI void q4_0_as_q8_0(const uint8_t *src, uint8_t *dst)
-{
-    const __m128i q = _mm_loadu_si128((const __m128i *)(src + offsetof(block_q4_0_t, qs)));
-    const __m128i nib = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-    memcpy(dst + offsetof(block_q8_0_t, d), src + offsetof(block_q4_0_t, d), sizeof(uint16_t));
-    _mm_storeu_si128((__m128i *)(dst + offsetof(block_q8_0_t, qs)), _mm_sub_epi8(_mm_and_si128(q, nib), eight));
-    _mm_storeu_si128((__m128i *)(dst + offsetof(block_q8_0_t, qs) + 16),
-                     _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), nib), eight));
-}
-
-#define Q40_PACK_BLOCKS 64 /* Q4_0 blocks of 16 rows widened at a time (34 KB of stack) */
-
-/* q8_0_pack16 of Q4_0 rows: Q40_PACK_BLOCKS blocks of the 16 rows at a
- * time widened to Q8_0 blocks, then packed. */
+/* Q4_0 on panels of its own (kernels/prepack.h): per block 16 f32 scales,
+ * then 4 vectors, vector k's dword i row i's raw quant bytes 4k .. 4k + 3,
+ * whose low nibbles are values 4k .. 4k + 3 and high nibbles 16 + 4k ..
+ * 16 + 4k + 3. The kernels below take the nibbles (q, 0..15) where the
+ * Q8_0 panels have q + 128 and start from -8 (not -128) times the block's
+ * activation sum: the same exact p = sum (q - 8) x, the same float step,
+ * so a Q4_0 block gives the bits of the Q8_0 block of its values, with
+ * 320 bytes a block of 16 rows where Q8_0 panels take 576. Packs rows
+ * [0, nr) (the rest zero) of blocks [b0, b0 + nb) of raw Q4_0 rows. */
 static void q4_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, uint8_t *panel)
 {
-    _Alignas(64) uint8_t q8[16][Q40_PACK_BLOCKS * sizeof(block_q8_0_t)];
-    for (int c = 0; c < nb; c += Q40_PACK_BLOCKS) {
-        const int k = nb - c < Q40_PACK_BLOCKS ? nb - c : Q40_PACK_BLOCKS;
-        for (int r = 0; r < nr; r++)
-            for (int b = 0; b < k; b++)
-                q4_0_as_q8_0(w + (size_t)r * ws + (size_t)(b0 + c + b) * sizeof(block_q4_0_t),
-                             q8[r] + (size_t)b * sizeof(block_q8_0_t));
-        q8_0_pack16(q8[0], sizeof q8[0], nr, 0, k, panel + (size_t)c * P16_BLOCK);
+    for (int b = 0; b < nb; b++) {
+        uint8_t *out = panel + (size_t)b * Q4_0_PANEL_BLOCK;
+        memset(out, 0, Q4_0_PANEL_BLOCK);
+        for (int i = 0; i < nr; i++) {
+            const uint8_t *blk = w + (size_t)i * ws + (size_t)(b0 + b) * sizeof(block_q4_0_t);
+            uint16_t h;
+            memcpy(&h, blk + offsetof(block_q4_0_t, d), sizeof h);
+            const float d = _cvtsh_ss(h);
+            memcpy(out + 4 * i, &d, sizeof d);
+            for (int k = 0; k < 4; k++)
+                memcpy(out + 64 + 64 * k + 4 * i, blk + offsetof(block_q4_0_t, qs) + 4 * k, 4);
+        }
     }
 }
 
@@ -139,20 +138,22 @@ static void q4_0_pack16(const uint8_t *w, size_t ws, int nr, int64_t b0, int nb,
  * of a tile, or up to TYPE_DECODE_RANGES far apart in decode) against C
  * activation rows, into the accumulators (lane i: row i of panel g), line
  * k of every panel in turn. */
-AI void q8_0_panel_blocks(avx512_prefetch_t pf, bool ahead, int RG, int C, const uint8_t *const panel[], int nb,
-                          int64_t b0, const uint8_t *x, size_t xs, int64_t n, __m512 acc[][P16_COLS])
+AI void q8_0_panel_blocks(bool q4, avx512_prefetch_t pf, bool ahead, int RG, int C, const uint8_t *const panel[],
+                          int nb, int64_t b0, const uint8_t *x, size_t xs, int64_t n, __m512 acc[][P16_COLS])
 {
+    const size_t bb = q4 ? Q4_0_PANEL_BLOCK : P16_BLOCK;
+    const __m512i nib = _mm512_set1_epi8(15);
     for (int b = 0; b < nb; b++) {
         if (ahead && pf == AVX512_PF_BURST)
 #pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
 #pragma GCC unroll 9
-                for (int l = 0; l < P16_BLOCK; l += 64)
-                    _mm_prefetch((const char *)panel[g] + (size_t)b * P16_BLOCK + P16_AHEAD + l, _MM_HINT_T0);
-        __m512i ia[TYPE_DECODE_RANGES][P16_COLS];
+                for (size_t l = 0; l < bb; l += 64)
+                    _mm_prefetch((const char *)panel[g] + (size_t)b * bb + P16_AHEAD + l, _MM_HINT_T0);
+        __m512i ia[TYPE_DECODE_RANGES][P16_COLS], hi[TYPE_DECODE_RANGES][4];
 #pragma GCC unroll 6
         for (int c = 0; c < C; c++) {
-            __m512i corr = _mm512_set1_epi32(-128 * qact_sums32(x + c * xs, n)[b0 + b]);
+            __m512i corr = _mm512_set1_epi32((q4 ? -8 : -128) * qact_sums32(x + c * xs, n)[b0 + b]);
 #pragma GCC unroll 4
             for (int g = 0; g < RG; g++)
                 ia[g][c] = corr;
@@ -162,19 +163,27 @@ AI void q8_0_panel_blocks(avx512_prefetch_t pf, bool ahead, int RG, int C, const
             __m512i wv[TYPE_DECODE_RANGES];
 #pragma GCC unroll 4
             for (int g = 0; g < RG; g++) {
-                const uint8_t *blk = panel[g] + (size_t)b * P16_BLOCK;
-                if (ahead) { /* spread: the block's lines, its scales' beside its first quants */
+                const uint8_t *blk = panel[g] + (size_t)b * bb;
+                if (ahead && (!q4 || k < 4)) { /* spread: the block's lines, its scales' beside its first quants */
                     avx512_spread_line(pf, blk + 64 + 64 * k, P16_AHEAD);
                     if (k == 0)
                         avx512_spread_line(pf, blk, P16_AHEAD);
                 }
-                wv[g] = _mm512_loadu_si512(blk + 64 + 64 * k);
+                if (!q4) {
+                    wv[g] = _mm512_loadu_si512(blk + 64 + 64 * k);
+                } else if (k < 4) { /* values 4k .. 4k + 3 now, 16 + 4k .. at k + 4 */
+                    const __m512i v = _mm512_loadu_si512(blk + 64 + 64 * k);
+                    wv[g] = _mm512_and_si512(v, nib);
+                    hi[g][k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+                } else {
+                    wv[g] = hi[g][k - 4];
+                }
             }
 #pragma GCC unroll 6
             for (int c = 0; c < C; c++) {
-                int32_t q4;
-                memcpy(&q4, x + c * xs + 32 * (b0 + b) + 4 * k, sizeof q4);
-                __m512i xb = _mm512_set1_epi32(q4);
+                int32_t x4;
+                memcpy(&x4, x + c * xs + 32 * (b0 + b) + 4 * k, sizeof x4);
+                __m512i xb = _mm512_set1_epi32(x4);
 #pragma GCC unroll 4
                 for (int g = 0; g < RG; g++)
                     ia[g][c] = _mm512_dpbusd_epi32(ia[g][c], wv[g], xb);
@@ -183,7 +192,7 @@ AI void q8_0_panel_blocks(avx512_prefetch_t pf, bool ahead, int RG, int C, const
         __m512 dw[TYPE_DECODE_RANGES];
 #pragma GCC unroll 4
         for (int g = 0; g < RG; g++)
-            dw[g] = _mm512_loadu_ps(panel[g] + (size_t)b * P16_BLOCK);
+            dw[g] = _mm512_loadu_ps(panel[g] + (size_t)b * bb);
 #pragma GCC unroll 6
         for (int c = 0; c < C; c++) {
             __m512 dx = _mm512_set1_ps(qact_d(x + c * xs, n)[b0 + b]);
@@ -195,32 +204,34 @@ AI void q8_0_panel_blocks(avx512_prefetch_t pf, bool ahead, int RG, int C, const
 }
 
 /* One chunk of blocks for an RG x C tile, prefetching if ahead. */
-AI void q8_0_panel_tile(bool ahead, int RG, int C, const uint8_t *const panel[2], int nr, int nb, int64_t b0,
+AI void q8_0_panel_tile(bool q4, bool ahead, int RG, int C, const uint8_t *const panel[2], int nr, int nb, int64_t b0,
                         const uint8_t *x, size_t xs, float *y, size_t ys, int64_t n)
 {
     __m512 acc[2][P16_COLS];
     __mmask16 m[2];
     avx512_panel_acc_load(RG, C, nr, b0, y, ys, acc, m);
     const avx512_prefetch_t pf = C > 1 ? avx512_rows_prefetch(TYPE_Q8_0) : avx512_decode_prefetch(TYPE_Q8_0);
-    q8_0_panel_blocks(pf, ahead, RG, C, panel, nb, b0, x, xs, n, acc);
+    q8_0_panel_blocks(q4, pf, ahead, RG, C, panel, nb, b0, x, xs, n, acc);
     avx512_panel_acc_store(RG, C, m, acc, y, ys);
 }
 
 /* Each RG x C tile twice: q8_0_p16_ on weights in cache (a packed panel, a
- * later sweep of a chunk), q8_0_p16f_ streaming them from memory. */
-#define P16_TILE(RG, C)                                                                                                \
-    static void q8_0_p16_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,          \
-                                    size_t xs, float *y, size_t ys, int64_t n)                                         \
+ * later sweep of a chunk), q8_0_p16f_ streaming them from memory; and both
+ * again on Q4_0 panels (q4_0_p16_, q4_0_p16f_). */
+#define P16_TILE_OF(name, Q4, RG, C)                                                                                   \
+    static void name##_p16_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,        \
+                                      size_t xs, float *y, size_t ys, int64_t n)                                       \
     {                                                                                                                  \
         const uint8_t *const p[2] = {panel[0], panel[1]};                                                              \
-        q8_0_panel_tile(false, RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                                 \
+        q8_0_panel_tile(Q4, false, RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                             \
     }                                                                                                                  \
-    static void q8_0_p16f_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,         \
-                                     size_t xs, float *y, size_t ys, int64_t n)                                        \
+    static void name##_p16f_##RG##x##C(const void *const panel[2], int nr, int nb, int64_t b0, const uint8_t *x,       \
+                                       size_t xs, float *y, size_t ys, int64_t n)                                      \
     {                                                                                                                  \
         const uint8_t *const p[2] = {panel[0], panel[1]};                                                              \
-        q8_0_panel_tile(true, RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                                  \
+        q8_0_panel_tile(Q4, true, RG, C, p, nr, nb, b0, x, xs, y, ys, n);                                              \
     }
+#define P16_TILE(RG, C) P16_TILE_OF(q8_0, false, RG, C) P16_TILE_OF(q4_0, true, RG, C)
 P16_TILE(1, 1)
 P16_TILE(1, 2)
 P16_TILE(1, 3)
@@ -236,6 +247,9 @@ P16_TILE(2, 6)
 static const avx512_panel_tile_fn q8_0_first_pass_tiles[2][P16_COLS + 1] = {
     {NULL, q8_0_p16f_1x1, q8_0_p16f_1x2, q8_0_p16f_1x3, q8_0_p16f_1x4, q8_0_p16f_1x5, q8_0_p16f_1x6},
     {NULL, q8_0_p16f_2x1, q8_0_p16f_2x2, q8_0_p16f_2x3, q8_0_p16f_2x4, q8_0_p16f_2x5, q8_0_p16f_2x6}};
+static const avx512_panel_tile_fn q4_0_first_pass_tiles[2][P16_COLS + 1] = {
+    {NULL, q4_0_p16f_1x1, q4_0_p16f_1x2, q4_0_p16f_1x3, q4_0_p16f_1x4, q4_0_p16f_1x5, q4_0_p16f_1x6},
+    {NULL, q4_0_p16f_2x1, q4_0_p16f_2x2, q4_0_p16f_2x3, q4_0_p16f_2x4, q4_0_p16f_2x5, q4_0_p16f_2x6}};
 
 static void q8_0_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t b0, int nb, void *panel)
 {
@@ -375,25 +389,28 @@ static void q8_0_decode(const uint8_t *w, size_t ws, int64_t n_w, const uint8_t 
 }
 
 /* avx512_multi_fn of R packed groups, the whole row length (the packed
- * tile's one chunk for a decode row: the same bits). */
-#define Q8_MULTI(R)                                                                                                    \
-    static void q8_0_multi_##R(const uint8_t *const g[], const uint8_t *x, const void *aux, int64_t n,                 \
-                               float *const y[], const __mmask16 m[])                                                  \
+ * tile's one chunk for a decode row: the same bits); Q8_0 and Q4_0. */
+#define Q8_MULTI_OF(name, Q4, R)                                                                                       \
+    static void name##_multi_##R(const uint8_t *const g[], const uint8_t *x, const void *aux, int64_t n,               \
+                                 float *const y[], const __mmask16 m[])                                                \
     {                                                                                                                  \
         (void)aux;                                                                                                     \
         __m512 acc[R][P16_COLS];                                                                                       \
         for (int s = 0; s < R; s++)                                                                                    \
             acc[s][0] = _mm512_setzero_ps();                                                                           \
-        q8_0_panel_blocks(avx512_decode_prefetch(TYPE_Q8_0), true, R, 1, g, (int)(n / 32), 0, x, 0, n, acc);           \
+        q8_0_panel_blocks(Q4, avx512_decode_prefetch(TYPE_Q8_0), true, R, 1, g, (int)(n / 32), 0, x, 0, n, acc);       \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s][0]);                                                              \
     }
+#define Q8_MULTI(R) Q8_MULTI_OF(q8_0, false, R) Q8_MULTI_OF(q4_0, true, R)
 Q8_MULTI(1)
 Q8_MULTI(2)
 Q8_MULTI(3)
 Q8_MULTI(4)
 static const avx512_multi_fn q8_0_multis[TYPE_DECODE_RANGES + 1] = {NULL, q8_0_multi_1, q8_0_multi_2, q8_0_multi_3,
                                                                     q8_0_multi_4};
+static const avx512_multi_fn q4_0_multis[TYPE_DECODE_RANGES + 1] = {NULL, q4_0_multi_1, q4_0_multi_2, q4_0_multi_3,
+                                                                    q4_0_multi_4};
 
 static const avx512_panel_kind_t panel_q8_0 = {
     TYPE_Q8_0,
@@ -416,8 +433,8 @@ static const avx512_panel_kind_t panel_q4_0 = {
     P16_CHUNK_BATCH,
     P16_COLS,
     q4_0_pack,
-    {{NULL, q8_0_p16_1x1, q8_0_p16_1x2, q8_0_p16_1x3, q8_0_p16_1x4, q8_0_p16_1x5, q8_0_p16_1x6},
-     {NULL, q8_0_p16_2x1, q8_0_p16_2x2, q8_0_p16_2x3, q8_0_p16_2x4, q8_0_p16_2x5, q8_0_p16_2x6}}};
+    {{NULL, q4_0_p16_1x1, q4_0_p16_1x2, q4_0_p16_1x3, q4_0_p16_1x4, q4_0_p16_1x5, q4_0_p16_1x6},
+     {NULL, q4_0_p16_2x1, q4_0_p16_2x2, q4_0_p16_2x3, q4_0_p16_2x4, q4_0_p16_2x5, q4_0_p16_2x6}}};
 
 /* A batch (n_x >= 2): each group of up to 32 weight rows is packed into two
  * panels once per chunk of blocks and swept across every activation row. */
@@ -459,8 +476,9 @@ float avx512_q8_0_dot_q(const void *w, const void *xq, int64_t n)
     return y;
 }
 
-/* Q4_0 on raw rows: packed per call (the panel driver, decode included:
- * the raw path serves SPLASH_PREPACK=0 only), the packed path's bits. */
+/* Q4_0 on raw rows: packed per call into its panels (the panel driver,
+ * decode included: the raw path serves SPLASH_PREPACK=0 only), the packed
+ * path's bits. */
 void avx512_q4_0_panel_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                   float *y, size_t ys, int64_t n)
 {
@@ -475,11 +493,11 @@ float avx512_q4_0_panel_dot_q(const void *w, const void *xq, int64_t n)
 }
 
 /* Rows [row0, row0 + n_w) of a raw matrix (row0 a multiple of 16) into
- * their groups of the packed Q8_0 panels, by k's pack step. */
+ * their groups of the packed Q8_0 or Q4_0 panels, by k's pack step. */
 static void pack_groups(const avx512_panel_kind_t *k, const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in,
                         void *packed)
 {
-    const size_t gb = q8_0_panel_group_bytes(n_in);
+    const size_t gb = k->type == TYPE_Q4_0 ? q4_0_panel_group_bytes(n_in) : q8_0_panel_group_bytes(n_in);
     for (int64_t r = 0; r < n_w; r += 16) {
         int nr = n_w - r < 16 ? (int)(n_w - r) : 16;
         k->pack(k->type, (const uint8_t *)w + (size_t)(row0 + r) * ws, ws, nr, 0, (int)(n_in / 32),
@@ -502,26 +520,40 @@ void avx512_q8_0_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w
  * call (nothing to reuse, no partial sums through y); more take chunks of
  * P16_CHUNK_BATCH blocks, each swept across every activation row from
  * cache, as avx512_panel_drive does with the panels it packs. */
-void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
-                                   int64_t n_x, float *y, size_t ys, int64_t n)
+static void packed_drive(bool q4, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                         float *y, size_t ys, int64_t n)
 {
     const int64_t nb_all = n / 32;
-    const size_t gb = q8_0_panel_group_bytes(n);
+    const size_t gb = q4 ? q4_0_panel_group_bytes(n) : q8_0_panel_group_bytes(n);
+    const size_t bb = q4 ? Q4_0_PANEL_BLOCK : P16_BLOCK;
+    const avx512_panel_kind_t *k = q4 ? &panel_q4_0 : &panel_q8_0;
+    const avx512_panel_tile_fn(*first)[P16_COLS + 1] = q4 ? q4_0_first_pass_tiles : q8_0_first_pass_tiles;
     const int64_t chunk = n_x <= P16_COLS ? nb_all : P16_CHUNK_BATCH;
     for (int64_t r0 = 0; r0 < n_w; r0 += 32) {
         int nr = n_w - r0 < 32 ? (int)(n_w - r0) : 32, RG = nr > 16 ? 2 : 1;
         const uint8_t *g0 = (const uint8_t *)packed + (size_t)((row0 + r0) / 16) * gb;
         for (int64_t b0 = 0; b0 < nb_all; b0 += chunk) {
             int nb = nb_all - b0 < chunk ? (int)(nb_all - b0) : (int)chunk;
-            const void *const panel[2] = {g0 + (size_t)b0 * P16_BLOCK,
-                                          RG > 1 ? g0 + gb + (size_t)b0 * P16_BLOCK : NULL};
+            const void *const panel[2] = {g0 + (size_t)b0 * bb, RG > 1 ? g0 + gb + (size_t)b0 * bb : NULL};
             for (int64_t c = 0; c < n_x; c += P16_COLS) {
                 int C = n_x - c < P16_COLS ? (int)(n_x - c) : P16_COLS;
-                const avx512_panel_tile_fn tile = c ? panel_q8_0.tiles[RG - 1][C] : q8_0_first_pass_tiles[RG - 1][C];
+                const avx512_panel_tile_fn tile = c ? k->tiles[RG - 1][C] : first[RG - 1][C];
                 tile(panel, nr, nb, b0, (const uint8_t *)xq + (size_t)c * xs, xs, y + (size_t)c * ys + r0, ys, n);
             }
         }
     }
+}
+
+void avx512_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    packed_drive(false, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+}
+
+void avx512_q4_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    packed_drive(true, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
 /* Decode of n_ranges ranges of a packed matrix side by side (kernels/dispatch.h). */
@@ -529,4 +561,10 @@ void avx512_q8_0_dot_q_ranges_packed(const void *packed, int n_ranges, const int
                                      const void *xq, float *const y[], int64_t n)
 {
     avx512_ranges_drive(q8_0_multis, q8_0_panel_group_bytes(n), packed, n_ranges, row, n_rows, xq, NULL, y, n);
+}
+
+void avx512_q4_0_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n)
+{
+    avx512_ranges_drive(q4_0_multis, q4_0_panel_group_bytes(n), packed, n_ranges, row, n_rows, xq, NULL, y, n);
 }

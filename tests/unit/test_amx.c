@@ -1,7 +1,7 @@
 /* The AMX kernels (kernels/simd_amx.c, simd_amx_bf16.c, simd_amx_kq.c)
  * against the AVX-512 ones and the scalar references, on a CPU with AMX:
- *   - Q8_0 on packed panels (Q4_0, packed as Q8_0 panels, takes the same
- *     kernel): every element of the AMX product is the AVX-512 product's, bit for bit, for batches of 1..70
+ *   - Q8_0 on packed panels: every element of the AMX product is the
+ *     AVX-512 product's, bit for bit, for batches of 1..70
  *     activation rows (the tiles take 16 at a time, the rest go to
  *     AVX-512), ragged weight row counts (not a multiple of 16 or 32), odd
  *     and even block counts and long rows, and activation rows at an
@@ -110,10 +110,6 @@ static void test_q8_0_packed(void **state)
     (void)state;
     type_kernels_t avx512[TYPE_COUNT], amx[TYPE_COUNT];
     amx_pair(TYPE_Q8_0, avx512, amx);
-    /* Q4_0 packs as Q8_0 panels and takes the same kernels */
-    assert_string_equal(amx[TYPE_Q4_0].path, "amx");
-    assert_ptr_equal(amx[TYPE_Q4_0].dot_q_tile_packed, amx[TYPE_Q8_0].dot_q_tile_packed);
-    assert_ptr_equal(avx512[TYPE_Q4_0].dot_q_tile_packed, avx512[TYPE_Q8_0].dot_q_tile_packed);
     for (size_t oi = 0; oi < sizeof out_counts / sizeof out_counts[0]; oi++)
         for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
             const int64_t n_out = out_counts[oi], n_in = 32 * block_counts[bi];

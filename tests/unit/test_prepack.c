@@ -1,4 +1,4 @@
-/* Weights packed once at load (Q8_0, Q4_0 as Q8_0, Q4_K and Q6_K panels) (kernels/prepack.h, model_prepack):
+/* Weights packed once at load (Q8_0, Q4_0, Q4_K and Q6_K panels) (kernels/prepack.h, model_prepack):
  *   - every row read back from the panels is the raw row, byte for byte;
  *   - a product on the packed matrix gives the same bits as on the raw one,
  *     for batches of 1..40 rows, ragged row counts (not a multiple of 16 or
@@ -54,7 +54,7 @@ typedef struct packing {
 
 static const packing_t packings[] = {
     {TYPE_Q8_0, 32, {1, 3, 65, 129}, q8_0_panel_bytes, q8_0_panel_row},
-    {TYPE_Q4_0, 32, {1, 3, 65, 129}, q8_0_panel_bytes, q4_0_panel_row},
+    {TYPE_Q4_0, 32, {1, 3, 65, 129}, q4_0_panel_bytes, q4_0_panel_row},
     {TYPE_Q4_K, 256, {1, 3, 17, 0}, q4_k_panel_bytes, q4_k_panel_row},
     {TYPE_Q6_K, 256, {1, 3, 17, 0}, q6_k_panel_bytes, q6_k_panel_row},
 };
