@@ -277,18 +277,20 @@ AI void q6_k_panel_quants(__m512i qh, __m512i v1, __m512i v2, __m512i q[4])
     q6_k_panel_quants_half(qh, v2, 1, q + 2);
 }
 
-/* A packed Q4_K super-block's mins (kernels/prepack.h, Q4P_MN) as the
- * coefficients of the min term: coef[i], min i of each row in both int16
- * halves, for vpdpwssd against the activation's pair of 16-value sums of
- * sub-block i. */
-AI void q4_k_panel_coefs(const uint8_t *blk, __m512i coef[8])
+/* A packed Q4_K super-block's float steps' inputs (kernels/prepack.h):
+ * coef[i], min i of each row in both int16 halves, for vpdpwssd against
+ * the activation's pair of 16-value sums of sub-block i; d and dm, each
+ * row's f16 d and dmin widened. */
+AI void q4_k_panel_steps(const uint8_t *blk, int32_t coef[8][16], float d[16], float dm[16])
 {
     for (int u = 0; u < 4; u++) { /* the rows' min pairs (2u, 2u + 1) as int16 */
         __m512i pr = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(blk + Q4P_MN + 32 * u)));
         __m512i ev = _mm512_and_si512(pr, _mm512_set1_epi32(0xffff)), od = _mm512_srli_epi32(pr, 16);
-        coef[2 * u] = _mm512_or_si512(ev, _mm512_slli_epi32(ev, 16));
-        coef[2 * u + 1] = _mm512_or_si512(od, _mm512_slli_epi32(od, 16));
+        _mm512_store_si512(coef[2 * u], _mm512_or_si512(ev, _mm512_slli_epi32(ev, 16)));
+        _mm512_store_si512(coef[2 * u + 1], _mm512_or_si512(od, _mm512_slli_epi32(od, 16)));
     }
+    _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_D))));
+    _mm512_store_ps(dm, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_DM))));
 }
 
 /* Q6_K's scale 2u + e of each row, sign-extended, from a vector of the

@@ -664,12 +664,7 @@ static void pk_unpack_q4_k(const uint8_t *blk, pk_block_t *out)
     }
     for (int s = 0; s < 8; s++)
         _mm512_store_si512(out->sc[s], _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 16 * s))));
-    __m512i coef[8];
-    q4_k_panel_coefs(blk, coef);
-    for (int i = 0; i < 8; i++)
-        _mm512_store_si512(out->coef[i], coef[i]);
-    _mm512_store_ps(out->d, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_D))));
-    _mm512_store_ps(out->dm, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + Q4P_DM))));
+    q4_k_panel_steps(blk, out->coef, out->d, out->dm);
 }
 
 static void pk_unpack_q6_k(const uint8_t *blk, pk_block_t *out)
