@@ -1,5 +1,6 @@
 #include "kernels/prepack.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "base/fp16.h"
@@ -62,19 +63,38 @@ static size_t kq_pair_byte(int s, int lane)
     return (size_t)(32 * (s / 2) + 2 * lane + s % 2);
 }
 
-static void q4_k_pack_block(const void *raw, int lane, uint8_t *blk)
+_Static_assert(offsetof(block_q4_k_t, dmin) == 2 && offsetof(block_q5_k_t, dmin) == 2,
+               "d and dmin are the block's first four bytes");
+
+/* Q4_K's layout from a block's parts (Q5_K's 4-bit part: its quants at
+ * qoff). */
+static void q4_k_pack_parts(const uint8_t *scales, const uint8_t *qs, const void *d_dmin, size_t qoff, int lane,
+                            uint8_t *blk)
 {
-    const block_q4_k_t *in = raw;
     for (int k = 0; k < 32; k++) /* vector 8t + k' holds qs[32t + 4k'..]: qs dword k */
-        memcpy(blk + Q4P_Q + kq_dword(k, lane), in->qs + 4 * k, 4);
+        memcpy(blk + qoff + kq_dword(k, lane), qs + 4 * k, 4);
     for (int s = 0; s < 8; s++) {
         int sc, m;
-        kq_scale_min_get(in->scales, s, &sc, &m);
+        kq_scale_min_get(scales, s, &sc, &m);
         blk[Q4P_SC + 16 * s + lane] = (uint8_t)sc;
         blk[Q4P_MN + kq_pair_byte(s, lane)] = (uint8_t)m;
     }
-    memcpy(blk + Q4P_D + 2 * lane, &in->d, 2);
-    memcpy(blk + Q4P_DM + 2 * lane, &in->dmin, 2);
+    memcpy(blk + Q4P_D + 2 * lane, d_dmin, 2);
+    memcpy(blk + Q4P_DM + 2 * lane, (const uint8_t *)d_dmin + 2, 2);
+}
+
+static void q4_k_pack_block(const void *raw, int lane, uint8_t *blk)
+{
+    const block_q4_k_t *in = raw;
+    q4_k_pack_parts(in->scales, in->qs, &in->d, Q4P_Q, lane, blk);
+}
+
+static void q5_k_pack_block(const void *raw, int lane, uint8_t *blk)
+{
+    const block_q5_k_t *in = raw;
+    q4_k_pack_parts(in->scales, in->qs, &in->d, Q5P_Q, lane, blk);
+    for (int k = 0; k < 8; k++)
+        memcpy(blk + Q5P_QH + kq_dword(k, lane), in->qh + 4 * k, 4);
 }
 
 static void q6_k_pack_block(const void *raw, int lane, uint8_t *blk)
@@ -113,9 +133,29 @@ void q4_k_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64
     kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q4_k_t), Q4_K_PANEL_BLOCK, q4_k_pack_block);
 }
 
+void q5_k_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q5_k_t), Q5_K_PANEL_BLOCK, q5_k_pack_block);
+}
+
 void q6_k_pack_panels(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
 {
     kq_pack(w, ws, row0, n_w, n_in, packed, sizeof(block_q6_k_t), Q6_K_PANEL_BLOCK, q6_k_pack_block);
+}
+
+/* Q4_K's parts of row `lane` of a packed super-block (quants at qoff). */
+static void q4_k_unpack_parts(const uint8_t *blk, size_t qoff, int lane, uint8_t *scales, uint8_t *qs, void *d_dmin)
+{
+    for (int k = 0; k < 32; k++)
+        memcpy(qs + 4 * k, blk + qoff + kq_dword(k, lane), 4);
+    uint8_t sc[8], m[8];
+    for (int s = 0; s < 8; s++) {
+        sc[s] = blk[Q4P_SC + 16 * s + lane];
+        m[s] = blk[Q4P_MN + kq_pair_byte(s, lane)];
+    }
+    kq_scale_min_pack(scales, sc, m);
+    memcpy(d_dmin, blk + Q4P_D + 2 * lane, 2);
+    memcpy((uint8_t *)d_dmin + 2, blk + Q4P_DM + 2 * lane, 2);
 }
 
 void q4_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
@@ -124,18 +164,21 @@ void q4_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
     const int lane = (int)(row % KQ_PANEL_ROWS);
     const uint8_t *group = (const uint8_t *)packed + (size_t)(row / KQ_PANEL_ROWS) * q4_k_panel_group_bytes(n_in);
     block_q4_k_t *out = dst;
+    for (int64_t b = 0; b < nb; b++)
+        q4_k_unpack_parts(group + (size_t)b * Q4_K_PANEL_BLOCK, Q4P_Q, lane, out[b].scales, out[b].qs, &out[b].d);
+}
+
+void q5_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst)
+{
+    const int64_t nb = n_in / QK_K;
+    const int lane = (int)(row % KQ_PANEL_ROWS);
+    const uint8_t *group = (const uint8_t *)packed + (size_t)(row / KQ_PANEL_ROWS) * q5_k_panel_group_bytes(n_in);
+    block_q5_k_t *out = dst;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = group + (size_t)b * Q4_K_PANEL_BLOCK;
-        for (int k = 0; k < 32; k++)
-            memcpy(out[b].qs + 4 * k, blk + Q4P_Q + kq_dword(k, lane), 4);
-        uint8_t sc[8], m[8];
-        for (int s = 0; s < 8; s++) {
-            sc[s] = blk[Q4P_SC + 16 * s + lane];
-            m[s] = blk[Q4P_MN + kq_pair_byte(s, lane)];
-        }
-        kq_scale_min_pack(out[b].scales, sc, m);
-        memcpy(&out[b].d, blk + Q4P_D + 2 * lane, 2);
-        memcpy(&out[b].dmin, blk + Q4P_DM + 2 * lane, 2);
+        const uint8_t *blk = group + (size_t)b * Q5_K_PANEL_BLOCK;
+        q4_k_unpack_parts(blk, Q5P_Q, lane, out[b].scales, out[b].qs, &out[b].d);
+        for (int k = 0; k < 8; k++)
+            memcpy(out[b].qh + 4 * k, blk + Q5P_QH + kq_dword(k, lane), 4);
     }
 }
 

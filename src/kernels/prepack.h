@@ -1,5 +1,5 @@
 /* Weights packed once, at load, in the layouts the kernels read: Q8_0,
- * Q4_K and Q6_K panels (AVX-512 VNNI), bfloat16 tiles (AMX), bfloat16 rows
+ * Q4_0, Q4_K, Q5_K and Q6_K panels (AVX-512 VNNI), bfloat16 tiles (AMX), bfloat16 rows
  * (AVX-512 BF16). A layout is a fact shared by the packer, the kernels that
  * read it and the code that sizes or reads it back, so each is described
  * here, independent of the ISA.
@@ -108,7 +108,7 @@ static inline size_t q4_0_panel_bytes(int64_t n_out, int64_t n_in)
  * scale). */
 void q4_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 
-/* Q4_K and Q6_K panels (kernels/simd_avx512_panels_kp.c): as for Q8_0, a
+/* Q4_K, Q5_K and Q6_K panels (kernels/simd_avx512_panels_kp.c): as for Q8_0, a
  * matrix is ceil(n_out / 16) groups of 16 rows one after the other, a group
  * its n_in / 256 super-blocks in order, rows past n_out zeros. The quants
  * are the raw bytes, a dword of each row side by side, so one 64-byte load
@@ -149,6 +149,18 @@ void q4_0_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 #define Q4P_DM (Q4P_D + 16 * 2)
 #define Q4P_Q (Q4P_DM + 16 * 2)
 #define Q4_K_PANEL_BLOCK (Q4P_Q + 32 * 64)
+/* A Q5_K super-block of a group, Q5_K_PANEL_BLOCK bytes: Q4_K's (its 4-bit
+ * part, the same scales, mins and steps at the same offsets), with the
+ * fifth bits between the steps and the quants, so that decode's stream
+ * still only moves forward:
+ *   Q5P_QH: 8 vectors; vector k, dword i = row i's qh[4k .. 4k + 3]: bit 2t
+ *           of its byte l is the fifth bit of the low nibble of Q vector
+ *           8t + k's byte l, bit 2t + 1 that of its high nibble;
+ *   Q5P_Q:  as Q4P_Q.
+ * 2880 bytes, 1.023 times the raw 16 x 176. */
+#define Q5P_QH Q4P_Q
+#define Q5P_Q (Q5P_QH + 8 * 64)
+#define Q5_K_PANEL_BLOCK (Q5P_Q + 32 * 64)
 #define Q6P_D 0
 #define Q6P_HALF(h) (64 + 1664 * (h))
 #define Q6P_SC(u) (Q6P_HALF((u) / 4) + 32 * ((u) % 4))
@@ -166,6 +178,16 @@ static inline size_t q4_k_panel_bytes(int64_t n_out, int64_t n_in)
     return (size_t)((n_out + KQ_PANEL_ROWS - 1) / KQ_PANEL_ROWS) * q4_k_panel_group_bytes(n_in);
 }
 
+static inline size_t q5_k_panel_group_bytes(int64_t n_in)
+{
+    return (size_t)(n_in / 256) * Q5_K_PANEL_BLOCK;
+}
+
+static inline size_t q5_k_panel_bytes(int64_t n_out, int64_t n_in)
+{
+    return (size_t)((n_out + KQ_PANEL_ROWS - 1) / KQ_PANEL_ROWS) * q5_k_panel_group_bytes(n_in);
+}
+
 static inline size_t q6_k_panel_group_bytes(int64_t n_in)
 {
     return (size_t)(n_in / 256) * Q6_K_PANEL_BLOCK;
@@ -176,14 +198,16 @@ static inline size_t q6_k_panel_bytes(int64_t n_out, int64_t n_in)
     return (size_t)((n_out + KQ_PANEL_ROWS - 1) / KQ_PANEL_ROWS) * q6_k_panel_group_bytes(n_in);
 }
 
-/* Pack rows [row0, row0 + n_w) of a raw Q4_K / Q6_K matrix (row r at w + r
+/* Pack rows [row0, row0 + n_w) of a raw Q4_K / Q5_K / Q6_K matrix (row r at w + r
  * * w_stride, row0 a multiple of 16, n_in a multiple of 256) into their
  * groups. Scalar, for any level (a type_pack_panels_fn). */
 void q4_k_pack_panels(const void *w, size_t w_stride, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
+void q5_k_pack_panels(const void *w, size_t w_stride, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
 void q6_k_pack_panels(const void *w, size_t w_stride, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
 
 /* Row `row` read back as its raw blocks, byte for byte. */
 void q4_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
+void q5_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 void q6_k_panel_row(const void *packed, int64_t n_in, int64_t row, void *dst);
 
 #endif

@@ -1,7 +1,7 @@
 /* AMX kernels (compiled with the AVX-512 and AMX flags: CMakeLists.txt,
  * SPLASH_AMX_SOURCES), registered over the AVX-512 table when the CPU has
  * AMX and the kernel granted the tile state (base/cpu.c): F16 / BF16 on the
- * bfloat16 tiles (simd_amx_bf16.c), Q4_K / Q6_K on integer tiles
+ * bfloat16 tiles (simd_amx_bf16.c), Q4_K / Q5_K / Q6_K on integer tiles
  * (simd_amx_kq.c), and Q8_0 on the integer tiles here; all by default,
  * each with a switch to keep AVX-512.
  *
@@ -216,7 +216,7 @@ static void bf16_tiles_entry(type_kernels_t *k, type_dot_q_fn dot_q, type_dot_q_
                           .dot_q_tile_packed = amx_bf16_dot_q_tile_packed};
 }
 
-/* Whether Q4_K / Q6_K batches take the integer tiles: unless
+/* Whether Q4_K / Q5_K / Q6_K batches take the integer tiles: unless
  * SPLASH_AMX_KQ=off. */
 static bool amx_kq_wanted(void)
 {
@@ -231,6 +231,10 @@ void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
         if (table[TYPE_Q4_K].dot_q_tile_packed == avx512_q4_k_dot_q_tile_packed) {
             table[TYPE_Q4_K].dot_q_tile_packed = amx_q4_k_dot_q_tile_packed;
             table[TYPE_Q4_K].path = "amx";
+        }
+        if (table[TYPE_Q5_K].dot_q_tile_packed == avx512_q5_k_dot_q_tile_packed) {
+            table[TYPE_Q5_K].dot_q_tile_packed = amx_q5_k_dot_q_tile_packed;
+            table[TYPE_Q5_K].path = "amx";
         }
         if (table[TYPE_Q6_K].dot_q_tile_packed == avx512_q6_k_dot_q_tile_packed) {
             table[TYPE_Q6_K].dot_q_tile_packed = amx_q6_k_dot_q_tile_packed;

@@ -45,9 +45,11 @@ AI void amx_load_config(const amx_tilecfg_t *cfg)
 void amx_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                 float *y, size_t ys, int64_t n);
 
-/* Q4_K / Q6_K on the AVX-512 panels packed at load, their lo / hi bytes
+/* Q4_K / Q5_K / Q6_K on the AVX-512 panels packed at load, their lo / hi bytes
  * expanded per call (simd_amx_kq.c). */
 void amx_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                float *y, size_t ys, int64_t n);
+void amx_q5_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                 float *y, size_t ys, int64_t n);
 void amx_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                 float *y, size_t ys, int64_t n);

@@ -1,4 +1,4 @@
-/* AMX integer tiles for Q4_K and Q6_K on the panels packed at load
+/* AMX integer tiles for Q4_K, Q5_K and Q6_K on the panels packed at load
  * (kernels/prepack.h), for batches of more than AKQ_AVX512_ROWS activation
  * rows (prefill chunks, long verifications, large concurrent batches).
  * Registered by simd_amx.c (SPLASH_AMX_KQ=off keeps them off).
@@ -16,9 +16,9 @@
  * A in the tile unit. A sub-block's scale differs per weight row and per 32
  * (Q4_K) or 16 (Q6_K) values, so P_s would have to leave the tiles after
  * every sub-block (the Q8_0 tiles' trap, simd_amx.c). Instead the scale goes
- * into the weights: w = q x sc is at most 945 (Q4_K) or within +-8064 (Q6_K),
- * so w = lo + 256 hi with lo an unsigned byte and hi a byte (unsigned for
- * Q4_K, signed for Q6_K), and
+ * into the weights: w = q x sc is at most 945 (Q4_K), 1953 (Q5_K) or within
+ * +-8064 (Q6_K), so w = lo + 256 hi with lo an unsigned byte and hi a byte
+ * (unsigned for Q4_K and Q5_K, signed for Q6_K), and
  *   A = sum_k a_k lo_k + 256 sum_k a_k hi_k
  * is two tile products over the whole super-block (four 64-value steps
  * each), exact in int32 (|A| <= 256 x 127 x 8064 < 2^31). The sums leave
@@ -110,17 +110,23 @@ AI void akq_scale(__m512i q, __m512i sc32, uint8_t *lo, uint8_t *hi)
     _mm512_store_si512(hi, _mm512_mask_blend_epi8(odd, _mm512_srli_epi16(pe, 8), po));
 }
 
-static void akq_expand_q4_k(const uint8_t *blk, akq_block_t *out)
+/* Q4_K, or Q5_K (q5: its quants with their fifth bits, <= 31 x 63 = 1953). */
+AI void akq_expand_q45(const uint8_t *blk, bool q5, akq_block_t *out)
 {
     const __m512i nib = _mm512_set1_epi8(15);
     for (int t = 0; t < 4; t++) {
         const __m512i s0 = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 16 * (2 * t))));
         const __m512i s1 = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 16 * (2 * t + 1))));
         for (int k = 0; k < 8; k++) { /* vector 8t + k: values 64t + 4k (low nibbles), 64t + 32 + 4k (high) */
-            const __m512i q = _mm512_load_si512(blk + Q4P_Q + 64 * (8 * t + k));
-            akq_scale(_mm512_and_si512(q, nib), s0, out->lo[t] + 64 * k, out->hi[t] + 64 * k);
-            akq_scale(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib), s1, out->lo[t] + 64 * (8 + k),
-                      out->hi[t] + 64 * (8 + k));
+            const __m512i q = _mm512_load_si512(blk + (q5 ? Q5P_Q : Q4P_Q) + 64 * (8 * t + k));
+            __m512i lo = _mm512_and_si512(q, nib), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+            if (q5) {
+                const __m512i qh = _mm512_load_si512(blk + Q5P_QH + 64 * k);
+                lo = q5_k_panel_quant(lo, qh, 2 * t);
+                hi = q5_k_panel_quant(hi, qh, 2 * t + 1);
+            }
+            akq_scale(lo, s0, out->lo[t] + 64 * k, out->hi[t] + 64 * k);
+            akq_scale(hi, s1, out->lo[t] + 64 * (8 + k), out->hi[t] + 64 * (8 + k));
         }
     }
     q4_k_panel_steps(blk, out->coef, out->d, out->dm);
@@ -244,23 +250,23 @@ AI void akq_slabs(bool hi_signed, int S, const akq_block_t *blk, int64_t b0, int
     }
 }
 
-static void akq_slabs_q4_k_1(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs,
-                             int64_t n, float acc[2][AMX_ROWS][16])
+static void akq_slabs_hu_1(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs, int64_t n,
+                           float acc[2][AMX_ROWS][16])
 {
     akq_slabs(false, 1, blk, b0, nbc, x, xs, n, acc);
 }
-static void akq_slabs_q4_k_2(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs,
-                             int64_t n, float acc[2][AMX_ROWS][16])
+static void akq_slabs_hu_2(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs, int64_t n,
+                           float acc[2][AMX_ROWS][16])
 {
     akq_slabs(false, 2, blk, b0, nbc, x, xs, n, acc);
 }
-static void akq_slabs_q6_k_1(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs,
-                             int64_t n, float acc[2][AMX_ROWS][16])
+static void akq_slabs_hs_1(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs, int64_t n,
+                           float acc[2][AMX_ROWS][16])
 {
     akq_slabs(true, 1, blk, b0, nbc, x, xs, n, acc);
 }
-static void akq_slabs_q6_k_2(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs,
-                             int64_t n, float acc[2][AMX_ROWS][16])
+static void akq_slabs_hs_2(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs, int64_t n,
+                           float acc[2][AMX_ROWS][16])
 {
     akq_slabs(true, 2, blk, b0, nbc, x, xs, n, acc);
 }
@@ -268,17 +274,28 @@ static void akq_slabs_q6_k_2(const akq_block_t *blk, int64_t b0, int nbc, const 
 typedef void (*akq_slabs_fn)(const akq_block_t *blk, int64_t b0, int nbc, const uint8_t *const x[2], size_t xs,
                              int64_t n, float acc[2][AMX_ROWS][16]);
 
+/* A super-block of a group expanded (Q4_K, Q5_K or Q6_K). */
+static void akq_expand(uint32_t type, const uint8_t *blk, akq_block_t *out)
+{
+    if (type == TYPE_Q6_K)
+        akq_expand_q6_k(blk, out);
+    else
+        akq_expand_q45(blk, type == TYPE_Q5_K, out);
+}
+
 /* Rows [row0, row0 + n_w) of a packed matrix against n_slabs slabs of 16
  * activation rows: a group at a time, AKQ_CHUNK super-blocks of it
  * expanded, then every slab (two at a time) through them; a slab's
- * accumulators go back to y between chunks (an f32 round trip: exact). */
-static void akq_drive(bool q4, const void *packed, int64_t row0, int64_t n_w, const uint8_t *xq, size_t xs,
+ * accumulators go back to y between chunks (an f32 round trip: exact).
+ * The high bytes are unsigned but for Q6_K's. */
+static void akq_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const uint8_t *xq, size_t xs,
                       int64_t n_slabs, float *y, size_t ys, int64_t n)
 {
     const int64_t nb = n / QK;
-    const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
-    const size_t bb = q4 ? Q4_K_PANEL_BLOCK : Q6_K_PANEL_BLOCK;
-    const akq_slabs_fn one = q4 ? akq_slabs_q4_k_1 : akq_slabs_q6_k_1, two = q4 ? akq_slabs_q4_k_2 : akq_slabs_q6_k_2;
+    const size_t bb = type == TYPE_Q4_K ? Q4_K_PANEL_BLOCK : type == TYPE_Q5_K ? Q5_K_PANEL_BLOCK : Q6_K_PANEL_BLOCK;
+    const size_t gb = (size_t)nb * bb;
+    const bool q6 = type == TYPE_Q6_K;
+    const akq_slabs_fn one = q6 ? akq_slabs_hs_1 : akq_slabs_hu_1, two = q6 ? akq_slabs_hs_2 : akq_slabs_hu_2;
     _Alignas(64) akq_block_t blk[AKQ_CHUNK];
     _Alignas(64) float acc[2][AMX_ROWS][16];
     akq_tiles_config();
@@ -289,7 +306,7 @@ static void akq_drive(bool q4, const void *packed, int64_t row0, int64_t n_w, co
         for (int64_t b0 = 0; b0 < nb; b0 += AKQ_CHUNK) {
             const int nbc = nb - b0 < AKQ_CHUNK ? (int)(nb - b0) : AKQ_CHUNK;
             for (int b = 0; b < nbc; b++)
-                (q4 ? akq_expand_q4_k : akq_expand_q6_k)(g + (size_t)(b0 + b) * bb, &blk[b]);
+                akq_expand(type, g + (size_t)(b0 + b) * bb, &blk[b]);
             for (int64_t sl = 0; sl < n_slabs; sl += 2) {
                 const int S = n_slabs - sl > 1 ? 2 : 1;
                 const uint8_t *const x[2] = {xq + (size_t)sl * AMX_ROWS * xs,
@@ -319,13 +336,15 @@ static int amx_kq_min_rows(void)
 
 /* The slabs of 16 activation rows on the tiles, the rest on AVX-512 (the
  * same bits); batches of up to AKQ_AVX512_ROWS rows wholly on AVX-512. */
-static void akq_dot(bool q4, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
-                    float *y, size_t ys, int64_t n)
+static void akq_dot(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                    int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    type_dot_q_tile_packed_fn rest = q4 ? avx512_q4_k_dot_q_tile_packed : avx512_q6_k_dot_q_tile_packed;
+    type_dot_q_tile_packed_fn rest = type == TYPE_Q4_K   ? avx512_q4_k_dot_q_tile_packed
+                                     : type == TYPE_Q5_K ? avx512_q5_k_dot_q_tile_packed
+                                                         : avx512_q6_k_dot_q_tile_packed;
     const int64_t n_slabs = n_x > amx_kq_min_rows() ? n_x / AMX_ROWS : 0, n_amx = n_slabs * AMX_ROWS;
     if (n_slabs > 0)
-        akq_drive(q4, packed, row0, n_w, xq, xs, n_slabs, y, ys, n);
+        akq_drive(type, packed, row0, n_w, xq, xs, n_slabs, y, ys, n);
     if (n_amx < n_x)
         rest(packed, row0, n_w, (const uint8_t *)xq + (size_t)n_amx * xs, xs, n_x - n_amx, y + (size_t)n_amx * ys, ys,
              n);
@@ -334,11 +353,17 @@ static void akq_dot(bool q4, const void *packed, int64_t row0, int64_t n_w, cons
 void amx_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                 float *y, size_t ys, int64_t n)
 {
-    akq_dot(true, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+    akq_dot(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+}
+
+void amx_q5_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                float *y, size_t ys, int64_t n)
+{
+    akq_dot(TYPE_Q5_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
 void amx_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                 float *y, size_t ys, int64_t n)
 {
-    akq_dot(false, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+    akq_dot(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }

@@ -4,10 +4,11 @@
  * paths check cpu_features() first). This file holds the f32-activation
  * kernels and kernels_register_avx512, which fills the type table from
  * every sibling; they share kernels/simd_avx512_common.h:
- *   simd_avx512_int.c        the integer path (VNNI) for Q4_0 and Q5_K,
- *                            and the activation quantisers
- *   simd_avx512_panels_q8.c  Q8_0 in 16-row panels, and the panel driver
- *   simd_avx512_panels_k.c   Q4_K and Q6_K in 16-row panels
+ *   simd_avx512_int.c        the integer path's activation quantisers
+ *   simd_avx512_panels_q8.c  Q8_0 and Q4_0 in 16-row panels, and the panel
+ *                            driver
+ *   simd_avx512_panels_k.c   Q4_K, Q5_K and Q6_K in 16-row panels
+ *   simd_avx512_panels_kp.c  the same on the panels packed at load
  *   simd_avx512_bf16.c       F16 / BF16 weights against bfloat16 rows
  *   simd_avx512_attn.c       attention of one query head
  *   simd_avx512_ops.c        RMSNorm and SwiGLU
@@ -454,7 +455,7 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
         {TYPE_Q4_0, q4_0_dot, NULL, ACT_Q8_32, avx512_quantize_q8_32, avx512_q4_0_panel_dot_q,
          avx512_q4_0_panel_dot_q_tile},
         {TYPE_Q4_K, q4_k_dot, NULL, ACT_Q8_256, avx512_quantize_q8_256, avx512_q4_k_pk_dot, avx512_q4_k_pk_tile},
-        {TYPE_Q5_K, q5_k_dot, NULL, ACT_Q8_256, avx512_quantize_q8_256, avx512_q5_k_dot_q, avx512_q5_k_dot_q_tile},
+        {TYPE_Q5_K, q5_k_dot, NULL, ACT_Q8_256, avx512_quantize_q8_256, avx512_q5_k_pk_dot, avx512_q5_k_pk_tile},
         {TYPE_Q6_K, q6_k_dot, NULL, ACT_Q8_256, avx512_quantize_q8_256, avx512_q6_k_pk_dot, avx512_q6_k_pk_tile},
     };
     for (size_t i = 0; i < sizeof quantised / sizeof quantised[0]; i++) {
@@ -482,6 +483,10 @@ void kernels_register_avx512(type_kernels_t table[TYPE_COUNT])
         table[TYPE_Q4_K].packed_bytes = q4_k_panel_bytes;
         table[TYPE_Q4_K].dot_q_tile_packed = avx512_q4_k_dot_q_tile_packed;
         table[TYPE_Q4_K].dot_q_ranges_packed = avx512_q4_k_dot_q_ranges_packed;
+        table[TYPE_Q5_K].pack_panels = q5_k_pack_panels;
+        table[TYPE_Q5_K].packed_bytes = q5_k_panel_bytes;
+        table[TYPE_Q5_K].dot_q_tile_packed = avx512_q5_k_dot_q_tile_packed;
+        table[TYPE_Q5_K].dot_q_ranges_packed = avx512_q5_k_dot_q_ranges_packed;
         table[TYPE_Q6_K].pack_panels = q6_k_pack_panels;
         table[TYPE_Q6_K].packed_bytes = q6_k_panel_bytes;
         table[TYPE_Q6_K].dot_q_tile_packed = avx512_q6_k_dot_q_tile_packed;

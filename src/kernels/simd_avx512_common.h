@@ -277,6 +277,18 @@ AI void q6_k_panel_quants(__m512i qh, __m512i v1, __m512i v2, __m512i q[4])
     q6_k_panel_quants_half(qh, v2, 1, q + 2);
 }
 
+/* Q5_K panels packed at load (kernels/prepack.h): 4-bit quants (nibbles
+ * masked to 0..15) with their fifth bits, bit p of each byte of qh, as u8
+ * 0..31 (vpternlogd 0xf8: nibble | (shifted qh & 0x10); a 16-bit shift by
+ * at most 4 keeps each byte's bit p within its byte). */
+AI __m512i q5_k_panel_quant(__m512i nib, __m512i qh, int p)
+{
+    const __m512i sh = p < 4   ? _mm512_slli_epi16(qh, (unsigned)(4 - p))
+                       : p > 4 ? _mm512_srli_epi16(qh, (unsigned)(p - 4))
+                               : qh;
+    return _mm512_ternarylogic_epi32(nib, sh, _mm512_set1_epi8(0x10), 0xf8);
+}
+
 /* A packed Q4_K super-block's float steps' inputs (kernels/prepack.h):
  * coef[i], min i of each row in both int16 halves, for vpdpwssd against
  * the activation's pair of 16-value sums of sub-block i; d and dm, each
@@ -355,11 +367,7 @@ void avx512_panel_drive(const avx512_panel_kind_t *k, const void *w, size_t ws, 
 
 /* ---- kernels one file defines for kernels_register_avx512 ---------------- */
 
-/* Q5_K on the integer path, and the activation quantisers
- * (simd_avx512_int.c). */
-float avx512_q5_k_dot_q(const void *w, const void *xq, int64_t n);
-void avx512_q5_k_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
-                            size_t ys, int64_t n);
+/* The activation quantisers of the integer path (simd_avx512_int.c). */
 void avx512_quantize_q8_32(const float *x, void *dst, int64_t n);
 void avx512_quantize_q8_256(const float *x, void *dst, int64_t n);
 
@@ -391,9 +399,13 @@ void avx512_q4_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
 void avx512_q4_0_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
                                      const void *xq, float *const y[], int64_t n);
 
-/* Q4_K and Q6_K in 16-row panels, decode and batch (simd_avx512_panels_k.c). */
+/* Q4_K, Q5_K and Q6_K in 16-row panels, decode and batch
+ * (simd_avx512_panels_k.c). */
 float avx512_q4_k_pk_dot(const void *w, const void *xq, int64_t n);
 void avx512_q4_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                         size_t ys, int64_t n);
+float avx512_q5_k_pk_dot(const void *w, const void *xq, int64_t n);
+void avx512_q5_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                          size_t ys, int64_t n);
 float avx512_q6_k_pk_dot(const void *w, const void *xq, int64_t n);
 void avx512_q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
@@ -404,9 +416,13 @@ void avx512_q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, 
  * panels above (avx512_kq_packed_drive, simd_avx512_panels_k.c). */
 void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n);
+void avx512_q5_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n);
 void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n);
 void avx512_q4_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n);
+void avx512_q5_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
                                      const void *xq, float *const y[], int64_t n);
 void avx512_q6_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
                                      const void *xq, float *const y[], int64_t n);

@@ -96,7 +96,10 @@ AI __m256i q4_k_coef(__m512i sm)
     return _mm256_shuffle_epi8(_mm512_castsi512_si256(sm), _mm256_load_si256((const __m256i *)q4_k_coef_idx));
 }
 
-AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
+/* Q4_K's (q5: Q5_K's) super-block in registers; Q5_K's quants take their
+ * fifth bits from qh (chunk j: bit 2j of qh[l] for value 64j + l, bit 2j +
+ * 1 for 64j + 32 + l). */
+AI void q45_regs(const uint8_t *blk, bool q5, kq_regs_t *k)
 {
     __m512i sm = q4_k_scale_bytes(blk);
 #pragma GCC unroll 4
@@ -107,13 +110,20 @@ AI void q4_k_regs(const uint8_t *blk, kq_regs_t *k)
     k->dm = avx512_f16_at(blk + 2);
     /* chunk j: qs[32j ..] low nibbles are values 64j + 0..31, high nibbles 64j + 32..63 */
     const __m512i nib = _mm512_set1_epi8(15);
-    const uint8_t *qs = blk + offsetof(block_q4_k_t, qs);
+    const uint8_t *qs = blk + (q5 ? offsetof(block_q5_k_t, qs) : offsetof(block_q4_k_t, qs));
 #pragma GCC unroll 2
     for (int j = 0; j < 4; j += 2) {
         __m512i v = _mm512_loadu_si512(qs + 32 * j);
         __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
         k->q[j] = _mm512_shuffle_i64x2(lo, hi, 0x44);
         k->q[j + 1] = _mm512_shuffle_i64x2(lo, hi, 0xee);
+    }
+    if (q5) { /* qh, then qh >> 1: bit 2j of each byte is the fifth bit of q[j]'s low half, then its high half */
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + offsetof(block_q5_k_t, qh)));
+        const __m512i h2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 1), 1);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            k->q[j] = q5_k_panel_quant(k->q[j], h2, 2 * j);
     }
 }
 
@@ -173,8 +183,8 @@ _Static_assert(PK_CHUNK * sizeof(pk_block_t) <= AVX512_PANEL_BUF_BYTES, "a K-qua
  * hold them) plus the raw sub-block scales. */
 AI void pk_row_regs(uint32_t type, const uint8_t *blk, kq_regs_t *k, int32_t sc[16])
 {
-    if (type == TYPE_Q4_K) {
-        q4_k_regs(blk, k);
+    if (type != TYPE_Q6_K) { /* Q4_K, Q5_K: the scales at the same offset */
+        q45_regs(blk, type == TYPE_Q5_K, k);
         const uint8_t *scales = blk + offsetof(block_q4_k_t, scales);
         for (int j = 0; j < 8; j++) {
             int s, m;
@@ -261,7 +271,7 @@ AI void pk_zero(int RG, int C, __m512i v[2][PK_COLS])
 AI void pk_panel_blocks(uint32_t type, int RG, int C, const pk_block_t *const panel[2], int nb, int64_t b0,
                         const uint8_t *x, size_t xs, int64_t n, __m512 acc[2][P16_COLS])
 {
-    const int ns = type == TYPE_Q4_K ? 8 : 16, gps = (QK_K / 4) / ns; /* sub-blocks, groups per sub-block */
+    const int ns = type == TYPE_Q6_K ? 16 : 8, gps = (QK_K / 4) / ns; /* sub-blocks, groups per sub-block */
     const size_t bsum_off = (size_t)((const uint8_t *)qact_bsums(x, n) - x);
     for (int b = 0; b < nb; b++) {
         __m512i a[2][PK_COLS];
@@ -338,6 +348,7 @@ AI void pk_panel_tile(uint32_t type, int RG, int C, const pk_block_t *const pane
     PK_TILE(name, TYPE, 2, 3)                                                                                          \
     PK_TILE(name, TYPE, 2, 4)
 PK_TILES(q4_k, TYPE_Q4_K)
+PK_TILES(q5_k, TYPE_Q5_K)
 PK_TILES(q6_k, TYPE_Q6_K)
 
 /* A Q4_K super-block's scaled sub-block products (16 lanes whose sum is A)
@@ -376,10 +387,10 @@ AI void pk_block_sums(uint32_t type, const uint8_t *blk, const uint8_t *xb, cons
         return;
     }
     kq_regs_t k;
-    if (type == TYPE_Q4_K)
-        q4_k_regs(blk, &k);
-    else
+    if (type == TYPE_Q6_K)
         q6_k_regs(blk, &k);
+    else
+        q45_regs(blk, type == TYPE_Q5_K, &k);
     __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
@@ -648,19 +659,26 @@ static void pk_pack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_t 
         {{NULL, pk_##name##_1x1, pk_##name##_1x2, pk_##name##_1x3, pk_##name##_1x4},                                   \
          {NULL, pk_##name##_2x1, pk_##name##_2x2, pk_##name##_2x3, pk_##name##_2x4}}};
 PK_KIND(panel_q4_k, q4_k, TYPE_Q4_K, pk_pack)
+PK_KIND(panel_q5_k, q5_k, TYPE_Q5_K, pk_pack)
 PK_KIND(panel_q6_k, q6_k, TYPE_Q6_K, pk_pack)
 
 /* Super-blocks [b0, b0 + nb) of a group packed at load (kernels/prepack.h)
  * unpacked into panels: the same quants, scales, coefficients and d as
  * pk_pack16 makes of the raw rows (rows past the matrix are zeros in both). */
-static void pk_unpack_q4_k(const uint8_t *blk, pk_block_t *out)
+static void pk_unpack_q45(const uint8_t *blk, bool q5, pk_block_t *out)
 {
     const __m512i nib = _mm512_set1_epi8(15);
     for (int v = 0; v < 32; v++) { /* vector 8t + k: values 64t + 4k (low nibbles), 64t + 32 + 4k (high) */
-        __m512i q = _mm512_load_si512(blk + Q4P_Q + 64 * v);
+        __m512i q = _mm512_load_si512(blk + (q5 ? Q5P_Q : Q4P_Q) + 64 * v);
         int t = v / 8, k = v % 8;
-        _mm512_store_si512(out->q[16 * t + k], _mm512_and_si512(q, nib));
-        _mm512_store_si512(out->q[16 * t + 8 + k], _mm512_and_si512(_mm512_srli_epi16(q, 4), nib));
+        __m512i lo = _mm512_and_si512(q, nib), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+        if (q5) {
+            const __m512i qh = _mm512_load_si512(blk + Q5P_QH + 64 * k);
+            lo = q5_k_panel_quant(lo, qh, 2 * t);
+            hi = q5_k_panel_quant(hi, qh, 2 * t + 1);
+        }
+        _mm512_store_si512(out->q[16 * t + k], lo);
+        _mm512_store_si512(out->q[16 * t + 8 + k], hi);
     }
     for (int s = 0; s < 8; s++)
         _mm512_store_si512(out->sc[s], _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(blk + Q4P_SC + 16 * s))));
@@ -698,23 +716,29 @@ static void pk_unpack(uint32_t type, const uint8_t *w, size_t ws, int nr, int64_
     (void)nr;
     pk_block_t *out = panel;
     for (int b = 0; b < nb; b++) {
-        if (type == TYPE_Q4_K)
-            pk_unpack_q4_k(w + (size_t)(b0 + b) * Q4_K_PANEL_BLOCK, &out[b]);
-        else
+        if (type == TYPE_Q6_K)
             pk_unpack_q6_k(w + (size_t)(b0 + b) * Q6_K_PANEL_BLOCK, &out[b]);
+        else
+            pk_unpack_q45(w + (size_t)(b0 + b) * (type == TYPE_Q5_K ? Q5_K_PANEL_BLOCK : Q4_K_PANEL_BLOCK),
+                          type == TYPE_Q5_K, &out[b]);
     }
 }
 
 PK_KIND(panel_q4_k_packed, q4_k, TYPE_Q4_K, pk_unpack)
+PK_KIND(panel_q5_k_packed, q5_k, TYPE_Q5_K, pk_unpack)
 PK_KIND(panel_q6_k_packed, q6_k, TYPE_Q6_K, pk_unpack)
 
 void avx512_kq_packed_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                             int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    const bool q4 = type == TYPE_Q4_K;
-    const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
+    const size_t gb = type == TYPE_Q4_K   ? q4_k_panel_group_bytes(n)
+                      : type == TYPE_Q5_K ? q5_k_panel_group_bytes(n)
+                                          : q6_k_panel_group_bytes(n);
+    const avx512_panel_kind_t *k = type == TYPE_Q4_K   ? &panel_q4_k_packed
+                                   : type == TYPE_Q5_K ? &panel_q5_k_packed
+                                                       : &panel_q6_k_packed;
     const uint8_t *g = (const uint8_t *)packed + (size_t)(row0 / KQ_PANEL_ROWS) * gb;
-    avx512_panel_drive(q4 ? &panel_q4_k_packed : &panel_q6_k_packed, g, gb / KQ_PANEL_ROWS, n_w, xq, xs, n_x, y, ys, n);
+    avx512_panel_drive(k, g, gb / KQ_PANEL_ROWS, n_w, xq, xs, n_x, y, ys, n);
 }
 
 /* Q4_K / Q6_K: decode, and batches of up to PK_DEC_ROWS rows (concurrent
@@ -757,6 +781,12 @@ void avx512_q4_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, 
     pk_dot_q_tile(&panel_q4_k, w, ws, n_w, xq, xs, n_x, y, ys, n);
 }
 
+void avx512_q5_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                         size_t ys, int64_t n)
+{
+    pk_dot_q_tile(&panel_q5_k, w, ws, n_w, xq, xs, n_x, y, ys, n);
+}
+
 void avx512_q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                          size_t ys, int64_t n)
 {
@@ -766,6 +796,11 @@ void avx512_q6_k_pk_tile(const void *w, size_t ws, int64_t n_w, const void *xq, 
 float avx512_q4_k_pk_dot(const void *w, const void *xq, int64_t n)
 {
     return pk_row_decode(TYPE_Q4_K, w, xq, NULL, n);
+}
+
+float avx512_q5_k_pk_dot(const void *w, const void *xq, int64_t n)
+{
+    return pk_row_decode(TYPE_Q5_K, w, xq, NULL, n);
 }
 
 float avx512_q6_k_pk_dot(const void *w, const void *xq, int64_t n)

@@ -87,10 +87,11 @@ AI void kp_spread_step(avx512_prefetch_t pf, const uint8_t *blk, size_t line, si
         avx512_spread_line(pf, blk + tail, AVX512_SPREAD_AHEAD);
 }
 
-/* Q4_K's non-quant line i (its scales, mins and steps before the quants). */
-AI size_t kp_q4_k_tail(int i)
+/* Q4_K's (Q5_K's) non-quant line i: its scales, mins, steps (and fifth
+ * bits) before the quants at qo. */
+AI size_t kp_q4_k_tail(int i, size_t qo)
 {
-    return 64 * i < Q4P_Q ? 64 * (size_t)i : KP_NO_TAIL;
+    return 64 * (size_t)i < qo ? 64 * (size_t)i : KP_NO_TAIL;
 }
 
 /* Q6_K's non-quant line i: the steps' line, then each half's two lines of
@@ -112,37 +113,41 @@ AI void kp_float_step(int C, const __m512i *a, const __m512i *bm, __m512 d, __m5
     }
 }
 
-/* Q4_K: super-block b of R groups (g[s] at it) against C activation rows
- * x[c], R x C <= KP_COLS, element (s, c) in acc[C s + c]; xsp[c][4b + u]:
- * the pair of sub-block sums (2u, 2u + 1) of row c's super-block b as two
- * int16. Decode of a few rows takes one group (R = 1); decode's distant
- * ranges take up to four groups and one row (C = 1), line k of each group
- * loaded in turn so that all R streams are in flight at once (whole
- * super-blocks of each in turn read no faster than one stream), the
- * activation's broadcasts serving all R. The integers are exact sums, so
- * their order is free: every shape gives the same bits. */
-AI void kp_q4_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
-                      const float *const dx[], const int32_t *const xsp[], __m512 *acc)
+/* Q4_K (Q5_K where q5): super-block b of R groups (g[s] at it) against C
+ * activation rows x[c], R x C <= KP_COLS, element (s, c) in acc[C s + c];
+ * xsp[c][4b + u]: the pair of sub-block sums (2u, 2u + 1) of row c's
+ * super-block b as two int16. Decode of a few rows takes one group (R =
+ * 1); decode's distant ranges take up to four groups and one row (C = 1),
+ * line k of each group loaded in turn so that all R streams are in flight
+ * at once (whole super-blocks of each in turn read no faster than one
+ * stream), the activation's broadcasts serving all R. The integers are
+ * exact sums, so their order is free: every shape gives the same bits.
+ * Q5_K's quants (0..31) take their fifth bits from QH vector k, and its P
+ * sums 8 products a lane (2 loads): 16 could pass int16 (16 x 31 x 127). */
+AI void kp_q45_block(avx512_prefetch_t pf, bool q5, int R, int C, const uint8_t *const g[], int64_t b,
+                     const uint8_t *const x[], const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     const __m512i nib = _mm512_set1_epi8(15);
+    const size_t qo = q5 ? Q5P_Q : Q4P_Q;
+    const int NH = q5 ? 4 : 2, NK = 8 / NH; /* P sums a lane, loads of a P */
     __m512i a[KP_COLS], bm[KP_COLS];
 #pragma GCC unroll 4
     for (int s = 0; s < R; s++)
-        kp_prefetch(pf, g[s], Q4_K_PANEL_BLOCK);
+        kp_prefetch(pf, g[s], q5 ? Q5_K_PANEL_BLOCK : Q4_K_PANEL_BLOCK);
 #pragma GCC unroll 4
     for (int i = 0; i < R * C; i++)
         a[i] = bm[i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int t = 0; t < 4; t++) {
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (int h = 0; h < NH; h++) {
             __m512i plo[KP_COLS], phi[KP_COLS];
 #pragma GCC unroll 4
             for (int i = 0; i < R * C; i++)
                 plo[i] = phi[i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
-            for (int kk = 0; kk < 4; kk++) {
-                const int k = 4 * h + kk;
+            for (int kk = 0; kk < NK; kk++) {
+                const int k = NK * h + kk;
                 __m512i xlo[KP_COLS], xhi[KP_COLS];
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++) {
@@ -151,10 +156,15 @@ AI void kp_q4_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g
                 }
 #pragma GCC unroll 4
                 for (int s = 0; s < R; s++) {
-                    kp_spread_step(pf, g[s], Q4P_Q + 64 * (8 * t + k), kp_q4_k_tail(8 * t + k));
-                    const __m512i v = _mm512_load_si512(g[s] + Q4P_Q + 64 * (8 * t + k));
-                    const __m512i lo = _mm512_and_si512(v, nib);
-                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+                    kp_spread_step(pf, g[s], qo + 64 * (8 * t + k), kp_q4_k_tail(8 * t + k, qo));
+                    const __m512i v = _mm512_load_si512(g[s] + qo + 64 * (8 * t + k));
+                    __m512i lo = _mm512_and_si512(v, nib);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+                    if (q5) {
+                        const __m512i qh = _mm512_load_si512(g[s] + Q5P_QH + 64 * k);
+                        lo = q5_k_panel_quant(lo, qh, 2 * t);
+                        hi = q5_k_panel_quant(hi, qh, 2 * t + 1);
+                    }
 #pragma GCC unroll 4
                     for (int c = 0; c < C; c++) {
                         plo[C * s + c] = _mm512_dpbusd_epi32(plo[C * s + c], lo, xlo[c]);
@@ -196,6 +206,18 @@ AI void kp_q4_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g
         const __m512 dm = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(g[s] + Q4P_DM)));
         kp_float_step(C, &a[C * s], &bm[C * s], d, dm, dx, b, &acc[C * s]);
     }
+}
+
+AI void kp_q4_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+                      const float *const dx[], const int32_t *const xsp[], __m512 *acc)
+{
+    kp_q45_block(pf, false, R, C, g, b, x, dx, xsp, acc);
+}
+
+AI void kp_q5_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+                      const float *const dx[], const int32_t *const xsp[], __m512 *acc)
+{
+    kp_q45_block(pf, true, R, C, g, b, x, dx, xsp, acc);
 }
 
 /* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
@@ -294,7 +316,7 @@ AI void kp_q6_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g
     }
 }
 
-/* Row c's pairs of Q4_K sub-block sums (xsp of kp_q4_k_block). */
+/* Row c's pairs of Q4_K / Q5_K sub-block sums (xsp of kp_q45_block). */
 static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
 {
     const int16_t *bs = qact_bsums(x, n);
@@ -307,7 +329,7 @@ static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
 }
 
 /* One group (its 16 rows, lanes past them masked off by m; y their
- * outputs) against C activation rows; aux[c]: kp_q4_k_block's xsp or
+ * outputs) against C activation rows; aux[c]: kp_q45_block's xsp or
  * kp_q6_k_block's bs. */
 typedef void (*kp_tile_fn)(avx512_prefetch_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[],
                            const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m);
@@ -337,10 +359,11 @@ typedef void (*kp_tile_fn)(avx512_prefetch_t pf, const uint8_t *g, int64_t nb, c
     static const kp_tile_fn kp_##name##_tiles[KP_COLS + 1] = {NULL, kp_##name##_1, kp_##name##_2, kp_##name##_3,       \
                                                               kp_##name##_4};
 KP_TILES(q4_k, int32_t, Q4_K_PANEL_BLOCK)
+KP_TILES(q5_k, int32_t, Q5_K_PANEL_BLOCK)
 KP_TILES(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
 /* What the multi-range kernels take from the activation row besides its
- * quants: its steps, and kp_q4_k_block's xsp or kp_q6_k_block's bs; and
+ * quants: its steps, and kp_q45_block's xsp or kp_q6_k_block's bs; and
  * how they prefetch. */
 typedef struct kp_aux {
     const float *dx;
@@ -377,6 +400,7 @@ typedef struct kp_aux {
     static const avx512_multi_fn kp_##name##_multis[TYPE_DECODE_RANGES + 1] = {                                        \
         NULL, kp_##name##_multi_1, kp_##name##_multi_2, kp_##name##_multi_3, kp_##name##_multi_4};
 KP_MULTIS(q4_k, int32_t, Q4_K_PANEL_BLOCK)
+KP_MULTIS(q5_k, int32_t, Q5_K_PANEL_BLOCK)
 KP_MULTIS(q6_k, int16_t, Q6_K_PANEL_BLOCK)
 
 /* KP_DEC_ROWS, or SPLASH_KP_DEC_ROWS (1..KP_DEC_MAX) for measuring. */
@@ -386,17 +410,37 @@ static int kp_dec_rows(void)
     return avx512_rows_knob(&cache, "SPLASH_KP_DEC_ROWS", KP_DEC_ROWS, KP_DEC_MAX);
 }
 
+/* A type's kernels here: its packed super-block's bytes, whether they take
+ * kp_q4_k_sums' pairs (Q4_K, Q5_K) or the activation's 16-value sums
+ * (Q6_K), its tiles and its multi-range kernels. */
+typedef struct kp_kind {
+    uint32_t type;
+    size_t block;
+    bool pairs;
+    const kp_tile_fn *tiles;
+    const avx512_multi_fn *multis;
+} kp_kind_t;
+
+static const kp_kind_t kp_kinds[3] = {
+    {TYPE_Q4_K, Q4_K_PANEL_BLOCK, true, kp_q4_k_tiles, kp_q4_k_multis},
+    {TYPE_Q5_K, Q5_K_PANEL_BLOCK, true, kp_q5_k_tiles, kp_q5_k_multis},
+    {TYPE_Q6_K, Q6_K_PANEL_BLOCK, false, kp_q6_k_tiles, kp_q6_k_multis},
+};
+
+static const kp_kind_t *kp_kind(uint32_t type)
+{
+    return &kp_kinds[type == TYPE_Q4_K ? 0 : type == TYPE_Q5_K ? 1 : 2];
+}
+
 /* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
  * group at a time, against n_x <= KP_DEC_MAX activation rows, KP_COLS at a
  * time (a group's few KB stay in cache for the next KP_COLS). */
-static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+static void kp_drive(const kp_kind_t *k, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                      int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    const bool q4 = type == TYPE_Q4_K;
     const int64_t nb = n / QK_K;
     const avx512_prefetch_t pf = avx512_decode_prefetch(TYPE_Q4_K), pf_rows = avx512_rows_prefetch(TYPE_Q4_K);
-    const size_t gb = q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n);
-    const kp_tile_fn *tiles = q4 ? kp_q4_k_tiles : kp_q6_k_tiles;
+    const size_t gb = (size_t)nb * k->block;
     _Alignas(64) int32_t sums[KP_DEC_MAX][4 * KP_MAX_BLOCKS];
     const uint8_t *x[KP_DEC_MAX];
     const float *dx[KP_DEC_MAX];
@@ -404,37 +448,50 @@ static void kp_drive(uint32_t type, const void *packed, int64_t row0, int64_t n_
     for (int64_t c = 0; c < n_x; c++) {
         x[c] = (const uint8_t *)xq + (size_t)c * xs;
         dx[c] = qact_d(x[c], n);
-        if (q4)
+        if (k->pairs)
             kp_q4_k_sums(x[c], n, sums[c]);
-        aux[c] = q4 ? (const void *)sums[c] : (const void *)qact_bsums(x[c], n);
+        aux[c] = k->pairs ? (const void *)sums[c] : (const void *)qact_bsums(x[c], n);
     }
     for (int64_t r0 = 0; r0 < n_w; r0 += KQ_PANEL_ROWS) {
         const uint8_t *g = (const uint8_t *)packed + (size_t)((row0 + r0) / KQ_PANEL_ROWS) * gb;
         int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
         for (int64_t c = 0; c < n_x; c += KP_COLS) {
             int nc = n_x - c < KP_COLS ? (int)(n_x - c) : KP_COLS;
-            tiles[nc](nc > 1 ? pf_rows : pf, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys,
-                      (__mmask16)((1u << nr) - 1));
+            k->tiles[nc](nc > 1 ? pf_rows : pf, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys,
+                         (__mmask16)((1u << nr) - 1));
         }
     }
+}
+
+/* Batches up to kp_dec_rows() rows here (the pairs of sub-block sums of up
+ * to KP_MAX_BLOCKS super-blocks a row on the stack), larger ones on the
+ * panels. */
+static void kp_dot_q_tile(uint32_t type, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                          int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const kp_kind_t *k = kp_kind(type);
+    if (n_x <= kp_dec_rows() && (!k->pairs || n / QK_K <= KP_MAX_BLOCKS))
+        kp_drive(k, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+    else
+        avx512_kq_packed_drive(type, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
 void avx512_q4_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    if (n_x <= kp_dec_rows() && n / QK_K <= KP_MAX_BLOCKS)
-        kp_drive(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
-    else
-        avx512_kq_packed_drive(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+    kp_dot_q_tile(TYPE_Q4_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+}
+
+void avx512_q5_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                                   int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    kp_dot_q_tile(TYPE_Q5_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
 void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
                                    int64_t n_x, float *y, size_t ys, int64_t n)
 {
-    if (n_x <= kp_dec_rows())
-        kp_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
-    else
-        avx512_kq_packed_drive(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+    kp_dot_q_tile(TYPE_Q6_K, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
 /* Decode of n_ranges row ranges (kernels/dispatch.h's
@@ -445,8 +502,8 @@ void avx512_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w
 static void kp_ranges_drive(uint32_t type, const void *packed, int n_ranges, const int64_t row[],
                             const int64_t n_rows[], const void *xq, float *const y[], int64_t n)
 {
-    const bool q4 = type == TYPE_Q4_K;
-    if (q4 && n / QK_K > KP_MAX_BLOCKS) {
+    const kp_kind_t *k = kp_kind(type);
+    if (k->pairs && n / QK_K > KP_MAX_BLOCKS) {
         for (int s = 0; s < n_ranges; s++)
             avx512_kq_packed_drive(type, packed, row[s], n_rows[s], xq, 0, 1, y[s], 0, n);
         return;
@@ -454,19 +511,23 @@ static void kp_ranges_drive(uint32_t type, const void *packed, int n_ranges, con
     _Alignas(64) int32_t sums[4 * KP_MAX_BLOCKS];
     const uint8_t *x = xq;
     kp_aux_t aux = {qact_d(x, n), qact_bsums(x, n), avx512_decode_prefetch(TYPE_Q4_K)};
-    if (q4) {
+    if (k->pairs) {
         kp_q4_k_sums(x, n, sums);
         aux.sums = sums;
     }
-    avx512_ranges_drive(q4 ? kp_q4_k_multis : kp_q6_k_multis,
-                        q4 ? q4_k_panel_group_bytes(n) : q6_k_panel_group_bytes(n), packed, n_ranges, row, n_rows, x,
-                        &aux, y, n);
+    avx512_ranges_drive(k->multis, (size_t)(n / QK_K) * k->block, packed, n_ranges, row, n_rows, x, &aux, y, n);
 }
 
 void avx512_q4_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
                                      const void *xq, float *const y[], int64_t n)
 {
     kp_ranges_drive(TYPE_Q4_K, packed, n_ranges, row, n_rows, xq, y, n);
+}
+
+void avx512_q5_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],
+                                     const void *xq, float *const y[], int64_t n)
+{
+    kp_ranges_drive(TYPE_Q5_K, packed, n_ranges, row, n_rows, xq, y, n);
 }
 
 void avx512_q6_k_dot_q_ranges_packed(const void *packed, int n_ranges, const int64_t row[], const int64_t n_rows[],

@@ -6,7 +6,7 @@
  *     AVX-512), ragged weight row counts (not a multiple of 16 or 32), odd
  *     and even block counts and long rows, and activation rows at an
  *     offset; and within f32 rounding of the scalar reference dot_q;
- *   - Q4_K and Q6_K on packed panels, their scaled quants expanded into
+ *   - Q4_K, Q5_K and Q6_K on packed panels, their scaled quants expanded into
  *     integer tiles: the same, bit for bit against AVX-512 (from 16 rows);
  *   - F16 and BF16 on bfloat16 tiles: rows read back from the packed tiles
  *     are the weights rounded to bfloat16; every element is within f32
@@ -120,7 +120,7 @@ static void test_q8_0_packed(void **state)
         }
 }
 
-/* Q4_K / Q6_K on the integer tiles (SPLASH_AMX_KQ_ROWS=15 in main: from 16
+/* Q4_K / Q5_K / Q6_K on the integer tiles (SPLASH_AMX_KQ_ROWS=15 in main: from 16
  * rows the slabs take the tiles, one or two at a time, the rest AVX-512),
  * super-block counts around the expansion's chunk of 4. */
 static void check_kq_packed(uint32_t type)
@@ -136,7 +136,10 @@ static void check_kq_packed(uint32_t type)
             assert_true(type_row_bytes(type, n_in, &rb));
             uint8_t *w = random_kq_rows(type, n_out, n_in, 300 + oi * 10 + bi);
             check_packed_pair(&avx512[type], &amx[type], w, rb, n_out, n_in, 50 + bi,
-                              type == TYPE_Q4_K ? qact_dot_q4_k : qact_dot_q6_k, 1e-4f);
+                              type == TYPE_Q4_K   ? qact_dot_q4_k
+                              : type == TYPE_Q5_K ? qact_dot_q5_k
+                                                  : qact_dot_q6_k,
+                              1e-4f);
             free(w);
         }
 }
@@ -145,6 +148,12 @@ static void test_q4_k_packed(void **state)
 {
     (void)state;
     check_kq_packed(TYPE_Q4_K);
+}
+
+static void test_q5_k_packed(void **state)
+{
+    (void)state;
+    check_kq_packed(TYPE_Q5_K);
 }
 
 static void test_q6_k_packed(void **state)
@@ -211,8 +220,9 @@ int main(void)
     setenv("SPLASH_AMX_Q8", "on", 1);      /* off by default: measured no faster (simd_amx.c) */
     setenv("SPLASH_AMX_KQ_ROWS", "15", 1); /* the K-quant tiles from one slab of 16 rows */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q8_0_packed), cmocka_unit_test(test_q4_k_packed), cmocka_unit_test(test_q6_k_packed),
-        cmocka_unit_test(test_f16),         cmocka_unit_test(test_bf16),        cmocka_unit_test(test_ragged_length),
+        cmocka_unit_test(test_q8_0_packed),   cmocka_unit_test(test_q4_k_packed), cmocka_unit_test(test_q5_k_packed),
+        cmocka_unit_test(test_q6_k_packed),   cmocka_unit_test(test_f16),         cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_ragged_length),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

@@ -1,4 +1,4 @@
-/* Weights packed once at load (Q8_0, Q4_0, Q4_K and Q6_K panels) (kernels/prepack.h, model_prepack):
+/* Weights packed once at load (Q8_0, Q4_0, Q4_K, Q5_K and Q6_K panels) (kernels/prepack.h, model_prepack):
  *   - every row read back from the panels is the raw row, byte for byte;
  *   - a product on the packed matrix gives the same bits as on the raw one,
  *     for batches of 1..40 rows, ragged row counts (not a multiple of 16 or
@@ -56,6 +56,7 @@ static const packing_t packings[] = {
     {TYPE_Q8_0, 32, {1, 3, 65, 129}, q8_0_panel_bytes, q8_0_panel_row},
     {TYPE_Q4_0, 32, {1, 3, 65, 129}, q4_0_panel_bytes, q4_0_panel_row},
     {TYPE_Q4_K, 256, {1, 3, 17, 0}, q4_k_panel_bytes, q4_k_panel_row},
+    {TYPE_Q5_K, 256, {1, 3, 17, 0}, q5_k_panel_bytes, q5_k_panel_row},
     {TYPE_Q6_K, 256, {1, 3, 17, 0}, q6_k_panel_bytes, q6_k_panel_row},
 };
 #define N_PACKINGS (sizeof packings / sizeof packings[0])
@@ -366,6 +367,7 @@ static void test_model_kquants(void **state)
     (void)state;
     check_model("tiny", SYNTH_TYPE_Q4_K_M, kquant_dense);
     check_model("qwen35-tiny", SYNTH_TYPE_Q4_K_M, kquant_hybrid);
+    check_model("tiny", TYPE_Q5_K, kquant_dense);
 }
 
 int main(void)

@@ -79,7 +79,7 @@ static inline uint8_t *random_kq_rows(uint32_t type, int64_t n_out, int64_t n_in
     for (size_t b = 0; b < rb * (size_t)n_out / bb; b++) {
         uint16_t d = f32_to_fp16(0.001f * (float)(1 + (int)(b % 13)));
         uint16_t dm = f32_to_fp16(0.0007f * (float)(1 + (int)(b % 7)));
-        if (type == TYPE_Q4_K) {
+        if (type == TYPE_Q4_K || type == TYPE_Q5_K) { /* d and dmin at the same offsets */
             memcpy(w + b * bb + offsetof(block_q4_k_t, d), &d, 2);
             memcpy(w + b * bb + offsetof(block_q4_k_t, dmin), &dm, 2);
         } else {
