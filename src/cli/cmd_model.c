@@ -22,15 +22,15 @@
 static const char model_usage[] =
     "usage: splash model info FILE [--no-hash]\n"
     "       splash model synth --out FILE [--preset tiny|qwen3-0.6b|qwen35-tiny|qwen35-0.8b] [--seed N]\n"
-    "                          [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m]\n"
+    "                          [--type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m]\n"
     "                          [--layers N] [--hidden N] [--ffn N] [--heads N] [--kv-heads N] [--head-dim N]\n"
     "                          [--vocab N] [--context N] [--rope-theta X] [--rms-eps X] [--tied|--untied]\n"
     "                          qwen35 only: [--nextn N] [--full-attn-interval N] [--rope-dim N]\n"
     "                          [--conv-kernel N] [--ssm-state N] [--ssm-groups N] [--ssm-v-heads N]\n"
     "                          [--norm-std X] [--name S] [--threads N]\n"
     "                          [--tokenizer tokenizer.json [--tokenizer-config tokenizer_config.json]]\n"
-    "       splash model convert --in FILE --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m --out FILE\n"
-    "                            [--threads N]\n"
+    "       splash model convert --in FILE --type f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m\n"
+    "                            --out FILE [--threads N]\n"
     "\n"
     "info   describes a GGUF file: architecture, hyperparameters, metadata, tensor table,\n"
     "       tokenizer summary and the file's SHA-256 fingerprint.\n"
@@ -40,10 +40,11 @@ static const char model_usage[] =
     "       shape); any field can be overridden. --tokenizer imports a Hugging Face byte-level\n"
     "       BPE tokenizer (and with --tokenizer-config its special tokens and chat template)\n"
     "       instead; the vocabulary grows to hold it. --type sets the matrices' storage type\n"
-    "       (f16 by default); q4_k_m is llama.cpp's Q4_K_M mix (Q6_K for the output and for\n"
-    "       some layers' attn_v / attn_qkv and ffn_down, Q4_K elsewhere; qwen3 and qwen35).\n"
-    "       The K-quants (q4_k, q5_k, q6_k, q4_k_m) need row widths that are multiples of 256:\n"
-    "       not the tiny presets.\n"
+    "       (f16 by default); q4_k_m and q5_k_m are llama.cpp's Q4_K_M and Q5_K_M mixes (Q6_K\n"
+    "       for the output and for some layers' attn_v / attn_qkv and ffn_down, Q4_K or Q5_K\n"
+    "       elsewhere; qwen3 and qwen35).\n"
+    "       The K-quants (q4_k, q5_k, q6_k, q4_k_m, q5_k_m) need row widths that are multiples\n"
+    "       of 256: not the tiny presets.\n"
     "       qwen35-tiny and qwen35-0.8b write llama.cpp's qwen35 (Qwen3.5) layout: Gated\n"
     "       DeltaNet layers with a full-attention layer every --full-attn-interval (4), plus\n"
     "       --nextn (1) NextN/MTP blocks; --layers counts the main layers. qwen35-0.8b is the\n"
@@ -54,9 +55,9 @@ static const char model_usage[] =
     "convert rewrites every weight matrix of a model in another storage type (dequantised to\n"
     "       f32, then quantised with the type's own quantiser); norms, what llama.cpp keeps in\n"
     "       f32 (ssm_conv1d, tensors not named *.weight) and all metadata, the tokenizer\n"
-    "       included, are copied unchanged; q4_k_m gives each matrix its type in the mix.\n"
-    "       Converting an already quantised file\n"
-    "       compounds the errors: start from the F16 or F32 file.\n";
+    "       included, are copied unchanged; q4_k_m and q5_k_m give each matrix its type in the\n"
+    "       mix. Converting an already quantised file compounds the errors: start from the F16\n"
+    "       or F32 file.\n";
 
 /* ---- info --------------------------------------------------------------- */
 

@@ -12,8 +12,9 @@
 
 typedef struct convert_ctx {
     const gguf_t *g;
-    uint32_t wtype;  /* a ggml type, or QUANT_MIX_Q4_K_M */
-    uint32_t *types; /* (n_tensors) each tensor's new type */
+    uint32_t wtype;         /* a ggml type, or a mix's QUANT_MIX_* */
+    const quant_mix_t *mix; /* wtype's mix, or NULL */
+    uint32_t *types;        /* (n_tensors) each tensor's new type */
     pool_t *pool;
     float *row_buf; /* (n_threads, widest row) */
     int64_t max_in;
@@ -72,16 +73,18 @@ static int fill(void *ctx, int index, void *dst, size_t n_bytes, err_t *err)
     return 0;
 }
 
-/* llama.cpp's general.file_type for a uniform file of this type. */
+/* llama.cpp's general.file_type for a uniform file of this type, or a mix's. */
 static uint32_t file_type(uint32_t wtype)
 {
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    if (mix)
+        return mix->file_type;
     switch (wtype) {
     case TYPE_F32: return 0;
     case TYPE_F16: return 1;
     case TYPE_Q4_0: return 2;
     case TYPE_Q8_0: return 7;
     case TYPE_Q4_K: return 14;
-    case QUANT_MIX_Q4_K_M: return 15;
     case TYPE_Q5_K: return 16;
     case TYPE_Q6_K: return 18;
     case TYPE_BF16: return 32;
@@ -114,7 +117,7 @@ static int plan_types(convert_ctx_t *c, err_t *err)
 {
     int n_blocks = 0;
     bool tied = false;
-    if (c->wtype == QUANT_MIX_Q4_K_M && mix_shape(c->g, &n_blocks, &tied, err))
+    if (c->mix && mix_shape(c->g, &n_blocks, &tied, err))
         return -1;
     for (uint64_t i = 0; i < c->g->n_tensors; i++) {
         const gguf_tensor_t *t = &c->g->tensors[i];
@@ -123,14 +126,13 @@ static int plan_types(convert_ctx_t *c, err_t *err)
             continue;
         if (!type_is_computable(t->type))
             return err_set(err, "tensor %s: type %s cannot be read", t->name, type_name(t->type));
-        uint32_t type = c->wtype;
-        if (type == QUANT_MIX_Q4_K_M)
-            type = quant_mix_q4_k_m(t->name, t->ne[0], n_blocks, tied);
-        if (!type_is_computable(type) || !type_traits(type)->from_f32) /* the mix's Q4_K -> Q5_0 fallback */
+        uint32_t type = c->mix ? quant_mix_type(c->mix, t->name, t->ne[0], n_blocks, tied) : c->wtype;
+        if (c->mix && (!type_is_computable(type) || !type_traits(type)->from_f32)) /* Q4_K -> Q5_0, Q5_K -> Q5_1 */
             return err_set(err,
-                           "tensor %s: row width %lld is not a multiple of the q4_k block size 256, and llama.cpp's "
-                           "Q4_K_M falls back to %s there, which splash does not implement",
-                           t->name, (long long)t->ne[0], type_name(type));
+                           "tensor %s: row width %lld is not a multiple of the %s block size %lld, and llama.cpp's "
+                           "%s falls back to %s there, which splash does not implement",
+                           t->name, (long long)t->ne[0], type_name(c->mix->base_type),
+                           (long long)type_traits(c->mix->base_type)->block_size, c->mix->llama_name, type_name(type));
         int64_t bs = type_traits(type)->block_size;
         if (t->ne[0] % bs)
             return err_set(err, "tensor %s: row width %lld is not a multiple of the %s block size %lld", t->name,
@@ -144,14 +146,14 @@ static int plan_types(convert_ctx_t *c, err_t *err)
 
 int convert_model(const char *in_path, const char *out_path, uint32_t wtype, pool_t *pool, err_t *err)
 {
-    bool is_mix = wtype == QUANT_MIX_Q4_K_M;
-    if (!is_mix && (!type_is_computable(wtype) || !type_traits(wtype)->from_f32))
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    if (!mix && (!type_is_computable(wtype) || !type_traits(wtype)->from_f32))
         return err_set(err, "weight type %s cannot be written", type_name(wtype));
     fp16_init(); /* the f16 dequantiser reads its table */
     gguf_t *g = gguf_open(in_path, err);
     if (!g)
         return -1;
-    convert_ctx_t c = {.g = g, .wtype = wtype, .pool = pool};
+    convert_ctx_t c = {.g = g, .wtype = wtype, .mix = mix, .pool = pool};
     c.types = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *c.types);
     gguf_writer_t *w = gguf_writer_new();
     int rc = w && c.types ? plan_types(&c, err) : err_set(err, "out of memory");
@@ -166,7 +168,7 @@ int convert_model(const char *in_path, const char *out_path, uint32_t wtype, poo
     }
     if (!rc) {
         gguf_w_u32(w, "general.file_type", file_type(wtype));
-        if (is_mix || type_traits(wtype)->block_size > 1)
+        if (mix || type_traits(wtype)->block_size > 1)
             gguf_w_u32(w, "general.quantization_version", 2);
     }
     for (uint64_t i = 0; i < g->n_tensors && !rc; i++)

@@ -8,8 +8,9 @@
 #include "base/pool.h"
 
 /* Reads in_path, writes out_path with every 2-D tensor dequantised to f32 and
- * quantised to wtype (a computable ggml type, or QUANT_MIX_Q4_K_M: each
- * tensor's type from llama.cpp's Q4_K_M table) through the traits table; 1-D
+ * quantised to wtype (a computable ggml type, or a mix, QUANT_MIX_Q4_K_M or
+ * QUANT_MIX_Q5_K_M: each tensor's type from llama.cpp's table for it,
+ * tools/quant_mix.c) through the traits table; 1-D
  * tensors (norms) and all metadata are copied as they are, except
  * general.file_type. Fails, naming the tensor, when a row width is not a
  * multiple of wtype's block size. */

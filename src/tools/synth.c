@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "base/fp16.h"
 #include "base/rng.h"
@@ -115,15 +114,17 @@ void synth_rope_sections(int rope_dim, int sections[MODEL_ROPE_SECTIONS])
 
 int synth_type_from_name(const char *name)
 {
-    if (strcasecmp(name, "q4_k_m") == 0)
-        return (int)SYNTH_TYPE_Q4_K_M;
+    const quant_mix_t *mix = quant_mix_by_name(name);
+    if (mix)
+        return (int)mix->wtype;
     int t = type_from_name(name);
     return t >= 0 && type_is_computable((uint32_t)t) ? t : -1;
 }
 
 const char *synth_type_name(uint32_t wtype)
 {
-    return wtype == SYNTH_TYPE_Q4_K_M ? "q4_k_m" : type_name(wtype);
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    return mix ? mix->name : type_name(wtype);
 }
 
 /* The matrices of a Qwen3 model, by role (the mix chooses types by role). */
@@ -158,12 +159,11 @@ static int64_t matrix_width(role_t role, const model_config_t *c, const char **w
     return c->hidden;
 }
 
-#define MIX_FALLBACK_MSG "llama.cpp's Q4_K_M falls back to q5_0 there, which splash does not implement"
-
-/* A matrix's type: wtype, or its type in llama.cpp's Q4_K_M mix (quant_mix.c). */
+/* A matrix's type: wtype, or its type in llama.cpp's mix (quant_mix.c). */
 static uint32_t matrix_type(uint32_t wtype, role_t role, int layer, const model_config_t *c)
 {
-    if (wtype != SYNTH_TYPE_Q4_K_M)
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    if (!mix)
         return wtype;
     char name[64];
     const char *what;
@@ -171,7 +171,7 @@ static uint32_t matrix_type(uint32_t wtype, role_t role, int layer, const model_
         snprintf(name, sizeof name, "%s.weight", role_suffix[role]);
     else
         snprintf(name, sizeof name, "blk.%d.%s.weight", layer, role_suffix[role]);
-    return quant_mix_q4_k_m(name, matrix_width(role, c, &what), c->n_layers, c->is_tied);
+    return quant_mix_type(mix, name, matrix_width(role, c, &what), c->n_layers, c->is_tied);
 }
 
 static int qwen35_check(const model_config_t *c, uint32_t wtype, err_t *err);
@@ -180,7 +180,8 @@ int synth_check(const model_config_t *c, uint32_t wtype, err_t *err)
 {
     if (c->arch_id == MODEL_ARCH_QWEN35)
         return qwen35_check(c, wtype, err);
-    if (wtype != SYNTH_TYPE_Q4_K_M && !type_is_computable(wtype))
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    if (!mix && !type_is_computable(wtype))
         return err_set(err, "weight type %s cannot be written (%s)", type_name(wtype), SYNTH_TYPE_NAMES);
     if (c->n_layers < 1 || c->n_layers > SYNTH_MAX_TENSORS / 11)
         return err_set(err, "layers must be 1 to %d", SYNTH_MAX_TENSORS / 11);
@@ -210,10 +211,12 @@ int synth_check(const model_config_t *c, uint32_t wtype, err_t *err)
                 snprintf(tensor, sizeof tensor, "%s.weight", role_suffix[r]);
             else
                 snprintf(tensor, sizeof tensor, "blk.%d.%s.weight", layer, role_suffix[r]);
-            if (!type_is_computable(type)) /* the mix's Q4_K -> Q5_0 fallback */
-                return err_set(
-                    err, "%s = %lld is not a multiple of the q4_k block size 256 (the row width of tensor %s): %s",
-                    what, (long long)width, tensor, MIX_FALLBACK_MSG);
+            if (mix && !type_is_computable(type)) /* the mix's Q4_K -> Q5_0 or Q5_K -> Q5_1 fallback */
+                return err_set(err,
+                               "%s = %lld is not a multiple of the %s block size 256 (the row width of tensor %s): "
+                               "llama.cpp's %s falls back to %s there, which splash does not implement",
+                               what, (long long)width, type_name(mix->base_type), tensor, mix->llama_name,
+                               type_name(type));
             return err_set(err, "%s = %lld is not a multiple of the %s block size %lld (the row width of tensor %s)",
                            what, (long long)width, type_name(type), (long long)bs, tensor);
         }
@@ -312,16 +315,18 @@ static void add(synth_ctx_t *s, const char *name, uint32_t type, int64_t n_in, i
 }
 
 /* llama.cpp's general.file_type (llama_ftype) for the files written here; a
- * uniform K-quant file is labelled with the nearest _S mix. */
+ * uniform K-quant file is labelled with the nearest _S mix, a mix with its own. */
 static uint32_t file_type(uint32_t wtype)
 {
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    if (mix)
+        return mix->file_type;
     switch (wtype) {
     case TYPE_F16: return 1;
     case TYPE_Q4_0: return 2;
     case TYPE_Q8_0: return 7;
-    case TYPE_Q4_K: return 14;         /* Q4_K_S */
-    case SYNTH_TYPE_Q4_K_M: return 15; /* Q4_K_M */
-    case TYPE_Q5_K: return 16;         /* Q5_K_S */
+    case TYPE_Q4_K: return 14; /* Q4_K_S */
+    case TYPE_Q5_K: return 16; /* Q5_K_S */
     case TYPE_Q6_K: return 18;
     case TYPE_BF16: return 32;
     default: return 0;
@@ -402,13 +407,12 @@ static void qwen3_tensors(synth_ctx_t *s, const model_config_t *c, uint32_t wtyp
 /* Every qwen35 tensor with llama.cpp's name and shape. Matrices take wtype;
  * what llama.cpp's converter keeps in f32 stays f32: every 1-D tensor (the
  * norms, ssm_a, ssm_dt.bias) and ssm_conv1d. */
-/* A qwen35 matrix, named n, in wtype or its place in the Q4_K_M mix. */
+/* A qwen35 matrix, named n, in wtype or its place in wtype's mix. */
 static void add_matrix(synth_ctx_t *s, const model_config_t *c, uint32_t wtype, const char *n, int64_t n_in,
                        int64_t n_out)
 {
-    uint32_t type = wtype;
-    if (wtype == SYNTH_TYPE_Q4_K_M)
-        type = quant_mix_q4_k_m(n, n_in, c->n_layers + c->n_nextn, c->is_tied);
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    uint32_t type = mix ? quant_mix_type(mix, n, n_in, c->n_layers + c->n_nextn, c->is_tied) : wtype;
     add(s, n, type, n_in, n_out, INIT_WEIGHT);
 }
 
@@ -464,7 +468,8 @@ static void qwen35_tensors(synth_ctx_t *s, const model_config_t *c, uint32_t wty
 
 static int qwen35_check(const model_config_t *c, uint32_t wtype, err_t *err)
 {
-    if (wtype != SYNTH_TYPE_Q4_K_M && !type_is_computable(wtype))
+    const quant_mix_t *mix = quant_mix_find(wtype);
+    if (!mix && !type_is_computable(wtype))
         return err_set(err, "weight type %s cannot be written (%s)", type_name(wtype), SYNTH_TYPE_NAMES);
     if (c->n_layers < 1 || c->n_nextn < 0 || c->n_layers + c->n_nextn > SYNTH_QWEN35_MAX_BLOCKS)
         return err_set(err, "layers + nextn must be 2 to %d (at least one main layer)", SYNTH_QWEN35_MAX_BLOCKS);
@@ -494,9 +499,12 @@ static int qwen35_check(const model_config_t *c, uint32_t wtype, err_t *err)
     int rc = 0;
     for (int i = 0; i < s.n && !rc; i++) {
         int64_t bs = type_traits(s.t[i].type)->block_size;
-        if (!type_is_computable(s.t[i].type)) /* the mix's Q4_K -> Q5_0 fallback */
-            rc = err_set(err, "the row width %lld of tensor %s is not a multiple of the q4_k block size 256: %s",
-                         (long long)s.t[i].n_in, s.t[i].name, MIX_FALLBACK_MSG);
+        if (mix && !type_is_computable(s.t[i].type)) /* the mix's Q4_K -> Q5_0 or Q5_K -> Q5_1 fallback */
+            rc = err_set(err,
+                         "the row width %lld of tensor %s is not a multiple of the %s block size 256: llama.cpp's %s "
+                         "falls back to %s there, which splash does not implement",
+                         (long long)s.t[i].n_in, s.t[i].name, type_name(mix->base_type), mix->llama_name,
+                         type_name(s.t[i].type));
         else if (s.t[i].n_in % bs)
             rc = err_set(err, "the row width %lld of tensor %s is not a multiple of the %s block size %lld",
                          (long long)s.t[i].n_in, s.t[i].name, type_name(s.t[i].type), (long long)bs);
@@ -523,7 +531,7 @@ int synth_write(const char *path, const char *name, const model_config_t *c, uin
     gguf_w_str(w, "general.architecture", c->arch_id == MODEL_ARCH_QWEN35 ? "qwen35" : "qwen3");
     gguf_w_str(w, "general.name", name);
     gguf_w_u32(w, "general.file_type", file_type(wtype));
-    if (wtype == SYNTH_TYPE_Q4_K_M || type_traits(wtype)->block_size > 1)
+    if (quant_mix_find(wtype) || type_traits(wtype)->block_size > 1)
         gguf_w_u32(w, "general.quantization_version", 2);
     if (c->arch_id == MODEL_ARCH_QWEN35)
         qwen35_hparams(w, c);

@@ -18,18 +18,20 @@
 #define SYNTH_N_SPECIAL 3 /* <|endoftext|>, <|im_start|>, <|im_end|> after the 256 byte tokens */
 #define SYNTH_MIN_VOCAB (256 + SYNTH_N_SPECIAL)
 
-/* Weight types: any computable ggml type for every matrix, or this mix,
- * llama.cpp's Q4_K_M (not a ggml type id; tools/quant_mix.c has its table):
- * Q4_K for the matrices, Q6_K for output.weight (or token_embd.weight when it
- * is tied to the output) and for attn_v / attn_qkv and ffn_down in blocks i
- * with i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2 (llama.cpp's use_more_bits,
- * n = block_count); norms f32. The K-quants need every matrix's row width
- * (ne[0]) to be a multiple of 256 (the mix falls back as llama.cpp does, to
- * Q8_0 for a Q6_K row; its Q4_K -> Q5_0 fallback is refused). */
+/* Weight types: any computable ggml type for every matrix, or one of these
+ * mixes, llama.cpp's Q4_K_M and Q5_K_M (not ggml type ids; tools/quant_mix.c
+ * has their rule): the base type (Q4_K, Q5_K) for the matrices, Q6_K for
+ * output.weight (or token_embd.weight when it is tied to the output) and for
+ * attn_v / attn_qkv and ffn_down in blocks i with i < n/8, i >= 7n/8 or
+ * (i - n/8) % 3 == 2 (llama.cpp's use_more_bits, n = block_count); norms
+ * f32. The K-quants need every matrix's row width (ne[0]) to be a multiple
+ * of 256 (a mix falls back as llama.cpp does, to Q8_0 for a Q6_K row; its
+ * Q4_K -> Q5_0 and Q5_K -> Q5_1 fallbacks are refused). */
 #define SYNTH_TYPE_Q4_K_M QUANT_MIX_Q4_K_M
-#define SYNTH_TYPE_NAMES "f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m"
+#define SYNTH_TYPE_Q5_K_M QUANT_MIX_Q5_K_M
+#define SYNTH_TYPE_NAMES "f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m"
 
-/* A --type name ("q8_0", "Q4_K_M": case-insensitive) as a weight type for
+/* A --type name ("q8_0", "Q5_K_M": case-insensitive) as a weight type for
  * synth, or -1 if it is neither a computable type nor a mix. */
 int synth_type_from_name(const char *name);
 const char *synth_type_name(uint32_t wtype);

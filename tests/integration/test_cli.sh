@@ -307,6 +307,37 @@ grep -qx "blk.2.attn_qkv.weight q6_k" "$work/k35-conv.types" && grep -qx "blk.1.
 expect_ok "$splash" run --model "$work/k35-conv.gguf" --prompt-ids 1,2,3 --max-tokens 4 --temperature 0
 expect_error 1 "blk.0.attn_qkv.weight: row width 128 .* falls back to q5_0" -- \
     "$splash" model convert --in "$q35" --type q4_k_m --out "$work/x.gguf"
+# llama.cpp's Q5_K_M mix (general.file_type 17): the same rule on a Q5_K base.
+# The tiny preset with rows of 256, 2 blocks: use_more_bits picks block 1 only
+# (7n/8 = 1), so attn_v and ffn_down are Q6_K there and Q5_K in block 0; the
+# untied output Q6_K, the embedding and every other matrix Q5_K. Synthesised
+# and converted from f32 alike.
+k5=(--preset tiny --hidden 256 --ffn 512 --heads 4 --kv-heads 2 --head-dim 64)
+"$splash" model synth "${k5[@]}" --type f32 --out "$work/k5.gguf" 2>/dev/null
+expect_ok "$splash" model synth "${k5[@]}" --type q5_k_m --out "$work/k5-syn.gguf"
+expect_ok "$splash" model convert --in "$work/k5.gguf" --type q5_k_m --out "$work/k5-conv.gguf"
+for f in syn conv; do
+    "$splash" model info --no-hash "$work/k5-$f.gguf" >"$work/k5-$f.info" 2>&1
+    awk '$1 ~ /^(blk|token_embd|output)/ {print $1, $2}' "$work/k5-$f.info" >"$work/k5-$f.types"
+done
+grep -qE "general.file_type +u32 +17$" "$work/k5-syn.info" && grep -qE "general.file_type +u32 +17$" "$work/k5-conv.info" &&
+    grep -qE "weight types: +f32 x9 .* q5_k x13 .* q6_k x3 " "$work/k5-conv.info" &&
+    grep -qx "blk.0.attn_v.weight q5_k" "$work/k5-conv.types" && grep -qx "blk.1.attn_v.weight q6_k" "$work/k5-conv.types" &&
+    grep -qx "blk.0.ffn_down.weight q5_k" "$work/k5-conv.types" && grep -qx "blk.1.ffn_down.weight q6_k" "$work/k5-conv.types" &&
+    grep -qx "blk.1.attn_q.weight q5_k" "$work/k5-conv.types" && grep -qx "output.weight q6_k" "$work/k5-conv.types" &&
+    grep -qx "token_embd.weight q5_k" "$work/k5-conv.types" && grep -qx "blk.0.attn_norm.weight f32" "$work/k5-conv.types" &&
+    cmp -s "$work/k5-syn.types" "$work/k5-conv.types" && ok || bad "q5_k_m: $(diff "$work/k5-syn.types" "$work/k5-conv.types" | head -5; grep -E 'file_type|weight types' "$work/k5-conv.info")"
+expect_ok "$splash" run --model "$work/k5-conv.gguf" --prompt-ids 1,2,3 --max-tokens 4 --temperature 0
+expect_error 1 "token_embd.weight: row width 64 .* q5_k block size 256, and llama.cpp's Q5_K_M falls back to q5_1" -- \
+    "$splash" model convert --in "$bytes" --type q5_k_m --out "$work/x.gguf"
+# and on qwen35: blocks 2 and 4 (the NextN block) in Q6_K as for Q4_K_M, Q5_K elsewhere
+expect_ok "$splash" model convert --in "$work/k35.gguf" --type q5_k_m --out "$work/k35-q5.gguf"
+"$splash" model info --no-hash "$work/k35-q5.gguf" | awk '$1 ~ /^(blk|token_embd|output)/ {print $1, $2}' >"$work/k35-q5.types"
+grep -qx "blk.2.attn_qkv.weight q6_k" "$work/k35-q5.types" && grep -qx "blk.1.attn_qkv.weight q5_k" "$work/k35-q5.types" &&
+    grep -qx "blk.4.attn_v.weight q6_k" "$work/k35-q5.types" && grep -qx "blk.3.attn_v.weight q5_k" "$work/k35-q5.types" &&
+    grep -qx "blk.2.ffn_down.weight q6_k" "$work/k35-q5.types" && grep -qx "token_embd.weight q6_k" "$work/k35-q5.types" &&
+    grep -qx "blk.0.ssm_conv1d.weight f32" "$work/k35-q5.types" && grep -qx "blk.0.ssm_alpha.weight q5_k" "$work/k35-q5.types" &&
+    ok || bad "qwen35 q5_k_m: $(head -c 400 "$work/k35-q5.types")"
 expect_error 2 "--nextn applies to the qwen35 presets only" -- "$splash" model synth --out "$work/x.gguf" --nextn 1
 expect_error 2 "ssm-v-heads 12 must be a multiple of ssm-groups 8" -- \
     "$splash" model synth --preset qwen35-tiny --out "$work/x.gguf" --ssm-v-heads 12

@@ -39,7 +39,7 @@ import gguf_ref  # noqa: E402
 import qwen3_ref  # noqa: E402
 import qwen35_ref  # noqa: E402
 
-TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m")
+TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m", "q5_k_m")
 TYPE_IDS = {"f32": gguf_ref.GGML_F32, "f16": gguf_ref.GGML_F16, "bf16": gguf_ref.GGML_BF16,
             "q8_0": gguf_ref.GGML_Q8_0, "q4_0": gguf_ref.GGML_Q4_0, "q4_k": gguf_ref.GGML_Q4_K,
             "q5_k": gguf_ref.GGML_Q5_K, "q6_k": gguf_ref.GGML_Q6_K}
@@ -48,19 +48,21 @@ TYPE_IDS = {"f32": gguf_ref.GGML_F32, "f16": gguf_ref.GGML_F16, "bf16": gguf_ref
 def expected_type(mix, name, n_layer, has_output, ne0=256):
     """The storage type --type `mix` should give 2-D tensor `name` (row width
     ne0) in a file of n_layer blocks (block_count, qwen35's NextN blocks
-    included).  One type for everything, or q4_k_m: llama.cpp's Q4_K_M table
-    (src/llama-quant.cpp, llama_tensor_get_type_impl and tensor_type_fallback;
-    see docs/architecture.md) -- Q6_K for output.weight (token_embd.weight
-    when there is no output.weight; Q8_0 if ne0 % 256), Q6_K for attn_v,
-    attn_qkv (qwen35's GDN input, an attn_v-like tensor there) and ffn_down
-    in block i when i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2, Q4_K for every
-    other matrix; a K-quant row that ne0 does not fill falls back to Q8_0
-    (from Q6_K) or Q5_0 (from Q4_K), F16 if not even 32 divides ne0."""
-    if mix != "q4_k_m":
+    included).  One type for everything, or q4_k_m / q5_k_m: llama.cpp's
+    Q4_K_M and Q5_K_M tables (src/llama-quant.cpp, llama_tensor_get_type_impl
+    and tensor_type_fallback; see docs/architecture.md) -- Q6_K for
+    output.weight (token_embd.weight when there is no output.weight; Q8_0 if
+    ne0 % 256), Q6_K for attn_v, attn_qkv (qwen35's GDN input, an attn_v-like
+    tensor there) and ffn_down in block i when i < n/8, i >= 7n/8 or
+    (i - n/8) % 3 == 2, the base type (Q4_K, Q5_K) for every other matrix; a
+    K-quant row that ne0 does not fill falls back to Q8_0 (from Q6_K), Q5_0
+    (from Q4_K) or Q5_1 (from Q5_K), F16 if not even 32 divides ne0."""
+    if mix not in MIX_BASE:
         return TYPE_IDS[mix]
+    base, base_fallback = MIX_BASE[mix]
     if name == "output.weight" or (name == "token_embd.weight" and not has_output):
         return gguf_ref.GGML_Q6_K if ne0 % 256 == 0 else gguf_ref.GGML_Q8_0
-    want = gguf_ref.GGML_Q4_K
+    want = base
     parts = name.split(".")
     if parts[0] == "blk" and parts[2] in ("attn_v", "attn_qkv", "ffn_down"):
         i, n = int(parts[1]), n_layer
@@ -70,10 +72,12 @@ def expected_type(mix, name, n_layer, has_output, ne0=256):
         return want
     if ne0 % 32:
         return gguf_ref.GGML_F16
-    return gguf_ref.GGML_Q8_0 if want == gguf_ref.GGML_Q6_K else GGML_Q5_0
+    return gguf_ref.GGML_Q8_0 if want == gguf_ref.GGML_Q6_K else base_fallback
 
 
-GGML_Q5_0 = 6  # only as an expected type: neither side computes it
+GGML_Q5_0, GGML_Q5_1 = 6, 7  # only as expected types: neither side computes them
+# a mix's base type and that type's fallback for rows of 32s
+MIX_BASE = {"q4_k_m": (gguf_ref.GGML_Q4_K, GGML_Q5_0), "q5_k_m": (gguf_ref.GGML_Q5_K, GGML_Q5_1)}
 
 # Tolerance on   max over positions of  max_j |c_j - r_j| / max_j |r_j|
 # (the logit error relative to that position's logit scale), for a model of
@@ -104,7 +108,7 @@ TOL_REL_INT8 = 5e-2
 # (2e-2), not the logit tolerance, so that a decode-only bug (decode_pos,
 # gaps ~8e-2) is still rejected.
 NEAR_TIE_INT8 = 2e-2
-INT8_TYPES = ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m")
+INT8_TYPES = ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m", "q5_k_m")
 # The engine's bfloat16 path (AVX-512 BF16 CPUs; `splash --version` names
 # its row threshold) rounds activations and F16 weights to bfloat16 in
 # batches of at least that many rows.  Unmodelled, that costs 4e-3..6e-3 of
