@@ -36,6 +36,7 @@
  * 1.06-1.08x against VNNI (qwen3-0.6b, 2 threads): on by default since,
  * SPLASH_AMX_Q8=off keeping VNNI. */
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,9 +55,10 @@
 #define T_A 2    /* the block's quants of 16 activation rows */
 #define T_B0 3   /* the block's quants of group 0's 16 weight rows, biased */
 #define T_B1 4   /* ... group 1's */
-#define T_M128 5 /* -128 in every byte */
+#define T_M128 5 /* -128 in every byte (Q8_0; Q4_0: -8) */
 
-static void q8_0_tiles_config(void)
+/* bias: the weights' bias as stored in the B tiles (Q8_0 128, Q4_0 8). */
+static void q8_0_tiles_config(int bias)
 {
     _Alignas(64) amx_tilecfg_t cfg = {.palette_id = 1};
     cfg.rows[T_C0] = cfg.rows[T_C1] = cfg.rows[T_A] = AMX_ROWS;
@@ -65,8 +67,8 @@ static void q8_0_tiles_config(void)
     cfg.rows[T_B0] = cfg.rows[T_B1] = cfg.rows[T_M128] = 8;
     cfg.colsb[T_B0] = cfg.colsb[T_B1] = cfg.colsb[T_M128] = 64;
     amx_load_config(&cfg);
-    static const int8_t m128[8 * 64] = {[0 ... 8 * 64 - 1] = -128};
-    _tile_loadd(T_M128, m128, 64);
+    static const int8_t m128[8 * 64] = {[0 ... 8 * 64 - 1] = -128}, m8[8 * 64] = {[0 ... 8 * 64 - 1] = -8};
+    _tile_loadd(T_M128, bias == 8 ? m8 : m128, 64);
 }
 
 /* The float steps of one block for 16 activation rows (row m's scales at
@@ -88,25 +90,30 @@ AI void q8_0_amx_step(int G, const int32_t c[2][AMX_ROWS][16], const uint8_t *co
 }
 
 /* G groups (16 weight rows each, at group[g]; nr real rows in all) against
- * one slab (16 activation rows at x, stride xs), all nb blocks, into y
- * (activation row m at y + m * ys). Per block the tile unit forms the exact
+ * one slab (16 activation rows at x, stride xs), nb blocks from block b0
+ * (group[g] at block b0), into y (activation row m at y + m * ys; resume:
+ * from the sums y holds, an f32 round trip, exact). Per block the tile unit forms the exact
  * sums: the biased weights' products, then every activation times -128
  * added back as a second product against the -128 tile (the tile unit has
  * the time; the vector units do not). While it works on block b, the
  * vector units take block b - 1's float steps from memory; then block b's
  * sums are stored (a tile store waits for its products, so it goes after
  * the work that can run meanwhile). */
-AI void q8_0_amx_tile(int G, const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t nb,
-                      float *y, size_t ys)
+AI void q8_0_amx_tile(int G, const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t b0,
+                      int64_t nb, bool resume, float *y, size_t ys)
 {
     const float *d[AMX_ROWS];
     __m512 acc0[AMX_ROWS];
     _Alignas(64) float acc1[AMX_ROWS][16];
+    const __mmask16 live0 = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
+    const __mmask16 live1 = (__mmask16)(nr >= 32 ? 0xffff : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
     for (int m = 0; m < AMX_ROWS; m++) {
-        d[m] = qact_d(x + (size_t)m * xs, n);
-        acc0[m] = _mm512_setzero_ps();
-        _mm512_store_ps(acc1[m], _mm512_setzero_ps());
+        d[m] = qact_d(x + (size_t)m * xs, n) + b0;
+        acc0[m] = resume ? _mm512_maskz_loadu_ps(live0, y + (size_t)m * ys) : _mm512_setzero_ps();
+        _mm512_store_ps(acc1[m],
+                        resume && G > 1 ? _mm512_maskz_loadu_ps(live1, y + (size_t)m * ys + 16) : _mm512_setzero_ps());
     }
+    x += 32 * b0;
     _Alignas(64) int32_t c[2][AMX_ROWS][16]; /* the previous block's sums */
     for (int64_t b = 0; b <= nb; b++) {
         if ((b & 1) == 0 && b + AMX_AHEAD < nb) /* a line holds two blocks of a row */
@@ -137,8 +144,6 @@ AI void q8_0_amx_tile(int G, const uint8_t *const group[2], int nr, const uint8_
                 _tile_stored(T_C1, c[1], 64);
         }
     }
-    const __mmask16 live0 = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1);
-    const __mmask16 live1 = (__mmask16)(nr >= 32 ? 0xffff : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
     for (int m = 0; m < AMX_ROWS; m++) {
         _mm512_mask_storeu_ps(y + (size_t)m * ys, live0, acc0[m]);
         if (G > 1)
@@ -146,16 +151,16 @@ AI void q8_0_amx_tile(int G, const uint8_t *const group[2], int nr, const uint8_
     }
 }
 
-static void q8_0_amx_tile1(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t nb,
-                           float *y, size_t ys)
+static void q8_0_amx_tile1(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t b0,
+                           int64_t nb, bool resume, float *y, size_t ys)
 {
-    q8_0_amx_tile(1, group, nr, x, xs, n, nb, y, ys);
+    q8_0_amx_tile(1, group, nr, x, xs, n, b0, nb, resume, y, ys);
 }
 
-static void q8_0_amx_tile2(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t nb,
-                           float *y, size_t ys)
+static void q8_0_amx_tile2(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, int64_t n, int64_t b0,
+                           int64_t nb, bool resume, float *y, size_t ys)
 {
-    q8_0_amx_tile(2, group, nr, x, xs, n, nb, y, ys);
+    q8_0_amx_tile(2, group, nr, x, xs, n, b0, nb, resume, y, ys);
 }
 
 /* dot_q_tile_packed for Q8_0: 16 activation rows at a time on the tiles
@@ -168,14 +173,14 @@ void amx_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, c
     const int64_t nb = n / 32, n_slabs = n_x / AMX_ROWS, n_amx = n_slabs * AMX_ROWS;
     if (n_amx > 0) {
         const size_t gb = q8_0_panel_group_bytes(n);
-        q8_0_tiles_config();
+        q8_0_tiles_config(128);
         for (int64_t r = 0; r < n_w; r += 32) {
             const uint8_t *g0 = (const uint8_t *)packed + (size_t)((row0 + r) / 16) * gb;
             const uint8_t *const group[2] = {g0, g0 + gb};
             const int nr = n_w - r < 32 ? (int)(n_w - r) : 32;
             for (int64_t sl = 0; sl < n_slabs; sl++)
                 (nr > 16 ? q8_0_amx_tile2 : q8_0_amx_tile1)(group, nr, (const uint8_t *)xq + (size_t)sl * 16 * xs, xs,
-                                                            n, nb, y + (size_t)sl * 16 * ys + r, ys);
+                                                            n, 0, nb, false, y + (size_t)sl * 16 * ys + r, ys);
         }
         _tile_release();
     }
@@ -184,10 +189,80 @@ void amx_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, c
                                       y + (size_t)n_amx * ys, ys, n);
 }
 
+/* Q4_0 on the same tiles: its own panels (kernels/prepack.h) widened per
+ * call, AQ4_CHUNK blocks of a pair of groups at a time, into Q8_0 panel
+ * blocks of its quants q (0..15, the stored values q - 8), that every slab
+ * of 16 activation rows then streams past (the widening, 8 vector
+ * operations a block of 16 rows, paid once per call, not per slab); the
+ * bias tile holds -8, so the sums are the AVX-512 Q4_0 kernel's exact
+ * p = sum q a - 8 sum a and the float step is its (and Q8_0's): the same
+ * bits. */
+#define AQ4_CHUNK 32 /* blocks of a group widened at a time: 2 x 18 KB */
+/* Batches of fewer rows stay on AVX-512: with one slab the widening is
+ * not paid back (qwen3-0.6b Q4_0, 2 threads, Xeon with AMX: pp16 0.89x,
+ * pp64 1.15x, pp512 1.10x; docs/benchmarks.md, session 46). */
+#define AQ4_MIN_ROWS 32
+
+/* AQ4_MIN_ROWS, or SPLASH_AMX_Q4_ROWS (16..4096) for measuring. */
+static int aq4_min_rows(void)
+{
+    static atomic_int cache;
+    const int rows = avx512_rows_knob(&cache, "SPLASH_AMX_Q4_ROWS", AQ4_MIN_ROWS, 4096);
+    return rows < AMX_ROWS ? AMX_ROWS : rows;
+}
+
+static void q4_0_widen(const uint8_t *blk, uint8_t *out)
+{
+    const __m512i nib = _mm512_set1_epi8(15);
+    _mm512_store_si512(out, _mm512_load_si512(blk)); /* the 16 scales */
+    for (int k = 0; k < 4; k++) {                    /* vector k: low nibbles values 4k .., high nibbles 16 + 4k .. */
+        const __m512i v = _mm512_load_si512(blk + 64 + 64 * k);
+        _mm512_store_si512(out + 64 + 64 * k, _mm512_and_si512(v, nib));
+        _mm512_store_si512(out + 64 + 64 * (4 + k), _mm512_and_si512(_mm512_srli_epi16(v, 4), nib));
+    }
+}
+
+void amx_q4_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                float *y, size_t ys, int64_t n)
+{
+    const int64_t nb = n / 32, n_slabs = n_x >= aq4_min_rows() ? n_x / AMX_ROWS : 0, n_amx = n_slabs * AMX_ROWS;
+    if (n_amx > 0) {
+        const size_t gb = q4_0_panel_group_bytes(n);
+        _Alignas(64) uint8_t wide[2][AQ4_CHUNK * Q8_0_PANEL_BLOCK];
+        q8_0_tiles_config(8);
+        for (int64_t r = 0; r < n_w; r += 32) {
+            const uint8_t *g0 = (const uint8_t *)packed + (size_t)((row0 + r) / 16) * gb;
+            const int nr = n_w - r < 32 ? (int)(n_w - r) : 32, G = nr > 16 ? 2 : 1;
+            const uint8_t *const group[2] = {wide[0], wide[1]};
+            for (int64_t b0 = 0; b0 < nb; b0 += AQ4_CHUNK) {
+                const int64_t nbc = nb - b0 < AQ4_CHUNK ? nb - b0 : AQ4_CHUNK;
+                for (int g = 0; g < G; g++)
+                    for (int64_t b = 0; b < nbc; b++)
+                        q4_0_widen(g0 + (size_t)g * gb + (size_t)(b0 + b) * Q4_0_PANEL_BLOCK,
+                                   wide[g] + (size_t)b * Q8_0_PANEL_BLOCK);
+                for (int64_t sl = 0; sl < n_slabs; sl++)
+                    (G > 1 ? q8_0_amx_tile2 : q8_0_amx_tile1)(group, nr, (const uint8_t *)xq + (size_t)sl * 16 * xs, xs,
+                                                              n, b0, nbc, b0 > 0, y + (size_t)sl * 16 * ys + r, ys);
+            }
+        }
+        _tile_release();
+    }
+    if (n_amx < n_x)
+        avx512_q4_0_dot_q_tile_packed(packed, row0, n_w, (const uint8_t *)xq + (size_t)n_amx * xs, xs, n_x - n_amx,
+                                      y + (size_t)n_amx * ys, ys, n);
+}
+
 /* Whether the Q8_0 tiles are on: unless SPLASH_AMX_Q8=off. */
 static bool amx_q8_wanted(void)
 {
     const char *env = getenv("SPLASH_AMX_Q8");
+    return !env || strcmp(env, "off") != 0;
+}
+
+/* Whether the Q4_0 tiles are on: unless SPLASH_AMX_Q4=off. */
+static bool amx_q4_wanted(void)
+{
+    const char *env = getenv("SPLASH_AMX_Q4");
     return !env || strcmp(env, "off") != 0;
 }
 
@@ -245,6 +320,11 @@ void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
         table[TYPE_Q8_0].dot_q_tile_packed == avx512_q8_0_dot_q_tile_packed) {
         table[TYPE_Q8_0].dot_q_tile_packed = amx_q8_0_dot_q_tile_packed;
         table[TYPE_Q8_0].path = "amx";
+    }
+    if (f->amx_int8 && f->avx512vnni && amx_q4_wanted() &&
+        table[TYPE_Q4_0].dot_q_tile_packed == avx512_q4_0_dot_q_tile_packed) {
+        table[TYPE_Q4_0].dot_q_tile_packed = amx_q4_0_dot_q_tile_packed;
+        table[TYPE_Q4_0].path = "amx";
     }
     /* F16 / BF16: every product on the bfloat16 tiles, decode included
      * (q_min_rows 1), so a row's bits never depend on its batch */

@@ -41,8 +41,11 @@ AI void amx_load_config(const amx_tilecfg_t *cfg)
     __asm__ volatile("ldtilecfg %0" : : "m"(*cfg));
 }
 
-/* Q8_0 on the AVX-512 panels packed at load (simd_amx.c). */
+/* Q8_0 on the AVX-512 panels packed at load, and Q4_0 on its own widened
+ * per call (simd_amx.c). */
 void amx_q8_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                float *y, size_t ys, int64_t n);
+void amx_q4_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                 float *y, size_t ys, int64_t n);
 
 /* Q4_K / Q5_K / Q6_K on the AVX-512 panels packed at load, their lo / hi bytes

@@ -1,8 +1,8 @@
 /* The AMX kernels (kernels/simd_amx.c, simd_amx_bf16.c, simd_amx_kq.c)
  * against the AVX-512 ones and the scalar references, on a CPU with AMX:
- *   - Q8_0 on packed panels: every element of the AMX product is the
- *     AVX-512 product's, bit for bit, for batches of 1..70
- *     activation rows (the tiles take 16 at a time, the rest go to
+ *   - Q8_0 on packed panels, and Q4_0 on its own widened per call: every
+ *     element of the AMX product is the AVX-512 product's, bit for bit,
+ *     for batches of 1..70 activation rows (the tiles take 16 at a time, the rest go to
  *     AVX-512), ragged weight row counts (not a multiple of 16 or 32), odd
  *     and even block counts and long rows, and activation rows at an
  *     offset; and within f32 rounding of the scalar reference dot_q;
@@ -120,6 +120,25 @@ static void test_q8_0_packed(void **state)
         }
 }
 
+/* Q4_0 on the same tiles, its panels widened per call 32 blocks at a time
+ * (65 and 129 blocks: the sums resumed across chunks). */
+static void test_q4_0_packed(void **state)
+{
+    (void)state;
+    type_kernels_t avx512[TYPE_COUNT], amx[TYPE_COUNT];
+    amx_pair(TYPE_Q4_0, avx512, amx);
+    for (size_t oi = 0; oi < sizeof out_counts / sizeof out_counts[0]; oi++)
+        for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
+            const int64_t n_out = out_counts[oi], n_in = 32 * block_counts[bi];
+            size_t rb = 0;
+            assert_true(type_row_bytes(TYPE_Q4_0, n_in, &rb));
+            uint8_t *w = random_q4_0_rows(n_out, n_in, 20 + oi * 10 + bi);
+            check_packed_pair(&avx512[TYPE_Q4_0], &amx[TYPE_Q4_0], w, rb, n_out, n_in, 60 + bi, qact_dot_q4_0,
+                              1e-5f * (float)block_counts[bi]);
+            free(w);
+        }
+}
+
 /* Q4_K / Q5_K / Q6_K on the integer tiles (SPLASH_AMX_KQ_ROWS=15 in main: from 16
  * rows the slabs take the tiles, one or two at a time, the rest AVX-512),
  * super-block counts around the expansion's chunk of 4. */
@@ -217,12 +236,13 @@ int main(void)
                cpu_level_name(cpu_level()));
         return SKIP_EXIT;
     }
-    setenv("SPLASH_AMX_Q8", "on", 1);      /* off by default: measured no faster (simd_amx.c) */
+    setenv("SPLASH_AMX_Q8", "on", 1);      /* on by default; whatever the environment says */
     setenv("SPLASH_AMX_KQ_ROWS", "15", 1); /* the K-quant tiles from one slab of 16 rows */
+    setenv("SPLASH_AMX_Q4_ROWS", "16", 1); /* the Q4_0 tiles too */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q8_0_packed),   cmocka_unit_test(test_q4_k_packed), cmocka_unit_test(test_q5_k_packed),
-        cmocka_unit_test(test_q6_k_packed),   cmocka_unit_test(test_f16),         cmocka_unit_test(test_bf16),
-        cmocka_unit_test(test_ragged_length),
+        cmocka_unit_test(test_q8_0_packed), cmocka_unit_test(test_q4_0_packed),   cmocka_unit_test(test_q4_k_packed),
+        cmocka_unit_test(test_q5_k_packed), cmocka_unit_test(test_q6_k_packed),   cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_bf16),        cmocka_unit_test(test_ragged_length),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }
