@@ -183,7 +183,7 @@ int main(int argc, char **argv)
                 MAX_REPS, L2_ROWS, CALL_ROWS, MAX_X);
         return 2;
     }
-    static const uint32_t types[] = {TYPE_F16, TYPE_Q8_0, TYPE_Q4_K, TYPE_Q6_K};
+    static const uint32_t types[] = {TYPE_F16, TYPE_Q8_0, TYPE_Q4_0, TYPE_Q4_K, TYPE_Q5_K, TYPE_Q6_K};
     size_t xqs = (qact_row_bytes_max(N_IN) + 63) / 64 * 64;
     float *x = malloc((size_t)n_x * N_IN * sizeof *x), *y = malloc((size_t)n_x * (size_t)big_rows * sizeof *y);
     uint8_t *xq = aligned_alloc(64, (size_t)n_x * xqs);

@@ -57,6 +57,8 @@ int main(int argc, char **argv)
         if (type_kernels(TYPE_F16)->dot_q) /* the bfloat16 path, which compare.py models too (AMX: every batch, >= 1) */
             printf("; f16/bf16 weights multiply bf16 activations in batches of >= %d rows",
                    type_kernels(TYPE_F16)->q_min_rows);
+        if (type_kernels(TYPE_F32)->dot_q) /* AMX: pairs of bfloat16 tiles, within ~1e-5 of f32 (unmodelled) */
+            printf("; f32 weights multiply bf16 hi/lo pairs of activations");
         printf("\n");
         return 0;
     }

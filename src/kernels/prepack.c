@@ -50,6 +50,18 @@ void bf16_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *dst)
     }
 }
 
+void bf16x2_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *hi, uint16_t *lo)
+{
+    const int lane = (int)(row % BF16_TILE_ROWS);
+    const uint8_t *group = (const uint8_t *)packed + (size_t)(row / BF16_TILE_ROWS) * bf16x2_tile_group_bytes(n_in);
+    for (int64_t i = 0; i < n_in; i++) {
+        const uint8_t *tile = group + (size_t)(i / BF16_TILE_VALUES) * BF16X2_TILE_BYTES;
+        const size_t at = (size_t)(64 * (i % BF16_TILE_VALUES / 2) + 4 * lane + 2 * (i % 2));
+        memcpy(&hi[i], tile + at, sizeof hi[i]);
+        memcpy(&lo[i], tile + BF16_TILE_BYTES + at, sizeof lo[i]);
+    }
+}
+
 /* Where row `lane` of a group finds, in a packed block, dword k of its
  * quant stream (vector k, dword lane) and byte s of its paired bytes (Q4_K's
  * mins, Q6_K's scales: pair s / 2, element s % 2). */

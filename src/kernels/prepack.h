@@ -1,5 +1,6 @@
 /* Weights packed once, at load, in the layouts the kernels read: Q8_0,
- * Q4_0, Q4_K, Q5_K and Q6_K panels (AVX-512 VNNI), bfloat16 tiles (AMX), bfloat16 rows
+ * Q4_0, Q4_K, Q5_K and Q6_K panels (AVX-512 VNNI), bfloat16 tiles and pairs
+ * of them (AMX), bfloat16 rows
  * (AVX-512 BF16). A layout is a fact shared by the packer, the kernels that
  * read it and the code that sizes or reads it back, so each is described
  * here, independent of the ISA.
@@ -59,6 +60,28 @@ static inline size_t bf16_tile_bytes(int64_t n_out, int64_t n_in)
 {
     return (size_t)((n_out + BF16_TILE_ROWS - 1) / BF16_TILE_ROWS) * bf16_tile_group_bytes(n_in);
 }
+
+/* F32 weights packed once, at load, for the AMX bfloat16 tiles in pairs
+ * (kernels/simd_amx_bf16.c): each value w as hi, its bfloat16 rounding,
+ * and lo, the rounding of w - hi (qact_bf16x2_split). As above, ceil(n_out
+ * / 16) groups of 16 rows; a group is its n_in / 32 pairs of tiles in
+ * order, hi's tile then lo's, each laid out as a bfloat16 tile. The packed
+ * copy is the raw bytes (rounded up to 16 rows). */
+#define BF16X2_TILE_BYTES (2 * BF16_TILE_BYTES)
+
+static inline size_t bf16x2_tile_group_bytes(int64_t n_in)
+{
+    return (size_t)(n_in / BF16_TILE_VALUES) * BF16X2_TILE_BYTES;
+}
+
+static inline size_t bf16x2_tile_bytes(int64_t n_out, int64_t n_in)
+{
+    return (size_t)((n_out + BF16_TILE_ROWS - 1) / BF16_TILE_ROWS) * bf16x2_tile_group_bytes(n_in);
+}
+
+/* Row `row` of a packed pair of bfloat16 matrices read back: its n_in hi
+ * and n_in lo values. */
+void bf16x2_tile_row(const void *packed, int64_t n_in, int64_t row, uint16_t *hi, uint16_t *lo);
 
 /* F16 weights packed once, at load, for the AVX-512 BF16 kernels
  * (kernels/simd_avx512_bf16.c): row r of n_in values is n_in bfloat16 (the

@@ -73,11 +73,25 @@ void qact_quantize_bf16(const float *x, void *dst, int64_t n)
         b[i] = bf16_round(x[i]);
 }
 
+void qact_bf16x2_split(float x, uint16_t *hi, uint16_t *lo)
+{
+    *hi = bf16_round(x);
+    *lo = bf16_round(x - bf16_to_f32(*hi)); /* exact: x and its rounding share their exponent's range */
+}
+
+void qact_quantize_bf16x2(const float *x, void *dst, int64_t n)
+{
+    uint16_t *hi = dst, *lo = (uint16_t *)(void *)((uint8_t *)dst + qact_bf16x2_lo(n));
+    for (int64_t i = 0; i < n; i++)
+        qact_bf16x2_split(x[i], &hi[i], &lo[i]);
+}
+
 qact_quantize_fn qact_quantizer(act_type_t t)
 {
     return t == ACT_Q8_32    ? qact_quantize_q8_32
            : t == ACT_Q8_256 ? qact_quantize_q8_256
            : t == ACT_BF16   ? qact_quantize_bf16
+           : t == ACT_BF16X2 ? qact_quantize_bf16x2
                              : NULL;
 }
 
@@ -98,6 +112,20 @@ float qact_dot_bf16_bf16(const void *w, const void *xq, int64_t n)
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++)
         sum += (double)(bf16_to_f32(b[i]) * bf16_to_f32(x[i]));
+    return (float)sum;
+}
+
+float qact_dot_f32_bf16x2(const void *w, const void *xq, int64_t n)
+{
+    const float *f = w;
+    const uint16_t *xh = xq, *xl = (const uint16_t *)(const void *)((const uint8_t *)xq + qact_bf16x2_lo(n));
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t wh, wl;
+        qact_bf16x2_split(f[i], &wh, &wl);
+        sum += (double)(bf16_to_f32(wh) * bf16_to_f32(xh[i])) + (double)(bf16_to_f32(wl) * bf16_to_f32(xh[i])) +
+               (double)(bf16_to_f32(wh) * bf16_to_f32(xl[i]));
+    }
     return (float)sum;
 }
 

@@ -13,6 +13,10 @@
  *   ACT_Q8_256  Q8_K-style: blocks of 256 int8 values with an f32 scale and
  *               the int16 sum of every 16 consecutive values (the K-quants'
  *               min and offset terms need sums of x, not products);
+ * and two bfloat16 formats for the AMX / AVX-512 BF16 tiles: ACT_BF16 (each
+ * value rounded to bfloat16: F16 / BF16 weights) and ACT_BF16X2 (each value
+ * as hi, its bfloat16 rounding, and lo, the rounding of the rest: the n hi
+ * values, then at qact_bf16x2_lo(n) the n lo values; F32 weights on AMX);
  *
  * A quantised row is stored planar, so SIMD loads of the values are plain
  * contiguous loads: int8 qs[n]; f32 d[n / block]; then int16 sums, of
@@ -38,6 +42,7 @@ typedef enum act_type {
     ACT_Q8_32 = 1,  /* 32-value int8 blocks, f32 scale, int16 block sums */
     ACT_Q8_256 = 2, /* 256-value int8 blocks, f32 scale, int16 sums of 16 */
     ACT_BF16 = 3,   /* bfloat16 values (F16 / BF16 weights, batches only: see below) */
+    ACT_BF16X2 = 4, /* each value as two bfloat16, hi and lo (F32 weights on AMX: see below) */
 } act_type_t;
 
 #define QACT_ALIGN 64        /* row alignment and padding, bytes */
@@ -47,7 +52,13 @@ typedef enum act_type {
 /* Values per block of an activation type (0 for ACT_F32). */
 static inline int64_t qact_block(act_type_t t)
 {
-    return t == ACT_Q8_32 ? 32 : t == ACT_Q8_256 ? 256 : t == ACT_BF16 ? 1 : 0;
+    return t == ACT_Q8_32 ? 32 : t == ACT_Q8_256 ? 256 : t == ACT_BF16 || t == ACT_BF16X2 ? 1 : 0;
+}
+
+/* ACT_BF16X2: where a row's lo values start (its hi values at 0), bytes. */
+static inline size_t qact_bf16x2_lo(int64_t n)
+{
+    return ((size_t)n * sizeof(uint16_t) + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN;
 }
 
 /* Bytes of one quantised row of n values (n a multiple of the block), padded
@@ -58,7 +69,9 @@ static inline size_t qact_row_bytes(act_type_t t, int64_t n)
     if (bs == 0)
         return 0;
     if (t == ACT_BF16)
-        return ((size_t)n * sizeof(uint16_t) + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN;
+        return qact_bf16x2_lo(n);
+    if (t == ACT_BF16X2)
+        return 2 * qact_bf16x2_lo(n);
     size_t bytes = (size_t)n + (size_t)(n / bs) * sizeof(float);
     bytes += (size_t)(n / (t == ACT_Q8_256 ? QACT_BSUM : 32)) * sizeof(int16_t);
     return (bytes + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN;
@@ -69,8 +82,8 @@ static inline size_t qact_row_bytes_max(int64_t n)
 {
     size_t b =
         (size_t)n + (size_t)(n / 32) * (sizeof(float) + sizeof(int16_t)) + (size_t)(n / QACT_BSUM) * sizeof(int16_t);
-    if (b < (size_t)n * sizeof(uint16_t)) /* ACT_BF16 */
-        b = (size_t)n * sizeof(uint16_t);
+    if (b < 2 * qact_bf16x2_lo(n)) /* ACT_BF16X2 (ACT_BF16 half that) */
+        b = 2 * qact_bf16x2_lo(n);
     return (b + QACT_ALIGN - 1) / QACT_ALIGN * QACT_ALIGN + QACT_ALIGN;
 }
 
@@ -113,6 +126,7 @@ typedef void (*qact_quantize_fn)(const float *x, void *dst, int64_t n);
 void qact_quantize_q8_32(const float *x, void *dst, int64_t n);
 void qact_quantize_q8_256(const float *x, void *dst, int64_t n);
 void qact_quantize_bf16(const float *x, void *dst, int64_t n);
+void qact_quantize_bf16x2(const float *x, void *dst, int64_t n);
 qact_quantize_fn qact_quantizer(act_type_t t);
 
 /* Scalar reference integer dot products: a stored weight row of n values
@@ -132,5 +146,15 @@ float qact_dot_q6_k(const void *w, const void *xq, int64_t n);
  * bfloat16 activations; each product is exact in f32, summed in double. */
 float qact_dot_f16_bf16(const void *w, const void *xq, int64_t n);
 float qact_dot_bf16_bf16(const void *w, const void *xq, int64_t n);
+/* ACT_BF16X2: F32 weights w, each split as x is (qact_bf16x2_split), times
+ * the activations as hi_w hi_x + lo_w hi_x + hi_w lo_x (the lo x lo term,
+ * about 2^-18 of a product, dropped); each product exact in f32, summed in
+ * double. Within about 1e-5 of the f32 dot product: the AMX path for F32
+ * weights keeps their precision near f32's (far past F16's), at three
+ * bfloat16 tile products per pair of tiles. */
+float qact_dot_f32_bf16x2(const void *w, const void *xq, int64_t n);
+/* One value as its bfloat16 rounding hi and the rounding lo of x - hi
+ * (VCVTNEPS2BF16's rounding both times: nearest even, subnormals to zero). */
+void qact_bf16x2_split(float x, uint16_t *hi, uint16_t *lo);
 
 #endif

@@ -266,6 +266,14 @@ static bool amx_q4_wanted(void)
     return !env || strcmp(env, "off") != 0;
 }
 
+/* Whether F32 takes pairs of bfloat16 tiles: unless SPLASH_AMX_F32=off
+ * (then the exact f32 path, as on every other CPU). */
+static bool amx_f32_wanted(void)
+{
+    const char *env = getenv("SPLASH_AMX_F32");
+    return !env || strcmp(env, "off") != 0;
+}
+
 /* Whether F16 / BF16 take the bfloat16 tiles: unless SPLASH_BF16_ROWS=off
  * (then the f32 path, as on every other CPU by default). */
 static bool amx_bf16_wanted(void)
@@ -331,5 +339,15 @@ void kernels_register_amx(type_kernels_t table[TYPE_COUNT])
     if (f->amx_bf16 && f->avx512bf16 && amx_bf16_wanted()) {
         bf16_tiles_entry(&table[TYPE_F16], amx_f16_dot_q, amx_f16_dot_q_tile, amx_f16_pack_tiles);
         bf16_tiles_entry(&table[TYPE_BF16], amx_bf16_dot_q, amx_bf16_dot_q_tile, amx_bf16_pack_tiles);
+    }
+    /* F32: every product on pairs of bfloat16 tiles (its precision near
+     * f32's: simd_amx_bf16.c), decode included, unless SPLASH_AMX_F32=off */
+    if (f->amx_bf16 && f->avx512bf16 && amx_f32_wanted()) {
+        type_kernels_t *k = &table[TYPE_F32];
+        bf16_tiles_entry(k, amx_f32_dot_q, amx_f32_dot_q_tile, amx_f32_pack_tiles);
+        k->act_type = ACT_BF16X2;
+        k->quantize_act = avx512_quantize_bf16x2;
+        k->packed_bytes = bf16x2_tile_bytes;
+        k->dot_q_tile_packed = amx_f32_dot_q_tile_packed;
     }
 }

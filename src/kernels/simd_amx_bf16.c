@@ -1,5 +1,6 @@
 /* AMX kernels, the bfloat16 tiles: F16 / BF16 weights against ACT_BF16
- * activations (compiled with the AMX flags: CMakeLists.txt,
+ * activations, and F32 weights on pairs of tiles against ACT_BF16X2 ones
+ * (the end of this file) (compiled with the AMX flags: CMakeLists.txt,
  * SPLASH_AMX_SOURCES; registered by simd_amx.c when the CPU has AMX-BF16).
  *
  * The weights are packed once at load into AMX B tiles (kernels/prepack.h:
@@ -252,5 +253,205 @@ float amx_bf16_dot_q(const void *w, const void *xq, int64_t n)
 {
     float y;
     raw_tile(TYPE_BF16, w, 0, 1, xq, 0, 1, &y, 0, n);
+    return y;
+}
+
+/* ---- F32 weights on pairs of tiles ----------------------------------------
+ * Each weight is its bfloat16 hi and the bfloat16 lo of the rest
+ * (kernels/prepack.h), each activation likewise (ACT_BF16X2), and every k
+ * step adds, in this order, hi_x hi_w, lo_x hi_w and hi_x lo_w into the
+ * sums (the lo x lo term, about 2^-18 of a product, left out): within about
+ * 1e-5 of the f32 products (qact_dot_f32_bf16x2), at three tile products a
+ * step where F16 takes one. One slab at a time (the eight tiles: two sums,
+ * the slab's hi and lo, two groups' hi and lo); the same sequence for
+ * every element whatever the batch, as above. */
+#define T_BL0 2 /* group 0's lo tile (a sums tile of the two-slab kernels) */
+#define T_BL1 3
+
+static void bf16x2_tiles_config(int m)
+{
+    _Alignas(64) amx_tilecfg_t cfg = {.palette_id = 1};
+    cfg.rows[0] = cfg.rows[1] = (uint8_t)m; /* m x 16 f32 sums */
+    cfg.colsb[0] = cfg.colsb[1] = 64;
+    cfg.rows[T_A0] = cfg.rows[T_A1] = (uint8_t)m; /* m rows x 32 bfloat16: hi, lo */
+    cfg.colsb[T_A0] = cfg.colsb[T_A1] = 64;
+    cfg.rows[T_B0] = cfg.rows[T_B1] = cfg.rows[T_BL0] = cfg.rows[T_BL1] = 16;
+    cfg.colsb[T_B0] = cfg.colsb[T_B1] = cfg.colsb[T_BL0] = cfg.colsb[T_BL1] = 64;
+    amx_load_config(&cfg);
+}
+
+/* One slab (m activation rows at x, their lo values lo_off past each row)
+ * times G groups of pairs, all n values, into y. */
+AI void bf16x2_tile(int G, const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, size_t lo_off, int m,
+                    float *y, size_t ys, int64_t n)
+{
+    _tile_zero(0);
+    if (G > 1)
+        _tile_zero(1);
+    for (int64_t k = 0; k < n / BF16_TILE_VALUES; k++) {
+        const size_t off = (size_t)k * BF16X2_TILE_BYTES;
+#pragma GCC unroll 2
+        for (int g = 0; g < G; g++)
+            for (int l = 0; l < BF16X2_TILE_BYTES; l += 64)
+                _mm_prefetch((const char *)group[g] + off + BF16_AHEAD + l, _MM_HINT_T0);
+        _tile_loadd(T_A0, x + 64 * k, (long)xs);
+        _tile_loadd(T_A1, x + lo_off + 64 * k, (long)xs);
+        _tile_loadd(T_B0, group[0] + off, 64);
+        _tile_loadd(T_BL0, group[0] + off + BF16_TILE_BYTES, 64);
+        _tile_dpbf16ps(0, T_A0, T_B0);
+        _tile_dpbf16ps(0, T_A1, T_B0);
+        _tile_dpbf16ps(0, T_A0, T_BL0);
+        if (G > 1) {
+            _tile_loadd(T_B1, group[1] + off, 64);
+            _tile_loadd(T_BL1, group[1] + off + BF16_TILE_BYTES, 64);
+            _tile_dpbf16ps(1, T_A0, T_B1);
+            _tile_dpbf16ps(1, T_A1, T_B1);
+            _tile_dpbf16ps(1, T_A0, T_BL1);
+        }
+    }
+    const int nr0 = nr < 16 ? nr : 16;
+    BF16_STORE(0, y, ys, m, nr0);
+    if (G > 1)
+        BF16_STORE(1, y + 16, ys, m, nr - nr0);
+}
+
+static void bf16x2_tile_1(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, size_t lo_off, int m,
+                          float *y, size_t ys, int64_t n)
+{
+    bf16x2_tile(1, group, nr, x, xs, lo_off, m, y, ys, n);
+}
+
+static void bf16x2_tile_2(const uint8_t *const group[2], int nr, const uint8_t *x, size_t xs, size_t lo_off, int m,
+                          float *y, size_t ys, int64_t n)
+{
+    bf16x2_tile(2, group, nr, x, xs, lo_off, m, y, ys, n);
+}
+
+/* Activation rows [c0, c1) (slabs of m rows) against n_w weight rows. */
+static void bf16x2_rows(const uint8_t *groups, size_t gb, int64_t n_w, const uint8_t *xq, size_t xs, int64_t c0,
+                        int64_t c1, int m, float *y, size_t ys, int64_t n)
+{
+    for (int64_t c = c0; c < c1; c += AMX_ROWS)
+        for (int64_t r = 0; r < n_w; r += 32) {
+            const int nr = n_w - r < 32 ? (int)(n_w - r) : 32;
+            const uint8_t *g0 = groups + (size_t)(r / 16) * gb;
+            const uint8_t *const group[2] = {g0, g0 + gb};
+            (nr > 16 ? bf16x2_tile_2 : bf16x2_tile_1)(group, nr, xq + (size_t)c * xs, xs, qact_bf16x2_lo(n), m,
+                                                      y + (size_t)c * ys + r, ys, n);
+        }
+}
+
+void amx_f32_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                               float *y, size_t ys, int64_t n)
+{
+    const size_t gb = bf16x2_tile_group_bytes(n);
+    const uint8_t *groups = (const uint8_t *)packed + (size_t)(row0 / BF16_TILE_ROWS) * gb;
+    const int64_t n_full = n_x / AMX_ROWS * AMX_ROWS;
+    if (n_full > 0) {
+        bf16x2_tiles_config(AMX_ROWS);
+        bf16x2_rows(groups, gb, n_w, xq, xs, 0, n_full, AMX_ROWS, y, ys, n);
+    }
+    if (n_full < n_x) {
+        bf16x2_tiles_config((int)(n_x - n_full));
+        bf16x2_rows(groups, gb, n_w, xq, xs, n_full, n_x, (int)(n_x - n_full), y, ys, n);
+    }
+    _tile_release();
+}
+
+/* 32 f32 values as their hi and lo bfloat16 (qact_bf16x2_split's rounding). */
+AI void bf16x2_weights(const float *w, __m512i *hi, __m512i *lo)
+{
+    const __m512 a = _mm512_loadu_ps(w), b = _mm512_loadu_ps(w + 16);
+    const __m512bh h = _mm512_cvtne2ps_pbh(b, a);
+    const __m512i hv = (__m512i)h;
+    const __m512 ha = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16));
+    const __m512 hb =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16));
+    *hi = hv;
+    *lo = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha));
+}
+
+/* Rows [0, nr) (nr <= 16; the rest zero) of raw F32 rows into one group of
+ * pairs of tiles. */
+static void bf16x2_pack16(const uint8_t *w, size_t ws, int nr, int64_t n, uint8_t *group)
+{
+    for (int64_t k = 0; k < n / BF16_TILE_VALUES; k++) {
+        __m512i h[16], l[16], t[16];
+        for (int i = 0; i < 16; i++) {
+            if (i < nr)
+                bf16x2_weights((const float *)(const void *)(w + (size_t)i * ws) + BF16_TILE_VALUES * k, &h[i], &l[i]);
+            else
+                h[i] = l[i] = _mm512_setzero_si512();
+        }
+        uint8_t *tile = group + (size_t)k * BF16X2_TILE_BYTES;
+        avx512_transpose16(h, t);
+        for (int j = 0; j < 16; j++)
+            _mm512_storeu_si512(tile + 64 * j, t[j]);
+        avx512_transpose16(l, t);
+        for (int j = 0; j < 16; j++)
+            _mm512_storeu_si512(tile + BF16_TILE_BYTES + 64 * j, t[j]);
+    }
+}
+
+void amx_f32_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed)
+{
+    const size_t gb = bf16x2_tile_group_bytes(n_in);
+    for (int64_t r = 0; r < n_w; r += 16)
+        bf16x2_pack16((const uint8_t *)w + (size_t)(row0 + r) * ws, ws, n_w - r < 16 ? (int)(n_w - r) : 16, n_in,
+                      (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
+}
+
+/* Rows the tiles cannot take (a length not a multiple of 32; every batch of
+ * such a matrix comes here): the same three products per value, in f32
+ * lanes, then avx512_hsum. */
+static float bf16x2_dot_row(const float *w, const uint8_t *xq, int64_t n)
+{
+    const uint16_t *xh = (const uint16_t *)(const void *)xq,
+                   *xl = (const uint16_t *)(const void *)(xq + qact_bf16x2_lo(n));
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += LANES) {
+        const __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 v = _mm512_maskz_loadu_ps(m, w + i);
+        const __m512 wh =
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v)), 16));
+        const __m512 wl = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, wh))), 16));
+        const __m512 ah =
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, xh + i)), 16));
+        const __m512 al =
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, xl + i)), 16));
+        acc = _mm512_fmadd_ps(wh, ah, acc);
+        acc = _mm512_fmadd_ps(wl, ah, acc);
+        acc = _mm512_fmadd_ps(wh, al, acc);
+    }
+    return avx512_hsum(acc);
+}
+
+/* Raw F32 rows, as raw_tile does for F16 / BF16. */
+void amx_f32_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                        size_t ys, int64_t n)
+{
+    const size_t gb = bf16x2_tile_group_bytes(n);
+    uint8_t *buf = n % BF16_TILE_VALUES ? NULL : aligned_alloc(64, 2 * gb);
+    if (!buf) {
+        for (int64_t r = 0; r < n_w; r++)
+            for (int64_t c = 0; c < n_x; c++)
+                y[(size_t)c * ys + (size_t)r] =
+                    bf16x2_dot_row((const float *)(const void *)((const uint8_t *)w + (size_t)r * ws),
+                                   (const uint8_t *)xq + (size_t)c * xs, n);
+        return;
+    }
+    for (int64_t r = 0; r < n_w; r += 32) {
+        const int64_t nr = n_w - r < 32 ? n_w - r : 32;
+        amx_f32_pack_tiles((const uint8_t *)w + (size_t)r * ws, ws, 0, nr, n, buf);
+        amx_f32_dot_q_tile_packed(buf, 0, nr, xq, xs, n_x, y + r, ys, n);
+    }
+    free(buf);
+}
+
+float amx_f32_dot_q(const void *w, const void *xq, int64_t n)
+{
+    float y;
+    amx_f32_dot_q_tile(w, 0, 1, xq, 0, 1, &y, 0, n);
     return y;
 }

@@ -60,6 +60,16 @@ void amx_q6_k_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, c
 /* F16 / BF16 weights against ACT_BF16 rows on the bfloat16 tiles
  * (simd_amx_bf16.c): packing, products on the packed tiles, and on raw rows
  * (packed on the fly, the same bits). */
+/* F32 weights against ACT_BF16X2 rows on pairs of bfloat16 tiles
+ * (simd_amx_bf16.c): packing, products on the packed pairs, and on raw
+ * rows (packed on the fly, the same bits). */
+void amx_f32_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
+void amx_f32_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                               float *y, size_t ys, int64_t n);
+void amx_f32_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
+                        size_t ys, int64_t n);
+float amx_f32_dot_q(const void *w, const void *xq, int64_t n);
+
 void amx_f16_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
 void amx_bf16_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
 void amx_bf16_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,

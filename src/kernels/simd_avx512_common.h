@@ -437,6 +437,7 @@ float avx512_bf16_bf_dot_q(const void *w, const void *xq, int64_t n);
 void avx512_bf16_bf_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
                                size_t ys, int64_t n);
 void avx512_quantize_bf16(const float *x, void *dst, int64_t n);
+void avx512_quantize_bf16x2(const float *x, void *dst, int64_t n);
 /* F16 packed once as bfloat16 rows (kernels/prepack.h), and its tile on them. */
 void avx512_f16_pack_bf16_rows(const void *w, size_t ws, int64_t row0, int64_t n_w, int64_t n_in, void *packed);
 void avx512_f16_bf_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,

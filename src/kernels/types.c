@@ -124,7 +124,7 @@ static float q8_0_dot(const void *w, const float *x, int64_t n)
 #define LAYOUT(id, nm, bs, bytes) [id] = {.name = nm, .block_size = bs, .bytes_per_block = bytes}
 
 static const type_traits_t traits[TYPE_COUNT] = {
-    [TYPE_F32] = {"f32", 1, 4, f32_to_f32, f32_from_f32, f32_dot, ACT_F32, NULL},
+    [TYPE_F32] = {"f32", 1, 4, f32_to_f32, f32_from_f32, f32_dot, ACT_BF16X2, qact_dot_f32_bf16x2},
     [TYPE_F16] = {"f16", 1, 2, f16_to_f32, f16_from_f32, f16_dot, ACT_BF16, qact_dot_f16_bf16},
     [TYPE_BF16] = {"bf16", 1, 2, bf16_to_f32_row, bf16_from_f32, bf16_dot, ACT_BF16, qact_dot_bf16_bf16},
     [TYPE_Q8_0] = {"q8_0", QK8_0, sizeof(block_q8_0_t), q8_0_to_f32, q8_0_from_f32, q8_0_dot, ACT_Q8_32, qact_dot_q8_0},

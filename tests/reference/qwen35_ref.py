@@ -609,8 +609,10 @@ def load(path, **kw):
     if arch == ARCH:
         kw.pop("naive_accum", None)
         bf16_rows = kw.pop("act_bf16_rows", 0)
+        bf16x2 = kw.pop("act_bf16x2", False)
         ref = Qwen35Ref(path, **kw)
         ref.act_bf16_rows = bf16_rows
+        ref.act_bf16x2 = bf16x2
         return ref
     kw.pop("gdn_chunk", None)
     kw.pop("state_type", None)

@@ -22,6 +22,9 @@ by the engine's documented rule (src/kernels/qact.h, restated in
 quantize_act below) applied to the float32 value of the activation; the
 product itself stays exact float64.  F32/F16/BF16 weights are unaffected.
 
+act_bf16x2=True (compare.py, when `splash --version` says F32 weights multiply
+bf16 hi/lo pairs: AMX) models F32 weights and their activations each split
+into two bfloat16 and three of the four products (mm_bf16x2).
 act_bf16_rows=N (compare.py, when `splash --version` reports it) models the
 engine's bfloat16 path (AVX-512 BF16, src/kernels/qact.h ACT_BF16): in a
 forward call of at least N tokens, before every product with an F16/BF16
@@ -82,6 +85,15 @@ def round_bf16(x):
     return r.view(np.float32).astype(np.float64)
 
 
+def split_bf16x2(x):
+    """float32(x) as hi, its bfloat16 rounding, and lo, the rounding of
+    float32(x) - hi (exact in float32), both returned as float32 (their
+    values exact in it): the engine's ACT_BF16X2 and packed F32 weights."""
+    x32 = np.asarray(x, dtype=np.float32)
+    hi = round_bf16(x32).astype(np.float32)
+    return hi, round_bf16(x32 - hi).astype(np.float32)
+
+
 def quantize_act(x, block):
     """The engine's activation quantiser, returned dequantised (float64).
     Per block of `block` float32 values: amax = max|x|; below 1e-30 the
@@ -121,11 +133,12 @@ def q8_0_round(x):
 
 class Qwen3Ref(object):
     def __init__(self, path, dtype=np.float64, perturb=None, verbose=False, naive_accum=False, act_quant=False,
-                 act_bf16_rows=0, kv_type="f32"):
+                 act_bf16_rows=0, kv_type="f32", act_bf16x2=False):
         self.dtype = np.dtype(dtype)
         self.kv_type = kv_type  # "f16": keys and values rounded as the engine's f16 cache stores them
         self.act_quant = act_quant
         self.act_bf16_rows = act_bf16_rows  # 0: the bfloat16 path is not modelled
+        self.act_bf16x2 = act_bf16x2  # F32 weights on pairs of bfloat16 tiles (AMX), modelled
         self.act_block = {}  # id(weight array) -> activation block of the integer path
         self.naive_accum = naive_accum
         self.perturb = perturb if perturb is not None else os.environ.get("REF_PERTURB", "") or None
@@ -220,6 +233,8 @@ class Qwen3Ref(object):
             if not hasattr(self, "bf16_weights"):
                 self.bf16_weights = set()  # id(weight array) of the F16/BF16 ones
             self.bf16_weights.add(id(W))
+        if ti.type == gguf_ref.GGML_F32:
+            self.__dict__.setdefault("f32_weights", set()).add(id(W))
         return W
 
     def _rows(self, ti, r0, r1):
@@ -273,10 +288,28 @@ class Qwen3Ref(object):
             out[..., half:] = a * sin + b * cos
         return out
 
+    def mm_bf16x2(self, x, W):
+        """The AMX path of F32 weights (act_bf16x2): weights and activations
+        each as hi + lo bfloat16 (split_bf16x2), y = hi_x hi_w + lo_x hi_w +
+        hi_x lo_w, the products exact and summed in float64.  Every call
+        takes it (decode too), so the split weights are kept."""
+        cache = self.__dict__.setdefault("bf16x2_split", {})
+        if id(W) not in cache:
+            step = max(1, (1 << 22) // W.shape[1])
+            parts = [split_bf16x2(W[r0:r0 + step]) for r0 in range(0, W.shape[0], step)]
+            cache[id(W)] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        wh, wl = cache[id(W)]
+        xh, xl = split_bf16x2(x)
+        xh = xh.astype(self.dtype)
+        # (hi_x + lo_x) hi_w + hi_x lo_w: the same exact products in float64, two matmuls
+        return (xh + xl.astype(self.dtype)) @ wh.astype(self.dtype).T + xh @ wl.astype(self.dtype).T
+
     def mm(self, x, W):
         """x (n, in) times W (out, in)^T.  naive_accum: one running sum per
         output, accumulated strictly left to right in self.dtype (models the
         worst plausible C loop; calibration only)."""
+        if getattr(self, "act_bf16x2", False) and id(W) in getattr(self, "f32_weights", ()):
+            return self.mm_bf16x2(x, W)
         block = self.act_block.get(id(W), 0) if self.act_quant else 0
         if block:
             x = quantize_act(x, block).astype(self.dtype)

@@ -14,7 +14,10 @@
  *     a row's bits are the same in every batch it can be part of (1..40
  *     rows, in slabs of 16 or a last short one) and from the raw rows
  *     (packed on the fly), dot_q included; and a whole matmul through the
- *     pool gives the same bits on the packed and the raw matrix.
+ *     pool gives the same bits on the packed and the raw matrix;
+ *   - F32 on pairs of bfloat16 tiles (hi and lo of each value): the same
+ *     checks, against its scalar reference and within 2e-5 of the exact
+ *     dot product, a ragged length on its vector fallback.
  * On a CPU without AMX (or with SPLASH_CPU capping the level below amx) the
  * test exits 77, which CTest reports as skipped, not passed. */
 #include <setjmp.h>
@@ -201,6 +204,124 @@ static void test_bf16(void **state)
     check_amx_half(TYPE_BF16);
 }
 
+/* F32 on pairs of bfloat16 tiles: rows read back are each weight's hi and
+ * lo (qact_bf16x2_split); the SIMD quantiser gives the scalar one's bytes;
+ * every element is within f32 rounding of the scalar reference and within
+ * 2e-5 of the f32 products' magnitude of the exact dot product; a row's
+ * bits are the same in every batch and offset, from the raw rows and from
+ * dot_q; a pool's matmul gives the same bits packed and raw. n_in 40 (not
+ * a multiple of 32) takes the vector fallback for every batch. */
+static void test_f32(void **state)
+{
+    (void)state;
+    const type_kernels_t *k = type_kernels(TYPE_F32);
+    assert_string_equal(k->path, "amx");
+    assert_int_equal(k->act_type, ACT_BF16X2);
+    assert_int_equal(k->q_min_rows, 1);
+    static const int64_t outs[] = {1, 16, 17, 45};
+    static const int64_t lens[] = {32, 40, 96, 1024};
+    enum { NX = 40 };
+    err_t err;
+    pool_t *pool = pool_create(3, &err);
+    assert_non_null(pool);
+    for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int64_t n_out = outs[oi], n_in = lens[li];
+            const size_t ws = (size_t)n_in * sizeof(float), xs = qact_row_bytes(ACT_BF16X2, n_in);
+            float *w = malloc((size_t)n_out * n_in * sizeof *w), *x = malloc((size_t)NX * n_in * sizeof *x);
+            fill_normal(w, n_out * n_in, 170 + oi * 10 + li, 0.5f);
+            for (int64_t i = 0; i < n_out * n_in; i++) /* zeros, tiny and large values among them */
+                w[i] = i % 37 == 0 ? 0.0f : i % 16 == 0 ? w[i] * 1e-6f : i % 29 == 0 ? w[i] * 1e3f : w[i];
+            fill_normal(x, NX * n_in, 190 + li, 1.0f);
+            uint8_t *xq = aligned_alloc(64, xs * NX), *xr = malloc(xs);
+            for (int c = 0; c < NX; c++) {
+                k->quantize_act(x + (size_t)c * n_in, xq + (size_t)c * xs, n_in);
+                memset(xr, 0, xs);
+                qact_quantize_bf16x2(x + (size_t)c * n_in, xr, n_in);
+                assert_memory_equal(xq + (size_t)c * xs, xr, (size_t)n_in * 2);
+                assert_memory_equal(xq + (size_t)c * xs + qact_bf16x2_lo(n_in), xr + qact_bf16x2_lo(n_in),
+                                    (size_t)n_in * 2);
+            }
+            void *p = aligned_alloc(64, (k->packed_bytes(n_out, n_in) + 63) & ~(size_t)63);
+            assert_int_equal(k->packed_bytes(n_out, n_in), bf16x2_tile_bytes(n_out, n_in));
+            const bool tiles = n_in % 32 == 0;
+            if (tiles) {
+                k->pack_panels(w, ws, 0, n_out > 16 ? 16 : n_out, n_in, p);
+                if (n_out > 16)
+                    k->pack_panels(w, ws, 16, n_out - 16, n_in, p);
+                uint16_t *hi = malloc((size_t)n_in * 2), *lo = malloc((size_t)n_in * 2);
+                for (int64_t r = 0; r < n_out; r++) {
+                    bf16x2_tile_row(p, n_in, r, hi, lo);
+                    for (int64_t i = 0; i < n_in; i++) {
+                        uint16_t h, l;
+                        qact_bf16x2_split(w[r * n_in + i], &h, &l);
+                        if (hi[i] != h || lo[i] != l)
+                            fail_msg("f32 row %lld value %lld reads back wrong", (long long)r, (long long)i);
+                    }
+                }
+                free(hi);
+                free(lo);
+            }
+            float *all = malloc((size_t)NX * n_out * sizeof *all), *y = malloc((size_t)NX * n_out * sizeof *y);
+            k->dot_q_tile(w, ws, n_out, xq, xs, NX, all, (size_t)n_out, n_in);
+            for (int c = 0; c < NX; c++)
+                for (int64_t r = 0; r < n_out; r++) {
+                    const float *wr = w + r * n_in, *xc = x + (size_t)c * n_in;
+                    double exact = 0.0, mag = 0.0;
+                    for (int64_t i = 0; i < n_in; i++) {
+                        exact += (double)wr[i] * xc[i];
+                        mag += fabs((double)wr[i] * xc[i]);
+                    }
+                    const double ref = qact_dot_f32_bf16x2(wr, xq + (size_t)c * xs, n_in);
+                    const float got = all[(size_t)c * n_out + r];
+                    if (!(fabs(got - ref) <= 2e-6 * (double)n_in * (1.0 + fabs(ref))))
+                        fail_msg("f32 %lld x %lld, activation %d row %lld: %g, reference %g", (long long)n_out,
+                                 (long long)n_in, c, (long long)r, got, ref);
+                    if (!(fabs(got - exact) <= 2e-5 * mag))
+                        fail_msg("f32 %lld x %lld, activation %d row %lld: %g, exact %g (magnitude %g)",
+                                 (long long)n_out, (long long)n_in, c, (long long)r, got, exact, mag);
+                }
+            static const int batches[] = {1, 2, 5, 15, 16, 17, 31, 32, 33};
+            for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++)
+                for (int c0 = 0; c0 + batches[bi] <= NX; c0 += batches[bi] + 3) {
+                    const int nb = batches[bi];
+                    if (tiles) {
+                        k->dot_q_tile_packed(p, 0, n_out, xq + (size_t)c0 * xs, xs, nb, y, (size_t)n_out, n_in);
+                        if (memcmp(y, all + (size_t)c0 * n_out, (size_t)nb * n_out * sizeof *y))
+                            fail_msg("f32 %lld x %lld: packed rows %d..%d differ from the raw batch of %d",
+                                     (long long)n_out, (long long)n_in, c0, c0 + nb - 1, NX);
+                    }
+                    k->dot_q_tile(w, ws, n_out, xq + (size_t)c0 * xs, xs, nb, y, (size_t)n_out, n_in);
+                    if (memcmp(y, all + (size_t)c0 * n_out, (size_t)nb * n_out * sizeof *y))
+                        fail_msg("f32 %lld x %lld: rows %d..%d in a batch of %d differ from the batch of %d",
+                                 (long long)n_out, (long long)n_in, c0, c0 + nb - 1, nb, NX);
+                }
+            const float one = k->dot_q(w + (size_t)(n_out - 1) * n_in, xq + (size_t)(NX - 1) * xs, n_in);
+            assert_memory_equal(&one, &all[(size_t)(NX - 1) * n_out + n_out - 1], sizeof one);
+            if (tiles) {
+                matrix_t raw = {w, TYPE_F32, n_in, n_out, ws, NULL}, packed = raw;
+                packed.packed = p;
+                float *y0 = malloc((size_t)NX * n_out * sizeof *y0);
+                for (int n_rows = 1; n_rows <= NX; n_rows += 13) {
+                    ops_matmul_with(pool, k, &raw, x, y0, n_rows);
+                    ops_matmul_with(pool, k, &packed, x, y, n_rows);
+                    if (memcmp(y0, y, (size_t)n_rows * n_out * sizeof *y))
+                        fail_msg("f32 %d rows x %lld x %lld: packed and raw matmuls differ", n_rows, (long long)n_out,
+                                 (long long)n_in);
+                }
+                free(y0);
+            }
+            free(all);
+            free(y);
+            free(p);
+            free(xr);
+            free(xq);
+            free(x);
+            free(w);
+        }
+    pool_destroy(pool);
+}
+
 /* A row length the tiles cannot take (not a multiple of 32): every batch on
  * the AVX-512 bfloat16 kernel, so still one set of bits per row, within
  * rounding of the reference. */
@@ -240,9 +361,9 @@ int main(void)
     setenv("SPLASH_AMX_KQ_ROWS", "15", 1); /* the K-quant tiles from one slab of 16 rows */
     setenv("SPLASH_AMX_Q4_ROWS", "16", 1); /* the Q4_0 tiles too */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q8_0_packed), cmocka_unit_test(test_q4_0_packed),   cmocka_unit_test(test_q4_k_packed),
-        cmocka_unit_test(test_q5_k_packed), cmocka_unit_test(test_q6_k_packed),   cmocka_unit_test(test_f16),
-        cmocka_unit_test(test_bf16),        cmocka_unit_test(test_ragged_length),
+        cmocka_unit_test(test_q8_0_packed), cmocka_unit_test(test_q4_0_packed), cmocka_unit_test(test_q4_k_packed),
+        cmocka_unit_test(test_q5_k_packed), cmocka_unit_test(test_q6_k_packed), cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_bf16),        cmocka_unit_test(test_f32),         cmocka_unit_test(test_ragged_length),
     };
     return cmocka_run_group_tests(tests, test_setup_fp16, NULL);
 }

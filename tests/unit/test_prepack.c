@@ -8,7 +8,7 @@
  *     and ragged lengths) give each row the bits of the one-range product;
  *   - a packed model's forward pass gives the same logits as the unpacked
  *     one (decode and a prefill chunk; dense, and hybrid with its NextN
- *     block packed too; F16 too, where the level packs it: AMX),
+ *     block packed too; F16 and F32 too, where the level packs them: AMX),
  *     its raw bytes still read the same after their pages were given back,
  *     and the memory it reports adds up; SPLASH_PREPACK=0 packs nothing.
  * On a CPU whose level has no packed layout the tests only check that
@@ -332,11 +332,13 @@ static void test_model_dense(void **state)
     check_model("tiny", TYPE_Q4_0, NULL);
 }
 
-/* F16: packed where the level has a layout for it (AMX: bfloat16 tiles) */
+/* F16 and F32: packed where the level has a layout for them (AMX: bfloat
+ * tiles, pairs of them for F32) */
 static void test_model_f16(void **state)
 {
     (void)state;
     check_model("tiny", TYPE_F16, NULL);
+    check_model("tiny", TYPE_F32, NULL);
 }
 
 static void test_model_hybrid(void **state)
