@@ -23,6 +23,7 @@
  * the same bits too. Rows whose length is not a multiple of 32 cannot be
  * tiled and take the AVX-512 bfloat16 kernels for every batch. */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -151,23 +152,6 @@ static void bf16_rows(const uint8_t *groups, size_t gb, int64_t n_w, const uint8
             bf16_tiles[S - 1][G - 1](group, nr, xq + (size_t)c * xs, xs, m, y + (size_t)c * ys + r, ys, n);
         }
     }
-}
-
-void amx_bf16_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
-                                float *y, size_t ys, int64_t n)
-{
-    const size_t gb = bf16_tile_group_bytes(n);
-    const uint8_t *groups = (const uint8_t *)packed + (size_t)(row0 / BF16_TILE_ROWS) * gb;
-    const int64_t n_full = n_x / AMX_ROWS * AMX_ROWS;
-    if (n_full > 0) {
-        bf16_tiles_config(AMX_ROWS);
-        bf16_rows(groups, gb, n_w, xq, xs, 0, n_full, AMX_ROWS, y, ys, n);
-    }
-    if (n_full < n_x) {
-        bf16_tiles_config((int)(n_x - n_full));
-        bf16_rows(groups, gb, n_w, xq, xs, n_full, n_x, (int)(n_x - n_full), y, ys, n);
-    }
-    _tile_release();
 }
 
 /* ---- packing --------------------------------------------------------------- */
@@ -341,21 +325,36 @@ static void bf16x2_rows(const uint8_t *groups, size_t gb, int64_t n_w, const uin
         }
 }
 
+/* A packed matrix's rows [row0, row0 + n_w) against n_x activation rows:
+ * the whole slabs of 16, then the rest as one slab of fewer rows (the
+ * tiles configured to that many). x2: F32's pairs of tiles. */
+static void bf16_packed_drive(bool x2, const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs,
+                              int64_t n_x, float *y, size_t ys, int64_t n)
+{
+    const size_t gb = x2 ? bf16x2_tile_group_bytes(n) : bf16_tile_group_bytes(n);
+    const uint8_t *groups = (const uint8_t *)packed + (size_t)(row0 / BF16_TILE_ROWS) * gb;
+    const int64_t n_full = n_x / AMX_ROWS * AMX_ROWS;
+    for (int part = 0; part < 2; part++) {
+        const int64_t c0 = part ? n_full : 0, c1 = part ? n_x : n_full;
+        if (c1 <= c0)
+            continue;
+        const int m = part ? (int)(n_x - n_full) : AMX_ROWS;
+        (x2 ? bf16x2_tiles_config : bf16_tiles_config)(m);
+        (x2 ? bf16x2_rows : bf16_rows)(groups, gb, n_w, (const uint8_t *)xq, xs, c0, c1, m, y, ys, n);
+    }
+    _tile_release();
+}
+
+void amx_bf16_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                                float *y, size_t ys, int64_t n)
+{
+    bf16_packed_drive(false, packed, row0, n_w, xq, xs, n_x, y, ys, n);
+}
+
 void amx_f32_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
                                float *y, size_t ys, int64_t n)
 {
-    const size_t gb = bf16x2_tile_group_bytes(n);
-    const uint8_t *groups = (const uint8_t *)packed + (size_t)(row0 / BF16_TILE_ROWS) * gb;
-    const int64_t n_full = n_x / AMX_ROWS * AMX_ROWS;
-    if (n_full > 0) {
-        bf16x2_tiles_config(AMX_ROWS);
-        bf16x2_rows(groups, gb, n_w, xq, xs, 0, n_full, AMX_ROWS, y, ys, n);
-    }
-    if (n_full < n_x) {
-        bf16x2_tiles_config((int)(n_x - n_full));
-        bf16x2_rows(groups, gb, n_w, xq, xs, n_full, n_x, (int)(n_x - n_full), y, ys, n);
-    }
-    _tile_release();
+    bf16_packed_drive(true, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
 /* 32 f32 values as their hi and lo bfloat16 (qact_bf16x2_split's rounding). */

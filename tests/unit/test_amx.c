@@ -108,38 +108,36 @@ static void amx_pair(uint32_t type, type_kernels_t avx512[TYPE_COUNT], type_kern
     assert_ptr_not_equal(amx[type].dot_q_tile_packed, avx512[type].dot_q_tile_packed);
 }
 
-static void test_q8_0_packed(void **state)
+/* Q8_0, or Q4_0 (its panels widened per call 32 blocks at a time: 65 and
+ * 129 blocks resume the sums across chunks), on the integer tiles. */
+static void check_q32_packed(uint32_t type)
 {
-    (void)state;
     type_kernels_t avx512[TYPE_COUNT], amx[TYPE_COUNT];
-    amx_pair(TYPE_Q8_0, avx512, amx);
-    for (size_t oi = 0; oi < sizeof out_counts / sizeof out_counts[0]; oi++)
-        for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
-            const int64_t n_out = out_counts[oi], n_in = 32 * block_counts[bi];
-            uint8_t *w = random_q8_0_rows(n_out, n_in, 10 + oi * 10 + bi, 11);
-            check_packed_pair(&avx512[TYPE_Q8_0], &amx[TYPE_Q8_0], w, q8_0_bytes((size_t)n_in), n_out, n_in, 40 + bi,
-                              qact_dot_q8_0, 1e-5f * (float)block_counts[bi]);
-            free(w);
-        }
-}
-
-/* Q4_0 on the same tiles, its panels widened per call 32 blocks at a time
- * (65 and 129 blocks: the sums resumed across chunks). */
-static void test_q4_0_packed(void **state)
-{
-    (void)state;
-    type_kernels_t avx512[TYPE_COUNT], amx[TYPE_COUNT];
-    amx_pair(TYPE_Q4_0, avx512, amx);
+    amx_pair(type, avx512, amx);
     for (size_t oi = 0; oi < sizeof out_counts / sizeof out_counts[0]; oi++)
         for (size_t bi = 0; bi < sizeof block_counts / sizeof block_counts[0]; bi++) {
             const int64_t n_out = out_counts[oi], n_in = 32 * block_counts[bi];
             size_t rb = 0;
-            assert_true(type_row_bytes(TYPE_Q4_0, n_in, &rb));
-            uint8_t *w = random_q4_0_rows(n_out, n_in, 20 + oi * 10 + bi);
-            check_packed_pair(&avx512[TYPE_Q4_0], &amx[TYPE_Q4_0], w, rb, n_out, n_in, 60 + bi, qact_dot_q4_0,
-                              1e-5f * (float)block_counts[bi]);
+            assert_true(type_row_bytes(type, n_in, &rb));
+            uint64_t seed = (type == TYPE_Q8_0 ? 10 : 20) + oi * 10 + bi;
+            uint8_t *w =
+                type == TYPE_Q8_0 ? random_q8_0_rows(n_out, n_in, seed, 11) : random_q4_0_rows(n_out, n_in, seed);
+            check_packed_pair(&avx512[type], &amx[type], w, rb, n_out, n_in, 40 + bi,
+                              type == TYPE_Q8_0 ? qact_dot_q8_0 : qact_dot_q4_0, 1e-5f * (float)block_counts[bi]);
             free(w);
         }
+}
+
+static void test_q8_0_packed(void **state)
+{
+    (void)state;
+    check_q32_packed(TYPE_Q8_0);
+}
+
+static void test_q4_0_packed(void **state)
+{
+    (void)state;
+    check_q32_packed(TYPE_Q4_0);
 }
 
 /* Q4_K / Q5_K / Q6_K on the integer tiles (SPLASH_AMX_KQ_ROWS=15 in main: from 16
@@ -204,6 +202,94 @@ static void test_bf16(void **state)
     check_amx_half(TYPE_BF16);
 }
 
+enum { F32_NX = 40 };
+
+/* Rows read back from packed F32 weights: each value's hi and lo. */
+static void check_f32_readback(const void *p, const float *w, int64_t n_out, int64_t n_in)
+{
+    uint16_t *hi = malloc((size_t)n_in * 2), *lo = malloc((size_t)n_in * 2);
+    for (int64_t r = 0; r < n_out; r++) {
+        bf16x2_tile_row(p, n_in, r, hi, lo);
+        for (int64_t i = 0; i < n_in; i++) {
+            uint16_t h, l;
+            qact_bf16x2_split(w[r * n_in + i], &h, &l);
+            if (hi[i] != h || lo[i] != l)
+                fail_msg("f32 row %lld value %lld reads back wrong", (long long)r, (long long)i);
+        }
+    }
+    free(hi);
+    free(lo);
+}
+
+/* Every element of all (F32_NX activation rows x n_out) against the scalar
+ * reference and the exact dot product. */
+static void check_f32_values(const float *all, const float *w, const float *x, const uint8_t *xq, size_t xs,
+                             int64_t n_out, int64_t n_in)
+{
+    for (int c = 0; c < F32_NX; c++)
+        for (int64_t r = 0; r < n_out; r++) {
+            const float *wr = w + r * n_in, *xc = x + (size_t)c * n_in;
+            double exact = 0.0, mag = 0.0;
+            for (int64_t i = 0; i < n_in; i++) {
+                exact += (double)wr[i] * xc[i];
+                mag += fabs((double)wr[i] * xc[i]);
+            }
+            const double ref = qact_dot_f32_bf16x2(wr, xq + (size_t)c * xs, n_in);
+            const float got = all[(size_t)c * n_out + r];
+            if (!(fabs(got - ref) <= 2e-6 * (double)n_in * (1.0 + fabs(ref))))
+                fail_msg("f32 %lld x %lld, activation %d row %lld: %g, reference %g", (long long)n_out, (long long)n_in,
+                         c, (long long)r, got, ref);
+            if (!(fabs(got - exact) <= 2e-5 * mag))
+                fail_msg("f32 %lld x %lld, activation %d row %lld: %g, exact %g (magnitude %g)", (long long)n_out,
+                         (long long)n_in, c, (long long)r, got, exact, mag);
+        }
+}
+
+/* A row's bits in every batch and offset, packed (p, where the tiles take
+ * the length) and raw, against `all`, the raw batch of F32_NX rows. */
+static void check_f32_batches(const type_kernels_t *k, const void *p, const float *w, const uint8_t *xq, size_t xs,
+                              const float *all, int64_t n_out, int64_t n_in)
+{
+    static const int batches[] = {1, 2, 5, 15, 16, 17, 31, 32, 33};
+    const size_t ws = (size_t)n_in * sizeof(float);
+    float *y = malloc((size_t)F32_NX * n_out * sizeof *y);
+    for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++)
+        for (int c0 = 0; c0 + batches[bi] <= F32_NX; c0 += batches[bi] + 3) {
+            const int nb = batches[bi];
+            if (p) {
+                k->dot_q_tile_packed(p, 0, n_out, xq + (size_t)c0 * xs, xs, nb, y, (size_t)n_out, n_in);
+                if (memcmp(y, all + (size_t)c0 * n_out, (size_t)nb * n_out * sizeof *y))
+                    fail_msg("f32 %lld x %lld: packed rows %d..%d differ from the raw batch of %d", (long long)n_out,
+                             (long long)n_in, c0, c0 + nb - 1, F32_NX);
+            }
+            k->dot_q_tile(w, ws, n_out, xq + (size_t)c0 * xs, xs, nb, y, (size_t)n_out, n_in);
+            if (memcmp(y, all + (size_t)c0 * n_out, (size_t)nb * n_out * sizeof *y))
+                fail_msg("f32 %lld x %lld: rows %d..%d in a batch of %d differ from the batch of %d", (long long)n_out,
+                         (long long)n_in, c0, c0 + nb - 1, nb, F32_NX);
+        }
+    const float one = k->dot_q(w + (size_t)(n_out - 1) * n_in, xq + (size_t)(F32_NX - 1) * xs, n_in);
+    assert_memory_equal(&one, &all[(size_t)(F32_NX - 1) * n_out + n_out - 1], sizeof one);
+    free(y);
+}
+
+/* Whole matmuls through the pool: packed matrix == raw matrix. */
+static void check_f32_matmul(pool_t *pool, const type_kernels_t *k, const void *p, const float *w, const float *x,
+                             int64_t n_out, int64_t n_in)
+{
+    matrix_t raw = {w, TYPE_F32, n_in, n_out, (size_t)n_in * sizeof(float), NULL}, packed = raw;
+    packed.packed = p;
+    float *y0 = malloc((size_t)F32_NX * n_out * sizeof *y0), *y = malloc((size_t)F32_NX * n_out * sizeof *y);
+    for (int n_rows = 1; n_rows <= F32_NX; n_rows += 13) {
+        ops_matmul_with(pool, k, &raw, x, y0, n_rows);
+        ops_matmul_with(pool, k, &packed, x, y, n_rows);
+        if (memcmp(y0, y, (size_t)n_rows * n_out * sizeof *y))
+            fail_msg("f32 %d rows x %lld x %lld: packed and raw matmuls differ", n_rows, (long long)n_out,
+                     (long long)n_in);
+    }
+    free(y0);
+    free(y);
+}
+
 /* F32 on pairs of bfloat16 tiles: rows read back are each weight's hi and
  * lo (qact_bf16x2_split); the SIMD quantiser gives the scalar one's bytes;
  * every element is within f32 rounding of the scalar reference and within
@@ -220,7 +306,6 @@ static void test_f32(void **state)
     assert_int_equal(k->q_min_rows, 1);
     static const int64_t outs[] = {1, 16, 17, 45};
     static const int64_t lens[] = {32, 40, 96, 1024};
-    enum { NX = 40 };
     err_t err;
     pool_t *pool = pool_create(3, &err);
     assert_non_null(pool);
@@ -228,13 +313,13 @@ static void test_f32(void **state)
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
             const int64_t n_out = outs[oi], n_in = lens[li];
             const size_t ws = (size_t)n_in * sizeof(float), xs = qact_row_bytes(ACT_BF16X2, n_in);
-            float *w = malloc((size_t)n_out * n_in * sizeof *w), *x = malloc((size_t)NX * n_in * sizeof *x);
+            float *w = malloc((size_t)n_out * n_in * sizeof *w), *x = malloc((size_t)F32_NX * n_in * sizeof *x);
             fill_normal(w, n_out * n_in, 170 + oi * 10 + li, 0.5f);
             for (int64_t i = 0; i < n_out * n_in; i++) /* zeros, tiny and large values among them */
                 w[i] = i % 37 == 0 ? 0.0f : i % 16 == 0 ? w[i] * 1e-6f : i % 29 == 0 ? w[i] * 1e3f : w[i];
-            fill_normal(x, NX * n_in, 190 + li, 1.0f);
-            uint8_t *xq = aligned_alloc(64, xs * NX), *xr = malloc(xs);
-            for (int c = 0; c < NX; c++) {
+            fill_normal(x, F32_NX * n_in, 190 + li, 1.0f);
+            uint8_t *xq = aligned_alloc(64, xs * F32_NX), *xr = malloc(xs);
+            for (int c = 0; c < F32_NX; c++) {
                 k->quantize_act(x + (size_t)c * n_in, xq + (size_t)c * xs, n_in);
                 memset(xr, 0, xs);
                 qact_quantize_bf16x2(x + (size_t)c * n_in, xr, n_in);
@@ -242,77 +327,22 @@ static void test_f32(void **state)
                 assert_memory_equal(xq + (size_t)c * xs + qact_bf16x2_lo(n_in), xr + qact_bf16x2_lo(n_in),
                                     (size_t)n_in * 2);
             }
-            void *p = aligned_alloc(64, (k->packed_bytes(n_out, n_in) + 63) & ~(size_t)63);
             assert_int_equal(k->packed_bytes(n_out, n_in), bf16x2_tile_bytes(n_out, n_in));
-            const bool tiles = n_in % 32 == 0;
-            if (tiles) {
+            void *p = NULL;
+            if (n_in % 32 == 0) { /* the tiles' lengths: packed in two calls, as the loader's parts */
+                p = aligned_alloc(64, (k->packed_bytes(n_out, n_in) + 63) & ~(size_t)63);
                 k->pack_panels(w, ws, 0, n_out > 16 ? 16 : n_out, n_in, p);
                 if (n_out > 16)
                     k->pack_panels(w, ws, 16, n_out - 16, n_in, p);
-                uint16_t *hi = malloc((size_t)n_in * 2), *lo = malloc((size_t)n_in * 2);
-                for (int64_t r = 0; r < n_out; r++) {
-                    bf16x2_tile_row(p, n_in, r, hi, lo);
-                    for (int64_t i = 0; i < n_in; i++) {
-                        uint16_t h, l;
-                        qact_bf16x2_split(w[r * n_in + i], &h, &l);
-                        if (hi[i] != h || lo[i] != l)
-                            fail_msg("f32 row %lld value %lld reads back wrong", (long long)r, (long long)i);
-                    }
-                }
-                free(hi);
-                free(lo);
+                check_f32_readback(p, w, n_out, n_in);
             }
-            float *all = malloc((size_t)NX * n_out * sizeof *all), *y = malloc((size_t)NX * n_out * sizeof *y);
-            k->dot_q_tile(w, ws, n_out, xq, xs, NX, all, (size_t)n_out, n_in);
-            for (int c = 0; c < NX; c++)
-                for (int64_t r = 0; r < n_out; r++) {
-                    const float *wr = w + r * n_in, *xc = x + (size_t)c * n_in;
-                    double exact = 0.0, mag = 0.0;
-                    for (int64_t i = 0; i < n_in; i++) {
-                        exact += (double)wr[i] * xc[i];
-                        mag += fabs((double)wr[i] * xc[i]);
-                    }
-                    const double ref = qact_dot_f32_bf16x2(wr, xq + (size_t)c * xs, n_in);
-                    const float got = all[(size_t)c * n_out + r];
-                    if (!(fabs(got - ref) <= 2e-6 * (double)n_in * (1.0 + fabs(ref))))
-                        fail_msg("f32 %lld x %lld, activation %d row %lld: %g, reference %g", (long long)n_out,
-                                 (long long)n_in, c, (long long)r, got, ref);
-                    if (!(fabs(got - exact) <= 2e-5 * mag))
-                        fail_msg("f32 %lld x %lld, activation %d row %lld: %g, exact %g (magnitude %g)",
-                                 (long long)n_out, (long long)n_in, c, (long long)r, got, exact, mag);
-                }
-            static const int batches[] = {1, 2, 5, 15, 16, 17, 31, 32, 33};
-            for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++)
-                for (int c0 = 0; c0 + batches[bi] <= NX; c0 += batches[bi] + 3) {
-                    const int nb = batches[bi];
-                    if (tiles) {
-                        k->dot_q_tile_packed(p, 0, n_out, xq + (size_t)c0 * xs, xs, nb, y, (size_t)n_out, n_in);
-                        if (memcmp(y, all + (size_t)c0 * n_out, (size_t)nb * n_out * sizeof *y))
-                            fail_msg("f32 %lld x %lld: packed rows %d..%d differ from the raw batch of %d",
-                                     (long long)n_out, (long long)n_in, c0, c0 + nb - 1, NX);
-                    }
-                    k->dot_q_tile(w, ws, n_out, xq + (size_t)c0 * xs, xs, nb, y, (size_t)n_out, n_in);
-                    if (memcmp(y, all + (size_t)c0 * n_out, (size_t)nb * n_out * sizeof *y))
-                        fail_msg("f32 %lld x %lld: rows %d..%d in a batch of %d differ from the batch of %d",
-                                 (long long)n_out, (long long)n_in, c0, c0 + nb - 1, nb, NX);
-                }
-            const float one = k->dot_q(w + (size_t)(n_out - 1) * n_in, xq + (size_t)(NX - 1) * xs, n_in);
-            assert_memory_equal(&one, &all[(size_t)(NX - 1) * n_out + n_out - 1], sizeof one);
-            if (tiles) {
-                matrix_t raw = {w, TYPE_F32, n_in, n_out, ws, NULL}, packed = raw;
-                packed.packed = p;
-                float *y0 = malloc((size_t)NX * n_out * sizeof *y0);
-                for (int n_rows = 1; n_rows <= NX; n_rows += 13) {
-                    ops_matmul_with(pool, k, &raw, x, y0, n_rows);
-                    ops_matmul_with(pool, k, &packed, x, y, n_rows);
-                    if (memcmp(y0, y, (size_t)n_rows * n_out * sizeof *y))
-                        fail_msg("f32 %d rows x %lld x %lld: packed and raw matmuls differ", n_rows, (long long)n_out,
-                                 (long long)n_in);
-                }
-                free(y0);
-            }
+            float *all = malloc((size_t)F32_NX * n_out * sizeof *all);
+            k->dot_q_tile(w, ws, n_out, xq, xs, F32_NX, all, (size_t)n_out, n_in);
+            check_f32_values(all, w, x, xq, xs, n_out, n_in);
+            check_f32_batches(k, p, w, xq, xs, all, n_out, n_in);
+            if (p)
+                check_f32_matmul(pool, k, p, w, x, n_out, n_in);
             free(all);
-            free(y);
             free(p);
             free(xr);
             free(xq);
