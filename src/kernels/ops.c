@@ -182,7 +182,7 @@ static int matmul_decode_ranges(uint32_t type)
     if (v > 0)
         return v;
     const cpu_features_t *f = cpu_features();
-    if (f->is_amd && (type == TYPE_Q4_K || type == TYPE_Q6_K))
+    if (f->is_amd && (type == TYPE_Q4_K || type == TYPE_Q5_K || type == TYPE_Q6_K)) /* the K-quant kernels */
         return f->family == 0x19 ? 2 : 1;
     return MATMUL_DECODE_RANGES;
 }
