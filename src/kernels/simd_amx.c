@@ -252,34 +252,37 @@ void amx_q4_0_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, c
                                       y + (size_t)n_amx * ys, ys, n);
 }
 
+/* Whether the switch `name` leaves a path on: unless it says "off". */
+static bool amx_switch_on(const char *name)
+{
+    const char *env = getenv(name);
+    return !env || strcmp(env, "off") != 0;
+}
+
 /* Whether the Q8_0 tiles are on: unless SPLASH_AMX_Q8=off. */
 static bool amx_q8_wanted(void)
 {
-    const char *env = getenv("SPLASH_AMX_Q8");
-    return !env || strcmp(env, "off") != 0;
+    return amx_switch_on("SPLASH_AMX_Q8");
 }
 
 /* Whether the Q4_0 tiles are on: unless SPLASH_AMX_Q4=off. */
 static bool amx_q4_wanted(void)
 {
-    const char *env = getenv("SPLASH_AMX_Q4");
-    return !env || strcmp(env, "off") != 0;
+    return amx_switch_on("SPLASH_AMX_Q4");
 }
 
 /* Whether F32 takes pairs of bfloat16 tiles: unless SPLASH_AMX_F32=off
  * (then the exact f32 path, as on every other CPU). */
 static bool amx_f32_wanted(void)
 {
-    const char *env = getenv("SPLASH_AMX_F32");
-    return !env || strcmp(env, "off") != 0;
+    return amx_switch_on("SPLASH_AMX_F32");
 }
 
 /* Whether F16 / BF16 take the bfloat16 tiles: unless SPLASH_BF16_ROWS=off
  * (then the f32 path, as on every other CPU by default). */
 static bool amx_bf16_wanted(void)
 {
-    const char *env = getenv("SPLASH_BF16_ROWS");
-    return !env || strcmp(env, "off") != 0;
+    return amx_switch_on("SPLASH_BF16_ROWS");
 }
 
 /* A type's entry on the bfloat16 tiles (its f32 kernels kept). */
@@ -303,8 +306,7 @@ static void bf16_tiles_entry(type_kernels_t *k, type_dot_q_fn dot_q, type_dot_q_
  * SPLASH_AMX_KQ=off. */
 static bool amx_kq_wanted(void)
 {
-    const char *env = getenv("SPLASH_AMX_KQ");
-    return !env || strcmp(env, "off") != 0;
+    return amx_switch_on("SPLASH_AMX_KQ");
 }
 
 void kernels_register_amx(type_kernels_t table[TYPE_COUNT])

@@ -191,55 +191,6 @@ void amx_bf16_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, in
     bf16_pack(TYPE_BF16, w, ws, row0, n_w, n_in, packed);
 }
 
-/* ---- raw rows ------------------------------------------------------------- */
-
-/* Raw rows: 32 at a time packed into a buffer, then the packed product (the
- * same bits). Without the buffer, or with rows the tiles cannot take, the
- * AVX-512 bfloat16 kernel (a matrix's rows all take one of the two: its
- * length decides, or an allocation that failed). */
-static void raw_tile(uint32_t type, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
-                     float *y, size_t ys, int64_t n)
-{
-    const size_t gb = bf16_tile_group_bytes(n);
-    uint8_t *buf = n % BF16_TILE_VALUES ? NULL : aligned_alloc(64, 2 * gb);
-    if (!buf) {
-        (type == TYPE_F16 ? avx512_f16_bf_dot_q_tile : avx512_bf16_bf_dot_q_tile)(w, ws, n_w, xq, xs, n_x, y, ys, n);
-        return;
-    }
-    for (int64_t r = 0; r < n_w; r += 32) {
-        const int64_t nr = n_w - r < 32 ? n_w - r : 32;
-        bf16_pack(type, (const uint8_t *)w + (size_t)r * ws, ws, 0, nr, n, buf);
-        amx_bf16_dot_q_tile_packed(buf, 0, nr, xq, xs, n_x, y + r, ys, n);
-    }
-    free(buf);
-}
-
-void amx_f16_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
-                        size_t ys, int64_t n)
-{
-    raw_tile(TYPE_F16, w, ws, n_w, xq, xs, n_x, y, ys, n);
-}
-
-void amx_bf16_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
-                         size_t ys, int64_t n)
-{
-    raw_tile(TYPE_BF16, w, ws, n_w, xq, xs, n_x, y, ys, n);
-}
-
-float amx_f16_dot_q(const void *w, const void *xq, int64_t n)
-{
-    float y;
-    raw_tile(TYPE_F16, w, 0, 1, xq, 0, 1, &y, 0, n);
-    return y;
-}
-
-float amx_bf16_dot_q(const void *w, const void *xq, int64_t n)
-{
-    float y;
-    raw_tile(TYPE_BF16, w, 0, 1, xq, 0, 1, &y, 0, n);
-    return y;
-}
-
 /* ---- F32 weights on pairs of tiles ----------------------------------------
  * Each weight is its bfloat16 hi and the bfloat16 lo of the rest
  * (kernels/prepack.h), each activation likewise (ACT_BF16X2), and every k
@@ -357,17 +308,14 @@ void amx_f32_dot_q_tile_packed(const void *packed, int64_t row0, int64_t n_w, co
     bf16_packed_drive(true, packed, row0, n_w, xq, xs, n_x, y, ys, n);
 }
 
-/* 32 f32 values as their hi and lo bfloat16 (qact_bf16x2_split's rounding). */
+/* 32 f32 values as their hi and lo bfloat16 (avx512_bf16x2_split). */
 AI void bf16x2_weights(const float *w, __m512i *hi, __m512i *lo)
 {
-    const __m512 a = _mm512_loadu_ps(w), b = _mm512_loadu_ps(w + 16);
-    const __m512bh h = _mm512_cvtne2ps_pbh(b, a);
-    const __m512i hv = (__m512i)h;
-    const __m512 ha = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16));
-    const __m512 hb =
-        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16));
-    *hi = hv;
-    *lo = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha));
+    __m256i ha, la, hb, lb;
+    avx512_bf16x2_split(_mm512_loadu_ps(w), &ha, &la);
+    avx512_bf16x2_split(_mm512_loadu_ps(w + 16), &hb, &lb);
+    *hi = _mm512_inserti64x4(_mm512_castsi256_si512(ha), hb, 1);
+    *lo = _mm512_inserti64x4(_mm512_castsi256_si512(la), lb, 1);
 }
 
 /* Rows [0, nr) (nr <= 16; the rest zero) of raw F32 rows into one group of
@@ -400,9 +348,9 @@ void amx_f32_pack_tiles(const void *w, size_t ws, int64_t row0, int64_t n_w, int
                       (uint8_t *)packed + (size_t)((row0 + r) / 16) * gb);
 }
 
-/* Rows the tiles cannot take (a length not a multiple of 32; every batch of
- * such a matrix comes here): the same three products per value, in f32
- * lanes, then avx512_hsum. */
+/* F32 rows the tiles cannot take (a length not a multiple of 32; every
+ * batch of such a matrix comes here): the same three products per value,
+ * in f32 lanes, then avx512_hsum. */
 static float bf16x2_dot_row(const float *w, const uint8_t *xq, int64_t n)
 {
     const uint16_t *xh = (const uint16_t *)(const void *)xq,
@@ -410,15 +358,11 @@ static float bf16x2_dot_row(const float *w, const uint8_t *xq, int64_t n)
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += LANES) {
         const __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        const __m512 v = _mm512_maskz_loadu_ps(m, w + i);
-        const __m512 wh =
-            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v)), 16));
-        const __m512 wl = _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, wh))), 16));
-        const __m512 ah =
-            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, xh + i)), 16));
-        const __m512 al =
-            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, xl + i)), 16));
+        __m256i h, l;
+        avx512_bf16x2_split(_mm512_maskz_loadu_ps(m, w + i), &h, &l);
+        const __m512 wh = avx512_bf16_to_ps(h), wl = avx512_bf16_to_ps(l);
+        const __m512 ah = avx512_bf16_to_ps(_mm256_maskz_loadu_epi16(m, xh + i));
+        const __m512 al = avx512_bf16_to_ps(_mm256_maskz_loadu_epi16(m, xl + i));
         acc = _mm512_fmadd_ps(wh, ah, acc);
         acc = _mm512_fmadd_ps(wl, ah, acc);
         acc = _mm512_fmadd_ps(wh, al, acc);
@@ -426,13 +370,20 @@ static float bf16x2_dot_row(const float *w, const uint8_t *xq, int64_t n)
     return avx512_hsum(acc);
 }
 
-/* Raw F32 rows, as raw_tile does for F16 / BF16. */
-void amx_f32_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x, float *y,
-                        size_t ys, int64_t n)
+/* ---- raw rows ------------------------------------------------------------- */
+
+/* Raw rows: 32 at a time packed into a buffer, then the packed product (the
+ * same bits). Without the buffer, or with rows the tiles cannot take, the
+ * vector kernels: AVX-512 bfloat16 for F16 / BF16, bf16x2_dot_row for F32
+ * (a matrix's rows all take one of the two: its length decides, or an
+ * allocation that failed). */
+static void raw_tile(uint32_t type, const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,
+                     float *y, size_t ys, int64_t n)
 {
-    const size_t gb = bf16x2_tile_group_bytes(n);
+    const bool x2 = type == TYPE_F32;
+    const size_t gb = x2 ? bf16x2_tile_group_bytes(n) : bf16_tile_group_bytes(n);
     uint8_t *buf = n % BF16_TILE_VALUES ? NULL : aligned_alloc(64, 2 * gb);
-    if (!buf) {
+    if (!buf && x2) {
         for (int64_t r = 0; r < n_w; r++)
             for (int64_t c = 0; c < n_x; c++)
                 y[(size_t)c * ys + (size_t)r] =
@@ -440,17 +391,33 @@ void amx_f32_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, s
                                    (const uint8_t *)xq + (size_t)c * xs, n);
         return;
     }
+    if (!buf) {
+        (type == TYPE_F16 ? avx512_f16_bf_dot_q_tile : avx512_bf16_bf_dot_q_tile)(w, ws, n_w, xq, xs, n_x, y, ys, n);
+        return;
+    }
     for (int64_t r = 0; r < n_w; r += 32) {
         const int64_t nr = n_w - r < 32 ? n_w - r : 32;
-        amx_f32_pack_tiles((const uint8_t *)w + (size_t)r * ws, ws, 0, nr, n, buf);
-        amx_f32_dot_q_tile_packed(buf, 0, nr, xq, xs, n_x, y + r, ys, n);
+        if (x2)
+            amx_f32_pack_tiles((const uint8_t *)w + (size_t)r * ws, ws, 0, nr, n, buf);
+        else
+            bf16_pack(type, (const uint8_t *)w + (size_t)r * ws, ws, 0, nr, n, buf);
+        bf16_packed_drive(x2, buf, 0, nr, xq, xs, n_x, y + r, ys, n);
     }
     free(buf);
 }
 
-float amx_f32_dot_q(const void *w, const void *xq, int64_t n)
-{
-    float y;
-    amx_f32_dot_q_tile(w, 0, 1, xq, 0, 1, &y, 0, n);
-    return y;
-}
+#define RAW_KERNELS(name, TYPE)                                                                                        \
+    void amx_##name##_dot_q_tile(const void *w, size_t ws, int64_t n_w, const void *xq, size_t xs, int64_t n_x,        \
+                                 float *y, size_t ys, int64_t n)                                                       \
+    {                                                                                                                  \
+        raw_tile(TYPE, w, ws, n_w, xq, xs, n_x, y, ys, n);                                                             \
+    }                                                                                                                  \
+    float amx_##name##_dot_q(const void *w, const void *xq, int64_t n)                                                 \
+    {                                                                                                                  \
+        float y;                                                                                                       \
+        raw_tile(TYPE, w, 0, 1, xq, 0, 1, &y, 0, n);                                                                   \
+        return y;                                                                                                      \
+    }
+RAW_KERNELS(f16, TYPE_F16)
+RAW_KERNELS(bf16, TYPE_BF16)
+RAW_KERNELS(f32, TYPE_F32)

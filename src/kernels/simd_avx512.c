@@ -49,9 +49,7 @@ AI __m512 load_w(uint32_t type, const uint8_t *w, int64_t i, __mmask16 m)
     switch (type) {
     case TYPE_F32: return _mm512_maskz_loadu_ps(m, w + 4 * i);
     case TYPE_F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + 2 * i));
-    default: /* TYPE_BF16: the upper half of an f32 */
-        return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, w + 2 * i)), 16));
+    default: /* TYPE_BF16: the upper half of an f32 */ return avx512_bf16_to_ps(_mm256_maskz_loadu_epi16(m, w + 2 * i));
     }
 }
 

@@ -261,10 +261,9 @@ void avx512_quantize_bf16x2(const float *x, void *dst, int64_t n)
     uint16_t *hi = dst, *lo = (uint16_t *)(void *)((uint8_t *)dst + qact_bf16x2_lo(n));
     for (int64_t i = 0; i < n; i += LANES) {
         __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        const __m256bh h = _mm512_cvtneps_pbh(v);
-        const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32((__m256i)h), 16));
-        _mm256_mask_storeu_epi16(hi + i, m, (__m256i)h);
-        _mm256_mask_storeu_epi16(lo + i, m, (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hf)));
+        __m256i h, l;
+        avx512_bf16x2_split(_mm512_maskz_loadu_ps(m, x + i), &h, &l);
+        _mm256_mask_storeu_epi16(hi + i, m, h);
+        _mm256_mask_storeu_epi16(lo + i, m, l);
     }
 }

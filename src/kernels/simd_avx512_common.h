@@ -230,6 +230,22 @@ AI void avx512_transpose16(const __m512i v[16], __m512i tr[16])
     }
 }
 
+/* 16 bfloat16 values widened to f32 (exact: a bfloat16 is the upper half
+ * of an f32). */
+AI __m512 avx512_bf16_to_ps(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* 16 f32 values as hi, their bfloat16 rounding, and lo, the rounding of
+ * v - hi (exact in f32): qact_bf16x2_split's values (vcvtneps2bf16 rounds
+ * as qact.h's bfloat16 rounding does). */
+AI void avx512_bf16x2_split(__m512 v, __m256i *hi, __m256i *lo)
+{
+    *hi = (__m256i)_mm512_cvtneps_pbh(v);
+    *lo = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, avx512_bf16_to_ps(*hi)));
+}
+
 /* 32 weights (fewer: the rest of m zero) as bfloat16: BF16 as loaded; F16
  * by two vcvtph2ps and one vcvtne2ps2bf16, qact.h's rounding. The AVX-512
  * bfloat16 kernels and the AMX tile packing convert with this one. */
