@@ -530,6 +530,12 @@ static void print_json(const perf_report_t *p, const perf_result_t *results)
                kernels_decode_prefetch(TYPE_Q4_K), kernels_decode_prefetch(TYPE_BF16));
     else
         printf("null, ");
+    printf("\"rows_prefetch\": ");
+    if (kernels_rows_prefetch(TYPE_Q8_0))
+        printf("{\"q8_0\": \"%s\", \"k_quants\": \"%s\"}, ", kernels_rows_prefetch(TYPE_Q8_0),
+               kernels_rows_prefetch(TYPE_Q4_K));
+    else
+        printf("null, ");
     if (attn_prefetch_name())
         printf("\"attention_prefetch\": \"%s\", ", attn_prefetch_name());
     else
@@ -590,6 +596,8 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
     if (kernels_decode_prefetch(TYPE_Q8_0)) /* AVX-512: how decode streams the packed weights */
         printf("; decode prefetch: Q8_0 %s, K-quants %s, bfloat16 rows %s", kernels_decode_prefetch(TYPE_Q8_0),
                kernels_decode_prefetch(TYPE_Q4_K), kernels_decode_prefetch(TYPE_BF16));
+    if (kernels_rows_prefetch(TYPE_Q8_0)) /* the tiles of several rows (concurrent decodes, short batches) */
+        printf("; batches Q8_0 %s, K-quants %s", kernels_rows_prefetch(TYPE_Q8_0), kernels_rows_prefetch(TYPE_Q4_K));
     if (attn_prefetch_name())
         printf("; attention prefetch %s", attn_prefetch_name());
     printf("\n");

@@ -34,3 +34,8 @@ const char *kernels_decode_prefetch(uint32_t type)
 {
     return cpu_level() >= CPU_AVX512 ? kernels_decode_prefetch_avx512(type) : NULL;
 }
+
+const char *kernels_rows_prefetch(uint32_t type)
+{
+    return cpu_level() >= CPU_AVX512 ? kernels_rows_prefetch_avx512(type) : NULL;
+}

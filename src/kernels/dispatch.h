@@ -93,5 +93,10 @@ void kernels_register_amx(type_kernels_t table[TYPE_COUNT]);
  * above, NULL below it (where nothing is asked for). */
 const char *kernels_decode_prefetch(uint32_t type);
 const char *kernels_decode_prefetch_avx512(uint32_t type); /* simd_avx512.c; AVX-512 CPUs only */
+/* The same for the tiles of several rows (avx512_rows_prefetch): "l2",
+ * "passes" (K-quants: the passes over a group share the next group's
+ * lines), "nta", "burst" or "none"; NULL below AVX-512. */
+const char *kernels_rows_prefetch(uint32_t type);
+const char *kernels_rows_prefetch_avx512(uint32_t type);
 
 #endif

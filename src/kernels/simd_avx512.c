@@ -377,7 +377,7 @@ avx512_prefetch_t avx512_decode_prefetch(uint32_t type)
     return (avx512_prefetch_t)v;
 }
 
-/* SPLASH_ROWS_PREFETCH's mode (l2, nta, burst or none), or 0. */
+/* SPLASH_ROWS_PREFETCH's mode (l2, passes, nta, burst or none), or 0. */
 static int rows_prefetch_env(void)
 {
     const char *env = getenv("SPLASH_ROWS_PREFETCH");
@@ -385,6 +385,8 @@ static int rows_prefetch_env(void)
         return 0;
     if (!strcmp(env, "l2"))
         return AVX512_PF_SPREAD_L2;
+    if (!strcmp(env, "passes"))
+        return AVX512_PF_PASSES;
     if (!strcmp(env, "nta"))
         return AVX512_PF_SPREAD;
     if (!strcmp(env, "burst"))
@@ -402,20 +404,33 @@ avx512_prefetch_t avx512_rows_prefetch(uint32_t type)
         if (!v)
             v = decode_prefetch_env();
         if (!v)
-            v = cpu_features()->is_amd ? AVX512_PF_SPREAD_L2 : (int)avx512_decode_prefetch(type);
+            v = cpu_features()->is_amd ? AVX512_PF_SPREAD_L2 : k ? AVX512_PF_PASSES : (int)avx512_decode_prefetch(type);
+        if (!k && v == AVX512_PF_PASSES) /* the K-quant tiles' mode: Q8_0's spread into L2 */
+            v = AVX512_PF_SPREAD_L2;
         atomic_store_explicit(&cache[k], v, memory_order_relaxed);
     }
     return (avx512_prefetch_t)v;
 }
 
-const char *kernels_decode_prefetch_avx512(uint32_t type)
+static const char *prefetch_name(avx512_prefetch_t pf)
 {
-    switch (avx512_decode_prefetch(type)) {
+    switch (pf) {
     case AVX512_PF_BURST: return "burst";
     case AVX512_PF_SPREAD: return "spread";
     case AVX512_PF_SPREAD_L2: return "l2";
+    case AVX512_PF_PASSES: return "passes";
     default: return "none";
     }
+}
+
+const char *kernels_decode_prefetch_avx512(uint32_t type)
+{
+    return prefetch_name(avx512_decode_prefetch(type));
+}
+
+const char *kernels_rows_prefetch_avx512(uint32_t type)
+{
+    return prefetch_name(avx512_rows_prefetch(type));
 }
 
 static int bf16_min_rows(void)

@@ -102,7 +102,8 @@ typedef enum avx512_prefetch {
     AVX512_PF_NONE = 1,
     AVX512_PF_BURST,
     AVX512_PF_SPREAD,
-    AVX512_PF_SPREAD_L2 /* spread into L2 (prefetcht1): a tile of several rows (avx512_rows_prefetch) */
+    AVX512_PF_SPREAD_L2, /* spread into L2 (prefetcht1): a tile of several rows (avx512_rows_prefetch) */
+    AVX512_PF_PASSES     /* K-quant tiles of several rows in passes: the next group's lines shared among them */
 } avx512_prefetch_t;
 avx512_prefetch_t avx512_decode_prefetch(uint32_t type);
 
@@ -139,9 +140,12 @@ AI void avx512_spread_line(avx512_prefetch_t pf, const uint8_t *p, size_t ahead)
  * sequences decoding together 1.14-1.27x (Q8_0 level at 4, 1.14x at 8),
  * where one row's stream reads faster non-temporal (docs/benchmarks.md,
  * session 42). Elsewhere
- * one row's mode. SPLASH_ROWS_PREFETCH=l2|nta|burst|none sets it for
- * measuring (nta: spread as one row's), else SPLASH_DECODE_PREFETCH's mode
- * where that is set. */
+ * one row's mode, except the K-quants' on Intel: AVX512_PF_PASSES, spread
+ * into L2 with the passes of a batch over a group sharing the next group's
+ * lines (kp_passes, simd_avx512_panels_kp.c; session 47, not measured on
+ * AMD). SPLASH_ROWS_PREFETCH=l2|passes|nta|burst|none sets it for
+ * measuring (nta: spread as one row's; passes: the K-quants', Q8_0 taking
+ * it as l2), else SPLASH_DECODE_PREFETCH's mode where that is set. */
 avx512_prefetch_t avx512_rows_prefetch(uint32_t type);
 
 /* An f16 at any address (blocks are read bytewise), as f32. */

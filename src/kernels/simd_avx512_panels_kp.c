@@ -64,27 +64,50 @@ AI __m512i kp_bcast(const uint8_t *p)
     return _mm512_set1_epi32(v);
 }
 
-/* A block's prefetch (avx512_decode_prefetch): burst, every line of it
- * at its start; spread, each line one at a time beside a load: the
- * quants' own lines beside their loads, and the block's other lines
- * (scales, steps) beside the first quant loads, one each (kp_spread_step's
- * tail); none, nothing. */
-AI void kp_prefetch(avx512_prefetch_t pf, const uint8_t *blk, size_t bytes)
+/* A tile's prefetch: its mode (avx512_decode_prefetch, avx512_rows_prefetch)
+ * and, for AVX512_PF_PASSES, what this pass asks for: the line at offset o
+ * of the group at `from` asks, where (o / 64) is a multiple of 2^shift, for
+ * the line at from + ahead + (o >> shift) (kp_passes). */
+typedef struct kp_pf {
+    avx512_prefetch_t mode;
+    unsigned shift;
+    const uint8_t *from;
+    size_t ahead;
+} kp_pf_t;
+
+/* A block's prefetch: burst, every line of it at its start; spread, each
+ * line one at a time beside a load: the quants' own lines beside their
+ * loads, and the block's other lines (scales, steps) beside the first
+ * quant loads, one each (kp_spread_step's tail); passes, as spread, a
+ * share of the next group's lines (kp_passes); none, nothing. */
+AI void kp_prefetch(kp_pf_t pf, const uint8_t *blk, size_t bytes)
 {
-    if (pf == AVX512_PF_BURST)
+    if (pf.mode == AVX512_PF_BURST)
         for (size_t o = 0; o < bytes; o += 64)
             _mm_prefetch((const char *)(blk + KP_AHEAD + o), _MM_HINT_T0);
 }
 
 #define KP_NO_TAIL ((size_t)-1)
 
+/* The prefetch beside a load of the line at p. */
+AI void kp_line(kp_pf_t pf, const uint8_t *p)
+{
+    if (pf.mode != AVX512_PF_PASSES) {
+        avx512_spread_line(pf.mode, p, AVX512_SPREAD_AHEAD);
+        return;
+    }
+    const size_t o = (size_t)(p - pf.from);
+    if (!((o >> 6) & ((1u << pf.shift) - 1)))
+        _mm_prefetch((const char *)(pf.from + pf.ahead + (o >> pf.shift)), _MM_HINT_T1);
+}
+
 /* Spread's prefetches beside a quant load: that load's line, and the
  * block's non-quant line at `tail` where it is not KP_NO_TAIL. */
-AI void kp_spread_step(avx512_prefetch_t pf, const uint8_t *blk, size_t line, size_t tail)
+AI void kp_spread_step(kp_pf_t pf, const uint8_t *blk, size_t line, size_t tail)
 {
-    avx512_spread_line(pf, blk + line, AVX512_SPREAD_AHEAD);
+    kp_line(pf, blk + line);
     if (tail != KP_NO_TAIL)
-        avx512_spread_line(pf, blk + tail, AVX512_SPREAD_AHEAD);
+        kp_line(pf, blk + tail);
 }
 
 /* Q4_K's (Q5_K's) non-quant line i: its scales, mins, steps (and fifth
@@ -124,8 +147,8 @@ AI void kp_float_step(int C, const __m512i *a, const __m512i *bm, __m512 d, __m5
  * exact sums, so their order is free: every shape gives the same bits.
  * Q5_K's quants (0..31) take their fifth bits from QH vector k, and its P
  * sums 8 products a lane (2 loads): 16 could pass int16 (16 x 31 x 127). */
-AI void kp_q45_block(avx512_prefetch_t pf, bool q5, int R, int C, const uint8_t *const g[], int64_t b,
-                     const uint8_t *const x[], const float *const dx[], const int32_t *const xsp[], __m512 *acc)
+AI void kp_q45_block(kp_pf_t pf, bool q5, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+                     const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     const __m512i nib = _mm512_set1_epi8(15);
     const size_t qo = q5 ? Q5P_Q : Q4P_Q;
@@ -208,20 +231,20 @@ AI void kp_q45_block(avx512_prefetch_t pf, bool q5, int R, int C, const uint8_t 
     }
 }
 
-AI void kp_q4_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q4_k_block(kp_pf_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     kp_q45_block(pf, false, R, C, g, b, x, dx, xsp, acc);
 }
 
-AI void kp_q5_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q5_k_block(kp_pf_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     kp_q45_block(pf, true, R, C, g, b, x, dx, xsp, acc);
 }
 
 /* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
-AI void kp_q6_k_block(avx512_prefetch_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q6_k_block(kp_pf_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int16_t *const bs[], __m512 *acc)
 {
     __m512i a[KP_COLS], bm[KP_COLS];
@@ -331,11 +354,11 @@ static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
 /* One group (its 16 rows, lanes past them masked off by m; y their
  * outputs) against C activation rows; aux[c]: kp_q45_block's xsp or
  * kp_q6_k_block's bs. */
-typedef void (*kp_tile_fn)(avx512_prefetch_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[],
-                           const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m);
+typedef void (*kp_tile_fn)(kp_pf_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],
+                           const void *const aux[], float *y, size_t ys, __mmask16 m);
 
 #define KP_TILE(name, T, PB, C)                                                                                        \
-    static void kp_##name##_##C(avx512_prefetch_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[],          \
+    static void kp_##name##_##C(kp_pf_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[],                    \
                                 const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m)    \
     {                                                                                                                  \
         const T *ax[KP_COLS];                                                                                          \
@@ -377,6 +400,7 @@ typedef struct kp_aux {
                                       float *const y[], const __mmask16 m[])                                           \
     {                                                                                                                  \
         const kp_aux_t *a = aux;                                                                                       \
+        const kp_pf_t pf = {.mode = a->pf};                                                                            \
         const uint8_t *const xs[1] = {x};                                                                              \
         const float *const dxs[1] = {a->dx};                                                                           \
         const T *const sums[1] = {a->sums};                                                                            \
@@ -387,7 +411,7 @@ typedef struct kp_aux {
         for (int64_t b = 0; b < n / QK_K; b++) {                                                                       \
             for (int s = 0; s < R; s++)                                                                                \
                 gb[s] = g[s] + (size_t)b * (PB);                                                                       \
-            kp_##name##_block(a->pf, R, 1, gb, b, xs, dxs, sums, acc);                                                 \
+            kp_##name##_block(pf, R, 1, gb, b, xs, dxs, sums, acc);                                                    \
         }                                                                                                              \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s]);                                                                 \
@@ -432,6 +456,39 @@ static const kp_kind_t *kp_kind(uint32_t type)
     return &kp_kinds[type == TYPE_Q4_K ? 0 : type == TYPE_Q5_K ? 1 : 2];
 }
 
+/* Pass c of `passes` over a group of gb bytes at g (KP_COLS rows each) in
+ * mode m. AVX512_PF_PASSES: the passes share the next group's lines, pass c
+ * asking for its own share of them (a 2^-shift part, the last pass the
+ * rest) a line per 2^shift lines it loads. Spread into L2 as every pass
+ * does otherwise, a group's first pass asked for all of the next group's
+ * lines and the later passes (reading this group again, from cache)
+ * nothing: the memory sat idle through them, and the time of a group of 8
+ * rows was near the sum of its reads and its arithmetic; with the requests
+ * spread over both passes, Q4_K / Q6_K 8 rows from memory 1.15-1.2x,
+ * qwen3-0.6b Q4_K_M 8 sequences 1.1x on a Xeon with AMX
+ * (docs/benchmarks.md, session 47). One pass: spread into L2. Other modes
+ * as they are, for every pass. */
+static kp_pf_t kp_passes(avx512_prefetch_t m, const uint8_t *g, size_t gb, int passes, int c)
+{
+    kp_pf_t pf = {.mode = m};
+    if (m != AVX512_PF_PASSES)
+        return pf;
+    if (passes == 1) {
+        pf.mode = AVX512_PF_SPREAD_L2;
+        return pf;
+    }
+    unsigned lg = 0; /* 2^lg: passes rounded up to a power of two */
+    while ((1 << lg) < passes)
+        lg++;
+    unsigned rest = 0; /* the last pass: ceil(log2) of the shares left to it */
+    while ((1 << rest) < (1 << lg) - passes + 1)
+        rest++;
+    pf.shift = c < passes - 1 ? lg : lg - rest;
+    pf.from = g;
+    pf.ahead = gb + ((gb >> lg) * (size_t)c & ~(size_t)63);
+    return pf;
+}
+
 /* Rows [row0, row0 + n_w) of a packed matrix (row0 a multiple of 16), a
  * group at a time, against n_x <= KP_DEC_MAX activation rows, KP_COLS at a
  * time (a group's few KB stay in cache for the next KP_COLS). */
@@ -452,13 +509,14 @@ static void kp_drive(const kp_kind_t *k, const void *packed, int64_t row0, int64
             kp_q4_k_sums(x[c], n, sums[c]);
         aux[c] = k->pairs ? (const void *)sums[c] : (const void *)qact_bsums(x[c], n);
     }
+    const int passes = (int)((n_x + KP_COLS - 1) / KP_COLS);
     for (int64_t r0 = 0; r0 < n_w; r0 += KQ_PANEL_ROWS) {
         const uint8_t *g = (const uint8_t *)packed + (size_t)((row0 + r0) / KQ_PANEL_ROWS) * gb;
         int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
         for (int64_t c = 0; c < n_x; c += KP_COLS) {
             int nc = n_x - c < KP_COLS ? (int)(n_x - c) : KP_COLS;
-            k->tiles[nc](nc > 1 ? pf_rows : pf, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys,
-                         (__mmask16)((1u << nr) - 1));
+            const kp_pf_t p = kp_passes(n_x > 1 ? pf_rows : pf, g, gb, passes, (int)(c / KP_COLS));
+            k->tiles[nc](p, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
         }
     }
 }

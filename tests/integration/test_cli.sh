@@ -174,6 +174,9 @@ assert t2["core_round_trip_ns"] is None or t2["core_round_trip_ns"]>0, t2
 # how decode streams the weights: each kind named on AVX-512, null below it
 p=d["decode_prefetch"]; modes={"none","burst","spread","l2"}
 assert p is None or (set(p)=={"q8_0","k_quants","bf16_rows"} and set(p.values())<=modes)
+# and the tiles of several rows: Q8_0 never in the passes mode of the K-quants
+b=d["rows_prefetch"]; assert (b is None) == (p is None), b
+assert b is None or (set(b)=={"q8_0","k_quants"} and b["q8_0"] in modes|{"nta"} and b["k_quants"] in modes|{"nta","passes"}), b
 # and where attention prefetches its keys and values, with the AVX-512 path
 assert (p is None) == (d["attention_prefetch"] is None) and d["attention_prefetch"] in (None, "l1", "l2")
 # where the decode reps time went: the phases and the rest add up to a token; no recurrent layers in qwen3
@@ -185,7 +188,8 @@ for x in r:
 SPLASH_DECODE_PREFETCH=none SPLASH_ATTN_PREFETCH=l1 "$splash" perf --pp 0 --tg 2 --reps 1 --threads 1 --json \
     >"$work/perf.json" 2>/dev/null &&
     /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["decode_prefetch"]
-assert p is None or (set(p.values())=={"none"} and d["attention_prefetch"]=="l1")' \
+assert p is None or (set(p.values())=={"none"} and d["attention_prefetch"]=="l1")
+b=d["rows_prefetch"]; assert b is None or b["k_quants"]=="none" or (b["k_quants"]=="l2" and b["q8_0"]=="l2"), b' \
     "$work/perf.json" && ok || bad "SPLASH_DECODE_PREFETCH=none: $(head -c 300 "$work/perf.json")"
 "$splash" perf --pp 8 --tg 0 --reps 1 --threads 1 --json >"$work/perf.json" 2>/dev/null &&
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]
