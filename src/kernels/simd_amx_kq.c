@@ -57,10 +57,15 @@
 #include "kernels/simd_amx_common.h"
 
 #define AKQ_CHUNK 4 /* super-blocks of a group expanded at a time */
-/* Batches of up to this many rows stay wholly on AVX-512: from 16 rows
- * (one slab) the tiles were faster on a Xeon with AMX (qwen3-0.6b Q4_K_M,
- * 2 threads: pp16 1.06x, pp32 1.28x; docs/benchmarks.md, session 45). */
-#define AKQ_AVX512_ROWS 15
+/* Batches of up to this many rows stay wholly on AVX-512 (the VNNI tiles
+ * of simd_avx512_panels_kp.c, up to its 32 rows). Session 45 found the
+ * tiles faster from 16 rows (one slab) on a Xeon with AMX (qwen3-0.6b
+ * Q4_K_M, 2 threads: pp16 1.06x, pp32 1.28x); since the VNNI tiles' passes
+ * share their prefetches (kp_passes, session 47), the same machine reads
+ * pp16 / pp20 / pp24 / pp28 1.10-1.16x / 1.10x / 1.06-1.08x / 1.08-1.10x
+ * faster on AVX-512 and pp32 1.1x faster on the tiles; 16 and 24
+ * concurrent decodes 1.15x and 1.1x on AVX-512 (docs/benchmarks.md). */
+#define AKQ_AVX512_ROWS 31
 #define QK 256    /* values per super-block */
 #define AKQ_LAG 2 /* super-blocks between a super-block's products and its float steps */
 
