@@ -89,10 +89,12 @@ AI void kp_prefetch(kp_pf_t pf, const uint8_t *blk, size_t bytes)
 
 #define KP_NO_TAIL ((size_t)-1)
 
-/* The prefetch beside a load of the line at p. */
-AI void kp_line(kp_pf_t pf, const uint8_t *p)
+/* The prefetch beside a load of the line at p; ps: pf.mode is
+ * AVX512_PF_PASSES, a constant at every call (a run-time test there cost
+ * the 4-row tiles 2-4 %). */
+AI void kp_line(kp_pf_t pf, bool ps, const uint8_t *p)
 {
-    if (pf.mode != AVX512_PF_PASSES) {
+    if (!ps) {
         avx512_spread_line(pf.mode, p, AVX512_SPREAD_AHEAD);
         return;
     }
@@ -103,11 +105,11 @@ AI void kp_line(kp_pf_t pf, const uint8_t *p)
 
 /* Spread's prefetches beside a quant load: that load's line, and the
  * block's non-quant line at `tail` where it is not KP_NO_TAIL. */
-AI void kp_spread_step(kp_pf_t pf, const uint8_t *blk, size_t line, size_t tail)
+AI void kp_spread_step(kp_pf_t pf, bool ps, const uint8_t *blk, size_t line, size_t tail)
 {
-    kp_line(pf, blk + line);
+    kp_line(pf, ps, blk + line);
     if (tail != KP_NO_TAIL)
-        kp_line(pf, blk + tail);
+        kp_line(pf, ps, blk + tail);
 }
 
 /* Q4_K's (Q5_K's) non-quant line i: its scales, mins, steps (and fifth
@@ -147,8 +149,8 @@ AI void kp_float_step(int C, const __m512i *a, const __m512i *bm, __m512 d, __m5
  * exact sums, so their order is free: every shape gives the same bits.
  * Q5_K's quants (0..31) take their fifth bits from QH vector k, and its P
  * sums 8 products a lane (2 loads): 16 could pass int16 (16 x 31 x 127). */
-AI void kp_q45_block(kp_pf_t pf, bool q5, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
-                     const float *const dx[], const int32_t *const xsp[], __m512 *acc)
+AI void kp_q45_block(kp_pf_t pf, bool ps, bool q5, int R, int C, const uint8_t *const g[], int64_t b,
+                     const uint8_t *const x[], const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
     const __m512i nib = _mm512_set1_epi8(15);
     const size_t qo = q5 ? Q5P_Q : Q4P_Q;
@@ -179,7 +181,7 @@ AI void kp_q45_block(kp_pf_t pf, bool q5, int R, int C, const uint8_t *const g[]
                 }
 #pragma GCC unroll 4
                 for (int s = 0; s < R; s++) {
-                    kp_spread_step(pf, g[s], qo + 64 * (8 * t + k), kp_q4_k_tail(8 * t + k, qo));
+                    kp_spread_step(pf, ps, g[s], qo + 64 * (8 * t + k), kp_q4_k_tail(8 * t + k, qo));
                     const __m512i v = _mm512_load_si512(g[s] + qo + 64 * (8 * t + k));
                     __m512i lo = _mm512_and_si512(v, nib);
                     __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
@@ -231,20 +233,20 @@ AI void kp_q45_block(kp_pf_t pf, bool q5, int R, int C, const uint8_t *const g[]
     }
 }
 
-AI void kp_q4_k_block(kp_pf_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q4_k_block(kp_pf_t pf, bool ps, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
-    kp_q45_block(pf, false, R, C, g, b, x, dx, xsp, acc);
+    kp_q45_block(pf, ps, false, R, C, g, b, x, dx, xsp, acc);
 }
 
-AI void kp_q5_k_block(kp_pf_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q5_k_block(kp_pf_t pf, bool ps, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int32_t *const xsp[], __m512 *acc)
 {
-    kp_q45_block(pf, true, R, C, g, b, x, dx, xsp, acc);
+    kp_q45_block(pf, ps, true, R, C, g, b, x, dx, xsp, acc);
 }
 
 /* Q6_K: the same for its layout; bs[c]: row c's 16-value activation sums. */
-AI void kp_q6_k_block(kp_pf_t pf, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
+AI void kp_q6_k_block(kp_pf_t pf, bool ps, int R, int C, const uint8_t *const g[], int64_t b, const uint8_t *const x[],
                       const float *const dx[], const int16_t *const bs[], __m512 *acc)
 {
     __m512i a[KP_COLS], bm[KP_COLS];
@@ -297,11 +299,11 @@ AI void kp_q6_k_block(kp_pf_t pf, int R, int C, const uint8_t *const g[], int64_
                         const uint8_t *qh = g[s] + Q6P_QH(8 * h + k), *v1 = g[s] + Q6P_QL(16 * h + k),
                                       *v2 = g[s] + Q6P_QL(16 * h + k + 8);
                         if (j0 == 0) {
-                            kp_spread_step(pf, g[s], Q6P_QH(8 * h + k), kp_q6_k_tail(8 * h + k));
-                            kp_spread_step(pf, g[s], Q6P_QL(16 * h + k), KP_NO_TAIL);
+                            kp_spread_step(pf, ps, g[s], Q6P_QH(8 * h + k), kp_q6_k_tail(8 * h + k));
+                            kp_spread_step(pf, ps, g[s], Q6P_QL(16 * h + k), KP_NO_TAIL);
                         }
                         if (j0 + NJ > 2)
-                            kp_spread_step(pf, g[s], Q6P_QL(16 * h + k + 8), KP_NO_TAIL);
+                            kp_spread_step(pf, ps, g[s], Q6P_QL(16 * h + k + 8), KP_NO_TAIL);
                         if (NJ == 4)
                             q6_k_panel_quants(_mm512_loadu_si512(qh), _mm512_loadu_si512(v1), _mm512_loadu_si512(v2),
                                               q);
@@ -367,10 +369,16 @@ typedef void (*kp_tile_fn)(kp_pf_t pf, const uint8_t *g, int64_t nb, const uint8
             ax[c] = aux[c];                                                                                            \
             acc[c] = _mm512_setzero_ps();                                                                              \
         }                                                                                                              \
-        for (int64_t b = 0; b < nb; b++) {                                                                             \
-            const uint8_t *const gb[1] = {g + (size_t)b * (PB)};                                                       \
-            kp_##name##_block(pf, 1, C, gb, b, x, dx, ax, acc);                                                        \
-        }                                                                                                              \
+        if (pf.mode == AVX512_PF_PASSES)                                                                               \
+            for (int64_t b = 0; b < nb; b++) {                                                                         \
+                const uint8_t *const gb[1] = {g + (size_t)b * (PB)};                                                   \
+                kp_##name##_block(pf, true, 1, C, gb, b, x, dx, ax, acc);                                              \
+            }                                                                                                          \
+        else                                                                                                           \
+            for (int64_t b = 0; b < nb; b++) {                                                                         \
+                const uint8_t *const gb[1] = {g + (size_t)b * (PB)};                                                   \
+                kp_##name##_block(pf, false, 1, C, gb, b, x, dx, ax, acc);                                             \
+            }                                                                                                          \
         for (int c = 0; c < C; c++)                                                                                    \
             _mm512_mask_storeu_ps(y + (size_t)c * ys, m, acc[c]);                                                      \
     }
@@ -411,7 +419,7 @@ typedef struct kp_aux {
         for (int64_t b = 0; b < n / QK_K; b++) {                                                                       \
             for (int s = 0; s < R; s++)                                                                                \
                 gb[s] = g[s] + (size_t)b * (PB);                                                                       \
-            kp_##name##_block(pf, R, 1, gb, b, xs, dxs, sums, acc);                                                    \
+            kp_##name##_block(pf, false, R, 1, gb, b, xs, dxs, sums, acc);                                             \
         }                                                                                                              \
         for (int s = 0; s < R; s++)                                                                                    \
             _mm512_mask_storeu_ps(y[s], m[s], acc[s]);                                                                 \
