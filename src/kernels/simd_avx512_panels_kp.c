@@ -356,13 +356,14 @@ static void kp_q4_k_sums(const uint8_t *x, int64_t n, int32_t *xsp)
 /* One group (its 16 rows, lanes past them masked off by m; y their
  * outputs) against C activation rows; aux[c]: kp_q45_block's xsp or
  * kp_q6_k_block's bs. */
-typedef void (*kp_tile_fn)(kp_pf_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[], const float *const dx[],
-                           const void *const aux[], float *y, size_t ys, __mmask16 m);
+typedef void (*kp_tile_fn)(const kp_pf_t *pfp, const uint8_t *g, int64_t nb, const uint8_t *const x[],
+                           const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m);
 
 #define KP_TILE(name, T, PB, C)                                                                                        \
-    static void kp_##name##_##C(kp_pf_t pf, const uint8_t *g, int64_t nb, const uint8_t *const x[],                    \
+    static void kp_##name##_##C(const kp_pf_t *pfp, const uint8_t *g, int64_t nb, const uint8_t *const x[],            \
                                 const float *const dx[], const void *const aux[], float *y, size_t ys, __mmask16 m)    \
     {                                                                                                                  \
+        const kp_pf_t pf = *pfp;                                                                                       \
         const T *ax[KP_COLS];                                                                                          \
         __m512 acc[KP_COLS];                                                                                           \
         for (int c = 0; c < C; c++) {                                                                                  \
@@ -524,7 +525,7 @@ static void kp_drive(const kp_kind_t *k, const void *packed, int64_t row0, int64
         for (int64_t c = 0; c < n_x; c += KP_COLS) {
             int nc = n_x - c < KP_COLS ? (int)(n_x - c) : KP_COLS;
             const kp_pf_t p = kp_passes(n_x > 1 ? pf_rows : pf, g, gb, passes, (int)(c / KP_COLS));
-            k->tiles[nc](p, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
+            k->tiles[nc](&p, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
         }
     }
 }
