@@ -524,7 +524,9 @@ static void kp_drive(const kp_kind_t *k, const void *packed, int64_t row0, int64
         int nr = n_w - r0 < KQ_PANEL_ROWS ? (int)(n_w - r0) : KQ_PANEL_ROWS;
         for (int64_t c = 0; c < n_x; c += KP_COLS) {
             int nc = n_x - c < KP_COLS ? (int)(n_x - c) : KP_COLS;
-            const kp_pf_t p = kp_passes(n_x > 1 ? pf_rows : pf, g, gb, passes, (int)(c / KP_COLS));
+            /* a pass of one row: one row's mode, unless the passes share */
+            const bool rows = nc > 1 || (n_x > 1 && pf_rows == AVX512_PF_PASSES);
+            const kp_pf_t p = kp_passes(rows ? pf_rows : pf, g, gb, passes, (int)(c / KP_COLS));
             k->tiles[nc](&p, g, nb, x + c, dx + c, aux + c, y + (size_t)c * ys + r0, ys, (__mmask16)((1u << nr) - 1));
         }
     }
