@@ -90,6 +90,8 @@ typedef struct sampler {
     uint8_t *seen;        /* (vocab) 1: in the prompt or generated (repetition penalty) */
     int32_t n_accepted;   /* generated tokens so far */
     float *l;             /* (vocab) scratch: penalised logits */
+    const float *lv;      /* the last draw's penalised logits: l, or (greedy with nothing to apply) the
+                             caller's logits themselves, NaN there standing for -inf */
     float *w;             /* (vocab) scratch: unnormalised probabilities, 1 at the maximum */
     sampler_cand_t *cand; /* (vocab) scratch: candidates being ranked */
     const uint32_t *mask; /* during a masked call: bit (id & 31) of mask[id >> 5] set = allowed */

@@ -432,25 +432,22 @@ void ops_softmax(float *x, int64_t n)
         x[i] *= inv;
 }
 
-int64_t ops_argmax(float *y, const float *x, int64_t n)
+int64_t ops_argmax(const float *x, int64_t n)
 {
     if (cpu_level() >= CPU_AVX512)
-        return argmax_avx512(y, x, n);
-    return ops_argmax_ref(y, x, n);
+        return argmax_avx512(x, n);
+    return ops_argmax_ref(x, n);
 }
 
-int64_t ops_argmax_ref(float *y, const float *x, int64_t n)
+int64_t ops_argmax_ref(const float *x, int64_t n)
 {
     int64_t best = 0;
     float max = -INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        float v = isnan(x[i]) ? -INFINITY : x[i];
-        y[i] = v;
-        if (v > max) {
-            max = v;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > max) { /* NaN never is */
+            max = x[i];
             best = i;
         }
-    }
     return best;
 }
 

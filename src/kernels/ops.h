@@ -85,14 +85,15 @@ void ops_swiglu(float *gate, const float *up, int64_t n);
 void ops_swiglu_ref(float *gate, const float *up, int64_t n);
 void swiglu_avx512(float *gate, const float *up, int64_t n);
 
-/* Greedy's pick: y = x with NaN as -inf, and the position of the maximum,
- * the lowest on ties (-0 and +0 tie), 0 when every element is -inf or NaN.
- * The scalar reference (one pass, as the sampler's step 1) and an AVX-512
- * path (the maximum 16 lanes at a time, then its first position), chosen
- * by cpu_level(); both give the same y and the same position. */
-int64_t ops_argmax(float *y, const float *x, int64_t n);
-int64_t ops_argmax_ref(float *y, const float *x, int64_t n);
-int64_t argmax_avx512(float *y, const float *x, int64_t n);
+/* Greedy's pick: the position of the maximum of x (n < 2^31), NaN taken
+ * as -inf, the lowest on ties (-0 and +0 tie), 0 when every element is
+ * -inf or NaN; x is only read. The scalar reference (one pass, as the
+ * sampler's step 1) and an AVX-512 path (one pass: every lane's maximum
+ * and its first position, then the lowest of those holding the overall
+ * maximum), chosen by cpu_level(); both give the same position. */
+int64_t ops_argmax(const float *x, int64_t n);
+int64_t ops_argmax_ref(const float *x, int64_t n);
+int64_t argmax_avx512(const float *x, int64_t n);
 
 /* y[i] = x[i] rounded to half precision (base/fp16.h's f32_to_fp16: to
  * nearest even, overflow to infinity, NaN as sign | 0x7e00): the keys and

@@ -42,26 +42,51 @@ void swiglu_avx512(float *gate, const float *up, int64_t n)
     }
 }
 
-int64_t argmax_avx512(float *y, const float *x, int64_t n)
+int64_t argmax_avx512(const float *x, int64_t n)
 {
+    /* four sets of 16 lanes, set k taking every fourth 16 floats from the
+     * k-th: each (set, lane) keeps its maximum and the first position that
+     * holds it (a strictly greater value replaces it; NaN never does), so
+     * one read of x, and four compare chains side by side */
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    __m512 mx = ninf;
-    for (int64_t i = 0; i < n; i += LANES) {
+    __m512 mx[4] = {ninf, ninf, ninf, ninf};
+    __m512i at[4], pos[4];
+    const __m512i step = _mm512_set1_epi32(4 * LANES);
+    for (int k = 0; k < 4; k++) {
+        at[k] = _mm512_setzero_si512();
+        pos[k] = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                  _mm512_set1_epi32(k * LANES));
+    }
+    int64_t i = 0;
+    for (; i + 4 * LANES <= n; i += 4 * LANES) {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512 v = _mm512_loadu_ps(x + i + k * LANES);
+            __mmask16 gt = _mm512_cmp_ps_mask(v, mx[k], _CMP_GT_OQ);
+            mx[k] = _mm512_mask_mov_ps(mx[k], gt, v);
+            at[k] = _mm512_mask_mov_epi32(at[k], gt, pos[k]);
+            pos[k] = _mm512_add_epi32(pos[k], step);
+        }
+    }
+    for (int k = 0; i < n; i += LANES, k++) { /* the tail: set k takes x[i, i + 16) as its next */
         __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v); /* NaN: -inf */
-        _mm512_mask_storeu_ps(y + i, m, v);
-        mx = _mm512_mask_max_ps(mx, m, v, mx);
+        __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, mx[k], _CMP_GT_OQ);
+        mx[k] = _mm512_mask_mov_ps(mx[k], gt, v);
+        at[k] = _mm512_mask_mov_epi32(at[k], gt, pos[k]);
     }
-    /* the first position holding the maximum (either zero matches a zero) */
-    const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-    for (int64_t i = 0; i < n; i += LANES) {
-        __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __mmask16 eq = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, y + i), max, _CMP_EQ_OQ);
-        if (eq)
-            return i + __builtin_ctz(eq);
+    float best = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mx[0], mx[1]), _mm512_max_ps(mx[2], mx[3])));
+    if (best == -INFINITY) /* every element -inf or NaN */
+        return 0;
+    /* the first position holding the maximum: the lowest among the lanes
+     * whose maximum equals it (either zero matches a zero) */
+    const __m512 bv = _mm512_set1_ps(best);
+    int32_t first = INT32_MAX;
+    for (int k = 0; k < 4; k++) {
+        int32_t f = _mm512_mask_reduce_min_epi32(_mm512_cmp_ps_mask(mx[k], bv, _CMP_EQ_OQ), at[k]);
+        first = f < first ? f : first;
     }
-    return 0;
+    return first;
 }
 
 void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n)

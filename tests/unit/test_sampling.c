@@ -538,6 +538,28 @@ static void test_logprobs(void **state)
     assert_int_equal(top[2].id, 2);
     sampler_free(&s);
 
+    /* greedy over logits holding NaN: the plain path reads the caller's
+     * logits (no copy); NaN counts as -inf there as in the general path
+     * (a zero logit_bias), so both give the same log-probabilities */
+    const float nan_logits[5] = {1.0f, NAN, 2.0f, -1.0f, NAN};
+    float lp_plain, lp_general;
+    sampler_logprob_t top_general[SAMPLER_MAX_TOP_LOGPROBS] = {{0, 0.0f}};
+    const sampler_bias_t zero = {0, 0.0f};
+    for (int general = 0; general < 2; general++) {
+        p = params(0.0f);
+        p.bias = general ? &zero : NULL;
+        p.n_bias = general;
+        assert_int_equal(sampler_init(&s, &p, 5, &err), 0);
+        id = sampler_sample(&s, nan_logits);
+        assert_int_equal(id, 2);
+        n = sampler_logprobs(&s, id, 5, general ? &lp_general : &lp_plain, general ? top_general : top);
+        assert_int_equal(n, 3); /* NaN, like -inf, is never listed */
+        sampler_free(&s);
+    }
+    assert_float_equal(lp_plain, 2.0 - log(exp(1.0) + exp(2.0) + exp(-1.0)), 1e-5);
+    assert_memory_equal(&lp_plain, &lp_general, sizeof lp_plain);
+    assert_memory_equal(top, top_general, 3 * sizeof *top);
+
     /* a mask: the masked token never appears, the rest renormalise */
     uint32_t mask = (1u << 0) | (1u << 2);
     p = params(0.0f);
