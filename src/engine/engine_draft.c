@@ -29,16 +29,15 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "kernels/ops.h"
 #include "model/forward.h"
 #include "model/kv.h"
 
+/* A draft: the first maximum of the drafter's logits (NaN as -inf), the
+ * sampler's vectorised greedy pick (kernels/ops.h). */
 static int32_t argmax_row(const float *x, int n)
 {
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
+    return (int32_t)ops_argmax(x, n);
 }
 
 int draft_init(engine_t *e, const engine_plan_t *plan, err_t *err)
