@@ -160,6 +160,8 @@ static int32_t penalise(sampler_t *s, const float *logits)
         return (int32_t)ops_argmax(logits, s->vocab);
     }
     s->lv = l;
+    if (!has_rep && !has_counts && !mask && !bias) /* a plain draw: the copy its weights come from, vectorised */
+        return (int32_t)ops_argmax_copy(l, logits, s->vocab);
     int32_t best = mask ? first_allowed(mask, s->vocab) : 0;
     for (int i = 0; i < s->vocab; i++) {
         float v = logits[i];

@@ -439,6 +439,20 @@ int64_t ops_argmax(const float *x, int64_t n)
     return ops_argmax_ref(x, n);
 }
 
+int64_t ops_argmax_copy(float *y, const float *x, int64_t n)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return argmax_copy_avx512(y, x, n);
+    return ops_argmax_copy_ref(y, x, n);
+}
+
+int64_t ops_argmax_copy_ref(float *y, const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = isnan(x[i]) ? -INFINITY : x[i];
+    return ops_argmax_ref(y, n);
+}
+
 int64_t ops_argmax_ref(const float *x, int64_t n)
 {
     int64_t best = 0;

@@ -94,6 +94,10 @@ void swiglu_avx512(float *gate, const float *up, int64_t n);
 int64_t ops_argmax(const float *x, int64_t n);
 int64_t ops_argmax_ref(const float *x, int64_t n);
 int64_t argmax_avx512(const float *x, int64_t n);
+/* The same pick, and y = x with NaN as -inf (a draw's copy to weigh). */
+int64_t ops_argmax_copy(float *y, const float *x, int64_t n);
+int64_t ops_argmax_copy_ref(float *y, const float *x, int64_t n);
+int64_t argmax_copy_avx512(float *y, const float *x, int64_t n);
 
 /* y[i] = x[i] rounded to half precision (base/fp16.h's f32_to_fp16: to
  * nearest even, overflow to infinity, NaN as sign | 0x7e00): the keys and

@@ -42,7 +42,8 @@ void swiglu_avx512(float *gate, const float *up, int64_t n)
     }
 }
 
-int64_t argmax_avx512(const float *x, int64_t n)
+/* argmax_avx512's pick, stores: y = x with NaN as -inf when y is not NULL. */
+AI int64_t argmax_store(float *y, const float *x, int64_t n)
 {
     /* four sets of 16 lanes, set k taking every fourth 16 floats from the
      * k-th: each (set, lane) keeps its maximum and the first position that
@@ -62,6 +63,9 @@ int64_t argmax_avx512(const float *x, int64_t n)
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             __m512 v = _mm512_loadu_ps(x + i + k * LANES);
+            if (y) /* NaN lanes: -inf */
+                _mm512_storeu_ps(y + i + k * LANES,
+                                 _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v));
             __mmask16 gt = _mm512_cmp_ps_mask(v, mx[k], _CMP_GT_OQ);
             mx[k] = _mm512_mask_mov_ps(mx[k], gt, v);
             at[k] = _mm512_mask_mov_epi32(at[k], gt, pos[k]);
@@ -71,6 +75,8 @@ int64_t argmax_avx512(const float *x, int64_t n)
     for (int k = 0; i < n; i += LANES, k++) { /* the tail: set k takes x[i, i + 16) as its next */
         __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        if (y)
+            _mm512_mask_storeu_ps(y + i, m, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v));
         __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, mx[k], _CMP_GT_OQ);
         mx[k] = _mm512_mask_mov_ps(mx[k], gt, v);
         at[k] = _mm512_mask_mov_epi32(at[k], gt, pos[k]);
@@ -87,6 +93,16 @@ int64_t argmax_avx512(const float *x, int64_t n)
         first = f < first ? f : first;
     }
     return first;
+}
+
+int64_t argmax_avx512(const float *x, int64_t n)
+{
+    return argmax_store(NULL, x, n);
+}
+
+int64_t argmax_copy_avx512(float *y, const float *x, int64_t n)
+{
+    return argmax_store(y, x, n);
 }
 
 void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n)

@@ -245,7 +245,8 @@ static void test_rmsnorm_swiglu_paths(void **state)
 
 /* Greedy's argmax: the AVX-512 path against the scalar reference, the same
  * position, over ragged lengths (past the four 16-lane sets and their
- * tail) with NaN, -inf, +inf, +-0 and ties; x only read. */
+ * tail) with NaN, -inf, +inf, +-0 and ties; x only read. The copying
+ * variant (a draw's): the same position and the same copy, NaN as -inf. */
 static void test_argmax_paths(void **state)
 {
     (void)state;
@@ -253,7 +254,7 @@ static void test_argmax_paths(void **state)
         skip();
     const float specials[] = {NAN, -INFINITY, INFINITY, 0.0f, -0.0f, 1.0f, -1.0f};
     uint32_t r = 7u;
-    float x[300], copy[300];
+    float x[300], copy[300], y_ref[300], y_got[300];
     for (int trial = 0; trial < 1200; trial++) {
         int64_t n = 1 + trial % 300;
         for (int64_t i = 0; i < n; i++) {
@@ -270,6 +271,11 @@ static void test_argmax_paths(void **state)
         int64_t want = ops_argmax_ref(x, n);
         assert_int_equal(argmax_avx512(x, n), want);
         assert_memory_equal(copy, x, (size_t)n * sizeof *x);
+        assert_int_equal(ops_argmax_copy_ref(y_ref, x, n), want);
+        assert_int_equal(argmax_copy_avx512(y_got, x, n), want);
+        assert_memory_equal(y_got, y_ref, (size_t)n * sizeof *y_ref);
+        for (int64_t i = 0; i < n; i++)
+            assert_true(isnan(x[i]) ? y_ref[i] == -INFINITY : !memcmp(&y_ref[i], &x[i], sizeof *x));
         for (int64_t i = 0; i < want; i++) /* nothing before it as large */
             assert_false(x[i] >= x[want]);
         assert_true(want == 0 || !isnan(x[want]));
