@@ -151,17 +151,20 @@ static int32_t penalise(sampler_t *s, const float *logits)
     const uint32_t *mask = s->mask;
     const float *bias = s->bias;
     float *l = s->l, max = -INFINITY;
-    /* greedy with nothing to apply (a plain request): the same pick,
-     * vectorised, over the caller's logits as they are, not copied (a
-     * decode step of 4 sequences spent 2.4 % of its time writing 4 x 600 KB
-     * of copies; logprobs read the caller's logits, s->lv) */
-    if (s->p.temperature == 0.0f && !has_rep && !has_counts && !mask && !bias) {
-        s->lv = logits;
-        return (int32_t)ops_argmax(logits, s->vocab);
+    /* nothing to apply (a plain request): the same pick, vectorised; greedy
+     * over the caller's logits as they are, not copied (a decode step of 4
+     * sequences spent 2.4 % of its time writing 4 x 600 KB of copies;
+     * logprobs read the caller's logits, s->lv), a draw into the copy its
+     * weights come from */
+    if (!has_rep && !has_counts && !mask && !bias) {
+        if (s->p.temperature == 0.0f) {
+            s->lv = logits;
+            return (int32_t)ops_argmax(logits, s->vocab);
+        }
+        s->lv = l;
+        return (int32_t)ops_argmax_copy(l, logits, s->vocab);
     }
     s->lv = l;
-    if (!has_rep && !has_counts && !mask && !bias) /* a plain draw: the copy its weights come from, vectorised */
-        return (int32_t)ops_argmax_copy(l, logits, s->vocab);
     int32_t best = mask ? first_allowed(mask, s->vocab) : 0;
     for (int i = 0; i < s->vocab; i++) {
         float v = logits[i];
@@ -461,8 +464,7 @@ int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chose
         n_top = SAMPLER_MAX_TOP_LOGPROBS;
     float lmax = -INFINITY;
     for (int i = 0; i < s->vocab; i++)
-        if (lv_at(s, i) > lmax)
-            lmax = lv_at(s, i);
+        lmax = fmaxf(lmax, lv_at(s, i));
     double norm = 0.0; /* greedy: the full softmax's; otherwise the kept mass of the draw */
     if (!is_greedy) {
         norm = s->kept;
