@@ -465,6 +465,73 @@ int64_t ops_argmax_ref(const float *x, int64_t n)
     return best;
 }
 
+int64_t ops_collect_ge(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return collect_ge_avx512(ids, x, n, xmax, inv_t, zmin);
+    return ops_collect_ge_ref(ids, x, n, xmax, inv_t, zmin);
+}
+
+int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if ((x[i] - xmax) * inv_t >= zmin)
+            ids[m++] = (int32_t)i;
+    return m;
+}
+
+double ops_exp_weights(float *w, const float *x, int64_t n, float xmax, float t)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return exp_weights_avx512(w, x, n, xmax, t);
+    return ops_exp_weights_ref(w, x, n, xmax, t);
+}
+
+float ops_exp_poly(float x)
+{
+    x = fmaxf(x, -87.0f);
+    const float n = nearbyintf(x * 1.44269504088896341f);
+    float r = fmaf(-n, 0.693359375f, x);
+    r = fmaf(-n, -2.12194440e-4f, r);
+    float p = 1.0f / 5040;
+    p = fmaf(p, r, 1.0f / 720);
+    p = fmaf(p, r, 1.0f / 120);
+    p = fmaf(p, r, 1.0f / 24);
+    p = fmaf(p, r, 1.0f / 6);
+    p = fmaf(p, r, 0.5f);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    return ldexpf(p, (int)n); /* exact: the result is a normal float */
+}
+
+float ops_exp_weight(float z)
+{
+    return z >= -87.0f ? ops_exp_poly(z) : 0.0f;
+}
+
+double ops_exp_sum_lanes(const double lane[16])
+{
+    double h[8];
+    for (int j = 0; j < 8; j++)
+        h[j] = lane[j] + lane[j + 8];
+    for (int j = 0; j < 4; j++)
+        h[j] += h[j + 4];
+    return (h[0] + h[2]) + (h[1] + h[3]);
+}
+
+double ops_exp_weights_ref(float *w, const float *x, int64_t n, float xmax, float t)
+{
+    double lane[16] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        const float e = ops_exp_weight((x[i] - xmax) / t);
+        if (w)
+            w[i] = e;
+        lane[i % 16] += (double)e;
+    }
+    return ops_exp_sum_lanes(lane);
+}
+
 void ops_f32_to_f16(uint16_t *y, const float *x, int64_t n)
 {
     if (cpu_level() >= CPU_AVX512)

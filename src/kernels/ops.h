@@ -99,6 +99,33 @@ int64_t ops_argmax_copy(float *y, const float *x, int64_t n);
 int64_t ops_argmax_copy_ref(float *y, const float *x, int64_t n);
 int64_t argmax_copy_avx512(float *y, const float *x, int64_t n);
 
+/* A draw's candidates: the positions i, ascending, where
+ * (x[i] - xmax) * inv_t >= zmin (zmin may be -inf: every i), into ids;
+ * returns how many. NaN never qualifies. The scalar reference and an
+ * AVX-512 path (a compare and a compressing store per 16 values), chosen
+ * by cpu_level(); both give the same positions. */
+int64_t ops_collect_ge(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
+int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
+int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
+
+/* A draw's weights and whole mass: w[i] = ops_exp_weight((x[i] - xmax) /
+ * t) (w may be NULL: the sum alone); returns
+ * their sum in double, w[i] added to lane i % 16 and the 16 lanes then
+ * summed in a fixed order (ops_exp_sum_lanes). The scalar reference runs
+ * the same operations (ops_exp_poly, the lanes, the order), so both paths
+ * give the same bits. */
+double ops_exp_weights(float *w, const float *x, int64_t n, float xmax, float t);
+double ops_exp_weights_ref(float *w, const float *x, int64_t n, float xmax, float t);
+double exp_weights_avx512(float *w, const float *x, int64_t n, float xmax, float t);
+/* The scalar form of simd_exp.h's exp_ps, bit for bit (x <= 0). */
+float ops_exp_poly(float x);
+/* A sampling weight e^z (z <= 0: a logit's distance below the maximum, in
+ * units of the temperature): ops_exp_poly(z), within 2e-7 of expf, and 0
+ * below -87 (a weight under 2e-38 of the maximum's; -inf and NaN too). */
+float ops_exp_weight(float z);
+/* exp_sum's final order over its 16 lane sums. */
+double ops_exp_sum_lanes(const double lane[16]);
+
 /* y[i] = x[i] rounded to half precision (base/fp16.h's f32_to_fp16: to
  * nearest even, overflow to infinity, NaN as sign | 0x7e00): the keys and
  * values a step writes into an f16 cache. The scalar reference and an

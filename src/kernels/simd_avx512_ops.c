@@ -105,6 +105,45 @@ int64_t argmax_copy_avx512(float *y, const float *x, int64_t n)
     return argmax_store(y, x, n);
 }
 
+int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin)
+{
+    const __m512 vmax = _mm512_set1_ps(xmax), vinv = _mm512_set1_ps(inv_t), vmin = _mm512_set1_ps(zmin);
+    __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i step = _mm512_set1_epi32(LANES);
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 in = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 z = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, x + i), vmax), vinv);
+        __mmask16 k = _mm512_mask_cmp_ps_mask(in, z, vmin, _CMP_GE_OQ);
+        if (k) { /* most blocks of a draw hold no candidate */
+            _mm512_mask_compressstoreu_epi32(ids + m, k, at);
+            m += __builtin_popcount(k);
+        }
+        at = _mm512_add_epi32(at, step);
+    }
+    return m;
+}
+
+double exp_weights_avx512(float *w, const float *x, int64_t n, float xmax, float t)
+{
+    const __m512 vmax = _mm512_set1_ps(xmax), vt = _mm512_set1_ps(t), floor = _mm512_set1_ps(-87.0f);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 in = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 z = _mm512_div_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, x + i), vmax), vt);
+        __mmask16 k = _mm512_mask_cmp_ps_mask(in, z, floor, _CMP_GE_OQ); /* ops_exp_weight's cut */
+        __m512 e = _mm512_maskz_mov_ps(k, exp_ps(z));
+        if (w)
+            _mm512_mask_storeu_ps(w + i, in, e);
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    double lane[16];
+    _mm512_storeu_pd(lane, lo);
+    _mm512_storeu_pd(lane + 8, hi);
+    return ops_exp_sum_lanes(lane);
+}
+
 void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i += LANES) {

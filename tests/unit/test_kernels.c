@@ -282,6 +282,56 @@ static void test_argmax_paths(void **state)
     }
 }
 
+/* The sampler's candidates and weights: the AVX-512 paths against the
+ * scalar references, the same positions and the same bits (weights and
+ * their sum), over ragged lengths with NaN, +-inf, values far below the
+ * maximum (past ops_exp_weight's cut at -87) and at it. */
+static void test_draw_paths(void **state)
+{
+    (void)state;
+    if (cpu_level() < CPU_AVX512)
+        skip();
+    enum { N = 300 };
+    const float specials[] = {NAN, -INFINITY, INFINITY, 0.0f, -0.0f};
+    const float temps[] = {0.001f, 0.3f, 0.7f, 1.0f, 100.0f};
+    uint32_t r = 11u;
+    float x[N], w_ref[N], w_got[N];
+    int32_t id_ref[N], id_got[N];
+    for (int trial = 0; trial < 1500; trial++) {
+        int64_t n = 1 + trial % N;
+        for (int64_t i = 0; i < n; i++) {
+            r = r * 1664525u + 1013904223u;
+            int k = (int)(r >> 24);
+            x[i] = k < 12 ? specials[k % 5] : (float)((int)(r >> 8) % 20001 - 10000) * 1e-3f;
+        }
+        const float t = temps[trial % 5], xmax = trial % 3 ? 10.0f : 3.0f;
+        if (trial % 4 == 0) /* a finite maximum for the weights */
+            for (int64_t i = 0; i < n; i++)
+                x[i] = isnan(x[i]) || x[i] > xmax ? -INFINITY : x[i];
+        const float zmin = trial % 6 == 5 ? -INFINITY : -(float)(trial % 9) * 1.5f;
+        int64_t m = ops_collect_ge_ref(id_ref, x, n, xmax, 1.0f / t, zmin);
+        assert_int_equal(collect_ge_avx512(id_got, x, n, xmax, 1.0f / t, zmin), m);
+        assert_memory_equal(id_got, id_ref, (size_t)m * sizeof *id_ref);
+        for (int64_t j = 0, i = 0; i < n; i++) /* every qualifying position, in order */
+            if ((x[i] - xmax) * (1.0f / t) >= zmin)
+                assert_int_equal(id_ref[j++], i);
+        if (trial % 4)
+            continue;
+        double sum_ref = ops_exp_weights_ref(w_ref, x, n, xmax, t);
+        double sum_got = exp_weights_avx512(w_got, x, n, xmax, t);
+        assert_memory_equal(w_got, w_ref, (size_t)n * sizeof *w_ref);
+        assert_memory_equal(&sum_got, &sum_ref, sizeof sum_ref);
+        assert_true(exp_weights_avx512(NULL, x, n, xmax, t) == sum_ref);
+        for (int64_t i = 0; i < n; i++) { /* within 2e-7 of expf, 0 past the cut */
+            const float z = (x[i] - xmax) / t;
+            if (!(z >= -87.0f))
+                assert_true(w_ref[i] == 0.0f);
+            else
+                assert_true(fabsf(w_ref[i] - expf(z)) <= 3e-7f * expf(z));
+        }
+    }
+}
+
 /* The f16 cache's writes: the AVX2 and AVX-512 paths against the scalar
  * reference, bit for bit, over float bit patterns spread across all 2^32
  * (every exponent, so subnormal halves, the rounding edges and overflow)
@@ -402,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rmsnorm_swiglu_paths),
         cmocka_unit_test(test_argmax_paths),
+        cmocka_unit_test(test_draw_paths),
         cmocka_unit_test(test_f32_to_f16_paths),
         cmocka_unit_test(test_f16_to_f32_paths),
         cmocka_unit_test(test_rope),
