@@ -13,6 +13,14 @@
 #define SAMPLER_FIRST_THRESHOLD 1e-3f
 #define SAMPLER_THRESHOLD_STEP 1e-3f
 #define SAMPLER_THRESHOLD_FLOOR 1e-30f
+/* How far below log(t) the sparse path's candidates reach, in units of
+ * (l - l_max) / T: past every rounding of that quotient and of expf, so
+ * the candidates hold every id with w >= t. */
+#define SAMPLER_Z_MARGIN 1e-2f
+/* Candidates past vocab / this: the dense path (a near-flat distribution). */
+#define SAMPLER_SPARSE_DIV 16
+/* Bisection steps narrow_top_k takes at most (each a vector scan). */
+#define SAMPLER_NARROW_STEPS 24
 
 sampler_params_t sampler_params_default(void)
 {
@@ -71,16 +79,29 @@ int sampler_init(sampler_t *s, const sampler_params_t *p, int vocab, err_t *err)
     s->l = malloc(n * sizeof *s->l);
     s->w = malloc(n * sizeof *s->w);
     s->cand = malloc(n * sizeof *s->cand);
+    s->ids = malloc(n * sizeof *s->ids);
+    s->seen_ids = malloc(n * sizeof *s->seen_ids);
     s->lv = s->l;
     if (p->n_bias)
         s->bias = calloc(n, sizeof *s->bias);
-    if (!s->count || !s->seen || !s->l || !s->w || !s->cand || (p->n_bias && !s->bias)) {
+    if (p->n_bias)
+        s->biased = malloc((size_t)p->n_bias * sizeof *s->biased);
+    if (!s->count || !s->seen || !s->l || !s->w || !s->cand || !s->ids || !s->seen_ids ||
+        (p->n_bias && (!s->bias || !s->biased))) {
         sampler_free(s);
         return err_set(err, "sampler: out of memory for a %d-token vocabulary", vocab);
     }
-    for (int i = 0; i < p->n_bias; i++)
-        s->bias[p->bias[i].id] = p->bias[i].bias; /* a repeated id: the last value */
-    s->p.bias = NULL;                             /* the caller's array is not kept */
+    for (int i = 0; i < p->n_bias; i++) {
+        const int32_t id = p->bias[i].id;
+        if (!s->seen[id]) { /* seen is all zero here: it marks the ids listed so far */
+            s->seen[id] = 1;
+            s->biased[s->n_biased++] = id;
+        }
+        s->bias[id] = p->bias[i].bias; /* a repeated id: the last value */
+    }
+    for (int j = 0; j < s->n_biased; j++)
+        s->seen[s->biased[j]] = 0;
+    s->p.bias = NULL; /* the caller's array is not kept */
     s->p.n_bias = 0;
     rng_seed(&s->rng, p->seed);
     return 0;
@@ -93,6 +114,9 @@ void sampler_free(sampler_t *s)
     free(s->l);
     free(s->w);
     free(s->cand);
+    free(s->ids);
+    free(s->seen_ids);
+    free(s->biased);
     free(s->bias);
     s->bias = NULL;
     s->count = NULL;
@@ -100,28 +124,40 @@ void sampler_free(sampler_t *s)
     s->l = s->w = NULL;
     s->lv = NULL;
     s->cand = NULL;
+    s->ids = NULL;
+    s->seen_ids = NULL;
+    s->biased = NULL;
 }
 
 void sampler_reset(sampler_t *s)
 {
     memset(s->count, 0, (size_t)s->vocab * sizeof *s->count);
     memset(s->seen, 0, (size_t)s->vocab * sizeof *s->seen);
+    s->n_seen = 0;
     s->n_accepted = 0;
     rng_seed(&s->rng, s->p.seed);
+}
+
+static void see(sampler_t *s, int32_t id)
+{
+    if (!s->seen[id]) {
+        s->seen[id] = 1;
+        s->seen_ids[s->n_seen++] = id;
+    }
 }
 
 void sampler_accept_prompt(sampler_t *s, const int32_t *ids, int n)
 {
     for (int i = 0; i < n; i++)
         if (ids[i] >= 0 && ids[i] < s->vocab)
-            s->seen[ids[i]] = 1;
+            see(s, ids[i]);
 }
 
 void sampler_accept(sampler_t *s, int32_t id)
 {
     if (id < 0 || id >= s->vocab)
         return;
-    s->seen[id] = 1;
+    see(s, id);
     if (s->count[id] < INT32_MAX)
         s->count[id]++;
     s->n_accepted++;
@@ -165,7 +201,28 @@ static int32_t penalise(sampler_t *s, const float *logits)
         return (int32_t)ops_argmax_copy(l, logits, s->vocab);
     }
     s->lv = l;
-    int32_t best = mask ? first_allowed(mask, s->vocab) : 0;
+    if (!mask) {
+        /* penalties and biases touch the seen and biased ids alone: the
+         * copy (NaN as -inf), those ids as the loop below treats them,
+         * then the pick */
+        ops_argmax_copy(l, logits, s->vocab);
+        for (int j = 0; (has_rep || has_counts) && j < s->n_seen; j++) {
+            const int32_t i = s->seen_ids[j];
+            float v = l[i];
+            if (has_rep)
+                v = v > 0.0f ? v / r : v * r;
+            if (has_counts && s->count[i] > 0) {
+                float f = (float)s->count[i] * freq;
+                v = v - f;
+                v = v - pres;
+            }
+            l[i] = v;
+        }
+        for (int j = 0; bias && j < s->n_biased; j++)
+            l[s->biased[j]] += bias[s->biased[j]];
+        return (int32_t)ops_argmax(l, s->vocab);
+    }
+    int32_t best = first_allowed(mask, s->vocab);
     for (int i = 0; i < s->vocab; i++) {
         float v = logits[i];
         if (isnan(v) || (mask && !mask_has(mask, i)))
@@ -188,8 +245,9 @@ static int32_t penalise(sampler_t *s, const float *logits)
     return best;
 }
 
-/* Step 2: s->w = exp((l - l_max) / T), 1 at the maximum. Returns the sum in
- * id order. An infinite maximum shares the mass among the tokens at it. */
+/* Step 2: s->w = exp((l - l_max) / T) (ops_exp_weight), 1 at the maximum.
+ * Returns their sum (ops_exp_weights' order). An infinite maximum shares
+ * the mass among the tokens at it. */
 static double weigh(sampler_t *s, int32_t best)
 {
     const float lmax = s->l[best], t = s->p.temperature;
@@ -202,10 +260,7 @@ static double weigh(sampler_t *s, int32_t best)
             sum += w[i];
         }
     } else {
-        for (int i = 0; i < s->vocab; i++) {
-            w[i] = expf((l[i] - lmax) / t);
-            sum += w[i];
-        }
+        sum = ops_exp_weights(w, l, s->vocab, lmax, t);
     }
     return sum;
 }
@@ -359,11 +414,119 @@ static bool filter(sampler_t *s, double total_all, sampler_cand_t *cut)
     }
 }
 
-/* Steps 1 to 6: leaves s->w zero for filtered tokens and returns the kept
- * mass. */
+/* top_k's candidates when those above zmin are too many (a flat
+ * distribution): any prefix of the ranking holding k ids holds top_k's
+ * set, so the cut is raised, by bisection between zmin and 0, until the
+ * candidates number between k and the sparse path's cap. Returns how many
+ * (s->ids holds them), or 0 (ties leave no such cut: the dense path). */
+static int narrow_top_k(sampler_t *s, float lmax, float zmin, int n)
+{
+    const int k = s->p.top_k, cap = s->vocab / SAMPLER_SPARSE_DIV;
+    const float inv_t = 1.0f / s->p.temperature;
+    if (isinf(zmin)) /* the last threshold: fewer than k ids are anywhere near the maximum */
+        return 0;
+    float lo = zmin, hi = 0.0f; /* above lo: too many; at hi: maybe too few */
+    for (int it = 0; it < SAMPLER_NARROW_STEPS && (n < k || n > cap); it++) {
+        const float mid = 0.5f * (lo + hi);
+        n = (int)ops_collect_ge(s->ids, s->l, s->vocab, lmax, inv_t, mid);
+        if (n > cap)
+            lo = mid;
+        else if (n < k)
+            hi = mid;
+    }
+    return n >= k && n <= cap ? n : 0;
+}
+
+/* Steps 3 to 6 from candidates alone, when a filter is set and the
+ * maximum is finite: the candidates are the ids with
+ *   (l - l_max) / T >= log(t) - SAMPLER_Z_MARGIN
+ * (a prefix of the ranking, and every id with w >= t among them, whatever
+ * expf rounds), t lowered as filter() lowers it until they provably hold
+ * every survivor; w is computed for them only, and the kept ids, ascending,
+ * end in s->ids[0, s->n_kept). No pass over the vocabulary but the
+ * candidates' vector scan (and, for top_p without top_k, the whole mass,
+ * ops_exp_weights). Returns false, leaving the dense path to it, when there is
+ * no filter, the maximum is infinite, or the candidates are more than a
+ * SAMPLER_SPARSE_DIV-th of the vocabulary (a near-flat distribution). */
+static bool prepare_sparse(sampler_t *s, int32_t best)
+{
+    const int k = s->p.top_k;
+    const float top_p = s->p.top_p, min_p = s->p.min_p, lmax = s->l[best], T = s->p.temperature;
+    const bool use_p = top_p<1.0f, use_min = min_p> 0.0f;
+    if ((!k && !use_p && !use_min) || isinf(lmax))
+        return false;
+    float *w = s->w;
+    sampler_cand_t *c = s->cand;
+    int32_t *ids = s->ids;
+    double total_all = -1.0; /* top_p without top_k: the whole mass, once */
+    float t = use_min && min_p > SAMPLER_FIRST_THRESHOLD ? min_p : SAMPLER_FIRST_THRESHOLD;
+    sampler_cand_t cut;
+    int n;
+    for (;; t = t < SAMPLER_THRESHOLD_FLOOR ? 0.0f : t * SAMPLER_THRESHOLD_STEP) {
+        if (use_min && t < min_p && t * (1.0f / SAMPLER_THRESHOLD_STEP) > min_p)
+            t = min_p; /* never step over min_p */
+        const bool is_last = t == 0.0f, holds_min = use_min && t <= min_p;
+        const float zmin = is_last ? -INFINITY : logf(t) - SAMPLER_Z_MARGIN;
+        n = (int)ops_collect_ge(ids, s->l, s->vocab, lmax, 1.0f / T, zmin);
+        if (k ? n < k && !is_last && !(holds_min && !use_p) : !use_p && !holds_min && !is_last)
+            continue; /* top_k's set, or min_p's, reaches past the candidates */
+        if (n > s->vocab / SAMPLER_SPARSE_DIV && !(k && (n = narrow_top_k(s, lmax, zmin, n)) > 0))
+            return false;
+        for (int i = 0; i < n; i++)
+            c[i] = (sampler_cand_t){s->l[ids[i]], ids[i]};
+        int n_top = n;
+        if (k && n > k) {
+            select_top(c, n, k);
+            n_top = k;
+        }
+        double mass = 0.0;
+        for (int i = 0; i < n_top; i++) {
+            w[c[i].id] = ops_exp_weight((c[i].l - lmax) / T);
+            mass += w[c[i].id];
+        }
+        if (!use_p) {
+            cut = last_ranked(c, n_top);
+            break;
+        }
+        if (!k && total_all < 0.0)
+            total_all = ops_exp_weights(NULL, s->l, s->vocab, lmax, T);
+        const double need = (double)top_p * (k ? mass : total_all);
+        const bool may_look_further = !k && !holds_min && !is_last;
+        if (may_look_further && mass < need)
+            continue;
+        if (select_mass(c, n_top, w, need, &cut))
+            break;
+        if (may_look_further)
+            continue;
+        cut = last_ranked(c, n_top);
+        break;
+    }
+    /* the kept: ranked no later than the cut (so within top_k's set), w >=
+     * min_p and w > 0, in id order as the candidates came */
+    int m = 0;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        const int32_t id = ids[i];
+        if (!ranks_before(cut.l, cut.id, s->l[id], id) && w[id] >= min_p && w[id] > 0.0f) {
+            ids[m++] = id;
+            sum += w[id];
+        }
+    }
+    s->n_kept = m;
+    s->is_sparse = true;
+    s->kept = sum;
+    return true;
+}
+
+/* Steps 1 to 6: leaves s->w zero for filtered tokens (or, sparse, the kept
+ * ids in s->ids) and returns the kept mass. */
 static double prepare(sampler_t *s, const float *logits)
 {
     int32_t best = penalise(s, logits);
+    s->lmax = s->l[best];
+    if (prepare_sparse(s, best))
+        return s->kept;
+    s->is_sparse = false;
     double sum = weigh(s, best);
     sampler_cand_t cut = {0.0f, 0};
     const bool has_cut = filter(s, sum, &cut);
@@ -377,6 +540,18 @@ static double prepare(sampler_t *s, const float *logits)
         sum += s->w[i];
     }
     return sum;
+}
+
+/* The mass of w[0, n) (n <= 16) as a tree of double sums, zeros past n. */
+static double block_mass(const float *w, int n)
+{
+    double v[16];
+    for (int j = 0; j < 16; j++)
+        v[j] = j < n ? (double)w[j] : 0.0;
+    for (int h = 8; h >= 1; h /= 2)
+        for (int j = 0; j < h; j++)
+            v[j] += v[j + h];
+    return v[0];
 }
 
 int32_t sampler_sample_masked(sampler_t *s, const float *logits, const uint32_t *mask)
@@ -403,14 +578,32 @@ int32_t sampler_sample(sampler_t *s, const float *logits)
     /* step 7: inverse CDF in id order */
     double u = rng_uniform(&s->rng) * sum, acc = 0.0;
     int32_t last = 0;
-    for (int i = 0; i < s->vocab; i++) {
-        if (s->w[i] == 0.0f)
-            continue;
-        acc += s->w[i];
-        last = i;
-        if (u < acc)
-            return i;
+    if (s->is_sparse) {
+        for (int j = 0; j < s->n_kept; j++) {
+            last = s->ids[j];
+            acc += s->w[last];
+            if (u < acc)
+                return last;
+        }
+        return last; /* rounding left u at the very top */
     }
+    /* a block of 16 at a time: its mass as a tree of sums (no chain of
+     * additions through the whole vocabulary), then id by id inside the
+     * block u falls in */
+    const float *w = s->w;
+    for (int b = 0; b < s->vocab; b += 16) {
+        const int e = b + 16 < s->vocab ? b + 16 : s->vocab;
+        const double blk = block_mass(w + b, e - b);
+        if (u < acc + blk) {
+            double a = acc;
+            for (int i = b; i < e; i++)
+                if (w[i] != 0.0f && u < (a += w[i]))
+                    return i;
+        }
+        acc += blk; /* (where rounding left u past the block's ids one by one: on to the next) */
+    }
+    for (last = s->vocab - 1; last > 0 && w[last] == 0.0f; last--)
+        ;
     return last; /* rounding left u at the very top */
 }
 
@@ -422,6 +615,12 @@ void sampler_distribution(sampler_t *s, const float *logits, double *probs)
         return;
     }
     double sum = prepare(s, logits);
+    if (s->is_sparse) {
+        memset(probs, 0, (size_t)s->vocab * sizeof *probs);
+        for (int j = 0; j < s->n_kept; j++)
+            probs[s->ids[j]] = s->w[s->ids[j]] / sum;
+        return;
+    }
     for (int i = 0; i < s->vocab; i++)
         probs[i] = s->w[i] / sum;
 }
@@ -462,9 +661,7 @@ int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chose
     const float t = is_greedy ? 1.0f : s->p.temperature;
     if (n_top > SAMPLER_MAX_TOP_LOGPROBS)
         n_top = SAMPLER_MAX_TOP_LOGPROBS;
-    float lmax = -INFINITY;
-    for (int i = 0; i < s->vocab; i++)
-        lmax = fmaxf(lmax, lv_at(s, i));
+    const float lmax = is_greedy ? lv_at(s, (int32_t)ops_argmax(s->lv, s->vocab)) : s->lmax;
     double norm = 0.0; /* greedy: the full softmax's; otherwise the kept mass of the draw */
     if (!is_greedy) {
         norm = s->kept;
@@ -484,7 +681,11 @@ int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chose
     const double log_norm = log(norm);
     sampler_cand_t best[SAMPLER_MAX_TOP_LOGPROBS];
     int n = 0;
-    for (int i = 0; i < s->vocab && n_top > 0; i++) {
+    if (!is_greedy && s->is_sparse) {
+        for (int j = 0; j < s->n_kept && n_top > 0; j++)
+            top_insert(best, &n, n_top, s->ids[j], s->l[s->ids[j]]);
+    }
+    for (int i = 0; i < s->vocab && n_top > 0 && (is_greedy || !s->is_sparse); i++) {
         bool is_kept = is_greedy ? lv_at(s, i) > -INFINITY && (!isinf(lmax) || lv_at(s, i) == lmax) : s->w[i] > 0.0f;
         if (is_kept)
             top_insert(best, &n, n_top, i, lv_at(s, i));

@@ -13,7 +13,9 @@
  *      Then logit_bias (OpenAI): l + bias[id] for every biased token; a
  *      structured-output mask makes a disallowed token -inf whatever its bias.
  *   2. temperature: 0 is greedy, the argmax of the penalised logits (lowest
- *      id on ties), and stops here. Otherwise w = exp((l - l_max) / T).
+ *      id on ties), and stops here. Otherwise w = exp((l - l_max) / T), by
+ *      kernels/ops.h's ops_exp_weight: within 2e-7 of expf, and 0 where
+ *      (l - l_max) / T is below -87 (a weight under 2e-38 of the maximum's).
  *   3. candidates are ranked by penalised logit, descending, ties by the
  *      lower id (the rank never depends on rounding in exp).
  *   4. top_k keeps the first top_k of that ranking.
@@ -28,13 +30,24 @@
  * When the largest penalised logit is infinite (+inf, or every token -inf),
  * the tokens that share it split the mass equally.
  *
- * Cost: a few passes over the vocabulary with no filter set; with filters,
- * a few more, looking only at candidates above a probability threshold
- * (lowered until it provably holds every survivor) and finding the top_k and
- * top_p cuts by quickselect (plain and mass-weighted): nothing is sorted. */
+ * Cost. Greedy: one vector pass (the argmax; a copy too with penalties,
+ * which then touch the seen and biased ids alone). With a filter (top_k,
+ * top_p, min_p) and a finite maximum: the candidates are found by a vector
+ * scan for the ids whose w can reach a threshold (lowered until they
+ * provably hold every survivor; for top_k on a near-flat distribution
+ * raised by bisection until they number from top_k to vocab / 16), w is
+ * computed for them alone, the top_k and top_p cuts by quickselect (plain
+ * and mass-weighted), and the draw walks the kept ids; top_p without top_k
+ * adds one vector pass for the whole mass. Otherwise (no filter, too many
+ * candidates, an infinite maximum): vector passes for w and its sum, the
+ * filters' scans over the vocabulary, and the draw a block of 16 ids at a
+ * time. Nothing is sorted. Measured in docs/benchmarks.md (session 49): a
+ * row of 151,936 logits 45-85 us for top_k 20 / top_p 0.8, against 0.66-1.5
+ * ms before. */
 #ifndef SPLASH_SAMPLER_H
 #define SPLASH_SAMPLER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -86,14 +99,22 @@ typedef struct sampler {
     sampler_params_t p;
     rng_t rng;
     int vocab;
-    int32_t *count;       /* (vocab) times each id was generated */
-    uint8_t *seen;        /* (vocab) 1: in the prompt or generated (repetition penalty) */
+    int32_t *count;    /* (vocab) times each id was generated */
+    uint8_t *seen;     /* (vocab) 1: in the prompt or generated (repetition penalty) */
+    int32_t *seen_ids; /* (vocab) the ids with seen set, in the order they came: the penalties' */
+    int n_seen;
+    int32_t *biased; /* (n_biased) the ids with a logit_bias, each once */
+    int n_biased;
     int32_t n_accepted;   /* generated tokens so far */
     float *l;             /* (vocab) scratch: penalised logits */
     const float *lv;      /* the last draw's penalised logits: l, or (greedy with nothing to apply) the
                              caller's logits themselves, NaN there standing for -inf */
     float *w;             /* (vocab) scratch: unnormalised probabilities, 1 at the maximum */
     sampler_cand_t *cand; /* (vocab) scratch: candidates being ranked */
+    int32_t *ids;         /* (vocab) scratch: candidate ids; after a sparse draw, its kept ids ascending */
+    int n_kept;           /* the kept ids of the last draw, when is_sparse */
+    bool is_sparse;       /* the last draw kept ids[0, n_kept) with w[id] > 0; otherwise w is dense */
+    float lmax;           /* the last non-greedy draw's largest penalised logit */
     const uint32_t *mask; /* during a masked call: bit (id & 31) of mask[id >> 5] set = allowed */
     float *bias;          /* (vocab) dense logit_bias, or NULL when none */
     double kept;          /* the kept mass of the last non-greedy draw (sampler_logprobs) */

@@ -200,13 +200,15 @@ def gen_logits(r, vocab):
 
 def gen_case(r, vocab=None, n_draws=40):
     if vocab is None:
-        vocab = int(r.choice([1, 2, 3, 5, 10, 50, 300, 2000]))
+        # 20000: past the sampler's sparse path's cap on candidates (vocab / 16)
+        # for typical and peaked logits, as a real vocabulary is
+        vocab = int(r.choice([1, 2, 3, 5, 10, 50, 300, 2000, 20000]))
     pick = lambda xs: xs[r.integers(0, len(xs))]
     on = lambda: r.random() < 0.5
     case = {
         "vocab": vocab,
         "T": pick([0, 1e-3, 0.3, 0.7, 1, 1, 1.5, 2, 100]),
-        "top_k": int(pick([1, 2, 5, vocab - 1, vocab, vocab + 3])) if on() else 0,
+        "top_k": int(pick([1, 2, 5, 20, 40, vocab - 1, vocab, vocab + 3])) if on() else 0,
         "top_p": pick([0.05, 0.3, 0.5, 0.9, 0.99]) if on() else 1.0,
         "min_p": pick([0.01, 0.1, 0.5, 1.0, 1e-5]) if on() else 0.0,
         "pres": float(r.uniform(-2, 2)) if on() else pick([0.0, 2.0, -2.0]),

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine/sampler.h"
+#include "kernels/ops.h"
 #include "test_util.h"
 
 #define TOL 1e-6
@@ -435,6 +436,88 @@ static void test_full_vocabulary_tail(void **state)
     free(logits), free(all), free(probs);
 }
 
+/* The ranking of the brute-force reference below. */
+static const float *rank_logits;
+static int rank_cmp(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    float lx = rank_logits[x], ly = rank_logits[y];
+    return lx > ly ? -1 : lx < ly ? 1 : (x > y) - (x < y);
+}
+
+/* The filters over the full Qwen3 vocabulary on typical, peaked and
+ * near-flat logits, where the sampler looks at candidates alone (and, for
+ * top_k on flat logits, narrows them by bisection): its distribution
+ * against a brute-force one (every id sorted, the filters as written in
+ * sampler.h, the same weights), and the log-probabilities of a draw
+ * against that distribution. */
+static void test_filters_full_vocabulary(void **state)
+{
+    (void)state;
+    enum { V = 151936 };
+    float *logits = malloc(V * sizeof *logits);
+    double *probs = malloc(V * sizeof *probs), *want = malloc(V * sizeof *want);
+    int32_t *order = malloc(V * sizeof *order);
+    assert_non_null(logits && probs && want && order);
+    const struct {
+        float t, top_p, min_p;
+        int top_k;
+    } cf[] = {{0.7f, 0.8f, 0.0f, 20}, {0.7f, 1.0f, 0.0f, 40}, {1.0f, 0.9f, 0.0f, 0}, {0.8f, 1.0f, 0.05f, 0},
+              {0.6f, 0.95f, 0.1f, 20}, {1.5f, 0.5f, 0.0f, 0}};
+    for (int shape = 0; shape < 3; shape++) {
+        fill_normal(logits, V, 40 + shape, shape == 2 ? 0.3f : 3.0f);
+        if (shape == 1)
+            logits[777] += 12.0f;
+        rank_logits = logits;
+        for (int i = 0; i < V; i++)
+            order[i] = i;
+        qsort(order, V, sizeof *order, rank_cmp);
+        for (size_t c = 0; c < sizeof cf / sizeof cf[0]; c++) {
+            sampler_params_t p = params(cf[c].t);
+            p.top_k = cf[c].top_k, p.top_p = cf[c].top_p, p.min_p = cf[c].min_p, p.seed = 5;
+            dist(&p, NULL, 0, NULL, 0, logits, V, probs);
+            /* the reference */
+            const float lmax = logits[order[0]];
+            int n = p.top_k ? p.top_k : V;
+            double total = 0.0, before = 0.0, sum = 0.0;
+            for (int j = 0; j < n; j++)
+                total += ops_exp_weight((logits[order[j]] - lmax) / p.temperature);
+            memset(want, 0, V * sizeof *want);
+            for (int j = 0; j < n; j++) {
+                const double w = ops_exp_weight((logits[order[j]] - lmax) / p.temperature);
+                if (p.top_p < 1.0f && before >= (double)p.top_p * total)
+                    break;
+                before += w;
+                if (w >= p.min_p)
+                    want[order[j]] = w, sum += w;
+            }
+            int kept = 0;
+            for (int i = 0; i < V; i++) {
+                want[i] /= sum;
+                kept += want[i] > 0;
+                if (fabs(probs[i] - want[i]) > 1e-9 * want[i] || (want[i] == 0) != (probs[i] == 0))
+                    fail_msg("shape %d config %zu token %d: %.12g, expected %.12g", shape, c, i, probs[i], want[i]);
+            }
+            /* a draw's log-probabilities: the kept ids, most likely first */
+            sampler_t s;
+            assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+            int32_t id = sampler_sample(&s, logits);
+            assert_true(want[id] > 0);
+            float lp;
+            sampler_logprob_t top[SAMPLER_MAX_TOP_LOGPROBS];
+            int m = sampler_logprobs(&s, id, SAMPLER_MAX_TOP_LOGPROBS, &lp, top);
+            assert_int_equal(m, kept < SAMPLER_MAX_TOP_LOGPROBS ? kept : SAMPLER_MAX_TOP_LOGPROBS);
+            assert_float_equal(lp, log(want[id]), 1e-4);
+            for (int j = 0; j < m; j++) {
+                assert_int_equal(top[j].id, order[j]);
+                assert_float_equal(top[j].logprob, log(want[order[j]]), 1e-4);
+            }
+            sampler_free(&s);
+        }
+    }
+    free(logits), free(probs), free(want), free(order);
+}
+
 /* A token mask (structured output) removes tokens before everything else:
  * greedy, every filter and the draw only ever see allowed tokens, and the
  * distribution renormalises over them; with every allowed logit -inf the
@@ -637,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_draws_follow_distribution),
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_full_vocabulary_tail),
+        cmocka_unit_test(test_filters_full_vocabulary),
         cmocka_unit_test(test_token_mask),
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_logit_bias),
