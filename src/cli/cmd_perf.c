@@ -36,7 +36,8 @@ static const char perf_usage[] =
     "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--depth 0] [--reps 3]\n"
     "                   [--kv-type f16|f32|q8_0] [--state-type f32|f16] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3]\n"
-    "                   [--state-type f32|f16] [--json]\n"
+    "                   [--state-type f32|f16] [--temperature T [--top-k K] [--top-p P] [--min-p M]]\n"
+    "                   [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,4 --schema S.json [--tg 128] [--reps 4]\n"
     "\n"
     "Measures the forward pass in-process: prefill tokens/s for a batch of --pp prompt rows\n"
@@ -76,6 +77,9 @@ static const char perf_usage[] =
     "quantisation, attention, recurrent layers, and the rest (step planning, sampling, gaps).\n"
     "The first table's last column: with two threads or more, a cache line's round trip between\n"
     "two threads before each rep's run (ns), where the host had put the vCPUs (see above).\n"
+    "The sequences draw greedily unless --temperature (above 0) and the filters --top-k, --top-p\n"
+    "and --min-p say otherwise (as a request's fields; each sequence with its own seed): what\n"
+    "sampling costs the engine thread at each level.\n"
     "\n"
     "--schema S.json (with --concurrency): every rep also runs the N sequences constrained by\n"
     "that JSON Schema (compiled as response_format json_schema; greedy; ending when the schema's\n"
@@ -358,17 +362,35 @@ static double other_bytes(const model_t *m, kv_type_t kv_type, int state_type, i
     return kv_token * mean_ctx + 2.0 * (double)fwd_state_snapshot_bytes(m, state_type);
 }
 
+/* How --concurrency's sequences draw, in words. */
+static void sampling_text(const sampler_params_t *p, char *out, size_t size)
+{
+    if (p->temperature == 0.0f) {
+        snprintf(out, size, "greedy");
+        return;
+    }
+    int n = snprintf(out, size, "temperature %g", (double)p->temperature);
+    if (p->top_k && n > 0 && (size_t)n < size)
+        n += snprintf(out + n, size - (size_t)n, ", top_k %d", p->top_k);
+    if (p->top_p < 1.0f && n > 0 && (size_t)n < size)
+        n += snprintf(out + n, size - (size_t)n, ", top_p %g", (double)p->top_p);
+    if (p->min_p > 0.0f && n > 0 && (size_t)n < size)
+        snprintf(out + n, size - (size_t)n, ", min_p %g", (double)p->min_p);
+}
+
 static int run_concurrency(const model_t *m, const char *model_path, int n_threads, const int32_t *levels, int n_levels,
-                           int tg, int reps, int state_type, grammar_t *g, bool json)
+                           int tg, int reps, int state_type, grammar_t *g, const sampler_params_t *sampling, bool json)
 {
     perf_conc_result_t res[PERF_CONC_MAX_LEVELS];
     err_t err;
-    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, state_type, g, res, &err)) {
+    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, state_type, g, sampling, res, &err)) {
         fprintf(stderr, "splash perf: %s\n", err.msg);
         return 1;
     }
-    perf_conc_print(res, n_levels, &(perf_conc_report_t){model_path, kernel_path(m), n_threads, tg, reps, g != NULL},
-                    json);
+    char text[128];
+    sampling_text(sampling, text, sizeof text);
+    perf_conc_print(res, n_levels,
+                    &(perf_conc_report_t){model_path, kernel_path(m), n_threads, tg, reps, g != NULL, text}, json);
     return 0;
 }
 
@@ -396,6 +418,8 @@ typedef struct perf_opts {
     int64_t pp, tg, reps, depth;
     kv_type_t kv_type;
     int state_type;
+    sampler_params_t sampling; /* --concurrency's draws (--temperature, --top-k, --top-p, --min-p) */
+    bool has_sampling;
     bool json, help;
 } perf_opts_t;
 
@@ -430,8 +454,23 @@ enum {
     PO_DEPTH,
     PO_KV_TYPE,
     PO_STATE_TYPE,
-    PO_REPS
+    PO_REPS,
+    PO_TEMPERATURE,
+    PO_TOP_K,
+    PO_TOP_P,
+    PO_MIN_P
 };
+
+/* A sampling flag's value into *out, within [lo, hi]. */
+static int parse_sampling(perf_opts_t *o, const char *flag, const char *v, double lo, double hi, float *out, err_t *err)
+{
+    double d;
+    if (cli_parse_f64(flag, v, lo, hi, &d, err))
+        return -1;
+    *out = (float)d;
+    o->has_sampling = true;
+    return 0;
+}
 
 /* One option from getopt_long (c) and its value. */
 static int parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *err)
@@ -450,6 +489,18 @@ static int parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *er
     case PO_KV_TYPE: return kv_type_parse("--kv-type", v, &o->kv_type, err);
     case PO_STATE_TYPE: return state_type_parse("--state-type", v, &o->state_type, err);
     case PO_REPS: return cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &o->reps, err);
+    case PO_TEMPERATURE:
+        return parse_sampling(o, "--temperature", v, 0.0, SAMPLER_MAX_TEMPERATURE, &o->sampling.temperature, err);
+    case PO_TOP_K: {
+        int64_t k;
+        if (cli_parse_i64("--top-k", v, 0, INT32_MAX, &k, err))
+            return -1;
+        o->sampling.top_k = (int)k;
+        o->has_sampling = true;
+        return 0;
+    }
+    case PO_TOP_P: return parse_sampling(o, "--top-p", v, 1e-9, 1.0, &o->sampling.top_p, err);
+    case PO_MIN_P: return parse_sampling(o, "--min-p", v, 0.0, 1.0, &o->sampling.min_p, err);
     case 'h': o->help = true; return 1;
     case ':': return err_set(err, "%s needs a value", arg);
     default: return err_set(err, "unknown argument '%s' (splash perf --help lists the options)", arg);
@@ -470,6 +521,10 @@ static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
         {"kv-type", required_argument, NULL, PO_KV_TYPE},
         {"state-type", required_argument, NULL, PO_STATE_TYPE},
         {"reps", required_argument, NULL, PO_REPS},
+        {"temperature", required_argument, NULL, PO_TEMPERATURE},
+        {"top-k", required_argument, NULL, PO_TOP_K},
+        {"top-p", required_argument, NULL, PO_TOP_P},
+        {"min-p", required_argument, NULL, PO_MIN_P},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -478,7 +533,8 @@ static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
                        .tg = 128,
                        .reps = 3,
                        .kv_type = KV_TYPE_DEFAULT,
-                       .state_type = TYPE_F32};
+                       .state_type = TYPE_F32,
+                       .sampling = sampler_params_default()};
     if (cli_getopt(argc, argv, "h", options, parse_opt, o, err))
         return -1;
     if (o->help)
@@ -487,6 +543,11 @@ static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
         return err_set(err, "unknown argument '%s' (splash perf --help lists the options)", argv[optind]);
     if (o->schema_path && !o->conc)
         return err_set(err, "--schema needs --concurrency");
+    if (o->has_sampling && !o->conc)
+        return err_set(err, "--temperature, --top-k, --top-p and --min-p need --concurrency");
+    if (o->has_sampling && o->sampling.temperature == 0.0f &&
+        (o->sampling.top_k || o->sampling.top_p < 1.0f || o->sampling.min_p > 0.0f))
+        return err_set(err, "--top-k, --top-p and --min-p need --temperature above 0 (0 is greedy)");
     if (o->conc && o->tg < 2)
         return err_set(err, "--concurrency needs --tg of at least 2");
     if (o->pp == 0 && o->tg == 0 && !o->conc)
@@ -697,7 +758,7 @@ static int run_levels(const model_t *m, const perf_opts_t *o, err_t *err)
     if (o->schema_path && !(g = load_schema(o->schema_path, err)))
         return 1;
     int rc = run_concurrency(m, o->model_path, o->threads[0], o->conc, o->n_conc, (int)o->tg, (int)o->reps,
-                             o->state_type, g, o->json);
+                             o->state_type, g, &o->sampling, o->json);
     grammar_unref(g);
     return rc;
 }

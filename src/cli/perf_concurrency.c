@@ -22,8 +22,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* One run of n sequences; tokens/s over the all-decoding window. */
-static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, grammar_t *g, double *tps, long *n_tokens,
-                    err_t *err)
+static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, grammar_t *g,
+                    const sampler_params_t *sampling, double *tps, long *n_tokens, err_t *err)
 {
     engine_req_t **rs = calloc((size_t)n, sizeof *rs);
     int32_t *prompts = malloc((size_t)n * PERF_CONC_PROMPT * sizeof *prompts);
@@ -50,7 +50,8 @@ static int run_once(engine_t *e, int vocab, int n, int tg, uint32_t seed, gramma
                              .ignore_eos = g == NULL, /* a grammar ends the answer itself */
                              .cache_salt = salt};
         p.constraint.grammar = g;
-        p.sampling = sampler_params_default();
+        p.sampling = sampling && !g ? *sampling : sampler_params_default();
+        p.sampling.seed = (uint64_t)seed * 1000u + (uint64_t)i;
         if (engine_submit(e, &p, &rs[i], err) != ENGINE_OK)
             goto out;
     }
@@ -107,7 +108,8 @@ static double median(double *runs, int reps)
 }
 
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     int state_type, grammar_t *g, perf_conc_result_t *out, err_t *err)
+                     int state_type, grammar_t *g, const sampler_params_t *sampling, perf_conc_result_t *out,
+                     err_t *err)
 {
     vocab_t vocab;
     if (vocab_load(&vocab, m->gguf, m->cfg.vocab, err))
@@ -153,7 +155,7 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
                     perf_phases_begin();
                 int64_t t0 = clock_now_ns();
                 rc = run_once(e, m->cfg.vocab, levels[l], tg, (uint32_t)(l * 1000 + r), is_constrained ? g : NULL,
-                              is_constrained ? &o->runs_constrained[r] : &o->runs[r], &n_tok, err);
+                              sampling, is_constrained ? &o->runs_constrained[r] : &o->runs[r], &n_tok, err);
                 if (!is_constrained)
                     perf_phases_end(&o->phases, (uint64_t)(clock_now_ns() - t0), (uint64_t)n_tok);
                 o->tokens_constrained += is_constrained ? (uint64_t)n_tok : 0;
@@ -240,8 +242,10 @@ void perf_conc_print(const perf_conc_result_t *res, int n_levels, const perf_con
     }
     if (json) {
         printf("{\"schema\": \"splash.perf.concurrency.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
-               "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
-               rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->kernel_path, rep->n_threads, rep->tg, rep->reps);
+               "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"sampling\": \"%s\", "
+               "\"results\": [",
+               rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->kernel_path, rep->n_threads, rep->tg, rep->reps,
+               rep->sampling);
         for (int l = 0; l < n_levels; l++) {
             const perf_conc_result_t *o = &res[l];
             printf("%s{\"seqs\": %d, \"decode_tokens_per_s\": %.3f, \"vs_one\": %.4f, \"vs_one_min\": %.4f, "
@@ -262,8 +266,8 @@ void perf_conc_print(const perf_conc_result_t *res, int n_levels, const perf_con
         printf("]}\n");
         return;
     }
-    printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, the levels alternated\n\n", rep->model_path,
-           rep->kernel_path, rep->n_threads, rep->tg, rep->reps);
+    printf("model: %s; kernel path %s; %d threads; tg%d; %s; median of %d, the levels alternated\n\n", rep->model_path,
+           rep->kernel_path, rep->n_threads, rep->tg, rep->sampling, rep->reps);
     printf("| sequences | aggregate decode tok/s | runs | vs 1 sequence (per rep: median, range) | threads' round trip "
            "ns (per run) |\n"
            "|---|---|---|---|---|\n");

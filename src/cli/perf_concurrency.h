@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "cli/perf_phases.h"
+#include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "model/model.h"
 
@@ -40,15 +41,19 @@ typedef struct perf_conc_result {
  * rep runs all levels, in turn forwards and backwards. With g
  * (not NULL) every rep also runs the N sequences constrained by g (greedy,
  * ending when the grammar does), in alternating order. state_type: a hybrid
- * model's recurrent state (engine_config_t.state_type). */
+ * model's recurrent state (engine_config_t.state_type). sampling: how the
+ * unconstrained sequences draw (NULL: greedy), sequence i of a run seeded
+ * with its own seed. */
 int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     int state_type, grammar_t *g, perf_conc_result_t *out, err_t *err);
+                     int state_type, grammar_t *g, const sampler_params_t *sampling, perf_conc_result_t *out,
+                     err_t *err);
 
 /* What the report names besides the results. */
 typedef struct perf_conc_report {
     const char *model_path, *kernel_path;
     int n_threads, tg, reps;
-    bool is_constrained; /* --schema: constrained against unconstrained */
+    bool is_constrained;  /* --schema: constrained against unconstrained */
+    const char *sampling; /* how the sequences sample, in words */
 } perf_conc_report_t;
 
 /* The levels' table (or JSON), and the phases' shares; with is_constrained
