@@ -499,7 +499,10 @@ static int parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *er
         o->has_sampling = true;
         return 0;
     }
-    case PO_TOP_P: return parse_sampling(o, "--top-p", v, 1e-9, 1.0, &o->sampling.top_p, err);
+    case PO_TOP_P:
+        if (parse_sampling(o, "--top-p", v, 0.0, 1.0, &o->sampling.top_p, err))
+            return -1;
+        return o->sampling.top_p > 0.0f ? 0 : err_set(err, "--top-p: %s is out of range (0, 1]", v);
     case PO_MIN_P: return parse_sampling(o, "--min-p", v, 0.0, 1.0, &o->sampling.min_p, err);
     case 'h': o->help = true; return 1;
     case ':': return err_set(err, "%s needs a value", arg);

@@ -212,6 +212,15 @@ for x in r:
     ph=x["phases"]; parts=ph["weights_share"]+ph["quantize_share"]+ph["attention_share"]+ph["recurrent_share"]+ph["rest_share"]
     assert ph["ms_per_token"]>0 and ph["weights_share"]>0 and ph["recurrent_share"]==0 and abs(parts-1)<1e-3, ph' \
     "$work/perf.json" && ok || bad "perf --concurrency --json: $(head -c 400 "$work/perf.json")"
+# --concurrency with a request's sampling fields: named in the report
+"$splash" perf --concurrency 1 --tg 4 --reps 1 --threads 1 --temperature 0.7 --top-k 20 --top-p 0.8 --json \
+    >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
+assert r["sampling"]=="temperature 0.7, top_k 20, top_p 0.8" and r["results"][0]["decode_tokens_per_s"]>0, r' \
+    "$work/perf.json" && ok || bad "perf --concurrency --temperature: $(head -c 300 "$work/perf.json")"
+expect_error 2 "need --concurrency" -- "$splash" perf --temperature 0.7
+expect_error 2 "need --temperature above 0" -- "$splash" perf --concurrency 1 --top-k 20
+expect_error 2 "--top-p: 1.5 is out of range" -- "$splash" perf --concurrency 1 --temperature 1 --top-p 1.5
 expect_error 2 "--pp and --tg are both 0" -- "$splash" perf --pp 0 --tg 0
 # --depth moves both tests, as llama-bench's -d: "pp8 @ d100", "tg2 @ d100"
 "$splash" perf --pp 8 --tg 2 --depth 100 --reps 1 --threads 1 >"$work/out" 2>"$work/err" &&
