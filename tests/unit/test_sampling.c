@@ -462,8 +462,8 @@ static void test_filters_full_vocabulary(void **state)
     const struct {
         float t, top_p, min_p;
         int top_k;
-    } cf[] = {{0.7f, 0.8f, 0.0f, 20}, {0.7f, 1.0f, 0.0f, 40}, {1.0f, 0.9f, 0.0f, 0}, {0.8f, 1.0f, 0.05f, 0},
-              {0.6f, 0.95f, 0.1f, 20}, {1.5f, 0.5f, 0.0f, 0}};
+    } cf[] = {{0.7f, 0.8f, 0.0f, 20}, {0.7f, 1.0f, 0.0f, 40},  {1.0f, 0.9f, 0.0f, 0},
+              {0.8f, 1.0f, 0.05f, 0}, {0.6f, 0.95f, 0.1f, 20}, {1.5f, 0.5f, 0.0f, 0}};
     for (int shape = 0; shape < 3; shape++) {
         fill_normal(logits, V, 40 + shape, shape == 2 ? 0.3f : 3.0f);
         if (shape == 1)
