@@ -19,6 +19,13 @@
 #define SAMPLER_Z_MARGIN 1e-2f
 /* Candidates past vocab / this: the dense path (a near-flat distribution). */
 #define SAMPLER_SPARSE_DIV 16
+/* Where sampler_logprobs looks for the most likely ids, in turn, in units
+ * of (l - l_max) / T (weights down to e^-1, e^-4, e^-16 of the maximum's;
+ * then every id). */
+#define SAMPLER_LOGPROB_Z                                                                                              \
+    {                                                                                                                  \
+        -1.0f, -4.0f, -16.0f                                                                                           \
+    }
 /* Bisection steps narrow_top_k takes at most (each a vector scan). */
 #define SAMPLER_NARROW_STEPS 24
 
@@ -655,7 +662,29 @@ static float lv_at(const sampler_t *s, int32_t id)
     return isnan(v) ? -INFINITY : v;
 }
 
-int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chosen_logprob, sampler_logprob_t *top)
+/* The first n_top of the ranking among the kept ids (greedy: every finite
+ * one; otherwise w > 0), into best, most likely first: from the ids near
+ * the maximum ((lv - lmax) / t >= z, a prefix of the ranking), z moving
+ * down SAMPLER_LOGPROB_Z until they hold n_top kept ids, at last every id.
+ * lmax is finite. Returns how many. */
+static int top_kept(sampler_t *s, bool is_greedy, float lmax, float t, int n_top, sampler_cand_t *best)
+{
+    static const float z[] = SAMPLER_LOGPROB_Z;
+    const int n_pass = (int)(sizeof z / sizeof z[0]);
+    int n = 0;
+    for (int pass = 0; pass <= n_pass && n < n_top; pass++) {
+        const int64_t m = ops_collect_ge(s->ids, s->lv, s->vocab, lmax, 1.0f / t, pass < n_pass ? z[pass] : -INFINITY);
+        n = 0;
+        for (int64_t j = 0; j < m; j++) {
+            const int32_t i = s->ids[j];
+            if (is_greedy ? lv_at(s, i) > -INFINITY : s->w[i] > 0.0f)
+                top_insert(best, &n, n_top, i, lv_at(s, i));
+        }
+    }
+    return n;
+}
+
+int sampler_logprobs(sampler_t *s, int32_t chosen, int n_top, float *chosen_logprob, sampler_logprob_t *top)
 {
     const bool is_greedy = s->p.temperature == 0.0f;
     const float t = is_greedy ? 1.0f : s->p.temperature;
@@ -668,9 +697,8 @@ int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chose
     } else if (isinf(lmax)) {
         for (int i = 0; i < s->vocab; i++)
             norm += lv_at(s, i) == lmax;
-    } else {
-        for (int i = 0; i < s->vocab; i++)
-            norm += exp((double)lv_at(s, i) - lmax);
+    } else { /* the weights of a draw at temperature 1 (NaN, like -inf, weighs 0) */
+        norm = ops_exp_weights(NULL, s->lv, s->vocab, lmax, 1.0f);
     }
     if (!(norm > 0.0) || (isinf(lmax) && lmax < 0)) { /* nothing finite: all mass on the choice */
         *chosen_logprob = 0.0f;
@@ -681,14 +709,15 @@ int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chose
     const double log_norm = log(norm);
     sampler_cand_t best[SAMPLER_MAX_TOP_LOGPROBS];
     int n = 0;
-    if (!is_greedy && s->is_sparse) {
-        for (int j = 0; j < s->n_kept && n_top > 0; j++)
+    if (n_top > 0 && !is_greedy && s->is_sparse) {
+        for (int j = 0; j < s->n_kept; j++)
             top_insert(best, &n, n_top, s->ids[j], s->l[s->ids[j]]);
-    }
-    for (int i = 0; i < s->vocab && n_top > 0 && (is_greedy || !s->is_sparse); i++) {
-        bool is_kept = is_greedy ? lv_at(s, i) > -INFINITY && (!isinf(lmax) || lv_at(s, i) == lmax) : s->w[i] > 0.0f;
-        if (is_kept)
-            top_insert(best, &n, n_top, i, lv_at(s, i));
+    } else if (n_top > 0 && !isinf(lmax)) {
+        n = top_kept(s, is_greedy, lmax, t, n_top, best);
+    } else if (n_top > 0) { /* +inf: the ids at it */
+        for (int i = 0; i < s->vocab; i++)
+            if (is_greedy ? lv_at(s, i) == lmax : s->w[i] > 0.0f)
+                top_insert(best, &n, n_top, i, lv_at(s, i));
     }
     for (int i = 0; i < n; i++)
         top[i] = (sampler_logprob_t){best[i].id, logprob_of(best[i].l, lmax, t, log_norm)};

@@ -157,7 +157,9 @@ void sampler_distribution(sampler_t *s, const float *logits, double *probs);
  *   greedy: the log-softmax (temperature 1, no filters) of the logits the
  *     argmax was taken of: penalties, logit_bias and mask applied (with none
  *     of those set, the raw logits).
- * Returns the number of entries written to top. */
-int sampler_logprobs(const sampler_t *s, int32_t chosen, int n_top, float *chosen_logprob, sampler_logprob_t *top);
+ * Returns the number of entries written to top. Uses the sampler's scratch
+ * (a vector scan for the most likely ids; greedy's normaliser a vector
+ * pass, ops_exp_weights at temperature 1, within 2e-7 of exp). */
+int sampler_logprobs(sampler_t *s, int32_t chosen, int n_top, float *chosen_logprob, sampler_logprob_t *top);
 
 #endif

@@ -514,6 +514,25 @@ static void test_filters_full_vocabulary(void **state)
             }
             sampler_free(&s);
         }
+        /* greedy's log-probabilities: the log-softmax, most likely first */
+        sampler_params_t p = params(0.0f);
+        sampler_t s;
+        assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+        int32_t id = sampler_sample(&s, logits);
+        assert_int_equal(id, order[0]);
+        double norm = 0.0;
+        for (int i = 0; i < V; i++)
+            norm += exp((double)logits[i] - logits[id]);
+        float lp;
+        sampler_logprob_t top[SAMPLER_MAX_TOP_LOGPROBS];
+        int m = sampler_logprobs(&s, id, SAMPLER_MAX_TOP_LOGPROBS, &lp, top);
+        assert_int_equal(m, SAMPLER_MAX_TOP_LOGPROBS);
+        assert_float_equal(lp, -log(norm), 1e-5);
+        for (int j = 0; j < m; j++) {
+            assert_int_equal(top[j].id, order[j]);
+            assert_float_equal(top[j].logprob, (double)logits[order[j]] - logits[id] - log(norm), 1e-5);
+        }
+        sampler_free(&s);
     }
     free(logits), free(probs), free(want), free(order);
 }
