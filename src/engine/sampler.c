@@ -26,6 +26,9 @@
     {                                                                                                                  \
         -1.0f, -4.0f, -16.0f                                                                                           \
     }
+/* The ids top_p_cut ranks by quickselect, at most (more: its bisection
+ * goes on). */
+#define SAMPLER_BOUNDARY_IDS 1024
 /* Bisection steps narrow_top_k takes at most (each a vector scan). */
 #define SAMPLER_NARROW_STEPS 24
 
@@ -421,6 +424,60 @@ static bool filter(sampler_t *s, double total_all, sampler_cand_t *cut)
     }
 }
 
+/* top_p's cut (without top_k) over dense weights whose mass is total and
+ * whose maximum is finite: the last id the ranking keeps. The logit range
+ * is halved (ops_mass_ge: the mass and number of ids at or above a logit)
+ * until the ids between lo and hi, where the mass at or above lo reaches
+ * need and that at or above hi does not, number at most
+ * SAMPLER_BOUNDARY_IDS; the cut is then found among them alone by the
+ * mass-weighted quickselect, the mass above hi ranked before them. No pass
+ * but vector ones over the vocabulary, where filter() would rank a
+ * near-flat distribution's hundred thousand candidates. */
+static bool top_p_cut(sampler_t *s, double total, sampler_cand_t *cut)
+{
+    const float lmax = s->lmax, *l = s->l;
+    const double need = (double)s->p.top_p * total;
+    float lo = lmax - 88.0f * s->p.temperature, hi = nextafterf(lmax, INFINITY);
+    int64_t n_lo = 0, n_hi = 0;
+    double m_lo = 0.0, m_hi = 0.0;
+    /* from the maximum down, a temperature's 1/4, 1/2, 1, 2 ... below it,
+     * until the mass reaches need (the dense path's rows are near-flat: a
+     * few steps); at 88 below, every weight is in */
+    for (float z = 0.25f;; z *= 2.0f) {
+        const float at = z < 88.0f ? lmax - z * s->p.temperature : lo;
+        m_lo = ops_mass_ge(s->w, l, s->vocab, at, &n_lo);
+        if (m_lo >= need || !(z < 88.0f)) {
+            lo = at;
+            break;
+        }
+        hi = at, m_hi = m_lo, n_hi = n_lo;
+    }
+    if (!(m_lo >= need)) /* below lo every weight is 0: short only by rounding */
+        return false;
+    for (int it = 0; it < SAMPLER_NARROW_STEPS * 2 && n_lo - n_hi > SAMPLER_BOUNDARY_IDS; it++) {
+        const float mid = lo + 0.5f * (hi - lo);
+        if (!(mid > lo && mid < hi))
+            break; /* adjacent floats */
+        int64_t n_mid;
+        const double m_mid = ops_mass_ge(s->w, l, s->vocab, mid, &n_mid);
+        if (m_mid >= need)
+            lo = mid, m_lo = m_mid, n_lo = n_mid;
+        else
+            hi = mid, m_hi = m_mid, n_hi = n_mid;
+    }
+    if (n_lo - n_hi > s->vocab / SAMPLER_SPARSE_DIV)
+        return filter(s, total, cut); /* ties pile up in one logit: the candidates' way */
+    sampler_cand_t *c = s->cand;
+    const int n = (int)ops_collect_range(s->ids, l, s->vocab, lo, hi);
+    for (int i = 0; i < n; i++)
+        c[i] = (sampler_cand_t){l[s->ids[i]], s->ids[i]};
+    if (n && select_mass(c, n, s->w, need - m_hi, cut))
+        return true;
+    if (n) /* rounding left the boundary short: all of it */
+        *cut = last_ranked(c, n);
+    return n > 0;
+}
+
 /* top_k's candidates when those above zmin are too many (a flat
  * distribution): any prefix of the ranking holding k ids holds top_k's
  * set, so the cut is raised, by bisection between zmin and 0, until the
@@ -535,18 +592,15 @@ static double prepare(sampler_t *s, const float *logits)
         return s->kept;
     s->is_sparse = false;
     double sum = weigh(s, best);
-    sampler_cand_t cut = {0.0f, 0};
-    const bool has_cut = filter(s, sum, &cut);
+    sampler_cand_t cut = {-INFINITY, INT32_MAX}; /* no cut: every id ranks before it */
+    const bool has_cut =
+        !s->p.top_k && s->p.top_p < 1.0f && !isinf(s->lmax) ? top_p_cut(s, sum, &cut) : filter(s, sum, &cut);
     const float min_p = s->p.min_p; /* w is 1 at p_max: a ratio test */
     if (!has_cut && min_p == 0.0f)
         return sum;
-    sum = 0.0;
-    for (int i = 0; i < s->vocab; i++) {
-        if ((has_cut && ranks_before(cut.l, cut.id, s->l[i], i)) || s->w[i] < min_p)
-            s->w[i] = 0.0f;
-        sum += s->w[i];
-    }
-    return sum;
+    if (!has_cut)
+        cut = (sampler_cand_t){-INFINITY, INT32_MAX};
+    return ops_keep_ranked(s->w, s->l, s->vocab, cut.l, cut.id, min_p);
 }
 
 /* The mass of w[0, n) (n <= 16) as a tree of double sums, zeros past n. */

@@ -481,6 +481,22 @@ int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, 
     return m;
 }
 
+int64_t ops_collect_range(int32_t *ids, const float *x, int64_t n, float lo, float hi)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return collect_range_avx512(ids, x, n, lo, hi);
+    return ops_collect_range_ref(ids, x, n, lo, hi);
+}
+
+int64_t ops_collect_range_ref(int32_t *ids, const float *x, int64_t n, float lo, float hi)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] >= lo && x[i] < hi)
+            ids[m++] = (int32_t)i;
+    return m;
+}
+
 double ops_exp_weights(float *w, const float *x, int64_t n, float xmax, float t)
 {
     if (cpu_level() >= CPU_AVX512)
@@ -528,6 +544,45 @@ double ops_exp_weights_ref(float *w, const float *x, int64_t n, float xmax, floa
         if (w)
             w[i] = e;
         lane[i % 16] += (double)e;
+    }
+    return ops_exp_sum_lanes(lane);
+}
+
+double ops_mass_ge(const float *w, const float *l, int64_t n, float l_min, int64_t *count)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return mass_ge_avx512(w, l, n, l_min, count);
+    return ops_mass_ge_ref(w, l, n, l_min, count);
+}
+
+double ops_mass_ge_ref(const float *w, const float *l, int64_t n, float l_min, int64_t *count)
+{
+    double lane[16] = {0};
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const bool in = l[i] >= l_min;
+        lane[i % 16] += in ? (double)w[i] : 0.0;
+        c += in;
+    }
+    *count = c;
+    return ops_exp_sum_lanes(lane);
+}
+
+double ops_keep_ranked(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return keep_ranked_avx512(w, l, n, l_cut, id_cut, w_min);
+    return ops_keep_ranked_ref(w, l, n, l_cut, id_cut, w_min);
+}
+
+double ops_keep_ranked_ref(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min)
+{
+    double lane[16] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        const float v = l[i];
+        if (!((v > l_cut || (v == l_cut && id_cut >= i)) && w[i] >= w_min))
+            w[i] = 0.0f;
+        lane[i % 16] += (double)w[i];
     }
     return ops_exp_sum_lanes(lane);
 }

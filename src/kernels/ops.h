@@ -107,6 +107,10 @@ int64_t argmax_copy_avx512(float *y, const float *x, int64_t n);
 int64_t ops_collect_ge(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
 int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
 int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
+/* The same for lo <= x[i] < hi. */
+int64_t ops_collect_range(int32_t *ids, const float *x, int64_t n, float lo, float hi);
+int64_t ops_collect_range_ref(int32_t *ids, const float *x, int64_t n, float lo, float hi);
+int64_t collect_range_avx512(int32_t *ids, const float *x, int64_t n, float lo, float hi);
 
 /* A draw's weights and whole mass: w[i] = ops_exp_weight((x[i] - xmax) /
  * t) (w may be NULL: the sum alone); returns
@@ -117,6 +121,19 @@ int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, f
 double ops_exp_weights(float *w, const float *x, int64_t n, float xmax, float t);
 double ops_exp_weights_ref(float *w, const float *x, int64_t n, float xmax, float t);
 double exp_weights_avx512(float *w, const float *x, int64_t n, float xmax, float t);
+/* A dense draw's filters. ops_mass_ge: the sum of w[i] over l[i] >= l_min
+ * (in ops_exp_weights' lanes and order, so over every l it is that sum's
+ * bits) and, in *count, how many. ops_keep_ranked: w[i] = 0 unless id i
+ * ranks no later than (l_cut, id_cut) (l[i] > l_cut, or equal with i <=
+ * id_cut) and w[i] >= w_min; returns the kept sum in the same order. l
+ * holds no NaN. Scalar references and AVX-512 paths, the same bits. */
+double ops_mass_ge(const float *w, const float *l, int64_t n, float l_min, int64_t *count);
+double ops_mass_ge_ref(const float *w, const float *l, int64_t n, float l_min, int64_t *count);
+double mass_ge_avx512(const float *w, const float *l, int64_t n, float l_min, int64_t *count);
+double ops_keep_ranked(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min);
+double ops_keep_ranked_ref(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min);
+double keep_ranked_avx512(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min);
+
 /* The scalar form of simd_exp.h's exp_ps, bit for bit (x <= 0). */
 float ops_exp_poly(float x);
 /* A sampling weight e^z (z <= 0: a logit's distance below the maximum, in

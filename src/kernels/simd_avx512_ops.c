@@ -105,6 +105,21 @@ int64_t argmax_copy_avx512(float *y, const float *x, int64_t n)
     return argmax_store(y, x, n);
 }
 
+/* The 16 lanes' double sums of v, added to lo (lanes 0-7) and hi (8-15). */
+AI void add_lanes(__m512 v, __m512d *lo, __m512d *hi)
+{
+    *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+AI double lanes_sum(__m512d lo, __m512d hi)
+{
+    double lane[16];
+    _mm512_storeu_pd(lane, lo);
+    _mm512_storeu_pd(lane + 8, hi);
+    return ops_exp_sum_lanes(lane);
+}
+
 int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin)
 {
     const __m512 vmax = _mm512_set1_ps(xmax), vinv = _mm512_set1_ps(inv_t), vmin = _mm512_set1_ps(zmin);
@@ -124,6 +139,25 @@ int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, f
     return m;
 }
 
+int64_t collect_range_avx512(int32_t *ids, const float *x, int64_t n, float lo, float hi)
+{
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i step = _mm512_set1_epi32(LANES);
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 in = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(in, x + i);
+        __mmask16 k = _mm512_mask_cmp_ps_mask(_mm512_mask_cmp_ps_mask(in, v, vlo, _CMP_GE_OQ), v, vhi, _CMP_LT_OQ);
+        if (k) {
+            _mm512_mask_compressstoreu_epi32(ids + m, k, at);
+            m += __builtin_popcount(k);
+        }
+        at = _mm512_add_epi32(at, step);
+    }
+    return m;
+}
+
 double exp_weights_avx512(float *w, const float *x, int64_t n, float xmax, float t)
 {
     const __m512 vmax = _mm512_set1_ps(xmax), vt = _mm512_set1_ps(t), floor = _mm512_set1_ps(-87.0f);
@@ -135,13 +169,44 @@ double exp_weights_avx512(float *w, const float *x, int64_t n, float xmax, float
         __m512 e = _mm512_maskz_mov_ps(k, exp_ps(z));
         if (w)
             _mm512_mask_storeu_ps(w + i, in, e);
-        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        add_lanes(e, &lo, &hi);
     }
-    double lane[16];
-    _mm512_storeu_pd(lane, lo);
-    _mm512_storeu_pd(lane + 8, hi);
-    return ops_exp_sum_lanes(lane);
+    return lanes_sum(lo, hi);
+}
+
+double mass_ge_avx512(const float *w, const float *l, int64_t n, float l_min, int64_t *count)
+{
+    const __m512 vmin = _mm512_set1_ps(l_min);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 in = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 k = _mm512_mask_cmp_ps_mask(in, _mm512_maskz_loadu_ps(in, l + i), vmin, _CMP_GE_OQ);
+        add_lanes(_mm512_maskz_loadu_ps(k, w + i), &lo, &hi);
+        c += __builtin_popcount(k);
+    }
+    *count = c;
+    return lanes_sum(lo, hi);
+}
+
+double keep_ranked_avx512(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min)
+{
+    const __m512 vcut = _mm512_set1_ps(l_cut), vmin = _mm512_set1_ps(w_min);
+    const __m512i vid = _mm512_set1_epi32(id_cut), step = _mm512_set1_epi32(LANES);
+    __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += LANES) {
+        __mmask16 in = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 lv = _mm512_maskz_loadu_ps(in, l + i), wv = _mm512_maskz_loadu_ps(in, w + i);
+        __mmask16 ranked = _mm512_cmp_ps_mask(lv, vcut, _CMP_GT_OQ) |
+                           (_mm512_cmp_ps_mask(lv, vcut, _CMP_EQ_OQ) & _mm512_cmple_epi32_mask(at, vid));
+        __mmask16 keep = in & ranked & _mm512_cmp_ps_mask(wv, vmin, _CMP_GE_OQ);
+        wv = _mm512_maskz_mov_ps(keep, wv);
+        _mm512_mask_storeu_ps(w + i, in, wv);
+        add_lanes(wv, &lo, &hi);
+        at = _mm512_add_epi32(at, step);
+    }
+    return lanes_sum(lo, hi);
 }
 
 void f32_to_f16_avx512(uint16_t *y, const float *x, int64_t n)

@@ -315,6 +315,13 @@ static void test_draw_paths(void **state)
         for (int64_t j = 0, i = 0; i < n; i++) /* every qualifying position, in order */
             if ((x[i] - xmax) * (1.0f / t) >= zmin)
                 assert_int_equal(id_ref[j++], i);
+        const float lo = (float)(trial % 5) - 3.0f, hi = lo + (float)(trial % 3) * 0.75f;
+        m = ops_collect_range_ref(id_ref, x, n, lo, hi);
+        assert_int_equal(collect_range_avx512(id_got, x, n, lo, hi), m);
+        assert_memory_equal(id_got, id_ref, (size_t)m * sizeof *id_ref);
+        for (int64_t j = 0, i = 0; i < n; i++)
+            if (x[i] >= lo && x[i] < hi)
+                assert_int_equal(id_ref[j++], i);
         if (trial % 4)
             continue;
         double sum_ref = ops_exp_weights_ref(w_ref, x, n, xmax, t);
@@ -322,6 +329,31 @@ static void test_draw_paths(void **state)
         assert_memory_equal(w_got, w_ref, (size_t)n * sizeof *w_ref);
         assert_memory_equal(&sum_got, &sum_ref, sizeof sum_ref);
         assert_true(exp_weights_avx512(NULL, x, n, xmax, t) == sum_ref);
+        /* the dense filters over those weights: the mass above a logit,
+         * and the weights kept up to a rank and a floor */
+        const float l_min = (float)(trial % 7) - 3.0f;
+        int64_t c_ref, c_got;
+        double m_ref = ops_mass_ge_ref(w_ref, x, n, l_min, &c_ref);
+        double m_got = mass_ge_avx512(w_ref, x, n, l_min, &c_got);
+        assert_memory_equal(&m_got, &m_ref, sizeof m_ref);
+        assert_int_equal(c_got, c_ref);
+        int64_t c_all;
+        double all = ops_mass_ge_ref(w_ref, x, n, -INFINITY, &c_all);
+        assert_memory_equal(&all, &sum_ref, sizeof all); /* every id: ops_exp_weights' bits */
+        float kr[N], kg[N];
+        memcpy(kr, w_ref, (size_t)n * sizeof *kr);
+        memcpy(kg, w_ref, (size_t)n * sizeof *kg);
+        const float l_cut = trial % 8 ? x[trial % n] : -INFINITY, w_min = trial % 3 ? 0.0f : 1e-3f;
+        const int32_t id_cut = trial % 8 ? (int32_t)(trial % n) : INT32_MAX;
+        double k_ref = ops_keep_ranked_ref(kr, x, n, l_cut, id_cut, w_min);
+        double k_got = keep_ranked_avx512(kg, x, n, l_cut, id_cut, w_min);
+        assert_memory_equal(kg, kr, (size_t)n * sizeof *kr);
+        assert_memory_equal(&k_got, &k_ref, sizeof k_ref);
+        for (int64_t i = 0; i < n; i++) {
+            const float v = x[i];
+            const bool ranked = v > l_cut || (v == l_cut && id_cut >= i);
+            assert_true(kr[i] == (ranked && w_ref[i] >= w_min ? w_ref[i] : 0.0f));
+        }
         for (int64_t i = 0; i < n; i++) { /* within 2e-7 of expf, 0 past the cut */
             const float z = (x[i] - xmax) / t;
             if (!(z >= -87.0f))
