@@ -122,6 +122,15 @@ struct engine_req {
     engine_req_t *q_next;        /* admission queue link */
 };
 
+/* One request's wanted rows of a step, for consume_rows (engine_step.c):
+ * from batch row i, their logits from logits row li; m, after sampling:
+ * the drafts matched. */
+typedef struct engine_unit {
+    engine_req_t *r;
+    int i, li;
+    int m;
+} engine_unit_t;
+
 struct engine {
     const model_t *m;
     const vocab_t *vocab;
@@ -172,11 +181,12 @@ struct engine {
     int32_t *b_tokens, *b_pos;
     const int32_t **b_tables;
     uint8_t *b_want;
-    int32_t *b_slots;     /* (batch_tokens) hybrid models: each row's recurrent-state slot */
-    void **b_snaps;       /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
-    uint8_t *b_chunk;     /* (batch_tokens) hybrid models: prompt rows the delta rule may take in chunks */
-    engine_req_t **b_req; /* (batch_tokens) the request of each row */
-    bool *is_slot_busy;   /* (max_seqs) hybrid models: recurrent-state slots held by running requests */
+    int32_t *b_slots;       /* (batch_tokens) hybrid models: each row's recurrent-state slot */
+    void **b_snaps;         /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
+    uint8_t *b_chunk;       /* (batch_tokens) hybrid models: prompt rows the delta rule may take in chunks */
+    engine_req_t **b_req;   /* (batch_tokens) the request of each row */
+    engine_unit_t *b_units; /* (batch_tokens) consume_rows' work: a request's wanted rows of the step */
+    bool *is_slot_busy;     /* (max_seqs) hybrid models: recurrent-state slots held by running requests */
     int n_batch;
     uint64_t loops; /* engine loop iterations (trace step ids) */
     uint64_t steps, prefill_rows, prefill_chunks, decode_rows, verify_rows;

@@ -305,52 +305,108 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
     e->n_batch = n;
 }
 
-/* Consumption: sample every row that ends in a token (decode rows, the last
- * prompt row) and verify drafts; copy logits a request asked for. The
- * sampler takes each sampled token into its history at once (the next row's
- * penalties depend on it), but nothing is committed yet. */
-static void consume_rows(engine_t *e)
+/* Samples one unit: a prompt row (its logits kept where the request asked,
+ * the last one sampled) or a decode row and its drafts (contiguous): each
+ * row sampled as decoding without speculation would, accepting drafts while
+ * the sample equals them; the first mismatch is the correction. The sampler
+ * takes each sampled token into its history at once (the next row's
+ * penalties depend on it), but nothing is committed yet. Touches only the
+ * request's own state (and, for a request under a grammar mask, the
+ * engine's grammar counters): units of different requests may run side by
+ * side. */
+static void consume_unit(engine_t *e, engine_unit_t *u)
 {
     const int vocab = e->m->cfg.vocab;
-    int li = 0;
+    engine_req_t *r = u->r;
+    const float *row = e->logits + (size_t)u->li * vocab;
+    u->m = 0;
+    if (r->phase == ENGINE_PHASE_PREFILL) {
+        const int pos = e->b_pos[u->i];
+        if (r->p.prompt_logits)
+            memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
+        if (pos == r->n_prompt - 1) {
+            r->sampled[0] = masks_sample(e, r, 0, row);
+            sampler_accept(&r->sampler, r->sampled[0]);
+            r->n_sampled = 1;
+            if (r->p.token_logits)
+                memcpy(r->p.token_logits + (size_t)r->n_generated * vocab, row, (size_t)vocab * sizeof(float));
+        }
+        return;
+    }
+    const int k = r->n_drafts;
+    r->n_sampled = 0;
+    for (int j = 0; j <= k; j++) {
+        const float *rj = row + (size_t)j * vocab;
+        int32_t tok = masks_sample(e, r, j, rj);
+        sampler_accept(&r->sampler, tok);
+        if (r->p.token_logits)
+            memcpy(r->p.token_logits + (size_t)(r->n_generated + j) * vocab, rj, (size_t)vocab * sizeof(float));
+        r->sampled[r->n_sampled++] = tok;
+        if (j == k || tok != r->drafts[j])
+            break;
+        u->m++;
+    }
+}
+
+typedef struct consume_job {
+    engine_t *e;
+    engine_unit_t *units;
+} consume_job_t;
+
+/* Unit g, unless its request is under a grammar mask (consume_rows runs
+ * those on the engine thread). */
+static void consume_part(void *arg, int g, int n)
+{
+    const consume_job_t *job = arg;
+    (void)n;
+    if (!job->units[g].r->masks)
+        consume_unit(job->e, &job->units[g]);
+}
+
+/* Whether a unit's draw costs more than a pool hand-off: a temperature,
+ * penalties or log-probabilities (greedy alone: one vector pass). */
+static bool is_costly(const engine_req_t *r)
+{
+    const sampler_params_t *p = &r->p.sampling;
+    return p->temperature > 0.0f || r->p.logprobs || p->repetition_penalty != 1.0f || p->presence_penalty != 0.0f ||
+           p->frequency_penalty != 0.0f || p->n_bias > 0;
+}
+
+/* Consumption: sample every row that ends in a token (decode rows, the last
+ * prompt row) and verify drafts; copy logits a request asked for. Each
+ * request's rows are one unit; units without a grammar mask run across
+ * the pool when there are several and their draws cost (the sampler's
+ * passes over the vocabulary, 45-500 us a row with a temperature), those
+ * with one on the engine thread (the grammar's state and counters). */
+static void consume_rows(engine_t *e)
+{
+    engine_unit_t *units = e->b_units;
+    int n_units = 0, n_plain = 0, n_costly = 0, li = 0;
     for (int i = 0; i < e->n_batch;) {
         engine_req_t *r = e->b_req[i];
         if (!e->b_want[i]) {
             i++;
             continue;
         }
-        const float *row = e->logits + (size_t)li * vocab;
-        int pos = e->b_pos[i];
-        if (r->phase == ENGINE_PHASE_PREFILL) {
-            if (r->p.prompt_logits)
-                memcpy(r->p.prompt_logits + (size_t)pos * vocab, row, (size_t)vocab * sizeof(float));
-            if (pos == r->n_prompt - 1) {
-                r->sampled[0] = masks_sample(e, r, 0, row);
-                sampler_accept(&r->sampler, r->sampled[0]);
-                r->n_sampled = 1;
-                if (r->p.token_logits)
-                    memcpy(r->p.token_logits + (size_t)r->n_generated * vocab, row, (size_t)vocab * sizeof(float));
-            }
-            li++;
-            i++;
-            continue;
+        const int rows = r->phase == ENGINE_PHASE_PREFILL ? 1 : r->n_drafts + 1;
+        units[n_units++] = (engine_unit_t){r, i, li, 0};
+        li += rows;
+        i += rows;
+    }
+    for (int u = 0; u < n_units; u++)
+        if (!units[u].r->masks) {
+            n_plain++;
+            n_costly += is_costly(units[u].r);
         }
-        /* a decode row and its drafts (contiguous): sample each row as
-         * decoding without speculation would, accepting drafts while the
-         * sample equals them; the first mismatch is the correction */
-        int k = r->n_drafts, m = 0;
-        r->n_sampled = 0;
-        for (int j = 0; j <= k; j++) {
-            const float *rj = e->logits + (size_t)(li + j) * vocab;
-            int32_t tok = masks_sample(e, r, j, rj);
-            sampler_accept(&r->sampler, tok);
-            if (r->p.token_logits)
-                memcpy(r->p.token_logits + (size_t)(r->n_generated + j) * vocab, rj, (size_t)vocab * sizeof(float));
-            r->sampled[r->n_sampled++] = tok;
-            if (j == k || tok != r->drafts[j])
-                break;
-            m++;
-        }
+    consume_job_t job = {e, units};
+    if (n_plain)
+        pool_run_parts(n_plain >= 2 && n_costly > 0 ? e->pool : NULL, n_units, consume_part, &job);
+    for (int u = 0; u < n_units; u++)
+        if (units[u].r->masks)
+            consume_unit(e, &units[u]);
+    for (int u = 0; u < n_units; u++) { /* in batch order, as the rows came */
+        const engine_req_t *r = units[u].r;
+        const int k = r->phase == ENGINE_PHASE_PREFILL ? 0 : r->n_drafts, m = units[u].m;
         if (k > 0 && !r->n_forced_drafts) {
             /* positions past the first mismatch were never compared: censored */
             int n_verified = m < k ? m + 1 : k;
@@ -361,8 +417,6 @@ static void consume_rows(engine_t *e)
             e->spec_len_hist[m]++;
             e->spec_verifications++;
         }
-        li += k + 1;
-        i += k + 1;
     }
 }
 
