@@ -487,7 +487,7 @@ static int narrow_top_k(sampler_t *s, float lmax, float zmin, int n)
 {
     const int k = s->p.top_k, cap = s->vocab / SAMPLER_SPARSE_DIV;
     const float inv_t = 1.0f / s->p.temperature;
-    if (isinf(zmin)) /* the last threshold: fewer than k ids are anywhere near the maximum */
+    if (zmin < -87.0f) /* the last threshold: fewer than k ids weigh anything */
         return 0;
     float lo = zmin, hi = 0.0f; /* above lo: too many; at hi: maybe too few */
     for (int it = 0; it < SAMPLER_NARROW_STEPS && (n < k || n > cap); it++) {
@@ -530,7 +530,9 @@ static bool prepare_sparse(sampler_t *s, int32_t best)
         if (use_min && t < min_p && t * (1.0f / SAMPLER_THRESHOLD_STEP) > min_p)
             t = min_p; /* never step over min_p */
         const bool is_last = t == 0.0f, holds_min = use_min && t <= min_p;
-        const float zmin = is_last ? -INFINITY : logf(t) - SAMPLER_Z_MARGIN;
+        /* the last threshold: every id whose weight is not 0 (ops_exp_weight
+         * cuts below -87), so a masked row's few allowed ids stay few */
+        const float zmin = (is_last ? -87.0f : logf(t)) - SAMPLER_Z_MARGIN;
         n = (int)ops_collect_ge(ids, s->l, s->vocab, lmax, 1.0f / T, zmin);
         if (k ? n < k && !is_last && !(holds_min && !use_p) : !use_p && !holds_min && !is_last)
             continue; /* top_k's set, or min_p's, reaches past the candidates */
