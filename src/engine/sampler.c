@@ -600,8 +600,6 @@ static double prepare(sampler_t *s, const float *logits)
     const float min_p = s->p.min_p; /* w is 1 at p_max: a ratio test */
     if (!has_cut && min_p == 0.0f)
         return sum;
-    if (!has_cut)
-        cut = (sampler_cand_t){-INFINITY, INT32_MAX};
     return ops_keep_ranked(s->w, s->l, s->vocab, cut.l, cut.id, min_p);
 }
 
