@@ -368,60 +368,118 @@ static bool select_mass(sampler_cand_t *c, int n, const float *w, double need, s
     return true;
 }
 
-/* Steps 4 and 5. Their survivors are a prefix of the ranking, described by
- * the last one kept, *cut; returns false when neither is set. Only
- * candidates with w >= t are looked at, t lowered until they provably hold
- * every survivor: any set {w >= t} is itself a prefix of the ranking, and
- * once t <= min_p it holds everything min_p (step 6) keeps. */
-static bool filter(sampler_t *s, double total_all, sampler_cand_t *cut)
+/* top_k's candidates when those above zmin are too many (a flat
+ * distribution): any prefix of the ranking holding k ids holds top_k's
+ * set, so the cut is raised, by bisection between zmin and 0, until the
+ * candidates number between k and the sparse path's cap. Returns how many
+ * (s->ids holds them), or 0 (ties leave no such cut: the dense path). */
+static int narrow_top_k(sampler_t *s, float lmax, float zmin, int n)
+{
+    const int k = s->p.top_k, cap = s->vocab / SAMPLER_SPARSE_DIV;
+    const float inv_t = 1.0f / s->p.temperature;
+    if (zmin < -87.0f) /* the last threshold: fewer than k ids weigh anything */
+        return 0;
+    float lo = zmin, hi = 0.0f; /* above lo: too many; at hi: maybe too few */
+    for (int it = 0; it < SAMPLER_NARROW_STEPS && (n < k || n > cap); it++) {
+        const float mid = 0.5f * (lo + hi);
+        n = (int)ops_collect_ge(s->ids, s->l, s->vocab, lmax, inv_t, mid);
+        if (n > cap)
+            lo = mid;
+        else if (n < k)
+            hi = mid;
+    }
+    return n >= k && n <= cap ? n : 0;
+}
+
+/* cut_by_thresholds' answer when the sparse path's candidates are too many. */
+#define SAMPLER_GO_DENSE (-1)
+
+/* Steps 4 and 5 (and how far 6 reaches). Their survivors are a prefix of
+ * the ranking, described by the last one kept, *cut. Only candidates with
+ * w >= t are looked at, t lowered until they provably hold every survivor:
+ * any set {w >= t} is itself a prefix of the ranking, and once t <= min_p
+ * it holds everything min_p (step 6) keeps. Dense: the candidates are read
+ * off s->w over the vocabulary (weigh() filled it, total_all its sum).
+ * Sparse (a finite maximum): they are the ids with
+ *   (l - l_max) / T >= log(t) - SAMPLER_Z_MARGIN
+ * (every id with w >= t among them, whatever expf rounds) from the vector
+ * scan ops_collect_ge, w is computed for them alone, and total_all, where
+ * top_p without top_k needs it, once (total_all < 0 until then). Returns 1
+ * with *cut set, or SAMPLER_GO_DENSE when the sparse candidates are more
+ * than a SAMPLER_SPARSE_DIV-th of the vocabulary (a near-flat row) and
+ * top_k cannot narrow them. *n_out: how many candidates the cut was found
+ * among (sparse: their ids in s->ids[0, *n_out), in id order). */
+static int cut_by_thresholds(sampler_t *s, bool sparse, double total_all, sampler_cand_t *cut, int *n_out)
 {
     const int k = s->p.top_k;
-    const float top_p = s->p.top_p, min_p = s->p.min_p;
+    const float top_p = s->p.top_p, min_p = s->p.min_p, lmax = s->lmax, T = s->p.temperature;
     const bool use_p = top_p<1.0f, use_min = min_p> 0.0f;
-    if (!k && !use_p)
-        return false;
-    const float *w = s->w, *l = s->l;
+    float *w = s->w;
+    const float *l = s->l;
     sampler_cand_t *c = s->cand;
+    int32_t *ids = s->ids;
     float t = use_min && min_p > SAMPLER_FIRST_THRESHOLD ? min_p : SAMPLER_FIRST_THRESHOLD;
     for (;; t = t < SAMPLER_THRESHOLD_FLOOR ? 0.0f : t * SAMPLER_THRESHOLD_STEP) {
         if (use_min && t < min_p && t * (1.0f / SAMPLER_THRESHOLD_STEP) > min_p)
             t = min_p; /* never step over min_p */
         const bool is_last = t == 0.0f, holds_min = use_min && t <= min_p;
+        /* sparse, the last threshold: every id whose weight is not 0
+         * (ops_exp_weight cuts below -87), so a masked row's few allowed
+         * ids stay few */
+        const float zmin = (is_last ? -87.0f : logf(t)) - SAMPLER_Z_MARGIN;
         int n = 0;
-        double mass = 0.0;
-        for (int i = 0; i < s->vocab; i++)
-            if (w[i] >= t) {
-                c[n++] = (sampler_cand_t){l[i], i};
-                mass += w[i];
-            }
+        if (sparse) {
+            n = (int)ops_collect_ge(ids, l, s->vocab, lmax, 1.0f / T, zmin);
+        } else {
+            for (int i = 0; i < s->vocab; i++)
+                if (w[i] >= t)
+                    c[n++] = (sampler_cand_t){l[i], i};
+        }
+        if (k ? n < k && !is_last && !(holds_min && !use_p) : !use_p && !holds_min && !is_last)
+            continue; /* top_k's set, or min_p's, reaches past the candidates */
+        if (sparse) {
+            if (n > s->vocab / SAMPLER_SPARSE_DIV && !(k && (n = narrow_top_k(s, lmax, zmin, n)) > 0))
+                return SAMPLER_GO_DENSE;
+            for (int i = 0; i < n; i++)
+                c[i] = (sampler_cand_t){l[ids[i]], ids[i]};
+        }
+        *n_out = n;
         int n_top = n;
-        if (k && n >= k) {
+        if (k && n > k) {
             select_top(c, n, k);
             n_top = k;
-        } else if (k && !is_last && !(holds_min && !use_p)) {
-            continue; /* top_p's mass is over top_k's whole set */
+        }
+        double mass = 0.0;
+        for (int i = 0; i < n_top; i++) {
+            if (sparse)
+                w[c[i].id] = ops_exp_weight((c[i].l - lmax) / T);
+            mass += w[c[i].id];
         }
         if (!use_p) {
             *cut = last_ranked(c, n_top);
-            return true;
+            return 1;
         }
-        double total = total_all;
-        if (k) {
-            total = 0.0;
-            for (int i = 0; i < n_top; i++)
-                total += w[c[i].id];
-        }
-        const double need = (double)top_p * total;
+        if (!k && total_all < 0.0)
+            total_all = ops_exp_weights(NULL, l, s->vocab, lmax, T);
+        const double need = (double)top_p * (k ? mass : total_all);
         const bool may_look_further = !k && !holds_min && !is_last;
         if (may_look_further && mass < need)
             continue;
         if (select_mass(c, n_top, w, need, cut))
-            return true;
+            return 1;
         if (may_look_further)
             continue;
         *cut = last_ranked(c, n_top);
-        return true;
+        return 1;
     }
+}
+
+/* Steps 4 and 5 over dense weights (total_all their sum); false when
+ * neither is set. */
+static bool filter(sampler_t *s, double total_all, sampler_cand_t *cut)
+{
+    int n;
+    return (s->p.top_k || s->p.top_p < 1.0f) && cut_by_thresholds(s, false, total_all, cut, &n) == 1;
 }
 
 /* top_p's cut (without top_k) over dense weights whose mass is total and
@@ -478,97 +536,26 @@ static bool top_p_cut(sampler_t *s, double total, sampler_cand_t *cut)
     return n > 0;
 }
 
-/* top_k's candidates when those above zmin are too many (a flat
- * distribution): any prefix of the ranking holding k ids holds top_k's
- * set, so the cut is raised, by bisection between zmin and 0, until the
- * candidates number between k and the sparse path's cap. Returns how many
- * (s->ids holds them), or 0 (ties leave no such cut: the dense path). */
-static int narrow_top_k(sampler_t *s, float lmax, float zmin, int n)
-{
-    const int k = s->p.top_k, cap = s->vocab / SAMPLER_SPARSE_DIV;
-    const float inv_t = 1.0f / s->p.temperature;
-    if (zmin < -87.0f) /* the last threshold: fewer than k ids weigh anything */
-        return 0;
-    float lo = zmin, hi = 0.0f; /* above lo: too many; at hi: maybe too few */
-    for (int it = 0; it < SAMPLER_NARROW_STEPS && (n < k || n > cap); it++) {
-        const float mid = 0.5f * (lo + hi);
-        n = (int)ops_collect_ge(s->ids, s->l, s->vocab, lmax, inv_t, mid);
-        if (n > cap)
-            lo = mid;
-        else if (n < k)
-            hi = mid;
-    }
-    return n >= k && n <= cap ? n : 0;
-}
-
-/* Steps 3 to 6 from candidates alone, when a filter is set and the
- * maximum is finite: the candidates are the ids with
- *   (l - l_max) / T >= log(t) - SAMPLER_Z_MARGIN
- * (a prefix of the ranking, and every id with w >= t among them, whatever
- * expf rounds), t lowered as filter() lowers it until they provably hold
- * every survivor; w is computed for them only, and the kept ids, ascending,
+/* Steps 3 to 6 from candidates alone (cut_by_thresholds' sparse way),
+ * when a filter is set and the maximum is finite; the kept ids, ascending,
  * end in s->ids[0, s->n_kept). No pass over the vocabulary but the
- * candidates' vector scan (and, for top_p without top_k, the whole mass,
- * ops_exp_weights). Returns false, leaving the dense path to it, when there is
- * no filter, the maximum is infinite, or the candidates are more than a
- * SAMPLER_SPARSE_DIV-th of the vocabulary (a near-flat distribution). */
-static bool prepare_sparse(sampler_t *s, int32_t best)
+ * candidates' vector scans (and, for top_p without top_k, the whole mass,
+ * ops_exp_weights). Returns false, leaving the dense path to it, when
+ * there is no filter, the maximum is infinite, or the candidates are too
+ * many (SAMPLER_GO_DENSE). */
+static bool prepare_sparse(sampler_t *s)
 {
-    const int k = s->p.top_k;
-    const float top_p = s->p.top_p, min_p = s->p.min_p, lmax = s->l[best], T = s->p.temperature;
-    const bool use_p = top_p<1.0f, use_min = min_p> 0.0f;
-    if ((!k && !use_p && !use_min) || isinf(lmax))
+    const float min_p = s->p.min_p;
+    if ((!s->p.top_k && s->p.top_p >= 1.0f && min_p <= 0.0f) || isinf(s->lmax))
         return false;
-    float *w = s->w;
-    sampler_cand_t *c = s->cand;
-    int32_t *ids = s->ids;
-    double total_all = -1.0; /* top_p without top_k: the whole mass, once */
-    float t = use_min && min_p > SAMPLER_FIRST_THRESHOLD ? min_p : SAMPLER_FIRST_THRESHOLD;
     sampler_cand_t cut;
     int n;
-    for (;; t = t < SAMPLER_THRESHOLD_FLOOR ? 0.0f : t * SAMPLER_THRESHOLD_STEP) {
-        if (use_min && t < min_p && t * (1.0f / SAMPLER_THRESHOLD_STEP) > min_p)
-            t = min_p; /* never step over min_p */
-        const bool is_last = t == 0.0f, holds_min = use_min && t <= min_p;
-        /* the last threshold: every id whose weight is not 0 (ops_exp_weight
-         * cuts below -87), so a masked row's few allowed ids stay few */
-        const float zmin = (is_last ? -87.0f : logf(t)) - SAMPLER_Z_MARGIN;
-        n = (int)ops_collect_ge(ids, s->l, s->vocab, lmax, 1.0f / T, zmin);
-        if (k ? n < k && !is_last && !(holds_min && !use_p) : !use_p && !holds_min && !is_last)
-            continue; /* top_k's set, or min_p's, reaches past the candidates */
-        if (n > s->vocab / SAMPLER_SPARSE_DIV && !(k && (n = narrow_top_k(s, lmax, zmin, n)) > 0))
-            return false;
-        for (int i = 0; i < n; i++)
-            c[i] = (sampler_cand_t){s->l[ids[i]], ids[i]};
-        int n_top = n;
-        if (k && n > k) {
-            select_top(c, n, k);
-            n_top = k;
-        }
-        double mass = 0.0;
-        for (int i = 0; i < n_top; i++) {
-            w[c[i].id] = ops_exp_weight((c[i].l - lmax) / T);
-            mass += w[c[i].id];
-        }
-        if (!use_p) {
-            cut = last_ranked(c, n_top);
-            break;
-        }
-        if (!k && total_all < 0.0)
-            total_all = ops_exp_weights(NULL, s->l, s->vocab, lmax, T);
-        const double need = (double)top_p * (k ? mass : total_all);
-        const bool may_look_further = !k && !holds_min && !is_last;
-        if (may_look_further && mass < need)
-            continue;
-        if (select_mass(c, n_top, w, need, &cut))
-            break;
-        if (may_look_further)
-            continue;
-        cut = last_ranked(c, n_top);
-        break;
-    }
+    if (cut_by_thresholds(s, true, -1.0, &cut, &n) != 1)
+        return false;
     /* the kept: ranked no later than the cut (so within top_k's set), w >=
      * min_p and w > 0, in id order as the candidates came */
+    const float *w = s->w;
+    int32_t *ids = s->ids;
     int m = 0;
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
@@ -590,7 +577,7 @@ static double prepare(sampler_t *s, const float *logits)
 {
     int32_t best = penalise(s, logits);
     s->lmax = s->l[best];
-    if (prepare_sparse(s, best))
+    if (prepare_sparse(s))
         return s->kept;
     s->is_sparse = false;
     double sum = weigh(s, best);
