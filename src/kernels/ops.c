@@ -453,6 +453,20 @@ int64_t ops_argmax_copy_ref(float *y, const float *x, int64_t n)
     return ops_argmax_ref(y, n);
 }
 
+int64_t ops_argmax_copy_masked(float *y, const float *x, const uint32_t *mask, int64_t n)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return argmax_copy_masked_avx512(y, x, mask, n);
+    return ops_argmax_copy_masked_ref(y, x, mask, n);
+}
+
+int64_t ops_argmax_copy_masked_ref(float *y, const float *x, const uint32_t *mask, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = isnan(x[i]) || !((mask[i >> 5] >> (i & 31)) & 1u) ? -INFINITY : x[i];
+    return ops_argmax_ref(y, n);
+}
+
 int64_t ops_argmax_ref(const float *x, int64_t n)
 {
     int64_t best = 0;

@@ -98,6 +98,12 @@ int64_t argmax_avx512(const float *x, int64_t n);
 int64_t ops_argmax_copy(float *y, const float *x, int64_t n);
 int64_t ops_argmax_copy_ref(float *y, const float *x, int64_t n);
 int64_t argmax_copy_avx512(float *y, const float *x, int64_t n);
+/* The same under a grammar's mask (bit i of mask[i / 32]: position i is
+ * allowed): y = x with NaN and the positions not allowed as -inf, and the
+ * pick over y (0 when nothing allowed is above -inf). */
+int64_t ops_argmax_copy_masked(float *y, const float *x, const uint32_t *mask, int64_t n);
+int64_t ops_argmax_copy_masked_ref(float *y, const float *x, const uint32_t *mask, int64_t n);
+int64_t argmax_copy_masked_avx512(float *y, const float *x, const uint32_t *mask, int64_t n);
 
 /* A draw's candidates: the positions i, ascending, where
  * (x[i] - xmax) * inv_t >= zmin (zmin may be -inf: every i), into ids;

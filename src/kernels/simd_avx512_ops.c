@@ -42,8 +42,16 @@ void swiglu_avx512(float *gate, const float *up, int64_t n)
     }
 }
 
-/* argmax_avx512's pick, stores: y = x with NaN as -inf when y is not NULL. */
-AI int64_t argmax_store(float *y, const float *x, int64_t n)
+/* The 16 mask bits of positions i .. i + 15 (i a multiple of 16). */
+AI __mmask16 mask_bits16(const uint32_t *mask, int64_t i)
+{
+    return (__mmask16)(mask[i >> 5] >> (i & 16));
+}
+
+/* argmax_avx512's pick, stores: y = x with NaN as -inf when y is not NULL,
+ * and under a mask (not NULL, with y) the positions not allowed too; the
+ * pick is over those values. */
+AI int64_t argmax_store(float *y, const float *x, const uint32_t *mask, int64_t n)
 {
     /* four sets of 16 lanes, set k taking every fourth 16 floats from the
      * k-th: each (set, lane) keeps its maximum and the first position that
@@ -63,9 +71,11 @@ AI int64_t argmax_store(float *y, const float *x, int64_t n)
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             __m512 v = _mm512_loadu_ps(x + i + k * LANES);
-            if (y) /* NaN lanes: -inf */
-                _mm512_storeu_ps(y + i + k * LANES,
-                                 _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v));
+            if (y) { /* NaN lanes (and those not allowed): -inf */
+                const __mmask16 keep = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+                v = _mm512_mask_blend_ps(mask ? keep & mask_bits16(mask, i + k * LANES) : keep, ninf, v);
+                _mm512_storeu_ps(y + i + k * LANES, v);
+            }
             __mmask16 gt = _mm512_cmp_ps_mask(v, mx[k], _CMP_GT_OQ);
             mx[k] = _mm512_mask_mov_ps(mx[k], gt, v);
             at[k] = _mm512_mask_mov_epi32(at[k], gt, pos[k]);
@@ -75,8 +85,11 @@ AI int64_t argmax_store(float *y, const float *x, int64_t n)
     for (int k = 0; i < n; i += LANES, k++) { /* the tail: set k takes x[i, i + 16) as its next */
         __mmask16 m = n - i >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
         __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        if (y)
-            _mm512_mask_storeu_ps(y + i, m, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v));
+        if (y) {
+            const __mmask16 keep = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+            v = _mm512_mask_blend_ps(mask ? keep & mask_bits16(mask, i) : keep, ninf, v);
+            _mm512_mask_storeu_ps(y + i, m, v);
+        }
         __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, mx[k], _CMP_GT_OQ);
         mx[k] = _mm512_mask_mov_ps(mx[k], gt, v);
         at[k] = _mm512_mask_mov_epi32(at[k], gt, pos[k]);
@@ -97,12 +110,17 @@ AI int64_t argmax_store(float *y, const float *x, int64_t n)
 
 int64_t argmax_avx512(const float *x, int64_t n)
 {
-    return argmax_store(NULL, x, n);
+    return argmax_store(NULL, x, NULL, n);
 }
 
 int64_t argmax_copy_avx512(float *y, const float *x, int64_t n)
 {
-    return argmax_store(y, x, n);
+    return argmax_store(y, x, NULL, n);
+}
+
+int64_t argmax_copy_masked_avx512(float *y, const float *x, const uint32_t *mask, int64_t n)
+{
+    return argmax_store(y, x, mask, n);
 }
 
 /* The 16 lanes' double sums of v, added to lo (lanes 0-7) and hi (8-15). */

@@ -246,7 +246,8 @@ static void test_rmsnorm_swiglu_paths(void **state)
 /* Greedy's argmax: the AVX-512 path against the scalar reference, the same
  * position, over ragged lengths (past the four 16-lane sets and their
  * tail) with NaN, -inf, +inf, +-0 and ties; x only read. The copying
- * variant (a draw's): the same position and the same copy, NaN as -inf. */
+ * variant (a draw's): the same position and the same copy, NaN as -inf;
+ * under a grammar's mask, the positions not allowed as -inf too. */
 static void test_argmax_paths(void **state)
 {
     (void)state;
@@ -279,6 +280,22 @@ static void test_argmax_paths(void **state)
         for (int64_t i = 0; i < want; i++) /* nothing before it as large */
             assert_false(x[i] >= x[want]);
         assert_true(want == 0 || !isnan(x[want]));
+        /* under a mask: dense, sparse, one bit or none allowed */
+        uint32_t mask[(300 + 31) / 32];
+        for (int w = 0; w < (300 + 31) / 32; w++) {
+            r = r * 1664525u + 1013904223u;
+            mask[w] = trial % 4 == 0 ? r : trial % 4 == 1 ? r & (r >> 7) & (r >> 13) : 0u;
+        }
+        if (trial % 4 == 2)
+            mask[(r >> 9) % (uint32_t)n / 32] |= 1u << ((r >> 9) % (uint32_t)n % 32);
+        const int64_t want_m = ops_argmax_copy_masked_ref(y_ref, x, mask, n);
+        assert_int_equal(argmax_copy_masked_avx512(y_got, x, mask, n), want_m);
+        assert_memory_equal(y_got, y_ref, (size_t)n * sizeof *y_ref);
+        for (int64_t i = 0; i < n; i++) {
+            const bool allowed = (mask[i >> 5] >> (i & 31)) & 1u;
+            assert_true(isnan(x[i]) || !allowed ? y_ref[i] == -INFINITY : !memcmp(&y_ref[i], &x[i], sizeof *x));
+        }
+        assert_int_equal(want_m, ops_argmax_ref(y_ref, n));
     }
 }
 
