@@ -2,7 +2,8 @@
  * vocabulary (151,936 logits, normal with the given spread, three tokens
  * well above the rest unless the spread is below 1: a near-flat row, as a
  * random-weight model gives), for greedy and the settings requests use,
- * after 50 accepted tokens (the penalties' history). Prints the median of
+ * after 50 accepted tokens (the penalties' history), and under a grammar's
+ * mask (5 allowed ids, or every other id). Prints the median of
  * 31 draws in microseconds a draw and a hash of the drawn ids (equal
  * hashes: the same tokens). Built and run by bench/sampler.sh. */
 #define _POSIX_C_SOURCE 200809L
@@ -38,9 +39,17 @@ int main(int argc, char **argv)
     }
     if (spread >= 1.0)
         logits[1234] = 25.0f, logits[777] = 24.0f, logits[4242] = 23.5f;
+    /* masks: 1, five ids (three among the likeliest); 2, every other id */
+    static uint32_t masks[3][(V + 31) / 32];
+    const int32_t few[5] = {1234, 777, 9, 150000, 60000};
+    for (int i = 0; i < 5; i++)
+        masks[1][few[i] >> 5] |= 1u << (few[i] & 31);
+    for (int i = 0; i < (V + 31) / 32; i++)
+        masks[2][i] = 0x55555555u;
     const struct {
         const char *name;
         sampler_params_t p;
+        int mask;
     } cf[] = {
         {"greedy", {.temperature = 0.0f, .top_p = 1.0f}},
         {"temperature 1", {.temperature = 1.0f, .top_p = 1.0f}},
@@ -51,6 +60,10 @@ int main(int argc, char **argv)
          {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f, .repetition_penalty = 1.1f}},
         {"t 0.6, top_k 20, top_p 0.95, presence 1.5",
          {.temperature = 0.6f, .top_k = 20, .top_p = 0.95f, .presence_penalty = 1.5f}},
+        {"greedy, mask of 5 ids", {.temperature = 0.0f, .top_p = 1.0f}, 1},
+        {"t 0.7, top_k 20, top_p 0.8, mask of 5 ids", {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f}, 1},
+        {"greedy, mask of every other id", {.temperature = 0.0f, .top_p = 1.0f}, 2},
+        {"t 0.7, top_k 20, top_p 0.8, mask of every other id", {.temperature = 0.7f, .top_k = 20, .top_p = 0.8f}, 2},
     };
     printf("| settings (spread %g) | us a draw (median of %d) | ids' hash |\n|---|---|---|\n", spread, RUNS);
     for (size_t c = 0; c < sizeof cf / sizeof cf[0]; c++) {
@@ -68,7 +81,9 @@ int main(int argc, char **argv)
         uint64_t hash = 0;
         for (int r = 0; r < RUNS; r++) {
             double t0 = now_s();
-            hash = hash * 31 + (uint64_t)sampler_sample(&s, logits);
+            const int32_t id =
+                cf[c].mask ? sampler_sample_masked(&s, logits, masks[cf[c].mask]) : sampler_sample(&s, logits);
+            hash = hash * 31 + (uint64_t)id;
             t[r] = now_s() - t0;
         }
         printf("| %s | %.1f | %016llx |\n", cf[c].name, median(t, RUNS) * 1e6, (unsigned long long)hash);

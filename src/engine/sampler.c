@@ -178,6 +178,15 @@ static bool mask_has(const uint32_t *mask, int i)
     return (mask[i >> 5] >> (i & 31)) & 1u;
 }
 
+/* Whether the mask allows more than k ids. */
+static bool mask_allows_more(const uint32_t *mask, int vocab, int k)
+{
+    int n = 0;
+    for (int w = 0; w < (vocab + 31) / 32 && n <= k; w++)
+        n += __builtin_popcount(mask[w]);
+    return n > k;
+}
+
 static int32_t first_allowed(const uint32_t *mask, int vocab)
 {
     for (int i = 0; i < vocab; i++)
@@ -196,7 +205,7 @@ static int32_t penalise(sampler_t *s, const float *logits)
     const bool has_rep = r != 1.0f, has_counts = s->n_accepted > 0 && (freq != 0.0f || pres != 0.0f);
     const uint32_t *mask = s->mask;
     const float *bias = s->bias;
-    float *l = s->l, max = -INFINITY;
+    float *l = s->l;
     /* nothing to apply (a plain request): the same pick, vectorised; greedy
      * over the caller's logits as they are, not copied (a decode step of 4
      * sequences spent 2.4 % of its time writing 4 x 600 KB of copies;
@@ -211,47 +220,30 @@ static int32_t penalise(sampler_t *s, const float *logits)
         return (int32_t)ops_argmax_copy(l, logits, s->vocab);
     }
     s->lv = l;
-    if (!mask) {
-        /* penalties and biases touch the seen and biased ids alone: the
-         * copy (NaN as -inf), those ids as the loop below treats them,
-         * then the pick */
-        ops_argmax_copy(l, logits, s->vocab);
-        for (int j = 0; (has_rep || has_counts) && j < s->n_seen; j++) {
-            const int32_t i = s->seen_ids[j];
-            float v = l[i];
-            if (has_rep)
-                v = v > 0.0f ? v / r : v * r;
-            if (has_counts && s->count[i] > 0) {
-                float f = (float)s->count[i] * freq;
-                v = v - f;
-                v = v - pres;
-            }
-            l[i] = v;
-        }
-        for (int j = 0; bias && j < s->n_biased; j++)
-            l[s->biased[j]] += bias[s->biased[j]];
-        return (int32_t)ops_argmax(l, s->vocab);
-    }
-    int32_t best = first_allowed(mask, s->vocab);
-    for (int i = 0; i < s->vocab; i++) {
-        float v = logits[i];
-        if (isnan(v) || (mask && !mask_has(mask, i)))
-            v = -INFINITY;
-        if (has_rep && s->seen[i])
+    /* the copy (NaN and, under a mask, the ids it does not allow as -inf)
+     * and its pick; penalties and biases touch the seen and biased ids
+     * alone, as step 1 (sampler.h) applies them (-inf stays -inf: a mask
+     * wins over any bias), then the pick again */
+    int32_t best =
+        (int32_t)(mask ? ops_argmax_copy_masked(l, logits, mask, s->vocab) : ops_argmax_copy(l, logits, s->vocab));
+    for (int j = 0; (has_rep || has_counts) && j < s->n_seen; j++) {
+        const int32_t i = s->seen_ids[j];
+        float v = l[i];
+        if (has_rep)
             v = v > 0.0f ? v / r : v * r;
         if (has_counts && s->count[i] > 0) {
             float f = (float)s->count[i] * freq;
             v = v - f;
             v = v - pres;
         }
-        if (bias)
-            v += bias[i]; /* -inf stays -inf: a mask wins over any bias */
         l[i] = v;
-        if (v > max) { /* the maximum in a register, not reloaded from l */
-            max = v;
-            best = i;
-        }
     }
+    for (int j = 0; bias && j < s->n_biased; j++)
+        l[s->biased[j]] += bias[s->biased[j]];
+    if (has_rep || has_counts || bias)
+        best = (int32_t)ops_argmax(l, s->vocab);
+    if (mask && l[best] == -INFINITY) /* nothing allowed above -inf: the first allowed */
+        best = first_allowed(mask, s->vocab);
     return best;
 }
 
@@ -419,6 +411,8 @@ static int cut_by_thresholds(sampler_t *s, bool sparse, double total_all, sample
     sampler_cand_t *c = s->cand;
     int32_t *ids = s->ids;
     float t = use_min && min_p > SAMPLER_FIRST_THRESHOLD ? min_p : SAMPLER_FIRST_THRESHOLD;
+    if (sparse && k && s->mask && !mask_allows_more(s->mask, s->vocab, k))
+        t = 0.0f; /* top_k's set is whatever weighs anything: the last threshold at once */
     for (;; t = t < SAMPLER_THRESHOLD_FLOOR ? 0.0f : t * SAMPLER_THRESHOLD_STEP) {
         if (use_min && t < min_p && t * (1.0f / SAMPLER_THRESHOLD_STEP) > min_p)
             t = min_p; /* never step over min_p */

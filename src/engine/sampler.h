@@ -30,8 +30,8 @@
  * When the largest penalised logit is infinite (+inf, or every token -inf),
  * the tokens that share it split the mass equally.
  *
- * Cost. Greedy: one vector pass (the argmax; a copy too with penalties,
- * which then touch the seen and biased ids alone). With a filter (top_k,
+ * Cost. Greedy: one vector pass (the argmax; a copy too with penalties or
+ * a mask, the penalties then touching the seen and biased ids alone). With a filter (top_k,
  * top_p, min_p) and a finite maximum: the candidates are found by a vector
  * scan for the ids whose w can reach a threshold (lowered until they
  * provably hold every survivor; for top_k on a near-flat distribution
