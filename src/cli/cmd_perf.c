@@ -36,8 +36,8 @@ static const char perf_usage[] =
     "usage: splash perf [--model FILE] [--threads 1,2] [--pp 512] [--tg 128] [--depth 0] [--reps 3]\n"
     "                   [--kv-type f16|f32|q8_0] [--state-type f32|f16] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,2,4,8 [--threads N] [--tg 128] [--reps 3]\n"
-    "                   [--state-type f32|f16] [--temperature T [--top-k K] [--top-p P] [--min-p M]]\n"
-    "                   [--json]\n"
+    "                   [--kv-type f16|f32|q8_0] [--state-type f32|f16]\n"
+    "                   [--temperature T [--top-k K] [--top-p P] [--min-p M]] [--json]\n"
     "       splash perf [--model FILE] --concurrency 1,4 --schema S.json [--tg 128] [--reps 4]\n"
     "\n"
     "Measures the forward pass in-process: prefill tokens/s for a batch of --pp prompt rows\n"
@@ -69,7 +69,8 @@ static const char perf_usage[] =
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
     "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
-    "--threads value), over the window in which all N decode. Each rep runs every level, the\n"
+    "--threads value; --kv-type and --state-type as the engine's; --pp and --depth are refused),\n"
+    "over the window in which all N decode. Each rep runs every level, the\n"
     "order reversed every other rep (1 4 8, 8 4 1, ...); 'vs 1 sequence' is the median over reps\n"
     "of a rep's run against the same rep's run of one sequence (with its range), so the host's\n"
     "drift during a long measurement does not enter the ratio. A second table gives each phase's\n"
@@ -362,6 +363,20 @@ static double other_bytes(const model_t *m, kv_type_t kv_type, int state_type, i
     return kv_token * mean_ctx + 2.0 * (double)fwd_state_snapshot_bytes(m, state_type);
 }
 
+/* The command line, checked as it is read. */
+typedef struct perf_opts {
+    const char *model_path, *schema_path;
+    int32_t *threads, *conc; /* owned; threads NULL: pool_default_threads() */
+    int n_threads, n_conc;
+    int64_t pp, tg, reps, depth;
+    kv_type_t kv_type;
+    int state_type;
+    sampler_params_t sampling; /* --concurrency's draws (--temperature, --top-k, --top-p, --min-p) */
+    bool has_sampling;
+    bool has_pp, has_depth; /* given on the command line (the single-stream tests') */
+    bool json, help;
+} perf_opts_t;
+
 /* How --concurrency's sequences draw, in words. */
 static void sampling_text(const sampler_params_t *p, char *out, size_t size)
 {
@@ -378,19 +393,28 @@ static void sampling_text(const sampler_params_t *p, char *out, size_t size)
         snprintf(out + n, size - (size_t)n, ", min_p %g", (double)p->min_p);
 }
 
-static int run_concurrency(const model_t *m, const char *model_path, int n_threads, const int32_t *levels, int n_levels,
-                           int tg, int reps, int state_type, grammar_t *g, const sampler_params_t *sampling, bool json)
+static int run_concurrency(const model_t *m, const perf_opts_t *o, grammar_t *g)
 {
     perf_conc_result_t res[PERF_CONC_MAX_LEVELS];
     err_t err;
-    if (perf_concurrency(m, n_threads, levels, n_levels, tg, reps, state_type, g, sampling, res, &err)) {
+    const perf_conc_setup_t setup = {.n_threads = o->threads[0],
+                                     .kv_type = (int)o->kv_type,
+                                     .state_type = o->state_type,
+                                     .tg = (int)o->tg,
+                                     .reps = (int)o->reps,
+                                     .g = g,
+                                     .sampling = &o->sampling};
+    if (perf_concurrency(m, o->conc, o->n_conc, &setup, res, &err)) {
         fprintf(stderr, "splash perf: %s\n", err.msg);
         return 1;
     }
     char text[128];
-    sampling_text(sampling, text, sizeof text);
-    perf_conc_print(res, n_levels,
-                    &(perf_conc_report_t){model_path, kernel_path(m), n_threads, tg, reps, g != NULL, text}, json);
+    sampling_text(&o->sampling, text, sizeof text);
+    perf_conc_print(res, o->n_conc,
+                    &(perf_conc_report_t){o->model_path, kernel_path(m), setup.n_threads, setup.tg, setup.reps,
+                                          kv_type_name(o->kv_type), type_name((uint32_t)o->state_type), g != NULL,
+                                          text},
+                    o->json);
     return 0;
 }
 
@@ -409,19 +433,6 @@ static grammar_t *load_schema(const char *path, err_t *err)
         err_prefix(err, "--schema: ");
     return g;
 }
-
-/* The command line, checked as it is read. */
-typedef struct perf_opts {
-    const char *model_path, *schema_path;
-    int32_t *threads, *conc; /* owned; threads NULL: pool_default_threads() */
-    int n_threads, n_conc;
-    int64_t pp, tg, reps, depth;
-    kv_type_t kv_type;
-    int state_type;
-    sampler_params_t sampling; /* --concurrency's draws (--temperature, --top-k, --top-p, --min-p) */
-    bool has_sampling;
-    bool json, help;
-} perf_opts_t;
 
 static void perf_opts_free(perf_opts_t *o)
 {
@@ -483,9 +494,9 @@ static int parse_opt(int c, const char *v, const char *arg, void *ctx, err_t *er
         return parse_list("--threads", v, POOL_MAX_THREADS, PERF_MAX_THREAD_COUNTS, &o->threads, &o->n_threads, err);
     case PO_CONC: return parse_list("--concurrency", v, 256, PERF_CONC_MAX_LEVELS, &o->conc, &o->n_conc, err);
     case PO_SCHEMA: o->schema_path = v; return 0;
-    case PO_PP: return cli_parse_i64("--pp", v, 0, 8192, &o->pp, err);
+    case PO_PP: o->has_pp = true; return cli_parse_i64("--pp", v, 0, 8192, &o->pp, err);
     case PO_TG: return cli_parse_i64("--tg", v, 0, 8192, &o->tg, err);
-    case PO_DEPTH: return cli_parse_i64("--depth", v, 0, 8192, &o->depth, err);
+    case PO_DEPTH: o->has_depth = true; return cli_parse_i64("--depth", v, 0, 8192, &o->depth, err);
     case PO_KV_TYPE: return kv_type_parse("--kv-type", v, &o->kv_type, err);
     case PO_STATE_TYPE: return state_type_parse("--state-type", v, &o->state_type, err);
     case PO_REPS: return cli_parse_i64("--reps", v, 1, PERF_MAX_REPS, &o->reps, err);
@@ -551,6 +562,9 @@ static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
     if (o->has_sampling && o->sampling.temperature == 0.0f &&
         (o->sampling.top_k || o->sampling.top_p < 1.0f || o->sampling.min_p > 0.0f))
         return err_set(err, "--top-k, --top-p and --min-p need --temperature above 0 (0 is greedy)");
+    if (o->conc && (o->has_pp || o->has_depth))
+        return err_set(err, "--pp and --depth are the single-stream tests': --concurrency runs 32-token prompts "
+                            "from position 0");
     if (o->conc && o->tg < 2)
         return err_set(err, "--concurrency needs --tg of at least 2");
     if (o->pp == 0 && o->tg == 0 && !o->conc)
@@ -760,8 +774,7 @@ static int run_levels(const model_t *m, const perf_opts_t *o, err_t *err)
     grammar_t *g = NULL;
     if (o->schema_path && !(g = load_schema(o->schema_path, err)))
         return 1;
-    int rc = run_concurrency(m, o->model_path, o->threads[0], o->conc, o->n_conc, (int)o->tg, (int)o->reps,
-                             o->state_type, g, &o->sampling, o->json);
+    int rc = run_concurrency(m, o, g);
     grammar_unref(g);
     return rc;
 }

@@ -107,10 +107,12 @@ static double median(double *runs, int reps)
     return reps % 2 ? runs[reps / 2] : (runs[reps / 2 - 1] + runs[reps / 2]) / 2;
 }
 
-int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     int state_type, grammar_t *g, const sampler_params_t *sampling, perf_conc_result_t *out,
-                     err_t *err)
+int perf_concurrency(const model_t *m, const int32_t *levels, int n_levels, const perf_conc_setup_t *setup,
+                     perf_conc_result_t *out, err_t *err)
 {
+    const int n_threads = setup->n_threads, tg = setup->tg, reps = setup->reps;
+    grammar_t *g = setup->g;
+    const sampler_params_t *sampling = setup->sampling;
     vocab_t vocab;
     if (vocab_load(&vocab, m->gguf, m->cfg.vocab, err))
         return -1;
@@ -125,7 +127,8 @@ int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int
     c.prefill_chunk = PERF_CONC_PROMPT;
     c.max_context = PERF_CONC_PROMPT + tg;
     c.queue_size = max_n;
-    c.state_type = state_type;
+    c.kv_type = setup->kv_type;
+    c.state_type = setup->state_type;
     engine_t *e = engine_create(m, &vocab, &c, err);
     if (!e) {
         vocab_free(&vocab);
@@ -228,13 +231,16 @@ void perf_conc_print(const perf_conc_result_t *res, int n_levels, const perf_con
     if (rep->is_constrained) {
         if (json)
             printf("{\"schema\": \"splash.perf.constrained.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
-                   "\"threads\": %d, \"tg\": %d, \"reps\": %d, \"results\": [",
-                   rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->n_threads, rep->tg, rep->reps);
+                   "\"threads\": %d, \"kv_type\": \"%s\", \"state_type\": \"%s\", \"tg\": %d, \"reps\": %d, "
+                   "\"results\": [",
+                   rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->n_threads, rep->kv_type, rep->state_type,
+                   rep->tg, rep->reps);
         else
-            printf("model: %s; kernel path %s; %d threads; tg%d; median of %d, alternated\n\n"
+            printf("model: %s; kernel path %s; %d threads; KV %s; state %s; tg%d; median of %d, alternated\n\n"
                    "| sequences | unconstrained tok/s | constrained tok/s | ratio | mask us (mean) | forced |\n"
                    "|---|---|---|---|---|---|\n",
-                   rep->model_path, rep->kernel_path, rep->n_threads, rep->tg, rep->reps);
+                   rep->model_path, rep->kernel_path, rep->n_threads, rep->kv_type, rep->state_type, rep->tg,
+                   rep->reps);
         print_constrained(res, n_levels, rep->reps, json);
         if (json)
             printf("]}\n");
@@ -242,10 +248,10 @@ void perf_conc_print(const perf_conc_result_t *res, int n_levels, const perf_con
     }
     if (json) {
         printf("{\"schema\": \"splash.perf.concurrency.v1\", \"model\": \"%s\", \"build\": \"%s %s\", "
-               "\"kernel_path\": \"%s\", \"threads\": %d, \"tg\": %d, \"reps\": %d, \"sampling\": \"%s\", "
-               "\"results\": [",
-               rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->kernel_path, rep->n_threads, rep->tg, rep->reps,
-               rep->sampling);
+               "\"kernel_path\": \"%s\", \"threads\": %d, \"kv_type\": \"%s\", \"state_type\": \"%s\", "
+               "\"tg\": %d, \"reps\": %d, \"sampling\": \"%s\", \"results\": [",
+               rep->model_path, SPLASH_VERSION, SPLASH_GIT_REV, rep->kernel_path, rep->n_threads, rep->kv_type,
+               rep->state_type, rep->tg, rep->reps, rep->sampling);
         for (int l = 0; l < n_levels; l++) {
             const perf_conc_result_t *o = &res[l];
             printf("%s{\"seqs\": %d, \"decode_tokens_per_s\": %.3f, \"vs_one\": %.4f, \"vs_one_min\": %.4f, "
@@ -266,8 +272,9 @@ void perf_conc_print(const perf_conc_result_t *res, int n_levels, const perf_con
         printf("]}\n");
         return;
     }
-    printf("model: %s; kernel path %s; %d threads; tg%d; %s; median of %d, the levels alternated\n\n", rep->model_path,
-           rep->kernel_path, rep->n_threads, rep->tg, rep->sampling, rep->reps);
+    printf("model: %s; kernel path %s; %d threads; KV %s; state %s; tg%d; %s; median of %d, the levels alternated\n\n",
+           rep->model_path, rep->kernel_path, rep->n_threads, rep->kv_type, rep->state_type, rep->tg, rep->sampling,
+           rep->reps);
     printf("| sequences | aggregate decode tok/s | runs | vs 1 sequence (per rep: median, range) | threads' round trip "
            "ns (per run) |\n"
            "|---|---|---|---|---|\n");

@@ -36,24 +36,30 @@ typedef struct perf_conc_result {
     double rt_runs[PERF_CONC_MAX_REPS];
 } perf_conc_result_t;
 
+/* How the levels run: the engine's threads, the KV cache's and a hybrid
+ * model's recurrent state's element types (engine_config_t.kv_type and
+ * .state_type), tg tokens a sequence, reps reps; g (not NULL): every rep
+ * also runs the sequences constrained by g (greedy, ending when the
+ * grammar does), alternated; sampling (NULL: greedy): how the
+ * unconstrained sequences draw, sequence i of a run with its own seed. */
+typedef struct perf_conc_setup {
+    int n_threads, kv_type, state_type, tg, reps;
+    grammar_t *g;
+    const sampler_params_t *sampling;
+} perf_conc_setup_t;
+
 /* For each level N: N sequences of a 32-token prompt decode tg tokens each;
  * tokens/s over the window where all N decode, median of reps runs; every
- * rep runs all levels, in turn forwards and backwards. With g
- * (not NULL) every rep also runs the N sequences constrained by g (greedy,
- * ending when the grammar does), in alternating order. state_type: a hybrid
- * model's recurrent state (engine_config_t.state_type). sampling: how the
- * unconstrained sequences draw (NULL: greedy), sequence i of a run seeded
- * with its own seed. */
-int perf_concurrency(const model_t *m, int n_threads, const int32_t *levels, int n_levels, int tg, int reps,
-                     int state_type, grammar_t *g, const sampler_params_t *sampling, perf_conc_result_t *out,
-                     err_t *err);
+ * rep runs all levels, in turn forwards and backwards. */
+int perf_concurrency(const model_t *m, const int32_t *levels, int n_levels, const perf_conc_setup_t *setup,
+                     perf_conc_result_t *out, err_t *err);
 
-/* What the report names besides the results. */
 typedef struct perf_conc_report {
     const char *model_path, *kernel_path;
     int n_threads, tg, reps;
-    bool is_constrained;  /* --schema: constrained against unconstrained */
-    const char *sampling; /* how the sequences sample, in words */
+    const char *kv_type, *state_type; /* element types, by name */
+    bool is_constrained;              /* --schema: constrained against unconstrained */
+    const char *sampling;             /* how the sequences sample, in words */
 } perf_conc_report_t;
 
 /* The levels' table (or JSON), and the phases' shares; with is_constrained

@@ -218,6 +218,13 @@ for x in r:
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
 assert r["sampling"]=="temperature 0.7, top_k 20, top_p 0.8" and r["results"][0]["decode_tokens_per_s"]>0, r' \
     "$work/perf.json" && ok || bad "perf --concurrency --temperature: $(head -c 300 "$work/perf.json")"
+# --concurrency with the engine's element types: used and named
+"$splash" perf --concurrency 1 --tg 4 --reps 1 --threads 1 --kv-type q8_0 --json >"$work/perf.json" 2>/dev/null &&
+    /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
+assert r["kv_type"]=="q8_0" and r["state_type"]=="f32" and r["results"][0]["decode_tokens_per_s"]>0, r' \
+    "$work/perf.json" && ok || bad "perf --concurrency --kv-type: $(head -c 300 "$work/perf.json")"
+expect_error 2 "--pp and --depth are the single-stream tests'" -- "$splash" perf --concurrency 1 --pp 64
+expect_error 2 "--pp and --depth are the single-stream tests'" -- "$splash" perf --concurrency 1 --depth 64
 expect_error 2 "need --concurrency" -- "$splash" perf --temperature 0.7
 expect_error 2 "need --temperature above 0" -- "$splash" perf --concurrency 1 --top-k 20
 expect_error 2 "--top-p: 1.5 is out of range" -- "$splash" perf --concurrency 1 --temperature 1 --top-p 1.5
