@@ -582,6 +582,35 @@ double ops_mass_ge_ref(const float *w, const float *l, int64_t n, float l_min, i
     return ops_exp_sum_lanes(lane);
 }
 
+double ops_block_mass(const float *w, int n)
+{
+    double v[16];
+    for (int j = 0; j < 16; j++)
+        v[j] = j < n ? (double)w[j] : 0.0;
+    for (int h = 8; h >= 1; h /= 2)
+        for (int j = 0; j < h; j++)
+            v[j] += v[j + h];
+    return v[0];
+}
+
+int64_t ops_mass_walk(const float *w, int64_t n, double u, double *acc)
+{
+    if (cpu_level() >= CPU_AVX512)
+        return mass_walk_avx512(w, n, u, acc);
+    return ops_mass_walk_ref(w, n, u, acc);
+}
+
+int64_t ops_mass_walk_ref(const float *w, int64_t n, double u, double *acc)
+{
+    for (int64_t b = 0; b < n; b += 16) {
+        const double blk = ops_block_mass(w + b, n - b < 16 ? (int)(n - b) : 16);
+        if (u < *acc + blk)
+            return b;
+        *acc += blk;
+    }
+    return n;
+}
+
 double ops_keep_ranked(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min)
 {
     if (cpu_level() >= CPU_AVX512)

@@ -140,6 +140,18 @@ double ops_keep_ranked(float *w, const float *l, int64_t n, float l_cut, int32_t
 double ops_keep_ranked_ref(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min);
 double keep_ranked_avx512(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min);
 
+/* A dense draw's walk. ops_block_mass: the mass of w[0, n) (n <= 16) as a
+ * tree of double sums (w[j] + w[j + 8], then those 4 apart, 2 apart, 1
+ * apart; zeros past n). ops_mass_walk: the start of the first block of 16
+ * (the last n mod 16 long) at which u < *acc + its ops_block_mass, *acc
+ * advanced by the blocks before it; n (and *acc by every block) when u is
+ * past them all. A scalar reference and an AVX-512 path (the same tree in
+ * vector halves), the same block and the same bits. */
+double ops_block_mass(const float *w, int n);
+int64_t ops_mass_walk(const float *w, int64_t n, double u, double *acc);
+int64_t ops_mass_walk_ref(const float *w, int64_t n, double u, double *acc);
+int64_t mass_walk_avx512(const float *w, int64_t n, double u, double *acc);
+
 /* The scalar form of simd_exp.h's exp_ps, bit for bit (x <= 0). */
 float ops_exp_poly(float x);
 /* A sampling weight e^z (z <= 0: a logit's distance below the maximum, in

@@ -207,6 +207,29 @@ double mass_ge_avx512(const float *w, const float *l, int64_t n, float l_min, in
     return lanes_sum(lo, hi);
 }
 
+int64_t mass_walk_avx512(const float *w, int64_t n, double u, double *acc)
+{
+    double a = *acc;
+    for (int64_t b = 0; b < n; b += LANES) {
+        __mmask16 in = n - b >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << (n - b)) - 1);
+        const __m512 v = _mm512_maskz_loadu_ps(in, w + b);
+        /* ops_block_mass's tree: w[j] + w[j + 8], then 4, 2 and 1 apart */
+        const __m512d s8 =
+            _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)),
+                          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+        const __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));
+        const __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+        const double blk = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+        if (u < a + blk) {
+            *acc = a;
+            return b;
+        }
+        a += blk;
+    }
+    *acc = a;
+    return n;
+}
+
 double keep_ranked_avx512(float *w, const float *l, int64_t n, float l_cut, int32_t id_cut, float w_min)
 {
     const __m512 vcut = _mm512_set1_ps(l_cut), vmin = _mm512_set1_ps(w_min);

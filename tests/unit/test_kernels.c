@@ -299,6 +299,44 @@ static void test_argmax_paths(void **state)
     }
 }
 
+/* A dense draw's walk: the AVX-512 path against the scalar reference, the
+ * same block and the same accumulated mass, bit for bit, over ragged
+ * lengths, zero and tiny weights, and u from 0 to past the whole mass. */
+static void test_mass_walk_paths(void **state)
+{
+    (void)state;
+    if (cpu_level() < CPU_AVX512)
+        skip();
+    uint32_t r = 11u;
+    float w[333];
+    for (int trial = 0; trial < 3000; trial++) {
+        const int64_t n = 1 + trial % 333;
+        for (int64_t i = 0; i < n; i++) {
+            r = r * 1664525u + 1013904223u;
+            const int k = (int)(r >> 24);
+            w[i] = k < 60 ? 0.0f : k < 80 ? 1e-30f : (float)(r >> 8 & 0xffff) / 65536.0f;
+        }
+        double total = 0.0;
+        for (int64_t b = 0; b < n; b += 16)
+            total += ops_block_mass(w + b, n - b < 16 ? (int)(n - b) : 16);
+        r = r * 1664525u + 1013904223u;
+        const double u = total * 1.1 * (double)(r >> 8) / 16777216.0, start = trial % 3 ? 0.0 : 0.25;
+        double acc_ref = start, acc_got = start;
+        const int64_t b_ref = ops_mass_walk_ref(w, n, u, &acc_ref);
+        assert_int_equal(mass_walk_avx512(w, n, u, &acc_got), b_ref);
+        assert_memory_equal(&acc_got, &acc_ref, sizeof acc_ref);
+        assert_true(b_ref % 16 == 0 || b_ref == n);
+        double before = start; /* the blocks before it, in order */
+        for (int64_t b = 0; b < b_ref; b += 16)
+            before += ops_block_mass(w + b, n - b < 16 ? (int)(n - b) : 16);
+        assert_memory_equal(&acc_ref, &before, sizeof before);
+        if (b_ref < n)
+            assert_true(u < acc_ref + ops_block_mass(w + b_ref, n - b_ref < 16 ? (int)(n - b_ref) : 16));
+        else
+            assert_false(u < acc_ref);
+    }
+}
+
 /* The sampler's candidates and weights: the AVX-512 paths against the
  * scalar references, the same positions and the same bits (weights and
  * their sum), over ragged lengths with NaN, +-inf, values far below the
@@ -502,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_rmsnorm_swiglu_paths),
         cmocka_unit_test(test_argmax_paths),
         cmocka_unit_test(test_draw_paths),
+        cmocka_unit_test(test_mass_walk_paths),
         cmocka_unit_test(test_f32_to_f16_paths),
         cmocka_unit_test(test_f16_to_f32_paths),
         cmocka_unit_test(test_rope),
