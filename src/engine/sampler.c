@@ -584,18 +584,6 @@ static double prepare(sampler_t *s, const float *logits)
     return ops_keep_ranked(s->w, s->l, s->vocab, cut.l, cut.id, min_p);
 }
 
-/* The mass of w[0, n) (n <= 16) as a tree of double sums, zeros past n. */
-static double block_mass(const float *w, int n)
-{
-    double v[16];
-    for (int j = 0; j < 16; j++)
-        v[j] = j < n ? (double)w[j] : 0.0;
-    for (int h = 8; h >= 1; h /= 2)
-        for (int j = 0; j < h; j++)
-            v[j] += v[j + h];
-    return v[0];
-}
-
 int32_t sampler_sample_masked(sampler_t *s, const float *logits, const uint32_t *mask)
 {
     s->mask = mask;
@@ -630,19 +618,16 @@ int32_t sampler_sample(sampler_t *s, const float *logits)
         return last; /* rounding left u at the very top */
     }
     /* a block of 16 at a time: its mass as a tree of sums (no chain of
-     * additions through the whole vocabulary), then id by id inside the
-     * block u falls in */
+     * additions through the whole vocabulary; ops_mass_walk), then id by
+     * id inside the block u falls in */
     const float *w = s->w;
-    for (int b = 0; b < s->vocab; b += 16) {
-        const int e = b + 16 < s->vocab ? b + 16 : s->vocab;
-        const double blk = block_mass(w + b, e - b);
-        if (u < acc + blk) {
-            double a = acc;
-            for (int i = b; i < e; i++)
-                if (w[i] != 0.0f && u < (a += w[i]))
-                    return i;
-        }
-        acc += blk; /* (where rounding left u past the block's ids one by one: on to the next) */
+    for (int64_t b = 0; (b += ops_mass_walk(w + b, s->vocab - b, u, &acc)) < s->vocab; b += 16) {
+        const int e = b + 16 < s->vocab ? (int)b + 16 : s->vocab;
+        double a = acc;
+        for (int i = (int)b; i < e; i++)
+            if (w[i] != 0.0f && u < (a += w[i]))
+                return i;
+        acc += ops_block_mass(w + b, e - (int)b); /* rounding left u past the block's ids one by one: on to the next */
     }
     for (last = s->vocab - 1; last > 0 && w[last] == 0.0f; last--)
         ;
