@@ -578,6 +578,25 @@ static void test_token_mask(void **state)
     }
     sampler_free(&s);
 
+    /* a mask allowing fewer ids than top_k: top_k's set is every allowed
+     * id (the candidates' loop starts at its last threshold), softmax over
+     * them, then top_p: 5 alone holds 0.940 of the mass, 5 and 33 0.997 */
+    p = sampler_params_default();
+    p.temperature = 1.0f;
+    p.top_k = 5;
+    assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+    sampler_distribution_masked(&s, logits, mask, probs);
+    const double w33 = exp(3.7 - 6.5), w64 = exp(0.6 - 6.5), z = 1.0 + w33 + w64;
+    assert_true(fabs(probs[5] - 1.0 / z) < 1e-6 && fabs(probs[33] - w33 / z) < 1e-6 &&
+                fabs(probs[64] - w64 / z) < 1e-6);
+    sampler_free(&s);
+    p.top_p = 0.95f;
+    assert_int_equal(sampler_init(&s, &p, V, NULL), 0);
+    sampler_distribution_masked(&s, logits, mask, probs);
+    assert_true(fabs(probs[5] - 1.0 / (1.0 + w33)) < 1e-6 && fabs(probs[33] - w33 / (1.0 + w33)) < 1e-6 &&
+                probs[64] == 0.0);
+    sampler_free(&s);
+
     for (int i = 0; i < V; i++)
         logits[i] = -INFINITY;
     logits[0] = 1.0f; /* only a masked token is finite */
