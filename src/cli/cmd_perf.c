@@ -68,8 +68,8 @@ static const char perf_usage[] =
     "and the rest (norms, RoPE, residuals, the head's argmax, the gaps between passes).\n"
     "\n"
     "--concurrency N1,N2,...: instead, the aggregate decode tokens/s of N sequences decoding\n"
-    "together through the serving engine (32-token prompts, --tg tokens each; the first\n"
-    "--threads value; --kv-type and --state-type as the engine's; --pp and --depth are refused),\n"
+    "together through the serving engine (32-token prompts, --tg tokens each; one --threads\n"
+    "value; --kv-type and --state-type as the engine's; --pp and --depth are refused),\n"
     "over the window in which all N decode. Each rep runs every level, the\n"
     "order reversed every other rep (1 4 8, 8 4 1, ...); 'vs 1 sequence' is the median over reps\n"
     "of a rep's run against the same rep's run of one sequence (with its range), so the host's\n"
@@ -562,6 +562,8 @@ static int parse(int argc, char **argv, perf_opts_t *o, err_t *err)
     if (o->has_sampling && o->sampling.temperature == 0.0f &&
         (o->sampling.top_k || o->sampling.top_p < 1.0f || o->sampling.min_p > 0.0f))
         return err_set(err, "--top-k, --top-p and --min-p need --temperature above 0 (0 is greedy)");
+    if (o->conc && o->n_threads > 1)
+        return err_set(err, "--concurrency measures one thread count: give --threads one value, not %d", o->n_threads);
     if (o->conc && (o->has_pp || o->has_depth))
         return err_set(err, "--pp and --depth are the single-stream tests': --concurrency runs 32-token prompts "
                             "from position 0");

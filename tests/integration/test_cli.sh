@@ -223,6 +223,7 @@ assert r["sampling"]=="temperature 0.7, top_k 20, top_p 0.8" and r["results"][0]
     /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))
 assert r["kv_type"]=="q8_0" and r["state_type"]=="f32" and r["results"][0]["decode_tokens_per_s"]>0, r' \
     "$work/perf.json" && ok || bad "perf --concurrency --kv-type: $(head -c 300 "$work/perf.json")"
+expect_error 2 "--concurrency measures one thread count" -- "$splash" perf --concurrency 1 --threads 1,2
 expect_error 2 "--pp and --depth are the single-stream tests'" -- "$splash" perf --concurrency 1 --pp 64
 expect_error 2 "--pp and --depth are the single-stream tests'" -- "$splash" perf --concurrency 1 --depth 64
 expect_error 2 "need --concurrency" -- "$splash" perf --temperature 0.7
