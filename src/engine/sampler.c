@@ -29,6 +29,8 @@
 /* The ids top_p_cut ranks by quickselect, at most (more: its bisection
  * goes on). */
 #define SAMPLER_BOUNDARY_IDS 1024
+/* Where top_p_cut's first probe goes, in temperatures below the maximum. */
+#define SAMPLER_TOP_P_FIRST_Z 2.0f
 /* Bisection steps narrow_top_k takes at most (each a vector scan). */
 #define SAMPLER_NARROW_STEPS 24
 
@@ -492,10 +494,12 @@ static bool top_p_cut(sampler_t *s, double total, sampler_cand_t *cut)
     float lo = lmax - 88.0f * s->p.temperature, hi = nextafterf(lmax, INFINITY);
     int64_t n_lo = 0, n_hi = 0;
     double m_lo = 0.0, m_hi = 0.0;
-    /* from the maximum down, a temperature's 1/4, 1/2, 1, 2 ... below it,
-     * until the mass reaches need (the dense path's rows are near-flat: a
-     * few steps); at 88 below, every weight is in */
-    for (float z = 0.25f;; z *= 2.0f) {
+    /* from 2 temperatures below the maximum, doubling down until the mass
+     * reaches need: the dense path's rows are near-flat, their cut a few
+     * temperatures down, where probes a quarter, a half and one below were
+     * passes spent (a cut less than 2 below: the bisection starts from the
+     * maximum); at 88 below, every weight is in */
+    for (float z = SAMPLER_TOP_P_FIRST_Z;; z *= 2.0f) {
         const float at = z < 88.0f ? lmax - z * s->p.temperature : lo;
         m_lo = ops_mass_ge(s->w, l, s->vocab, at, &n_lo);
         if (m_lo >= need || !(z < 88.0f)) {
