@@ -479,19 +479,22 @@ int64_t ops_argmax_ref(const float *x, int64_t n)
     return best;
 }
 
-int64_t ops_collect_ge(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin)
+int64_t ops_collect_ge(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin, int64_t cap)
 {
     if (cpu_level() >= CPU_AVX512)
-        return collect_ge_avx512(ids, x, n, xmax, inv_t, zmin);
-    return ops_collect_ge_ref(ids, x, n, xmax, inv_t, zmin);
+        return collect_ge_avx512(ids, x, n, xmax, inv_t, zmin, cap);
+    return ops_collect_ge_ref(ids, x, n, xmax, inv_t, zmin, cap);
 }
 
-int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin)
+int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin, int64_t cap)
 {
     int64_t m = 0;
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
         if ((x[i] - xmax) * inv_t >= zmin)
             ids[m++] = (int32_t)i;
+        if (i % 16 == 15 && m > cap) /* a block of 16 took the count past cap */
+            break;
+    }
     return m;
 }
 

@@ -107,12 +107,14 @@ int64_t argmax_copy_masked_avx512(float *y, const float *x, const uint32_t *mask
 
 /* A draw's candidates: the positions i, ascending, where
  * (x[i] - xmax) * inv_t >= zmin (zmin may be -inf: every i), into ids;
- * returns how many. NaN never qualifies. The scalar reference and an
- * AVX-512 path (a compare and a compressing store per 16 values), chosen
- * by cpu_level(); both give the same positions. */
-int64_t ops_collect_ge(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
-int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
-int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin);
+ * returns how many. NaN never qualifies. The scan stops after the first
+ * block of 16 positions that takes the count past cap (it then returns
+ * more than cap, not the whole count; cap >= n: no stop). The scalar
+ * reference and an AVX-512 path (a compare and a compressing store per 16
+ * values), chosen by cpu_level(); both give the same positions. */
+int64_t ops_collect_ge(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin, int64_t cap);
+int64_t ops_collect_ge_ref(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin, int64_t cap);
+int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin, int64_t cap);
 /* The same for lo <= x[i] < hi. */
 int64_t ops_collect_range(int32_t *ids, const float *x, int64_t n, float lo, float hi);
 int64_t ops_collect_range_ref(int32_t *ids, const float *x, int64_t n, float lo, float hi);

@@ -138,7 +138,7 @@ AI double lanes_sum(__m512d lo, __m512d hi)
     return ops_exp_sum_lanes(lane);
 }
 
-int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin)
+int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, float inv_t, float zmin, int64_t cap)
 {
     const __m512 vmax = _mm512_set1_ps(xmax), vinv = _mm512_set1_ps(inv_t), vmin = _mm512_set1_ps(zmin);
     __m512i at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -151,6 +151,8 @@ int64_t collect_ge_avx512(int32_t *ids, const float *x, int64_t n, float xmax, f
         if (k) { /* most blocks of a draw hold no candidate */
             _mm512_mask_compressstoreu_epi32(ids + m, k, at);
             m += __builtin_popcount(k);
+            if (m > cap)
+                break;
         }
         at = _mm512_add_epi32(at, step);
     }

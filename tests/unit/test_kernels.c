@@ -364,12 +364,18 @@ static void test_draw_paths(void **state)
             for (int64_t i = 0; i < n; i++)
                 x[i] = isnan(x[i]) || x[i] > xmax ? -INFINITY : x[i];
         const float zmin = trial % 6 == 5 ? -INFINITY : -(float)(trial % 9) * 1.5f;
-        int64_t m = ops_collect_ge_ref(id_ref, x, n, xmax, 1.0f / t, zmin);
-        assert_int_equal(collect_ge_avx512(id_got, x, n, xmax, 1.0f / t, zmin), m);
+        int64_t m = ops_collect_ge_ref(id_ref, x, n, xmax, 1.0f / t, zmin, n);
+        assert_int_equal(collect_ge_avx512(id_got, x, n, xmax, 1.0f / t, zmin, n), m);
         assert_memory_equal(id_got, id_ref, (size_t)m * sizeof *id_ref);
         for (int64_t j = 0, i = 0; i < n; i++) /* every qualifying position, in order */
             if ((x[i] - xmax) * (1.0f / t) >= zmin)
                 assert_int_equal(id_ref[j++], i);
+        /* with a cap: the same stop (after the block of 16 that passes it),
+         * the same first positions; under the cap, every one */
+        const int64_t cap = (int64_t)(trial % 7) * 9, mc = ops_collect_ge_ref(id_ref, x, n, xmax, 1.0f / t, zmin, cap);
+        assert_int_equal(collect_ge_avx512(id_got, x, n, xmax, 1.0f / t, zmin, cap), mc);
+        assert_memory_equal(id_got, id_ref, (size_t)mc * sizeof *id_ref);
+        assert_true(mc == m ? mc <= m : mc > cap && mc < m && mc <= cap + 16);
         const float lo = (float)(trial % 5) - 3.0f, hi = lo + (float)(trial % 3) * 0.75f;
         m = ops_collect_range_ref(id_ref, x, n, lo, hi);
         assert_int_equal(collect_range_avx512(id_got, x, n, lo, hi), m);
