@@ -376,7 +376,7 @@ static int narrow_top_k(sampler_t *s, float lmax, float zmin, int n)
     float lo = zmin, hi = 0.0f; /* above lo: too many; at hi: maybe too few */
     for (int it = 0; it < SAMPLER_NARROW_STEPS && (n < k || n > cap); it++) {
         const float mid = 0.5f * (lo + hi);
-        n = (int)ops_collect_ge(s->ids, s->l, s->vocab, lmax, inv_t, mid);
+        n = (int)ops_collect_ge(s->ids, s->l, s->vocab, lmax, inv_t, mid, cap);
         if (n > cap)
             lo = mid;
         else if (n < k)
@@ -412,6 +412,10 @@ static int cut_by_thresholds(sampler_t *s, bool sparse, double total_all, sample
     const float *l = s->l;
     sampler_cand_t *c = s->cand;
     int32_t *ids = s->ids;
+    /* the sparse path's bound on its candidates; their scan stops once
+     * past it and top_k, the two counts it is compared with (a near-flat
+     * row's scan then stops early instead of listing most of the vocabulary) */
+    const int cap = s->vocab / SAMPLER_SPARSE_DIV, scan_cap = cap > k ? cap : k;
     float t = use_min && min_p > SAMPLER_FIRST_THRESHOLD ? min_p : SAMPLER_FIRST_THRESHOLD;
     if (sparse && k && s->mask && !mask_allows_more(s->mask, s->vocab, k))
         t = 0.0f; /* top_k's set is whatever weighs anything: the last threshold at once */
@@ -425,7 +429,7 @@ static int cut_by_thresholds(sampler_t *s, bool sparse, double total_all, sample
         const float zmin = (is_last ? -87.0f : logf(t)) - SAMPLER_Z_MARGIN;
         int n = 0;
         if (sparse) {
-            n = (int)ops_collect_ge(ids, l, s->vocab, lmax, 1.0f / T, zmin);
+            n = (int)ops_collect_ge(ids, l, s->vocab, lmax, 1.0f / T, zmin, scan_cap);
         } else {
             for (int i = 0; i < s->vocab; i++)
                 if (w[i] >= t)
@@ -434,7 +438,7 @@ static int cut_by_thresholds(sampler_t *s, bool sparse, double total_all, sample
         if (k ? n < k && !is_last && !(holds_min && !use_p) : !use_p && !holds_min && !is_last)
             continue; /* top_k's set, or min_p's, reaches past the candidates */
         if (sparse) {
-            if (n > s->vocab / SAMPLER_SPARSE_DIV && !(k && (n = narrow_top_k(s, lmax, zmin, n)) > 0))
+            if (n > cap && !(k && (n = narrow_top_k(s, lmax, zmin, n)) > 0))
                 return SAMPLER_GO_DENSE;
             for (int i = 0; i < n; i++)
                 c[i] = (sampler_cand_t){l[ids[i]], ids[i]};
@@ -697,7 +701,8 @@ static int top_kept(sampler_t *s, bool is_greedy, float lmax, float t, int n_top
     const int n_pass = (int)(sizeof z / sizeof z[0]);
     int n = 0;
     for (int pass = 0; pass <= n_pass && n < n_top; pass++) {
-        const int64_t m = ops_collect_ge(s->ids, s->lv, s->vocab, lmax, 1.0f / t, pass < n_pass ? z[pass] : -INFINITY);
+        const int64_t m =
+            ops_collect_ge(s->ids, s->lv, s->vocab, lmax, 1.0f / t, pass < n_pass ? z[pass] : -INFINITY, s->vocab);
         n = 0;
         for (int64_t j = 0; j < m; j++) {
             const int32_t i = s->ids[j];
