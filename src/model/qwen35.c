@@ -220,8 +220,10 @@ static int32_t slot_of(const fwd_batch_t *b, int r)
 }
 
 /* Every slot's rows continue its state in position order (or start it at
- * 0). On success the slots' positions are committed and the slots that
- * start over are zeroed: the forward itself cannot fail after this. */
+ * 0). On success the slots' positions are committed: the forward itself
+ * cannot fail after this. A slot that starts over is zeroed by the
+ * forward's layers, each part its own heads before its row at 0
+ * (gdn_zero_part), not here on the calling thread. */
 int qwen35_check_batch(fwd_ctx_t *ctx, const fwd_batch_t *b, err_t *err)
 {
     for (int r = 0; r < b->n_rows; r++) {
@@ -242,9 +244,6 @@ int qwen35_check_batch(fwd_ctx_t *ctx, const fwd_batch_t *b, err_t *err)
     }
     for (int r = 0; r < b->n_rows; r++) {
         int32_t s = slot_of(b, r);
-        if (b->pos[r] == 0 && ctx->slot_seen[s] == 1)
-            memset(ctx->state + (size_t)s * slot_bytes(ctx), 0, slot_bytes(ctx));
-        ctx->slot_seen[s] = 2; /* zero a slot once, at its first row */
         ctx->state_pos[s] = ctx->slot_next[s];
     }
     return 0;
@@ -396,6 +395,34 @@ static int conv_run(const fwd_ctx_t *ctx, const gdn_arg_t *a, int r, int n_rows)
     return n;
 }
 
+/* The part's conv channels: range s of 2 + groups (its q heads, its k
+ * heads, then its value heads of each group), [*lo, *hi) of conv_dim. */
+static void conv_range(const q35_dims_t *d, const gdn_part_t *p, int s, long *lo, long *hi)
+{
+    *lo = s < 2 ? (long)s * d->Dk + p->klo * d->dk : 2L * d->Dk + (p->klo + (long)(s - 2) * d->nk) * d->dv;
+    *hi = *lo + (p->khi - p->klo) * (s < 2 ? d->dk : d->dv);
+}
+
+/* Row r's slot starts over (position 0): the part's share of this layer's
+ * state, its conv channels and its value heads' S, set to zero by the
+ * thread about to read it, so the slot's first step finds it in cache
+ * (a slot's whole state is 19 MB for qwen35-0.8b). */
+static void gdn_zero_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_dims_t *d, const gdn_part_t *p, int r)
+{
+    float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
+    for (int s = 0; s < 2 + p->groups; s++) {
+        long lo, hi;
+        conv_range(d, p, s, &lo, &hi);
+        for (int i = 0; i < d->kernel - 1; i++)
+            memset(conv_state + (size_t)i * d->conv_dim + lo, 0, (size_t)(hi - lo) * sizeof(float));
+    }
+    const size_t head = (size_t)d->dk * d->dv * state_elem_bytes(ctx->state_type);
+    for (int s = 0; s < p->groups; s++)
+        memset((uint8_t *)layer_state(ctx, slot_of(a->b, r), a->gdn_index) + conv_state_bytes(d) +
+                   (size_t)(p->klo + (long)s * d->nk) * head,
+               0, (size_t)(p->khi - p->klo) * head);
+}
+
 /* Rows [r, r + n) (one slot: conv_run) through the causal conv over the
  * part's channels (its q heads, k heads and value heads), advancing the
  * slot's conv state row by row; in place: qkv becomes silu(conv(qkv))
@@ -408,8 +435,8 @@ static void gdn_conv_part(const fwd_ctx_t *ctx, const gdn_arg_t *a, const q35_di
     float *conv_state = layer_state(ctx, slot_of(a->b, r), a->gdn_index);
     float *snap = snap_of(ctx, a, r + n - 1);
     for (int s = 0; s < 2 + p->groups; s++) {
-        long lo = s < 2 ? (long)s * d->Dk + p->klo * d->dk : 2L * d->Dk + (p->klo + (long)(s - 2) * d->nk) * d->dv;
-        long hi = lo + (p->khi - p->klo) * (s < 2 ? d->dk : d->dv);
+        long lo, hi;
+        conv_range(d, p, s, &lo, &hi);
         gdn_kernels()->conv_rows(row, (size_t)d->conv_dim, conv_state, l->conv1d, d->conv_dim, d->kernel, lo, hi, n);
         for (int i = 0; snap && i < d->kernel - 1; i++)
             memcpy(snap + (size_t)i * d->conv_dim + lo, conv_state + (size_t)i * d->conv_dim + lo,
@@ -551,6 +578,8 @@ static void gdn_layer_worker(void *p, int ith, int nth)
         return;
     for (int r = 0, n; r < job->n_rows; r += n) {
         n = conv_run(ctx, a, r, job->n_rows);
+        if (a->b->pos[r] == 0)
+            gdn_zero_part(ctx, a, &d, &part, r);
         gdn_conv_part(ctx, a, &d, &part, r, n);
     }
     for (int r = 0; r < job->n_rows; r++)
