@@ -3,7 +3,11 @@
  * key/value heads of 128, two query heads each, 16-slot blocks, an f16
  * cache on 2 MB pages as model/kv.c keeps it), for a few context lengths:
  * the rate at which it reads the keys and values (GB/s), beside a read of
- * the same memory as one forward stream. The cache is larger than the
+ * the same memory as one forward stream. Two layouts of a layer, alternated
+ * rep by rep: head by head across the pool (model/kv.h's, since session
+ * 51: a head's slots of consecutive blocks adjacent) and block by block
+ * (each block its heads one after another, a 4 KB piece a head and block:
+ * the layout before). The cache is larger than the
  * caches (SEQS sequences' blocks, each step reading the next sequence's), so
  * the rate is from memory, as in a step of several sequences. Medians of
  * REPS runs. Built and run by bench/attn_kernels.sh. */
@@ -65,33 +69,39 @@ int main(int argc, char **argv)
         scores[j] = malloc((size_t)max_ctx * sizeof(float));
     }
     attn_fn attend = attn_kernel();
-    printf("| context | attention GB/s | read 1 stream GB/s | attention / read |\n|---|---|---|---|\n");
+    printf("| context | attention GB/s, head by head | block by block | read 1 stream GB/s | head by head / read |\n"
+           "|---|---|---|---|---|\n");
     for (size_t ci = 0; ci < sizeof ctxs / sizeof *ctxs; ci++) {
         int n = ctxs[ci];
         int32_t n_ctx[GROUP] = {n, n};
-        double rate[MAX_REPS], read[MAX_REPS];
+        double rate[2][MAX_REPS], read[MAX_REPS];
         volatile float sink = 0;
+        size_t touched = 0;
         for (int rep = 0; rep < reps; rep++) {
-            double t = now_s();
-            size_t touched = 0;
-            for (int s = 0; s < seqs; s++)
-                for (int l = 0; l < LAYERS; l++) {
-                    attn_kv_t view = {.k = k + (size_t)l * layer_elems,
-                                      .v = v + (size_t)l * layer_elems,
-                                      .stride = HD,
-                                      .block_stride = BLOCK * kv_dim,
-                                      .table = table + (size_t)s * blocks_per_seq,
-                                      .block_size = BLOCK,
-                                      .type = ATTN_F16};
-                    for (int h = 0; h < KV_HEADS; h++) {
-                        attend(GROUP, qs, &view, h * BLOCK * HD, n_ctx, HD, 0.088f, scores, outs);
-                        touched += 2 * (size_t)n * HD * sizeof(uint16_t);
-                        sink += out[0][0];
+            for (int i = 0; i < 2; i++) {
+                int by_block = (rep + i) % 2; /* A B, then B A */
+                double t = now_s();
+                touched = 0;
+                for (int s = 0; s < seqs; s++)
+                    for (int l = 0; l < LAYERS; l++) {
+                        attn_kv_t view = {.k = k + (size_t)l * layer_elems,
+                                          .v = v + (size_t)l * layer_elems,
+                                          .stride = HD,
+                                          .block_stride = by_block ? BLOCK * kv_dim : BLOCK * HD,
+                                          .table = table + (size_t)s * blocks_per_seq,
+                                          .block_size = BLOCK,
+                                          .type = ATTN_F16};
+                        for (int h = 0; h < KV_HEADS; h++) {
+                            size_t head_off = by_block ? (size_t)h * BLOCK * HD : (size_t)h * n_blocks * BLOCK * HD;
+                            attend(GROUP, qs, &view, head_off, n_ctx, HD, 0.088f, scores, outs);
+                            touched += 2 * (size_t)n * HD * sizeof(uint16_t);
+                            sink += out[0][0];
+                        }
                     }
-                }
-            rate[rep] = (double)touched / (now_s() - t) / 1e9;
+                rate[by_block][rep] = (double)touched / (now_s() - t) / 1e9;
+            }
             /* the same amount read as one forward stream over the cache */
-            t = now_s();
+            double t = now_s();
             __m256i acc = _mm256_setzero_si256();
             const __m256i *p = (const __m256i *)k;
             size_t lines = touched / 64 < bytes / 64 ? touched / 64 : bytes / 64;
@@ -102,8 +112,8 @@ int main(int argc, char **argv)
             sink += (float)(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
             read[rep] = (double)lines * 64 / (now_s() - t) / 1e9;
         }
-        double r = median(rate, reps), rd = median(read, reps);
-        printf("| %d | %.1f | %.1f | %.0f %% |\n", n, r, rd, 100.0 * r / rd);
+        double r = median(rate[0], reps), rb = median(rate[1], reps), rd = median(read, reps);
+        printf("| %d | %.1f | %.1f | %.1f | %.0f %% |\n", n, r, rb, rd, 100.0 * r / rd);
     }
     return 0;
 }

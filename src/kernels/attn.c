@@ -47,11 +47,11 @@ static inline void slot_axpy(int et, float w, const void *v, float *out, int hd)
 }
 
 /* et: the element type, a constant at each call, so each gets its own loops. */
-static inline void attn_one(int et, const float *q, const attn_kv_t *kv, int head_off, int32_t n_ctx, int hd,
+static inline void attn_one(int et, const float *q, const attn_kv_t *kv, size_t head_off, int32_t n_ctx, int hd,
                             float scale, float *scores, float *out)
 {
     float max = -INFINITY;
-    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, et);
+    attn_cursor_t kc = attn_cursor(kv, kv->k, head_off, et);
     for (int32_t t = 0; t < n_ctx; t++) {
         scores[t] = slot_dot(et, q, attn_next_e(&kc, et), hd) * scale;
         max = fmaxf(max, scores[t]);
@@ -62,7 +62,7 @@ static inline void attn_one(int et, const float *q, const attn_kv_t *kv, int hea
         sum += scores[t];
     }
     memset(out, 0, (size_t)hd * sizeof *out);
-    attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off, et);
+    attn_cursor_t vc = attn_cursor(kv, kv->v, head_off, et);
     for (int32_t t = 0; t < n_ctx; t++)
         slot_axpy(et, scores[t], attn_next_e(&vc, et), out, hd);
     float inv = 1.0f / sum;
@@ -70,7 +70,7 @@ static inline void attn_one(int et, const float *q, const attn_kv_t *kv, int hea
         out[i] *= inv;
 }
 
-void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
+void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[], int hd,
               float scale, float *const scores[], float *const out[])
 {
     if (kv->type == ATTN_F16 || kv->type == ATTN_Q8_0)

@@ -92,15 +92,15 @@ static inline const void *attn_next_e(attn_cursor_t *c, int t)
 
 /* nq queries (1..ATTN_MAX_Q): q[j] hd floats; n_ctx[j] >= 1 positions;
  * scores[j] scratch of n_ctx[j] floats; out[j] hd floats. head_off: the
- * key/value head's first element within a block. */
-typedef void (*attn_fn)(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
+ * key/value head's first element (model/kv.h: kv_head_off). */
+typedef void (*attn_fn)(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[],
                         int hd, float scale, float *const scores[], float *const out[]);
 
-void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
+void attn_ref(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[], int hd,
               float scale, float *const scores[], float *const out[]);
 
 /* The AVX-512 path (head_dim 32, 64, 128 or 256; others take the reference). */
-void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
+void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[], int hd,
                  float scale, float *const scores[], float *const out[]);
 
 /* Where the AVX-512 path prefetches keys and values ("l1" or "l2";

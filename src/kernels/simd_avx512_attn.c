@@ -198,7 +198,7 @@ AI void attn_scores_group(attn_pf_t pf, int ET, int NV, int NQ, int KG, int m, c
 
 /* The scores of positions [0, n_max) into scores[j] (query j's first
  * n_ctx[j]), times scale, and each query's running max in vmax[j]. */
-AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off,
+AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, size_t head_off,
                     const int32_t n_ctx[], int32_t n_max, float scale, float *const scores[], __m512 vmax[4])
 {
     const int KG = 16 / NQ; /* positions per reduction: KG x NQ scores fill 16 lanes */
@@ -214,7 +214,7 @@ AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[]
 #pragma GCC unroll 4
     for (int j = 0; j < NQ; j++)
         vmax[j] = _mm512_set1_ps(-INFINITY);
-    attn_cursor_t kc = attn_cursor(kv, kv->k, (size_t)head_off, ET);
+    attn_cursor_t kc = attn_cursor(kv, kv->k, head_off, ET);
     /* kp: `ahead` positions ahead; with l2 the first of them asked for now */
     const int ahead = pf == ATTN_PF_L2 ? ATTN_AHEAD_L2 : KG;
     attn_cursor_t kp = kc;
@@ -228,7 +228,7 @@ AI void attn_scores(attn_pf_t pf, int ET, int NV, int NQ, const float *const q[]
      * on every call (a decode step's contexts are short, and every key/value
      * head of every sequence and layer is a call of its own). Zen 5,
      * bench/attn_kernels.sh, two runs: 1.1-1.5x at 64 positions, level at 1,024. */
-    attn_cursor_t vp = attn_cursor(kv, kv->v, (size_t)head_off, ET);
+    attn_cursor_t vp = attn_cursor(kv, kv->v, head_off, ET);
     for (int32_t t0 = 0; t0 < n_max; t0 += KG) {
         int m = n_max - t0 < KG ? (int)(n_max - t0) : KG;
         int32_t left = t0 + ahead < n_max ? n_max - t0 - ahead : 0;
@@ -278,7 +278,7 @@ AI void attn_softmax(int NQ, const int32_t n_ctx[], const __m512 vmax[4], float 
 
 /* out[j] = the values of positions [0, n_ctx[j]) weighted by scores[j],
  * times inv[j]; positions past n_min are skipped per query. */
-AI void attn_values(attn_pf_t pf, int ET, int NV, int NQ, const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
+AI void attn_values(attn_pf_t pf, int ET, int NV, int NQ, const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[],
                     int32_t n_max, int32_t n_min, float *const scores[], const __m512 inv[4], float *const out[])
 {
     /* values: DV chunks of 16 floats at a time for all queries (NQ x DV
@@ -290,7 +290,7 @@ AI void attn_values(attn_pf_t pf, int ET, int NV, int NQ, const attn_kv_t *kv, i
         for (int i = 0; i < NQ * DV; i++)
             o[i] = _mm512_setzero_ps();
         /* c0 is even (DV is 2, 4, 8 or 16), so a q8_0 cursor starts on a block */
-        attn_cursor_t vc = attn_cursor(kv, kv->v, (size_t)head_off + LANES * (size_t)c0, ET);
+        attn_cursor_t vc = attn_cursor(kv, kv->v, head_off + LANES * (size_t)c0, ET);
         attn_cursor_t vp = vc;
         const int v_ahead = pf == ATTN_PF_L2 ? ATTN_AHEAD_L2 : ATTN_V_AHEAD_L1;
         for (int32_t t = 0; t < v_ahead && t < n_max; t++)
@@ -333,7 +333,7 @@ AI void attn_values(attn_pf_t pf, int ET, int NV, int NQ, const attn_kv_t *kv, i
  *   max, then e = exp_ps(score - max), sum: 16-lane running sum over the
  *     positions in groups of 16, then _mm512_reduce_add_ps;
  *   out: per 16-float chunk, one fma per position in order, times 1 / sum. */
-AI void attn_nq(int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, int head_off,
+AI void attn_nq(int ET, int NV, int NQ, const float *const q[], const attn_kv_t *kv, size_t head_off,
                 const int32_t n_ctx[], float scale, float *const scores[], float *const out[])
 {
     int32_t n_max = 0, n_min = INT32_MAX;
@@ -370,19 +370,19 @@ AI void attn_nq(int ET, int NV, int NQ, const float *const q[], const attn_kv_t 
     default: attn_ref(nq, q, kv, head_off, n_ctx, hd, scale, scores, out); return;                                     \
     }
 
-static void attn_avx512_f16(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
+static void attn_avx512_f16(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[],
                             int hd, float scale, float *const scores[], float *const out[])
 {
     ATTN_TYPE(ATTN_F16)
 }
 
-static void attn_avx512_q8_0(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[],
-                             int hd, float scale, float *const scores[], float *const out[])
+static void attn_avx512_q8_0(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off,
+                             const int32_t n_ctx[], int hd, float scale, float *const scores[], float *const out[])
 {
     ATTN_TYPE(ATTN_Q8_0)
 }
 
-void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, int head_off, const int32_t n_ctx[], int hd,
+void attn_avx512(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[], int hd,
                  float scale, float *const scores[], float *const out[])
 {
     if (kv->type == ATTN_F16) {

@@ -2,10 +2,13 @@
  * sequence's cache is a block table (block ids in position order), so
  * position t of a sequence lives in block table[t / block_size], slot
  * t % block_size. This file owns only the storage; which block belongs to
- * which sequence is the engine's business, and the layout of the
- * block_size * kv_dim elements of a block is the model's (Qwen3 keeps them
- * head by head: one head's keys in a block are contiguous, model/qwen3.c).
- * Its layers are the model's attention layers (model_kv_layers).
+ * which sequence is the engine's business. A layer's keys (and values) are
+ * kept head by head across the whole pool, (n_kv_heads, n_blocks,
+ * block_size, head_dim): one head's slots in a block are contiguous, and so
+ * are its slots in blocks b and b + 1, so a sequence whose blocks have
+ * consecutive ids is one run per head for the attention kernels to read,
+ * not a 4 KB piece every block. Its layers are the model's attention layers
+ * (model_kv_layers).
  *
  * Elements are f32, f16 (KV_F16, the default: keys and values are rounded
  * to half precision when written) or q8_0 (KV_Q8_0: each 32 elements of a
@@ -60,29 +63,43 @@ int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, in
 void kv_store_free(kv_store_t *kv);
 uint64_t kv_store_bytes(kv_type_t type, int n_layers, int n_blocks, int block_size, int kv_dim);
 
-/* Element offset of one layer's block (block_size * kv_dim elements). */
-static inline size_t kv_block_off(const kv_store_t *kv, int layer, int32_t block)
+/* Element offset of a layer's keys (or values). */
+static inline size_t kv_layer_off(const kv_store_t *kv, int layer)
 {
-    return ((size_t)layer * kv->n_blocks + (size_t)block) * kv->block_size * kv->kv_dim;
+    return (size_t)layer * kv->n_blocks * kv->block_size * kv->kv_dim;
 }
 
-/* Writes n floats of keys and of values at element `at` of a layer's block,
- * rounded to the store's type (q8_0: at and n multiples of 32, quantised by
- * the Q8_0 weight quantiser, kernels/types.c). */
-static inline void kv_store_put(const kv_store_t *kv, int layer, int32_t block, size_t at, const float *k,
-                                const float *v, int n)
+/* Element offset of key/value head `head` (head_dim hd) within a layer: its
+ * slots of every block, block by block. */
+static inline size_t kv_head_off(const kv_store_t *kv, int head, int hd)
 {
-    size_t off = kv_block_off(kv, layer, block) + at;
+    return (size_t)head * kv->n_blocks * kv->block_size * (size_t)hd;
+}
+
+/* Element offset of head `head`'s vector in slot `slot` of a layer's block. */
+static inline size_t kv_slot_off(const kv_store_t *kv, int layer, int32_t block, int head, int slot, int hd)
+{
+    return kv_layer_off(kv, layer) + kv_head_off(kv, head, hd) +
+           ((size_t)block * kv->block_size + (size_t)slot) * (size_t)hd;
+}
+
+/* Writes head `head`'s key and value (hd floats each) into slot `slot` of a
+ * layer's block, rounded to the store's type (q8_0: hd a multiple of 32,
+ * quantised by the Q8_0 weight quantiser, kernels/types.c). */
+static inline void kv_store_put(const kv_store_t *kv, int layer, int32_t block, int head, int slot, const float *k,
+                                const float *v, int hd)
+{
+    size_t off = kv_slot_off(kv, layer, block, head, slot, hd);
     if (kv->type == KV_F16) {
-        ops_f32_to_f16((uint16_t *)kv->k + off, k, n);
-        ops_f32_to_f16((uint16_t *)kv->v + off, v, n);
+        ops_f32_to_f16((uint16_t *)kv->k + off, k, hd);
+        ops_f32_to_f16((uint16_t *)kv->v + off, v, hd);
     } else if (kv->type == KV_Q8_0) {
         type_from_f32_fn quantise = type_traits(TYPE_Q8_0)->from_f32;
-        quantise(k, (char *)kv->k + kv_bytes(KV_Q8_0, off), n);
-        quantise(v, (char *)kv->v + kv_bytes(KV_Q8_0, off), n);
+        quantise(k, (char *)kv->k + kv_bytes(KV_Q8_0, off), hd);
+        quantise(v, (char *)kv->v + kv_bytes(KV_Q8_0, off), hd);
     } else {
-        memcpy((float *)kv->k + off, k, (size_t)n * sizeof(float));
-        memcpy((float *)kv->v + off, v, (size_t)n * sizeof(float));
+        memcpy((float *)kv->k + off, k, (size_t)hd * sizeof(float));
+        memcpy((float *)kv->v + off, v, (size_t)hd * sizeof(float));
     }
 }
 

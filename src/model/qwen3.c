@@ -135,7 +135,6 @@ static void attn_worker(void *arg, int ith, int nth)
     /* one kernel for every row (kernels/attn.h): a query's output is the
      * same whichever queries share its call, so never depends on the batch */
     attn_fn attend = attn_kernel();
-    size_t layer_slots = (size_t)kv->n_blocks * (size_t)kv->block_size * (size_t)kv->kv_dim;
     /* An item is one key/value head and up to rows_per_item consecutive
      * rows: their query heads of that key/value head (a GQA group) read the
      * same keys and values, so a call loads each once for all of them (rows
@@ -145,14 +144,14 @@ static void attn_worker(void *arg, int ith, int nth)
      * done by the others. */
     long row_groups = (b->n_rows + job->rows_per_item - 1) / job->rows_per_item;
     long n_items = row_groups * c->n_kv_heads;
-    size_t layer_bytes = kv_bytes(kv->type, (size_t)job->layer * layer_slots);
+    size_t layer_bytes = kv_bytes(kv->type, kv_layer_off(kv, job->layer));
     attn_kv_t view = {.k = (const char *)kv->k + layer_bytes,
                       .v = (const char *)kv->v + layer_bytes,
                       .type = kv->type == KV_Q8_0  ? ATTN_Q8_0
                               : kv->type == KV_F16 ? ATTN_F16
                                                    : ATTN_F32,
-                      .stride = (size_t)hd, /* a block holds its slots head by head */
-                      .block_stride = (size_t)kv->block_size * (size_t)kv->kv_dim,
+                      .stride = (size_t)hd, /* a head's slots, block after block (model/kv.h) */
+                      .block_stride = (size_t)kv->block_size * (size_t)hd,
                       .block_size = kv->block_size};
     for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_items;) {
         int kvh = (int)(item / row_groups), r0 = (int)(item % row_groups) * job->rows_per_item;
@@ -164,7 +163,7 @@ static void attn_worker(void *arg, int ith, int nth)
         for (int r = r0; r < r_end; r++)
             for (int h = kvh * group; h < (kvh + 1) * group; h++) {
                 if (nq == ATTN_MAX_Q || (nq > 0 && b->block_tables[r] != view.table)) {
-                    attend(nq, q, &view, kvh * kv->block_size * hd, n_ctx, hd, scale, scores, out);
+                    attend(nq, q, &view, kv_head_off(kv, kvh, hd), n_ctx, hd, scale, scores, out);
                     nq = 0;
                 }
                 view.table = b->block_tables[r];
@@ -174,7 +173,7 @@ static void attn_worker(void *arg, int ith, int nth)
                 scores[nq] = scratch + (size_t)nq * ctx->max_ctx;
                 nq++;
             }
-        attend(nq, q, &view, kvh * kv->block_size * hd, n_ctx, hd, scale, scores, out);
+        attend(nq, q, &view, kv_head_off(kv, kvh, hd), n_ctx, hd, scale, scores, out);
     }
 }
 
@@ -233,15 +232,11 @@ static void qk_store_row(const rows_job_t *job, int r)
         ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
         ops_rope_apply(kh, hd, cos_r, sin_r);
     }
-    /* a block holds its slots head by head: (n_kv_heads, block_size, head_dim) */
     int32_t pos = job->b->pos[r];
     int32_t blk = job->b->block_tables[r][pos / kv->block_size];
-    size_t slot = (size_t)(pos % kv->block_size);
-    for (int h = 0; h < c->n_kv_heads; h++) {
-        size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
-        kv_store_put(kv, job->layer, blk, at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+    for (int h = 0; h < c->n_kv_heads; h++)
+        kv_store_put(kv, job->layer, blk, h, pos % kv->block_size, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
                      ctx->v + (size_t)r * kv_dim + (size_t)h * hd, hd);
-    }
 }
 
 /* A row's work never depends on which thread does it or how the rows are

@@ -333,15 +333,11 @@ static void attn_qk_row(const fwd_ctx_t *ctx, const void *p, int r)
         ops_rmsnorm(kh, kh, l->k_norm, hd, c->rms_eps);
         ops_rope_apply(kh, c->rope_dim, cos_r, sin_r);
     }
-    /* a block holds its slots head by head, as qwen3's: (n_kv_heads, block_size, head_dim) */
     int32_t pos = a->b->pos[r];
     int32_t blk = a->b->block_tables[r][pos / kv->block_size];
-    size_t slot = (size_t)(pos % kv->block_size);
-    for (int h = 0; h < c->n_kv_heads; h++) {
-        size_t at = ((size_t)h * (size_t)kv->block_size + slot) * (size_t)hd;
-        kv_store_put(kv, a->kv_layer, blk, at, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
+    for (int h = 0; h < c->n_kv_heads; h++)
+        kv_store_put(kv, a->kv_layer, blk, h, pos % kv->block_size, ctx->k + (size_t)r * kv_dim + (size_t)h * hd,
                      ctx->v + (size_t)r * kv_dim + (size_t)h * hd, hd);
-    }
 }
 
 /* Full attention's output gate: xn *= sigmoid(gate) */

@@ -303,15 +303,23 @@ static void test_kv_q8_0_store(void **state)
     float k[64], v[64];
     for (int i = 0; i < 64; i++)
         k[i] = 0.37f * (float)(i - 20), v[i] = -1.0f / (float)(i + 1);
-    size_t at = (size_t)(7 * 64); /* slot 7 of layer 1, block 2 */
-    kv_store_put(&kv, 1, 2, at, k, v, 64);
+    kv_store_put(&kv, 1, 2, 0, 7, k, v, 64); /* layer 1, block 2, head 0, slot 7 */
     uint8_t want[2 * 34];
-    size_t off = kv_bytes(KV_Q8_0, kv_block_off(&kv, 1, 2) + at);
-    assert_int_equal(off, ((size_t)(1 * 3 + 2) * 16 * 64 + at) / 32 * 34);
+    size_t off = kv_bytes(KV_Q8_0, kv_slot_off(&kv, 1, 2, 0, 7, 64));
+    assert_int_equal(off, ((size_t)1 * 3 * 16 * 64 + (2 * 16 + 7) * 64) / 32 * 34);
     type_traits(TYPE_Q8_0)->from_f32(k, want, 64);
     assert_memory_equal((const uint8_t *)kv.k + off, want, sizeof want);
     type_traits(TYPE_Q8_0)->from_f32(v, want, 64);
     assert_memory_equal((const uint8_t *)kv.v + off, want, sizeof want);
+    kv_store_free(&kv);
+
+    /* a layer's heads one after another across the pool: head 1's slot 0 of
+     * block 1 follows its slot 15 of block 0 */
+    assert_int_equal(kv_store_init(&kv, KV_F32, 2, 3, 16, 128, &err), 0);
+    assert_int_equal(kv_slot_off(&kv, 1, 1, 1, 0, 64), kv_slot_off(&kv, 1, 0, 1, 15, 64) + 64);
+    assert_int_equal(kv_head_off(&kv, 1, 64), (size_t)3 * 16 * 64);
+    assert_int_equal(kv_slot_off(&kv, 1, 0, 0, 0, 64), kv_layer_off(&kv, 1));
+    assert_int_equal(kv_layer_off(&kv, 1), (size_t)3 * 16 * 128);
     kv_store_free(&kv);
 }
 
