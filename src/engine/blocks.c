@@ -38,7 +38,7 @@ int blk_pool_init(blk_pool_t *p, int n_blocks, int block_size, err_t *err)
     /* every block free, lowest ids first */
     for (int i = 0; i < n_blocks; i++) {
         p->meta[i].next = i + 1 < n_blocks ? i + 1 : -1;
-        p->meta[i].prev = -1;
+        p->meta[i].prev = i - 1;
         p->meta[i].h_next = -1;
     }
     p->free_head = 0;
@@ -91,6 +91,32 @@ static void lru_push_tail(blk_pool_t *p, int32_t b)
     p->n_lru++;
 }
 
+/* The free list (doubly linked, so blk_alloc_after can take a block from
+ * its middle): b to its head, or b out of it. */
+static void free_push(blk_pool_t *p, int32_t b)
+{
+    blk_meta_t *m = &p->meta[b];
+    m->prev = -1;
+    m->next = p->free_head;
+    if (p->free_head >= 0)
+        p->meta[p->free_head].prev = b;
+    p->free_head = b;
+    p->n_free++;
+}
+
+static void free_unlink(blk_pool_t *p, int32_t b)
+{
+    blk_meta_t *m = &p->meta[b];
+    if (m->prev >= 0)
+        p->meta[m->prev].next = m->next;
+    else
+        p->free_head = m->next;
+    if (m->next >= 0)
+        p->meta[m->next].prev = m->prev;
+    m->prev = m->next = -1;
+    p->n_free--;
+}
+
 static void table_remove(blk_pool_t *p, int32_t b)
 {
     int32_t *link = &p->buckets[bucket_of(p, &p->meta[b].hash)];
@@ -107,8 +133,7 @@ int32_t blk_alloc(blk_pool_t *p)
     int32_t b;
     if (p->free_head >= 0) {
         b = p->free_head;
-        p->free_head = p->meta[b].next;
-        p->n_free--;
+        free_unlink(p, b);
     } else if (p->lru_head >= 0) {
         b = p->lru_head; /* the least recently used cached prefix goes */
         lru_unlink(p, b);
@@ -133,10 +158,18 @@ void blk_release(blk_pool_t *p, int32_t b)
     if (m->is_cached) {
         lru_push_tail(p, b);
     } else {
-        m->next = p->free_head;
-        p->free_head = b;
-        p->n_free++;
+        free_push(p, b);
     }
+}
+
+int32_t blk_alloc_after(blk_pool_t *p, int32_t prev)
+{
+    int32_t b = prev + 1;
+    if (prev < 0 || b >= p->n_blocks || p->meta[b].ref > 0 || p->meta[b].is_cached)
+        return blk_alloc(p); /* held, cached (its LRU place stands) or past the pool */
+    free_unlink(p, b);
+    p->meta[b].ref = 1;
+    return b;
 }
 
 static bool digest(blk_pool_t *p, const void *a, size_t na, const void *b, size_t nb, blk_hash_t *out)

@@ -43,7 +43,7 @@ typedef struct blk_pool {
     int32_t *tokens;    /* (n_blocks, block_size) token ids of cached blocks, for verification */
     int32_t *buckets;   /* (n_buckets) first block of each hash bucket, -1 if empty */
     uint32_t n_buckets; /* a power of two */
-    int32_t free_head;  /* blocks neither held nor cached (singly linked through next) */
+    int32_t free_head;  /* blocks neither held nor cached (doubly linked through prev / next) */
     int n_free;
     int32_t lru_head; /* cached, unheld blocks, least recently used first */
     int32_t lru_tail;
@@ -75,6 +75,11 @@ static inline int blk_used(const blk_pool_t *p)
 /* A block for one request (reference 1): a free one, else the least recently
  * used cached one, evicted. -1 when every block is held. */
 int32_t blk_alloc(blk_pool_t *p);
+/* A block for the position after block prev's: prev + 1 when it is free,
+ * so a sequence's blocks have consecutive ids where the pool allows (the KV
+ * store keeps a head's blocks in id order, model/kv.h, and reads such a
+ * sequence as one run), otherwise blk_alloc's. prev < 0: blk_alloc's. */
+int32_t blk_alloc_after(blk_pool_t *p, int32_t prev);
 
 /* Drops one reference. An unheld cached block joins the LRU list (most
  * recent end); an unheld uncached block is free again. */

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -31,6 +32,12 @@ int admit_headroom(const engine_t *e, const engine_req_t *r, int prompt_blocks)
         return e->n_running + 1;
     int room = blocks_for(r->n_prompt + r->p.max_tokens, e->blocks.block_size) - prompt_blocks;
     return room < 1 ? room : 1;
+}
+
+static int cmp_block_id(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
 }
 
 /* Takes r's cached prefix and allocates the rest of the blocks its prompt
@@ -90,7 +97,11 @@ static bool admit(engine_t *e, engine_req_t *r)
         return false;
     }
     for (int i = hits; i < n_table; i++)
-        r->table[i] = blk_alloc(bp);
+        r->table[i] = blk_alloc_after(bp, i > 0 ? r->table[i - 1] : -1);
+    /* new blocks are interchangeable: in id order, so the KV store reads the
+     * prompt as one run a head (model/kv.h) even where they came off the LRU
+     * tail first, a finished sequence's deepest block first */
+    qsort(r->table + hits, (size_t)(n_table - hits), sizeof *r->table, cmp_block_id);
     r->n_table = n_table;
     r->chain = chain;
     r->n_hashed = hits;

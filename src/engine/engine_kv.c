@@ -69,7 +69,7 @@ void kv_grow(engine_t *e)
         engine_req_t *r = e->running[i];
         int want = blocks_wanted(e, r);
         while (r->n_table < want) {
-            int32_t b = blk_alloc(&e->blocks);
+            int32_t b = blk_alloc_after(&e->blocks, r->n_table > 0 ? r->table[r->n_table - 1] : -1);
             if (b >= 0) {
                 r->table[r->n_table++] = b;
                 continue;

@@ -117,7 +117,11 @@ uint64_t engine_req_id(const engine_req_t *r)
  * drops the engine's reference. */
 void req_finish(engine_t *e, engine_req_t *r, engine_finish_t why, const char *message)
 {
-    for (int i = 0; i < r->n_table; i++)
+    /* deepest first, as preempt: the LRU then evicts a prefix's tail before
+     * its head (a lookup stops at the first miss), and the free list hands
+     * the blocks out again lowest position first, so blk_alloc_after can
+     * chain them in id order */
+    for (int i = r->n_table - 1; i >= 0; i--)
         if (r->table[i] >= 0)
             blk_release(&e->blocks, r->table[i]);
     r->n_table = 0;

@@ -295,6 +295,48 @@ static void test_blocks_lru_and_verification(void **state)
     blk_pool_free(&p);
 }
 
+/* blk_alloc_after: the next id when it is free, taken from the middle of
+ * the free list (which stays consistent); a held or cached neighbour, or
+ * the pool's end, falls back to blk_alloc's choice. */
+static void test_blocks_alloc_after(void **state)
+{
+    (void)state;
+    blk_pool_t p;
+    err_t err;
+    assert_int_equal(blk_pool_init(&p, 6, 4, &err), 0);
+    int32_t b0 = blk_alloc(&p);
+    assert_int_equal(b0, 0);
+    assert_int_equal(blk_alloc_after(&p, b0), 1);
+    int32_t held = blk_alloc(&p); /* 2 */
+    assert_int_equal(held, 2);
+    /* 2 is held: blk_alloc's choice (the free list's head, 3) */
+    assert_int_equal(blk_alloc_after(&p, 1), 3);
+    /* released in the order 3, 1, 0: free list 0, 1, 3, 4, 5; 4 from its middle */
+    blk_release(&p, 3);
+    blk_release(&p, 1);
+    blk_release(&p, 0);
+    assert_int_equal(p.n_free, 5);
+    assert_int_equal(blk_alloc_after(&p, 3), 4);
+    assert_int_equal(p.n_free, 4);
+    /* a cached, unheld neighbour keeps its LRU place */
+    int32_t toks[4] = {7, 7, 7, 7};
+    blk_hash_t root, h;
+    assert_true(blk_hash_root(&p, NULL, &root));
+    assert_true(blk_hash_next(&p, &root, toks, 4, &h));
+    assert_true(blk_register(&p, held, &h, toks));
+    blk_release(&p, held);
+    assert_int_equal(p.n_lru, 1);
+    assert_int_equal(blk_alloc_after(&p, 1), 0); /* not 2: the head of the free list */
+    assert_int_equal(blk_alloc_after(&p, 5), 1); /* past the pool's end */
+    assert_int_equal(blk_alloc_after(&p, -1), 3);
+    assert_int_equal(blk_alloc_after(&p, 4), 5);
+    assert_int_equal(p.n_free, 0);
+    assert_int_equal(blk_alloc_after(&p, 0), 2); /* every free block taken: the cached one, evicted */
+    assert_int_equal(p.evictions, 1);
+    assert_int_equal(blk_alloc(&p), -1);
+    blk_pool_free(&p);
+}
+
 /* ---- lifecycle ---- */
 
 static void test_greedy_matches_direct_forward(void **state)
@@ -920,6 +962,50 @@ static void test_eviction_keeps_serving(void **state)
     engine_destroy(e);
 }
 
+/* A finished request's blocks go back deepest first, so when the pool runs
+ * short the LRU evicts a cached prompt's tail and its head stays reachable
+ * (a lookup stops at the first miss: evicting the first block would strand
+ * every block after it). */
+static void test_eviction_takes_the_tail_first(void **state)
+{
+    fixture_t *f = *state;
+    engine_config_t c;
+    engine_config_default(&c);
+    c.n_threads = 1;
+    c.max_seqs = 1;
+    c.batch_tokens = 32;
+    c.prefill_chunk = 32;
+    c.max_context = 256;
+    c.max_memory = 1ull << 30;
+    err_t err;
+    engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
+    assert_non_null(e);
+    assert_int_equal(engine_get_plan(e)->n_blocks, 32);
+    int32_t p[200], q[200], r[160];
+    make_prompt(p, 200, 700);
+    make_prompt(q, 200, 701);
+    make_prompt(r, 160, 702);
+    result_t res;
+    /* p and q leave 12 cached blocks each (24 of 32); r needs 10 and more
+     * room than the 8 free, so a few of p's, the oldest, are evicted */
+    run_alone(e, p, 200, 2, 0, NULL, &res);
+    result_free(&res);
+    run_alone(e, q, 200, 2, 0, NULL, &res);
+    result_free(&res);
+    run_alone(e, r, 160, 2, 0, NULL, &res);
+    result_free(&res);
+    engine_snapshot_t s = {0};
+    wait_idle(e, &s);
+    assert_true(s.cache_evictions > 0 && s.cache_evictions < 12);
+    int evicted = (int)s.cache_evictions;
+    engine_snapshot_free(&s);
+    /* p again: its first 12 - evicted blocks are still there */
+    run_alone(e, p, 200, 2, 0, NULL, &res);
+    assert_int_equal(res.usage.cached_tokens, (12 - evicted) * 16);
+    result_free(&res);
+    engine_destroy(e);
+}
+
 static void test_stop_strings(void **state)
 {
     fixture_t *f = *state;
@@ -1065,6 +1151,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocks_lru_and_verification),
+        cmocka_unit_test(test_blocks_alloc_after),
         cmocka_unit_test_setup_teardown(test_greedy_matches_direct_forward, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_plan_kv_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_validation_and_limits, setup, teardown),
@@ -1085,6 +1172,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prefill_overlaps_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_reuse_by_salt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_keeps_serving, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eviction_takes_the_tail_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_strings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_plan_refuses, setup, teardown),
     };
