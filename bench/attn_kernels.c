@@ -4,10 +4,10 @@
  * cache on 2 MB pages as model/kv.c keeps it), for a few context lengths:
  * the rate at which it reads the keys and values (GB/s), beside a read of
  * the same memory as one forward stream. Two layouts of a layer, alternated
- * rep by rep: head by head across the pool (model/kv.h's, since session
- * 51: a head's slots of consecutive blocks adjacent) and block by block
- * (each block its heads one after another, a 4 KB piece a head and block:
- * the layout before). The cache is larger than the
+ * rep by rep: groups of 64 blocks head by head (model/kv.h's, since session
+ * 51: a head's slots of consecutive blocks adjacent, 256 KB a head and
+ * group) and block by block (each block its heads one after another, a 4 KB
+ * piece a head and block: the layout before). The cache is larger than the
  * caches (SEQS sequences' blocks, each step reading the next sequence's), so
  * the rate is from memory, as in a step of several sequences. Medians of
  * REPS runs. Built and run by bench/attn_kernels.sh. */
@@ -29,6 +29,7 @@
 #define HD 128
 #define GROUP 2
 #define BLOCK 16
+#define GROUP_SHIFT 6 /* 64 blocks a group: model/kv.h's kv_group_blocks for this shape in f16 */
 #define MAX_REPS 31
 
 static void *huge(size_t bytes)
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
         scores[j] = malloc((size_t)max_ctx * sizeof(float));
     }
     attn_fn attend = attn_kernel();
-    printf("| context | attention GB/s, head by head | block by block | read 1 stream GB/s | head by head / read |\n"
+    printf("| context | attention GB/s, grouped | block by block | read 1 stream GB/s | grouped / read |\n"
            "|---|---|---|---|---|\n");
     for (size_t ci = 0; ci < sizeof ctxs / sizeof *ctxs; ci++) {
         int n = ctxs[ci];
@@ -88,11 +89,14 @@ int main(int argc, char **argv)
                                           .v = v + (size_t)l * layer_elems,
                                           .stride = HD,
                                           .block_stride = by_block ? BLOCK * kv_dim : BLOCK * HD,
+                                          .group_stride = by_block ? 0 : ((size_t)BLOCK * kv_dim) << GROUP_SHIFT,
+                                          .group_shift = by_block ? 0 : GROUP_SHIFT,
                                           .table = table + (size_t)s * blocks_per_seq,
                                           .block_size = BLOCK,
                                           .type = ATTN_F16};
                         for (int h = 0; h < KV_HEADS; h++) {
-                            size_t head_off = by_block ? (size_t)h * BLOCK * HD : (size_t)h * n_blocks * BLOCK * HD;
+                            size_t head_off =
+                                by_block ? (size_t)h * BLOCK * HD : ((size_t)h * BLOCK * HD) << GROUP_SHIFT;
                             attend(GROUP, qs, &view, head_off, n_ctx, HD, 0.088f, scores, outs);
                             touched += 2 * (size_t)n * HD * sizeof(uint16_t);
                             sink += out[0][0];

@@ -40,10 +40,13 @@ static inline size_t attn_bytes(int t, size_t n)
 }
 
 typedef struct attn_kv {
-    const void *k;        /* the layer's keys: slot s of block b at element b * block_stride + s * stride */
+    const void *k;        /* the layer's keys: slot s of block b at element
+                           * (b >> group_shift) * group_stride + (b & (2^group_shift - 1)) * block_stride + s * stride */
     const void *v;        /* the layer's values, same layout */
     size_t stride;        /* elements from one slot to the next */
-    size_t block_stride;  /* elements from one block to the next */
+    size_t block_stride;  /* elements from one block to the next within a group */
+    size_t group_stride;  /* elements from one group of blocks to the next; 0: no groups (block_stride) */
+    int group_shift;      /* log2 of a group's blocks (model/kv.h) */
     const int32_t *table; /* block ids in position order */
     int block_size;       /* slots per block */
     attn_type_t type;     /* f32, f16 or q8_0 elements */
@@ -57,7 +60,8 @@ typedef struct attn_cursor {
     const char *p;        /* the next slot's first element, within the current block */
     const char *base;     /* kv->k or kv->v, plus the offset within a slot, in bytes */
     const int32_t *table; /* the next block's entry */
-    size_t slot_bytes, block_bytes;
+    size_t slot_bytes, block_bytes, group_bytes;
+    int group_shift;
     int left; /* slots left in the current block (0: read the next entry first) */
     int block_size;
 } attn_cursor_t;
@@ -70,6 +74,8 @@ static inline attn_cursor_t attn_cursor(const attn_kv_t *kv, const void *base, s
                        .table = kv->table,
                        .slot_bytes = attn_bytes(t, kv->stride),
                        .block_bytes = attn_bytes(t, kv->block_stride),
+                       .group_bytes = attn_bytes(t, kv->group_stride ? kv->group_stride : kv->block_stride),
+                       .group_shift = kv->group_stride ? kv->group_shift : 0,
                        .left = 0,
                        .block_size = kv->block_size};
     return c;
@@ -81,7 +87,9 @@ static inline const void *attn_next_e(attn_cursor_t *c, int t)
 {
     (void)t;
     if (c->left == 0) {
-        c->p = c->base + (size_t)*c->table++ * c->block_bytes;
+        size_t b = (size_t)*c->table++;
+        c->p = c->base + (b >> c->group_shift) * c->group_bytes +
+               (b & (((size_t)1 << c->group_shift) - 1)) * c->block_bytes;
         c->left = c->block_size;
     }
     const char *p = c->p;

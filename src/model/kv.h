@@ -2,13 +2,17 @@
  * sequence's cache is a block table (block ids in position order), so
  * position t of a sequence lives in block table[t / block_size], slot
  * t % block_size. This file owns only the storage; which block belongs to
- * which sequence is the engine's business. A layer's keys (and values) are
- * kept head by head across the whole pool, (n_kv_heads, n_blocks,
- * block_size, head_dim): one head's slots in a block are contiguous, and so
- * are its slots in blocks b and b + 1, so a sequence whose blocks have
- * consecutive ids is one run per head for the attention kernels to read,
- * not a 4 KB piece every block. Its layers are the model's attention layers
- * (model_kv_layers).
+ * which sequence is the engine's business. A layer's blocks are kept in
+ * groups of group_blocks consecutive ids (a power of two, about 2 MB of a
+ * layer's keys: kv_group_blocks), each group head by head, (n_kv_heads,
+ * group_blocks, block_size, head_dim): one head's slots in a block are
+ * contiguous, and so are its slots in blocks b and b + 1 of a group, so a
+ * sequence whose blocks have consecutive ids is one run per head and group
+ * for the attention kernels to read (64 blocks, 256 KB, for Qwen3-0.6B in
+ * f16), not a 4 KB piece every block; and a sequence touches only its own
+ * groups' memory, as with a block's heads side by side (a fresh pool's pages
+ * are zeroed by the kernel as they are first touched). Its layers are the
+ * model's attention layers (model_kv_layers).
  *
  * Elements are f32, f16 (KV_F16, the default: keys and values are rounded
  * to half precision when written) or q8_0 (KV_Q8_0: each 32 elements of a
@@ -27,7 +31,8 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
-#define KV_BLOCK_SIZE 16 /* default tokens per block */
+#define KV_BLOCK_SIZE 16          /* default tokens per block */
+#define KV_GROUP_BYTES (2u << 20) /* at most a group of a layer's keys (kv_group_blocks): a 2 MB page */
 
 typedef enum { KV_F32 = 0, KV_F16 = 1, KV_Q8_0 = 2 } kv_type_t;
 #define KV_TYPE_DEFAULT KV_F16
@@ -36,11 +41,14 @@ typedef struct kv_store {
     kv_type_t type;
     int n_layers;
     int n_blocks;
-    int block_size; /* tokens per block */
-    int kv_dim;     /* n_kv_heads * head_dim */
-    void *k;        /* (n_layers, n_blocks, block_size * kv_dim) elements of type */
-    void *v;        /* (n_layers, n_blocks, block_size * kv_dim) */
-    size_t bytes;   /* of k, and of v: each on 2 MB pages where the kernel allows (base/sysmem.h) */
+    int block_size;   /* tokens per block */
+    int kv_dim;       /* n_kv_heads * head_dim */
+    int group_blocks; /* blocks a group (kv_group_blocks), 1 << group_shift */
+    int group_shift;
+    int n_groups; /* a layer's groups: n_blocks rounded up to whole groups */
+    void *k;      /* (n_layers, n_blocks, block_size * kv_dim) elements of type */
+    void *v;      /* (n_layers, n_blocks, block_size * kv_dim) */
+    size_t bytes; /* of k, and of v: each on 2 MB pages where the kernel allows (base/sysmem.h) */
 } kv_store_t;
 
 /* "f32", "f16", "q8_0" -> the type; -1 with one clear message otherwise.
@@ -59,28 +67,41 @@ static inline size_t kv_bytes(kv_type_t t, size_t n)
     return t == KV_Q8_0 ? q8_0_bytes(n) : t == KV_F16 ? n * sizeof(uint16_t) : n * sizeof(float);
 }
 
+/* Blocks a group of the store's layout: the largest power of two whose
+ * group of a layer's keys (every head) stays within 2 MB, and at most the
+ * pool's n_blocks rounded down to a power of two (a small pool is not
+ * rounded up to one large group). */
+int kv_group_blocks(kv_type_t type, int n_blocks, int block_size, int kv_dim);
+
 int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, int block_size, int kv_dim, err_t *err);
 void kv_store_free(kv_store_t *kv);
 uint64_t kv_store_bytes(kv_type_t type, int n_layers, int n_blocks, int block_size, int kv_dim);
 
+/* Elements of one group (every head) and of a layer. */
+static inline size_t kv_group_elems(const kv_store_t *kv)
+{
+    return (size_t)kv->group_blocks * kv->block_size * kv->kv_dim;
+}
+
 /* Element offset of a layer's keys (or values). */
 static inline size_t kv_layer_off(const kv_store_t *kv, int layer)
 {
-    return (size_t)layer * kv->n_blocks * kv->block_size * kv->kv_dim;
+    return (size_t)layer * kv->n_groups * kv_group_elems(kv);
 }
 
-/* Element offset of key/value head `head` (head_dim hd) within a layer: its
- * slots of every block, block by block. */
+/* Element offset of key/value head `head` (head_dim hd) within a group: its
+ * slots of the group's blocks, block by block. */
 static inline size_t kv_head_off(const kv_store_t *kv, int head, int hd)
 {
-    return (size_t)head * kv->n_blocks * kv->block_size * (size_t)hd;
+    return (size_t)head * kv->group_blocks * kv->block_size * (size_t)hd;
 }
 
 /* Element offset of head `head`'s vector in slot `slot` of a layer's block. */
 static inline size_t kv_slot_off(const kv_store_t *kv, int layer, int32_t block, int head, int slot, int hd)
 {
-    return kv_layer_off(kv, layer) + kv_head_off(kv, head, hd) +
-           ((size_t)block * kv->block_size + (size_t)slot) * (size_t)hd;
+    size_t group = (size_t)block >> kv->group_shift, in_group = (size_t)block & (size_t)(kv->group_blocks - 1);
+    return kv_layer_off(kv, layer) + group * kv_group_elems(kv) + kv_head_off(kv, head, hd) +
+           (in_group * kv->block_size + (size_t)slot) * (size_t)hd;
 }
 
 /* Writes head `head`'s key and value (hd floats each) into slot `slot` of a

@@ -150,8 +150,10 @@ static void attn_worker(void *arg, int ith, int nth)
                       .type = kv->type == KV_Q8_0  ? ATTN_Q8_0
                               : kv->type == KV_F16 ? ATTN_F16
                                                    : ATTN_F32,
-                      .stride = (size_t)hd, /* a head's slots, block after block (model/kv.h) */
+                      .stride = (size_t)hd, /* a head's slots, block after block in a group (model/kv.h) */
                       .block_stride = (size_t)kv->block_size * (size_t)hd,
+                      .group_stride = kv_group_elems(kv),
+                      .group_shift = kv->group_shift,
                       .block_size = kv->block_size};
     for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_items;) {
         int kvh = (int)(item / row_groups), r0 = (int)(item % row_groups) * job->rows_per_item;

@@ -239,6 +239,61 @@ static void queries_independent_of_their_call(int which)
     queries_independent_at(which, 32);
 }
 
+/* The store's layout (model/kv.h): blocks in groups (here of 4), each group
+ * head by head. The same keys and values copied into it give every path's
+ * output bit for bit as the interleaved layout does, over contexts that
+ * cross groups, with the table's blocks shuffled across them. */
+static void test_grouped_layout(void **state)
+{
+    (void)state;
+    enum { HD = 128, G = 4, SHIFT = 2 };
+    fixture_t f;
+    fixture_init(&f, HD, 11);
+    int n_groups = (f.n_blocks + G - 1) / G;
+    size_t group = (size_t)G * BLOCK * N_KV_HEADS * HD, n = (size_t)n_groups * group;
+    uint16_t *gk = calloc(n, sizeof *gk), *gv = calloc(n, sizeof *gv);
+    assert_true(gk && gv);
+    for (int b = 0; b < f.n_blocks; b++)
+        for (int h = 0; h < N_KV_HEADS; h++)
+            for (int sl = 0; sl < BLOCK; sl++) {
+                size_t from = ((size_t)b * BLOCK + (size_t)sl) * f.stride + (size_t)h * HD;
+                size_t to = (size_t)(b >> SHIFT) * group + (size_t)h * G * BLOCK * HD +
+                            ((size_t)(b & (G - 1)) * BLOCK + (size_t)sl) * HD;
+                memcpy(gk + to, f.kh + from, HD * sizeof *gk);
+                memcpy(gv + to, f.vh + from, HD * sizeof *gv);
+            }
+    attn_kv_t flat = view_of(&f, VIEW_F16);
+    attn_kv_t grouped = {.k = gk,
+                         .v = gv,
+                         .stride = HD,
+                         .block_stride = BLOCK * HD,
+                         .group_stride = group,
+                         .group_shift = SHIFT,
+                         .table = f.table,
+                         .block_size = BLOCK,
+                         .type = ATTN_F16};
+    float q[2 * HD], want[2 * HD], got[2 * HD];
+    float *sc = malloc(2 * (size_t)MAX_CTX * sizeof(float));
+    assert_non_null(sc);
+    fill_normal(q, 2 * HD, 13, 0.5f);
+    static const int32_t lens[][2] = {{700, 699}, {65, 64}, {17, 1}};
+    for (cpu_level_t level = CPU_GENERIC; level <= cpu_level(); level++) {
+        attn_fn fn = attn_for_level(level);
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (int h = 0; h < N_KV_HEADS; h++) {
+                const float *qp[2] = {q, q + HD};
+                float *wp[2] = {want, want + HD}, *gp[2] = {got, got + HD}, *sp[2] = {sc, sc + MAX_CTX};
+                fn(2, qp, &flat, (size_t)h * HD, lens[li], HD, 0.1f, sp, wp);
+                fn(2, qp, &grouped, (size_t)h * G * BLOCK * HD, lens[li], HD, 0.1f, sp, gp);
+                assert_memory_equal(got, want, sizeof got);
+            }
+    }
+    free(sc);
+    free(gk);
+    free(gv);
+    fixture_free(&f);
+}
+
 static void test_paths_against_reference(void **state)
 {
     (void)state;
@@ -279,6 +334,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_against_reference),
+        cmocka_unit_test(test_grouped_layout),
         cmocka_unit_test(test_f16_paths_against_reference),
         cmocka_unit_test(test_queries_independent_of_their_call),
         cmocka_unit_test(test_f16_queries_independent_of_their_call),

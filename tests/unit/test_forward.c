@@ -293,7 +293,8 @@ static void test_kv_q8_0_store(void **state)
     assert_string_equal(kv_type_name(t), "q8_0");
     assert_int_equal(kv_type_parse("--kv-type", "q4_0", &t, &err), -1);
     assert_non_null(strstr(err.msg, "must be f32, f16 or q8_0, not 'q4_0'"));
-    assert_int_equal(kv_store_bytes(KV_Q8_0, 3, 5, 16, 64), 2ull * 3 * 5 * 16 * 64 / 32 * 34);
+    /* 5 blocks in groups of 4: 8 blocks' room a layer */
+    assert_int_equal(kv_store_bytes(KV_Q8_0, 3, 5, 16, 64), 2ull * 3 * 8 * 16 * 64 / 32 * 34);
     assert_int_equal(kv_type_check(KV_Q8_0, 128, &err), 0);
     assert_int_equal(kv_type_check(KV_F16, 48, &err), 0);
     assert_int_equal(kv_type_check(KV_Q8_0, 48, &err), -1);
@@ -306,21 +307,30 @@ static void test_kv_q8_0_store(void **state)
     kv_store_put(&kv, 1, 2, 0, 7, k, v, 64); /* layer 1, block 2, head 0, slot 7 */
     uint8_t want[2 * 34];
     size_t off = kv_bytes(KV_Q8_0, kv_slot_off(&kv, 1, 2, 0, 7, 64));
-    assert_int_equal(off, ((size_t)1 * 3 * 16 * 64 + (2 * 16 + 7) * 64) / 32 * 34);
+    /* groups of 2 blocks, 2 a layer: layer 1 at 4 blocks, block 2 the first of its second group */
+    assert_int_equal(kv.group_blocks, 2);
+    assert_int_equal(off, ((size_t)4 * 16 * 64 + 2 * 16 * 64 + 7 * 64) / 32 * 34);
     type_traits(TYPE_Q8_0)->from_f32(k, want, 64);
     assert_memory_equal((const uint8_t *)kv.k + off, want, sizeof want);
     type_traits(TYPE_Q8_0)->from_f32(v, want, 64);
     assert_memory_equal((const uint8_t *)kv.v + off, want, sizeof want);
     kv_store_free(&kv);
 
-    /* a layer's heads one after another across the pool: head 1's slot 0 of
-     * block 1 follows its slot 15 of block 0 */
+    /* a group's heads one after another: head 1's slot 0 of block 1 follows
+     * its slot 15 of block 0 (groups of 2 here); block 2 opens the next group */
     assert_int_equal(kv_store_init(&kv, KV_F32, 2, 3, 16, 128, &err), 0);
+    assert_int_equal(kv.group_blocks, 2);
     assert_int_equal(kv_slot_off(&kv, 1, 1, 1, 0, 64), kv_slot_off(&kv, 1, 0, 1, 15, 64) + 64);
-    assert_int_equal(kv_head_off(&kv, 1, 64), (size_t)3 * 16 * 64);
+    assert_int_equal(kv_head_off(&kv, 1, 64), (size_t)2 * 16 * 64);
     assert_int_equal(kv_slot_off(&kv, 1, 0, 0, 0, 64), kv_layer_off(&kv, 1));
-    assert_int_equal(kv_layer_off(&kv, 1), (size_t)3 * 16 * 128);
+    assert_int_equal(kv_layer_off(&kv, 1), (size_t)4 * 16 * 128);
+    assert_int_equal(kv_slot_off(&kv, 1, 2, 0, 0, 64), kv_layer_off(&kv, 1) + kv_group_elems(&kv));
     kv_store_free(&kv);
+    /* Qwen3-0.6B's 1,024 key elements a slot: 64 blocks (2 MB of f16 keys) a group, 32 in f32 */
+    assert_int_equal(kv_group_blocks(KV_F16, 4096, 16, 1024), 64);
+    assert_int_equal(kv_group_blocks(KV_F32, 4096, 16, 1024), 32);
+    assert_int_equal(kv_group_blocks(KV_F16, 40, 16, 1024), 32); /* at most the pool, rounded down */
+    assert_int_equal(kv_group_blocks(KV_F16, 1, 16, 1024), 1);
 }
 
 int main(void)
