@@ -4,8 +4,8 @@
  * cache on 2 MB pages as model/kv.c keeps it), for a few context lengths:
  * the rate at which it reads the keys and values (GB/s), beside a read of
  * the same memory as one forward stream. Two layouts of a layer, alternated
- * rep by rep: groups of 64 blocks head by head (model/kv.h's, since session
- * 51: a head's slots of consecutive blocks adjacent, 256 KB a head and
+ * rep by rep: groups of 32 blocks head by head (model/kv.h's, since session
+ * 51: a head's slots of consecutive blocks adjacent, 128 KB a head and
  * group) and block by block (each block its heads one after another, a 4 KB
  * piece a head and block: the layout before). The cache is larger than the
  * caches (SEQS sequences' blocks, each step reading the next sequence's), so
@@ -29,7 +29,7 @@
 #define HD 128
 #define GROUP 2
 #define BLOCK 16
-#define GROUP_SHIFT 6 /* 64 blocks a group: model/kv.h's kv_group_blocks for this shape in f16 */
+#define GROUP_SHIFT 5 /* 32 blocks a group: model/kv.h's kv_group_blocks for this shape in f16 */
 #define MAX_REPS 31
 
 static void *huge(size_t bytes)

@@ -3,12 +3,12 @@
  * position t of a sequence lives in block table[t / block_size], slot
  * t % block_size. This file owns only the storage; which block belongs to
  * which sequence is the engine's business. A layer's blocks are kept in
- * groups of group_blocks consecutive ids (a power of two, about 2 MB of a
+ * groups of group_blocks consecutive ids (a power of two, about 1 MB of a
  * layer's keys: kv_group_blocks), each group head by head, (n_kv_heads,
  * group_blocks, block_size, head_dim): one head's slots in a block are
  * contiguous, and so are its slots in blocks b and b + 1 of a group, so a
  * sequence whose blocks have consecutive ids is one run per head and group
- * for the attention kernels to read (64 blocks, 256 KB, for Qwen3-0.6B in
+ * for the attention kernels to read (32 blocks, 128 KB, for Qwen3-0.6B in
  * f16), not a 4 KB piece every block; and a sequence touches only its own
  * groups' memory, as with a block's heads side by side (a fresh pool's pages
  * are zeroed by the kernel as they are first touched). Its layers are the
@@ -31,8 +31,12 @@
 #include "kernels/ops.h"
 #include "kernels/types.h"
 
-#define KV_BLOCK_SIZE 16          /* default tokens per block */
-#define KV_GROUP_BYTES (2u << 20) /* at most a group of a layer's keys (kv_group_blocks): a 2 MB page */
+#define KV_BLOCK_SIZE 16 /* default tokens per block */
+/* At most a group of a layer's keys (kv_group_blocks). 1 MB: at 2 MB (a
+ * whole huge page a group) a fresh process's first 8 sequences ran 17 %
+ * slower on the Xeon of session 51, its first touches costing more; 512 KB
+ * read long contexts slower (docs/benchmarks.md). */
+#define KV_GROUP_BYTES (1u << 20)
 
 typedef enum { KV_F32 = 0, KV_F16 = 1, KV_Q8_0 = 2 } kv_type_t;
 #define KV_TYPE_DEFAULT KV_F16
@@ -68,7 +72,7 @@ static inline size_t kv_bytes(kv_type_t t, size_t n)
 }
 
 /* Blocks a group of the store's layout: the largest power of two whose
- * group of a layer's keys (every head) stays within 2 MB, and at most the
+ * group of a layer's keys (every head) stays within KV_GROUP_BYTES, and at most the
  * pool's n_blocks rounded down to a power of two (a small pool is not
  * rounded up to one large group). */
 int kv_group_blocks(kv_type_t type, int n_blocks, int block_size, int kv_dim);
