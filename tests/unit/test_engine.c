@@ -929,9 +929,10 @@ static void test_prefix_reuse_by_salt(void **state)
     engine_destroy(e);
 }
 
-static void test_eviction_keeps_serving(void **state)
+/* One sequence at a time over a pool of 32 blocks (a 256-token context):
+ * a few long prompts fill the prefix cache. */
+static engine_t *make_small_pool_engine(const fixture_t *f)
 {
-    fixture_t *f = *state;
     engine_config_t c;
     engine_config_default(&c);
     c.n_threads = 1;
@@ -943,6 +944,13 @@ static void test_eviction_keeps_serving(void **state)
     err_t err;
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     assert_non_null(e);
+    return e;
+}
+
+static void test_eviction_keeps_serving(void **state)
+{
+    fixture_t *f = *state;
+    engine_t *e = make_small_pool_engine(f);
     int n_blocks = engine_get_plan(e)->n_blocks; /* 2 x 16 blocks */
     int32_t prompt[200];
     /* many distinct prompts: the cache fills and the oldest prefixes go */
@@ -969,17 +977,7 @@ static void test_eviction_keeps_serving(void **state)
 static void test_eviction_takes_the_tail_first(void **state)
 {
     fixture_t *f = *state;
-    engine_config_t c;
-    engine_config_default(&c);
-    c.n_threads = 1;
-    c.max_seqs = 1;
-    c.batch_tokens = 32;
-    c.prefill_chunk = 32;
-    c.max_context = 256;
-    c.max_memory = 1ull << 30;
-    err_t err;
-    engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
-    assert_non_null(e);
+    engine_t *e = make_small_pool_engine(f);
     assert_int_equal(engine_get_plan(e)->n_blocks, 32);
     int32_t p[200], q[200], r[160];
     make_prompt(p, 200, 700);
