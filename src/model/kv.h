@@ -50,8 +50,8 @@ typedef struct kv_store {
     int group_blocks; /* blocks a group (kv_group_blocks), 1 << group_shift */
     int group_shift;
     int n_groups; /* a layer's groups: n_blocks rounded up to whole groups */
-    void *k;      /* (n_layers, n_blocks, block_size * kv_dim) elements of type */
-    void *v;      /* (n_layers, n_blocks, block_size * kv_dim) */
+    void *k;      /* (n_layers, n_groups, n_kv_heads, group_blocks, block_size, head_dim) elements of type */
+    void *v;      /* the same */
     size_t bytes; /* of k, and of v: each on 2 MB pages where the kernel allows (base/sysmem.h) */
 } kv_store_t;
 
@@ -81,7 +81,7 @@ int kv_store_init(kv_store_t *kv, kv_type_t type, int n_layers, int n_blocks, in
 void kv_store_free(kv_store_t *kv);
 uint64_t kv_store_bytes(kv_type_t type, int n_layers, int n_blocks, int block_size, int kv_dim);
 
-/* Elements of one group (every head) and of a layer. */
+/* Elements of one group of a layer (every head). */
 static inline size_t kv_group_elems(const kv_store_t *kv)
 {
     return (size_t)kv->group_blocks * kv->block_size * kv->kv_dim;
