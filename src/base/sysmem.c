@@ -91,6 +91,19 @@ void *sysmem_huge_alloc(size_t bytes)
     return (void *)start;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14's value, for headers older than the kernel */
+#endif
+
+int sysmem_populate(void *p, size_t bytes)
+{
+    const uintptr_t page = 4096, lo = (uintptr_t)p & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + bytes + page - 1) & ~(page - 1);
+    if (!bytes)
+        return 0;
+    return madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) ? -1 : 0;
+}
+
 void sysmem_huge_free(void *p, size_t bytes)
 {
     if (p)

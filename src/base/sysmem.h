@@ -33,5 +33,11 @@ void sysmem_fit_address_limit(void);
  * store). NULL when out of memory. Free with sysmem_huge_free(p, bytes). */
 void *sysmem_huge_alloc(size_t bytes);
 void sysmem_huge_free(void *p, size_t bytes);
+/* Faults in the pages of [p, p + bytes) for writing, their contents
+ * unchanged (MADV_POPULATE_WRITE; p is rounded down and the end up to whole
+ * 4 KB pages, which must lie in one mapping): what a first write would
+ * otherwise pay, paid now. 0, or -1 where the kernel lacks it (Linux
+ * before 5.14) or the memory is not there. */
+int sysmem_populate(void *p, size_t bytes);
 
 #endif

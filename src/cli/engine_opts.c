@@ -54,6 +54,11 @@ int engine_opt(int opt, const char *v, engine_config_t *e, const char **draft_pa
         e->kv_type = (int)kt;
         return 0;
     case EO_STATE_TYPE: return state_type_parse("--state-type", v, &e->state_type, err);
+    case EO_PREFAULT:
+        if (strcmp(v, "idle") && strcmp(v, "off"))
+            return err_set(err, "--prefault must be idle or off, not '%s'", v);
+        e->prefault_off = !strcmp(v, "off");
+        return 0;
     default: /* EO_SPEC_ROLLBACK */
         if (strcmp(v, "snapshot") && strcmp(v, "replay"))
             return err_set(err, "--spec-rollback must be snapshot or replay, not '%s'", v);

@@ -1,4 +1,4 @@
-/* The speculative-decoding, KV and recurrent-state options splash run and splash serve
+/* The speculative-decoding, KV, recurrent-state and prefault options splash run and splash serve
  * share: one getopt_long table fragment and one parser, so both commands
  * read them alike. */
 #ifndef SPLASH_CLI_ENGINE_OPTS_H
@@ -10,7 +10,16 @@
 #include "engine/engine.h"
 
 /* getopt_long's values for ENGINE_OPTIONS (above any other option's). */
-enum { EO_DRAFT = 0x200, EO_DRAFT_MAX, EO_VERIFY_ROWS, EO_KV_TYPE, EO_SPEC_ROLLBACK, EO_STATE_TYPE, EO_END };
+enum {
+    EO_DRAFT = 0x200,
+    EO_DRAFT_MAX,
+    EO_VERIFY_ROWS,
+    EO_KV_TYPE,
+    EO_SPEC_ROLLBACK,
+    EO_STATE_TYPE,
+    EO_PREFAULT,
+    EO_END
+};
 
 /* clang-format off */
 #define ENGINE_OPTIONS                                              \
@@ -19,7 +28,8 @@ enum { EO_DRAFT = 0x200, EO_DRAFT_MAX, EO_VERIFY_ROWS, EO_KV_TYPE, EO_SPEC_ROLLB
     {"verify-rows", required_argument, NULL, EO_VERIFY_ROWS},       \
     {"kv-type", required_argument, NULL, EO_KV_TYPE},               \
     {"spec-rollback", required_argument, NULL, EO_SPEC_ROLLBACK},   \
-    {"state-type", required_argument, NULL, EO_STATE_TYPE}
+    {"state-type", required_argument, NULL, EO_STATE_TYPE},       \
+    {"prefault", required_argument, NULL, EO_PREFAULT}
 /* clang-format on */
 
 /* opt (EO_DRAFT..EO_END - 1) and its value into e; --draft FILE also sets

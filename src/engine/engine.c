@@ -19,13 +19,67 @@
 #include "model/kv.h"
 #include "trace/trace.h"
 
+/* A KV store's regions a group at a time (a layer's blocks are groups of
+ * consecutive ids, taken in id order, model/kv.h): every layer's keys and
+ * values of group 0, then of group 1, ... */
+static void prefault_add_kv(prefault_t *pf, const kv_store_t *kv)
+{
+    const size_t group = kv_group_elems(kv), n = kv_bytes(kv->type, group);
+    for (int g = 0; kv->k && g < kv->n_groups; g++)
+        for (int l = 0; l < kv->n_layers; l++) {
+            size_t at = kv_bytes(kv->type, kv_layer_off(kv, l) + (size_t)g * group);
+            prefault_add(pf, (uint8_t *)kv->k + at, n);
+            prefault_add(pf, (uint8_t *)kv->v + at, n);
+        }
+}
+
+static int kv_regions(const kv_store_t *kv)
+{
+    return kv->k ? 2 * kv->n_layers * kv->n_groups : 0;
+}
+
+/* The pools in the order requests reach them: the logits rows, the KV
+ * store (then the MTP block's and a draft model's), the recurrent-state
+ * slots and the state snapshots. */
+static int prefault_plan(engine_t *e, err_t *err)
+{
+    if (e->cfg.prefault_off)
+        return 0;
+    if (prefault_init(&e->prefault, kv_regions(&e->kv) + kv_regions(&e->mkv) + kv_regions(&e->dkv) + 3, err))
+        return -1;
+    prefault_add(&e->prefault, e->logits, (size_t)e->logit_rows * e->m->cfg.vocab * sizeof(float));
+    prefault_add_kv(&e->prefault, &e->kv);
+    prefault_add_kv(&e->prefault, &e->mkv);
+    prefault_add_kv(&e->prefault, &e->dkv);
+    prefault_add(&e->prefault, e->fwd.state, e->fwd.state_bytes);
+    prefault_add(&e->prefault, e->snaps.data, (size_t)e->snaps.n_slots * e->snaps.bytes);
+    return 0;
+}
+
+/* One quantum of prefault_plan's work, its progress published every 64 MB
+ * and at the end. */
+static void prefault_idle(engine_t *e)
+{
+    const uint64_t before = e->prefault.done;
+    prefault_step(&e->prefault, PREFAULT_QUANTUM);
+    if (!prefault_pending(&e->prefault) || before >> 26 != e->prefault.done >> 26)
+        engine_publish(e);
+}
+
 static void *engine_main(void *arg)
 {
     engine_t *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (!e->is_stopping && e->n_running == 0 && !e->q_head)
+        while (!e->is_stopping && e->n_running == 0 && !e->q_head) {
+            if (prefault_pending(&e->prefault)) { /* nothing to run: fault in a quantum, then look again */
+                pthread_mutex_unlock(&e->mu);
+                prefault_idle(e);
+                pthread_mutex_lock(&e->mu);
+                continue;
+            }
             pthread_cond_wait(&e->cv, &e->mu);
+        }
         bool is_stopping = e->is_stopping;
         pthread_mutex_unlock(&e->mu);
         if (is_stopping)
@@ -148,7 +202,7 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
                       mc->n_kv_heads * mc->head_dim, err) ||
         blk_pool_init(&e->blocks, plan.n_blocks, KV_BLOCK_SIZE, err) ||
         snap_store_init(&e->snaps, plan.n_snapshots, plan.snapshot_bytes, err) || draft_init(e, &plan, err) ||
-        masks_engine_init(e, err)) {
+        masks_engine_init(e, err) || prefault_plan(e, err)) {
         err_prefix(err, "engine: ");
         engine_destroy(e);
         return NULL;
@@ -185,6 +239,7 @@ void engine_destroy(engine_t *e)
         pthread_join(e->thread, NULL);
     }
     masks_engine_free(e);
+    prefault_free(&e->prefault);
     blk_pool_free(&e->blocks);
     snap_store_free(&e->snaps);
     kv_store_free(&e->kv);

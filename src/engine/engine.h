@@ -66,6 +66,8 @@ typedef struct engine_config {
     int draft_max;              /* drafted tokens per sequence per step, [1, SPEC_MAX_DRAFT] */
     int verify_rows;            /* SPEC_VERIFY_ALL, SPEC_VERIFY_AUTO or a fixed width in [0, draft_max] */
     int spec_rollback;          /* hybrid models: ENGINE_ROLLBACK_SNAPSHOT or _REPLAY (engine_draft.c) */
+    bool prefault_off;          /* --prefault off: the pools' pages stay unfaulted until first written
+                                   (engine/prefault.h) */
     /* Fault knobs, for testing the measurement tools only (splash serve
      * --test-*): each breaks one property a benchmark must detect. */
     int test_step_delay_us;      /* busy-wait this long after every forward pass */
@@ -275,6 +277,10 @@ typedef struct engine_snapshot {
     /* memory */
     engine_plan_t plan;
     int max_seqs;
+    /* the pools faulted in while idle (engine/prefault.h): bytes of them
+     * in all, and done; whether the kernel refused (then done stops) */
+    uint64_t prefault_bytes, prefaulted_bytes;
+    bool prefault_failed;
     /* speculation */
     int draft_mode, draft_max;
     int verify_rows;            /* configured (SPEC_VERIFY_ALL / _AUTO / N) */

@@ -20,6 +20,7 @@
 #include "engine/constrain.h"
 #include "engine/engine.h"
 #include "engine/evq.h"
+#include "engine/prefault.h"
 #include "engine/spec.h"
 #include "engine/state_snap.h"
 #include "engine/stop.h"
@@ -157,9 +158,10 @@ struct engine {
     uint8_t *d_want;
     engine_req_t **d_req;
     blk_pool_t blocks;
-    snap_store_t snaps; /* hybrid models: recurrent states at cached block ends */
-    bool *is_eog;       /* (vocab) end-of-generation tokens */
-    float *logits;      /* (logit_rows, vocab) */
+    snap_store_t snaps;  /* hybrid models: recurrent states at cached block ends */
+    prefault_t prefault; /* the pools, faulted in while the engine thread is idle */
+    bool *is_eog;        /* (vocab) end-of-generation tokens */
+    float *logits;       /* (logit_rows, vocab) */
     int logit_rows;
     pthread_t thread;
     bool has_thread;

@@ -71,6 +71,9 @@ void engine_publish(engine_t *e)
     s->decode_rows = e->decode_rows;
     s->preemptions = e->preemptions;
     s->recomputed_rows = e->recomputed_rows;
+    s->prefault_bytes = e->prefault.total;
+    s->prefaulted_bytes = e->prefault.done;
+    s->prefault_failed = e->prefault.is_failed;
     pool_stats_t ps;
     pool_stats(e->pool, &ps);
     s->kernel_threads = pool_size(e->pool);

@@ -282,6 +282,38 @@ test("--kv-type f16 (default), f32 and q8_0 in /status; q8_0 on 16-wide heads an
     }
 });
 
+// --prefault: idle (the default) faults the KV store and the other pools
+// in while the engine has nothing to run, /status counting the bytes until
+// done reaches them; off leaves every page to its first write (0 bytes);
+// junk is refused with one clear error.
+test("--prefault idle (default) and off in /status; junk refused", async () => {
+    const srv = await startServer(opts, []);
+    try {
+        let p, s;
+        for (let i = 0; i < 600; i++) {
+            s = await check(srv.port, "prefault idle");
+            p = s.memory.prefault;
+            if (p.failed || p.done_bytes === p.bytes) break;
+            await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.ok(p.bytes >= s.memory.kv_bytes, JSON.stringify(p));
+        assert.ok(p.failed || p.done_bytes === p.bytes, JSON.stringify(p));
+    } finally {
+        await srv.stop();
+    }
+    const off = await startServer(opts, ["--prefault", "off"]);
+    try {
+        const s = await check(off.port, "prefault off");
+        assert.deepEqual(s.memory.prefault, { bytes: 0, done_bytes: 0, failed: false });
+    } finally {
+        await off.stop();
+    }
+    const r = spawnSync(opts.splash, ["serve", "--model", opts.model, "--port", "0", "--prefault", "eager"],
+                        { encoding: "utf8", timeout: 60000 });
+    assert.notEqual(r.status, 0, "--prefault eager accepted");
+    assert.match(r.stderr, /--prefault must be idle or off, not 'eager'/);
+});
+
 // --state-type on a hybrid model (qwen35-tiny): f32 by default, f16 halves
 // the delta rule's share of every sequence slot's state (the conv state
 // stays f32), both in /status; a dense model reports 0 state bytes; junk is

@@ -947,6 +947,56 @@ static engine_t *make_small_pool_engine(const fixture_t *f)
     return e;
 }
 
+/* --prefault idle (the default): with nothing to run the engine faults in
+ * its pools (every KV block, the logits rows) a quantum at a time and
+ * counts it; the tokens are those of an engine that leaves the pages to
+ * their first write (--prefault off, whose counters stay 0). */
+static void test_prefault_while_idle(void **state)
+{
+    fixture_t *f = *state;
+    engine_config_t c;
+    engine_config_default(&c);
+    c.n_threads = 1;
+    c.max_seqs = 2;
+    c.batch_tokens = 32;
+    c.prefill_chunk = 32;
+    c.max_context = 256;
+    c.max_memory = 1ull << 30;
+    err_t err;
+    engine_t *on = engine_create(f->model, &f->vocab, &c, &err);
+    c.prefault_off = true;
+    engine_t *off = engine_create(f->model, &f->vocab, &c, &err);
+    assert_non_null(on);
+    assert_non_null(off);
+    engine_snapshot_t s = {0};
+    for (int i = 0; i < 30000; i++) {
+        assert_int_equal(engine_snapshot(on, &s, &err), 0);
+        if (s.prefault_failed || s.prefaulted_bytes == s.prefault_bytes)
+            break;
+        usleep(1000);
+    }
+    assert_true(s.prefault_bytes >= engine_get_plan(on)->kv);
+    /* done, or the kernel lacks MADV_POPULATE_WRITE (then pages fault on first write) */
+    assert_true(s.prefault_failed || s.prefaulted_bytes == s.prefault_bytes);
+    engine_snapshot_free(&s);
+    int32_t prompt[100];
+    make_prompt(prompt, 100, 900);
+    result_t a, b;
+    run_alone(on, prompt, 100, 8, 0, NULL, &a);
+    run_alone(off, prompt, 100, 8, 0, NULL, &b);
+    assert_int_equal(a.n_ids, 8);
+    assert_int_equal(b.n_ids, 8);
+    assert_memory_equal(a.ids, b.ids, 8 * sizeof *a.ids);
+    result_free(&a);
+    result_free(&b);
+    wait_idle(off, &s);
+    assert_int_equal(s.prefault_bytes, 0);
+    assert_int_equal(s.prefaulted_bytes, 0);
+    engine_snapshot_free(&s);
+    engine_destroy(on);
+    engine_destroy(off);
+}
+
 static void test_eviction_keeps_serving(void **state)
 {
     fixture_t *f = *state;
@@ -1171,6 +1221,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prefix_reuse_by_salt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_keeps_serving, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eviction_takes_the_tail_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefault_while_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_strings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_plan_refuses, setup, teardown),
     };
