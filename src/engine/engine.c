@@ -45,7 +45,10 @@ static int prefault_plan(engine_t *e, err_t *err)
 {
     if (e->cfg.prefault_off)
         return 0;
-    if (prefault_init(&e->prefault, kv_regions(&e->kv) + kv_regions(&e->mkv) + kv_regions(&e->dkv) + 3, err))
+    uint64_t avail, total;
+    sysmem_host(&avail, &total);
+    if (prefault_init(&e->prefault, kv_regions(&e->kv) + kv_regions(&e->mkv) + kv_regions(&e->dkv) + 3,
+                      (uint64_t)(PREFAULT_FLOOR_SHARE * (double)total), err))
         return -1;
     prefault_add(&e->prefault, e->logits, (size_t)e->logit_rows * e->m->cfg.vocab * sizeof(float));
     prefault_add_kv(&e->prefault, &e->kv);

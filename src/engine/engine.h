@@ -278,9 +278,9 @@ typedef struct engine_snapshot {
     engine_plan_t plan;
     int max_seqs;
     /* the pools faulted in while idle (engine/prefault.h): bytes of them
-     * in all, and done; whether the kernel refused (then done stops) */
+     * in all, and done; prefault_state_t */
     uint64_t prefault_bytes, prefaulted_bytes;
-    bool prefault_failed;
+    int prefault_state;
     /* speculation */
     int draft_mode, draft_max;
     int verify_rows;            /* configured (SPEC_VERIFY_ALL / _AUTO / N) */

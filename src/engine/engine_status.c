@@ -73,7 +73,7 @@ void engine_publish(engine_t *e)
     s->recomputed_rows = e->recomputed_rows;
     s->prefault_bytes = e->prefault.total;
     s->prefaulted_bytes = e->prefault.done;
-    s->prefault_failed = e->prefault.is_failed;
+    s->prefault_state = (int)prefault_state(&e->prefault);
     pool_stats_t ps;
     pool_stats(e->pool, &ps);
     s->kernel_threads = pool_size(e->pool);

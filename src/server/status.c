@@ -11,6 +11,7 @@
 #include "base/cpu.h"
 #include "base/sysmem.h"
 #include "build_info.h"
+#include "engine/prefault.h"
 #include "kernels/dispatch.h"
 #include "kernels/types.h"
 #include "model/kv.h"
@@ -192,16 +193,17 @@ static json_t *memory_json(const engine_snapshot_t *snap)
 {
     uint64_t avail, total;
     sysmem_host(&avail, &total);
-    return json_pack(
-        "{s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:{s:I,s:I,s:b}}", "resident_bytes",
-        (json_int_t)sysmem_resident(), "weights_bytes", (json_int_t)snap->plan.weights, "kv_bytes",
-        (json_int_t)snap->plan.kv, "kv_type", kv_type_name((kv_type_t)snap->plan.kv_type), "kv_bytes_per_token",
-        (json_int_t)snap->plan.kv_per_token, "scratch_bytes", (json_int_t)snap->plan.scratch, "state_bytes",
-        (json_int_t)snap->plan.states, "state_type", type_name((uint32_t)snap->plan.state_type), "state_snapshot_bytes",
-        (json_int_t)snap->plan.snapshots, "limit_bytes", (json_int_t)snap->plan.limit, "host_available_bytes",
-        (json_int_t)avail, "host_total_bytes", (json_int_t)total, "host_pressure",
-        total ? 1.0 - (double)avail / (double)total : 0.0, "prefault", "bytes", (json_int_t)snap->prefault_bytes,
-        "done_bytes", (json_int_t)snap->prefaulted_bytes, "failed", snap->prefault_failed);
+    return json_pack("{s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:{s:I,s:I,s:s}}", "resident_bytes",
+                     (json_int_t)sysmem_resident(), "weights_bytes", (json_int_t)snap->plan.weights, "kv_bytes",
+                     (json_int_t)snap->plan.kv, "kv_type", kv_type_name((kv_type_t)snap->plan.kv_type),
+                     "kv_bytes_per_token", (json_int_t)snap->plan.kv_per_token, "scratch_bytes",
+                     (json_int_t)snap->plan.scratch, "state_bytes", (json_int_t)snap->plan.states, "state_type",
+                     type_name((uint32_t)snap->plan.state_type), "state_snapshot_bytes",
+                     (json_int_t)snap->plan.snapshots, "limit_bytes", (json_int_t)snap->plan.limit,
+                     "host_available_bytes", (json_int_t)avail, "host_total_bytes", (json_int_t)total, "host_pressure",
+                     total ? 1.0 - (double)avail / (double)total : 0.0, "prefault", "bytes",
+                     (json_int_t)snap->prefault_bytes, "done_bytes", (json_int_t)snap->prefaulted_bytes, "state",
+                     prefault_state_name((prefault_state_t)snap->prefault_state));
 }
 
 static json_t *grammar_json(const engine_snapshot_t *snap)

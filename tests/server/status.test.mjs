@@ -293,18 +293,20 @@ test("--prefault idle (default) and off in /status; junk refused", async () => {
         for (let i = 0; i < 600; i++) {
             s = await check(srv.port, "prefault idle");
             p = s.memory.prefault;
-            if (p.failed || p.done_bytes === p.bytes) break;
+            if (p.state !== "running") break;
             await new Promise((r) => setTimeout(r, 100));
         }
         assert.ok(p.bytes >= s.memory.kv_bytes, JSON.stringify(p));
-        assert.ok(p.failed || p.done_bytes === p.bytes, JSON.stringify(p));
+        // done; or stopped (an old kernel, a host short of memory), the rest left to first writes
+        assert.ok(p.state === "done" ? p.done_bytes === p.bytes : ["unsupported", "low_memory"].includes(p.state),
+                  JSON.stringify(p));
     } finally {
         await srv.stop();
     }
     const off = await startServer(opts, ["--prefault", "off"]);
     try {
         const s = await check(off.port, "prefault off");
-        assert.deepEqual(s.memory.prefault, { bytes: 0, done_bytes: 0, failed: false });
+        assert.deepEqual(s.memory.prefault, { bytes: 0, done_bytes: 0, state: "off" });
     } finally {
         await off.stop();
     }

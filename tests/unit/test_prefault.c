@@ -65,8 +65,9 @@ static void test_regions_in_order(void **state)
     b[5 * MB - 1] = 9;
     prefault_t pf;
     err_t err;
-    assert_int_equal(prefault_init(&pf, 3, &err), 0);
+    assert_int_equal(prefault_init(&pf, 3, 0, &err), 0);
     assert_false(prefault_pending(&pf));
+    assert_int_equal(prefault_state(&pf), PREFAULT_OFF);
     prefault_add(&pf, a, 3 * MB);
     prefault_add(&pf, NULL, MB);    /* nothing: ignored */
     prefault_add(&pf, a + 8, 0);    /* empty: ignored */
@@ -76,6 +77,7 @@ static void test_regions_in_order(void **state)
     assert_int_equal(pf.n, 3);
     assert_int_equal(pf.total, 7 * MB);
     assert_true(prefault_pending(&pf));
+    assert_int_equal(prefault_state(&pf), PREFAULT_RUNNING);
     assert_true(resident_pages(a, 3 * MB) <= 1);
     /* quantum by quantum, a region after the one before */
     prefault_step(&pf, 2 * MB);
@@ -91,7 +93,7 @@ static void test_regions_in_order(void **state)
     while (prefault_pending(&pf))
         prefault_step(&pf, PREFAULT_QUANTUM);
     assert_int_equal(pf.done, pf.total);
-    assert_false(pf.is_failed);
+    assert_int_equal(prefault_state(&pf), PREFAULT_DONE);
     assert_int_equal(resident_pages(b + 2 * MB, 3 * MB), pages(3 * MB));
     assert_int_equal(a[100], 7);
     assert_int_equal(b[5 * MB - 1], 9);
@@ -114,16 +116,42 @@ static void test_refusal_stops(void **state)
     munmap(gone, MB);
     prefault_t pf;
     err_t err;
-    assert_int_equal(prefault_init(&pf, 3, &err), 0);
+    assert_int_equal(prefault_init(&pf, 3, 0, &err), 0);
     prefault_add(&pf, a, MB);
     prefault_add(&pf, gone, MB);
     prefault_add(&pf, a + MB, MB);
     prefault_step(&pf, 8 * MB);
-    assert_true(pf.is_failed);
+    assert_int_equal(prefault_state(&pf), PREFAULT_UNSUPPORTED);
     assert_false(prefault_pending(&pf));
     assert_int_equal(pf.done, MB);
     prefault_step(&pf, 8 * MB);
     assert_int_equal(pf.done, MB);
+    prefault_free(&pf);
+    munmap(a, 2 * MB);
+}
+
+/* A floor above what the host has: no step faults anything in, and the
+ * work stops for good (the pages then fault on their first write). */
+static void test_low_memory_stops(void **state)
+{
+    (void)state;
+    uint64_t avail, total;
+    sysmem_host(&avail, &total);
+    if (!total)
+        skip(); /* no /proc/meminfo: no floor is read */
+    uint8_t *a = mmap(NULL, 2 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(a != MAP_FAILED);
+    madvise(a, 2 * MB, MADV_NOHUGEPAGE);
+    prefault_t pf;
+    err_t err;
+    assert_int_equal(prefault_init(&pf, 1, total, &err), 0);
+    prefault_add(&pf, a, 2 * MB);
+    prefault_step(&pf, 8 * MB);
+    assert_int_equal(prefault_state(&pf), PREFAULT_LOW_MEMORY);
+    assert_string_equal(prefault_state_name(prefault_state(&pf)), "low_memory");
+    assert_false(prefault_pending(&pf));
+    assert_int_equal(pf.done, 0);
+    assert_int_equal(resident_pages(a, 2 * MB), 0);
     prefault_free(&pf);
     munmap(a, 2 * MB);
 }
@@ -133,6 +161,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_regions_in_order),
         cmocka_unit_test(test_refusal_stops),
+        cmocka_unit_test(test_low_memory_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
