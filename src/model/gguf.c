@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/pool.h"
 #include "base/sysmem.h"
 #include "kernels/types.h"
 
@@ -425,22 +428,73 @@ static bool wants_copy(size_t size)
     return avail > 0 && (uint64_t)size <= avail / 2;
 }
 
+/* Threads the read takes at most, and the least bytes a thread's part. */
+#define READ_THREADS_MAX 4
+#define READ_PART_MIN ((size_t)64 << 20)
+
+/* One thread's part of the read: [lo, hi) of the file into m + lo. */
+typedef struct read_part {
+    int fd;
+    uint8_t *m;
+    size_t lo, hi;
+    int rc;
+} read_part_t;
+
+static void *read_part(void *arg)
+{
+    read_part_t *p = arg;
+    p->rc = 0;
+    for (size_t got = p->lo; got < p->hi;) {
+        ssize_t k = pread(p->fd, p->m + got, p->hi - got, (off_t)got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            p->rc = -1;
+            break;
+        }
+        got += (size_t)k;
+    }
+    return NULL;
+}
+
 /* The file read into read-only huge-page memory; NULL (nothing held) on
- * any failure, and the caller maps the file instead. */
+ * any failure, and the caller maps the file instead. The copy's time is
+ * mostly the first touch of each new page (the kernel's zeroing and, in a
+ * virtual machine, the host's fault), which runs side by side on separate
+ * CPUs, so parts of 64 MB or more are read by up to READ_THREADS_MAX
+ * threads at once (a part a thread cannot start for is read in line). */
 static void *read_huge(int fd, size_t size)
 {
     uint8_t *m = sysmem_huge_alloc(size);
     if (!m)
         return NULL;
-    for (size_t got = 0; got < size;) {
-        ssize_t k = pread(fd, m + got, size - got, (off_t)got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            sysmem_huge_free(m, size);
-            return NULL;
-        }
-        got += (size_t)k;
+    int n = pool_default_threads();
+    n = n < READ_THREADS_MAX ? n : READ_THREADS_MAX;
+    while (n > 1 && size / (size_t)n < READ_PART_MIN)
+        n--;
+    read_part_t part[READ_THREADS_MAX];
+    pthread_t th[READ_THREADS_MAX];
+    bool started[READ_THREADS_MAX] = {false};
+    const size_t huge = (size_t)2 << 20;
+    for (int i = 0; i < n; i++) { /* parts on 2 MB boundaries, the last to the end */
+        part[i] = (read_part_t){fd, m, i ? (size / (size_t)n * (size_t)i) & ~(huge - 1) : 0, size, 0};
+        if (i)
+            part[i - 1].hi = part[i].lo;
+    }
+    for (int i = 1; i < n; i++)
+        started[i] = pthread_create(&th[i], NULL, read_part, &part[i]) == 0;
+    read_part(&part[0]);
+    int rc = part[0].rc;
+    for (int i = 1; i < n; i++) {
+        if (started[i])
+            pthread_join(th[i], NULL);
+        else
+            read_part(&part[i]);
+        rc |= part[i].rc;
+    }
+    if (rc) {
+        sysmem_huge_free(m, size);
+        return NULL;
     }
     mprotect(m, size, PROT_READ); /* the weights stay read-only, as when mapped */
     return m;

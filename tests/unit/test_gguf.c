@@ -443,6 +443,52 @@ static void test_round_trip_memory(void **state)
     free(mem);
 }
 
+/* A file large enough that the read into huge-page memory runs in parts
+ * on several threads (64 MB a part or more): every byte lands where the
+ * file has it, at the parts' seams too. */
+#define BIG_VALUES ((uint64_t)40 << 20) /* f32 values: 160 MB */
+
+static int fill_big(void *ctx, int index, void *dst, size_t n_bytes, err_t *err)
+{
+    (void)ctx, (void)index;
+    if (n_bytes != BIG_VALUES * 4)
+        return err_set(err, "asked for %zu bytes", n_bytes);
+    uint32_t *v = dst;
+    for (uint64_t i = 0; i < BIG_VALUES; i++)
+        v[i] = (uint32_t)(i * 2654435761u) & 0x3f7fffffu; /* finite floats */
+    return 0;
+}
+
+static void test_large_file_read_in_parts(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/splash_test_gguf_big_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    err_t err = {{0}};
+    gguf_writer_t *w = gguf_writer_new();
+    assert_non_null(w);
+    const int64_t ne[2] = {(int64_t)(BIG_VALUES / 1024), 1024};
+    assert_int_equal(gguf_w_tensor(w, "big", TYPE_F32, 2, ne, &err), 0);
+    if (gguf_writer_write(w, path, fill_big, NULL, &err))
+        fail_msg("write: %s", err.msg);
+    gguf_writer_free(w);
+    gguf_t *g = gguf_open(path, &err);
+    unlink(path);
+    if (!g)
+        fail_msg("open: %s", err.msg);
+    /* (read in parts where the file is copied: THP present, memory to spare) */
+    const gguf_tensor_t *t = gguf_find_tensor(g, "big");
+    assert_non_null(t);
+    const uint32_t *v = t->data;
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < BIG_VALUES; i++)
+        bad += v[i] != ((uint32_t)(i * 2654435761u) & 0x3f7fffffu);
+    assert_int_equal(bad, 0);
+    gguf_close(g);
+}
+
 static void test_round_trip_file(void **state)
 {
     (void)state;
@@ -1131,11 +1177,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_type_tables),     cmocka_unit_test(test_round_trip_memory),
-        cmocka_unit_test(test_round_trip_file), cmocka_unit_test(test_open_bad_paths),
-        cmocka_unit_test(test_empty_file),      cmocka_unit_test(test_writer_rejects),
-        cmocka_unit_test(test_reject_header),   cmocka_unit_test(test_reject_values),
-        cmocka_unit_test(test_reject_keys),     cmocka_unit_test(test_reject_tensors),
-        cmocka_unit_test(test_alignment),       cmocka_unit_test(test_getters),
+        cmocka_unit_test(test_round_trip_file), cmocka_unit_test(test_large_file_read_in_parts),
+        cmocka_unit_test(test_open_bad_paths),  cmocka_unit_test(test_empty_file),
+        cmocka_unit_test(test_writer_rejects),  cmocka_unit_test(test_reject_header),
+        cmocka_unit_test(test_reject_values),   cmocka_unit_test(test_reject_keys),
+        cmocka_unit_test(test_reject_tensors),  cmocka_unit_test(test_alignment),
+        cmocka_unit_test(test_getters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
