@@ -932,7 +932,7 @@ static void test_prefix_reuse_by_salt(void **state)
 
 /* One sequence at a time over a pool of 32 blocks (a 256-token context):
  * a few long prompts fill the prefix cache. */
-static engine_t *make_small_pool_engine(const fixture_t *f)
+static engine_t *make_small_pool_engine_with(const fixture_t *f, bool prefault_off)
 {
     engine_config_t c;
     engine_config_default(&c);
@@ -942,10 +942,16 @@ static engine_t *make_small_pool_engine(const fixture_t *f)
     c.prefill_chunk = 32;
     c.max_context = 256;
     c.max_memory = 1ull << 30;
+    c.prefault_off = prefault_off;
     err_t err;
     engine_t *e = engine_create(f->model, &f->vocab, &c, &err);
     assert_non_null(e);
     return e;
+}
+
+static engine_t *make_small_pool_engine(const fixture_t *f)
+{
+    return make_small_pool_engine_with(f, false);
 }
 
 /* --prefault idle (the default): with nothing to run the engine faults in
@@ -955,20 +961,8 @@ static engine_t *make_small_pool_engine(const fixture_t *f)
 static void test_prefault_while_idle(void **state)
 {
     fixture_t *f = *state;
-    engine_config_t c;
-    engine_config_default(&c);
-    c.n_threads = 1;
-    c.max_seqs = 2;
-    c.batch_tokens = 32;
-    c.prefill_chunk = 32;
-    c.max_context = 256;
-    c.max_memory = 1ull << 30;
+    engine_t *on = make_small_pool_engine_with(f, false), *off = make_small_pool_engine_with(f, true);
     err_t err;
-    engine_t *on = engine_create(f->model, &f->vocab, &c, &err);
-    c.prefault_off = true;
-    engine_t *off = engine_create(f->model, &f->vocab, &c, &err);
-    assert_non_null(on);
-    assert_non_null(off);
     engine_snapshot_t s = {0};
     for (int i = 0; i < 30000; i++) {
         assert_int_equal(engine_snapshot(on, &s, &err), 0);
