@@ -44,13 +44,25 @@ function longStream(port, i) {
     return { req, started };
 }
 
+// An idle engine faults its pools in (--prefault idle, the default) and
+// publishes its progress: the snapshot once that has settled.
+async function prefaultSettled(port) {
+    for (let i = 0; i < 1200; i++) {
+        const s = await check(port, "prefault");
+        if (s.memory.prefault.state !== "running") return s;
+        await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.fail("the prefault still running after 60 s");
+}
+
 test("live /status snapshots validate: idle, loaded, draining, after", async () => {
     const srv = await startServer(opts, ["--max-seqs", "4", "--drain-timeout", "2"]);
     try {
+        await prefaultSettled(srv.port);
         const idle = await check(srv.port, "idle");
         assert.equal(idle.ready, true);
         assert.equal(idle.requests.active.length, 0);
-        // an idle engine publishes nothing new: polling again is stale
+        // an idle engine, its pools faulted in, publishes nothing new: polling again is stale
         const again = await status(srv.port);
         assert.equal(again.snapshot.seq, idle.snapshot.seq, "reading /status must not advance seq");
         assert.ok(again.snapshot.age_ns >= idle.snapshot.age_ns);
@@ -289,13 +301,7 @@ test("--kv-type f16 (default), f32 and q8_0 in /status; q8_0 on 16-wide heads an
 test("--prefault idle (default) and off in /status; junk refused", async () => {
     const srv = await startServer(opts, []);
     try {
-        let p, s;
-        for (let i = 0; i < 600; i++) {
-            s = await check(srv.port, "prefault idle");
-            p = s.memory.prefault;
-            if (p.state !== "running") break;
-            await new Promise((r) => setTimeout(r, 100));
-        }
+        const s = await prefaultSettled(srv.port), p = s.memory.prefault;
         assert.ok(p.bytes >= s.memory.kv_bytes, JSON.stringify(p));
         // done; or stopped (an old kernel, a host short of memory), the rest left to first writes
         assert.ok(p.state === "done" ? p.done_bytes === p.bytes : ["unsupported", "low_memory"].includes(p.state),
