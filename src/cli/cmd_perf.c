@@ -175,7 +175,7 @@ static int fill_to_depth(fwd_ctx_t *ctx, const kv_store_t *kv, const int32_t *to
         int n = depth - s < rows ? depth - s : rows;
         for (int i = 0; i < n; i++)
             pos[i] = s + i, want[i] = 0, chunked[i] = 1;
-        fwd_batch_t b = {n, &tokens[s], pos, tables, want, NULL, NULL, NULL, chunked};
+        fwd_batch_t b = {n, &tokens[s], pos, tables, want, NULL, NULL, NULL, chunked, chunked};
         if (fwd_run(ctx, kv, &b, logits, err)) /* no row wants logits: the head is skipped */
             return -1;
     }
@@ -236,7 +236,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
         pos[i] = i, want[i] = i == rows - 1;
     /* the prompt rows may take the delta rule in chunks, as the engine's prompts do */
     memset(chunked, 1, (size_t)rows);
-    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want, NULL, NULL, NULL, chunked};
+    fwd_batch_t warm = {pp > 0 ? pp : 1, tokens, pos, tables, want, NULL, NULL, NULL, chunked, chunked};
     if (fwd_run(&ctx, &kv, &warm, logits, err))
         goto done_kv;
     for (int rep = 0; rep < reps; rep++) {
@@ -246,7 +246,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
                 goto done_kv;
             for (int i = 0; i < pp; i++)
                 pos[i] = depth + i, want[i] = i == pp - 1, chunked[i] = 1;
-            fwd_batch_t b = {pp, &tokens[depth], pos, tables, want, NULL, NULL, NULL, chunked};
+            fwd_batch_t b = {pp, &tokens[depth], pos, tables, want, NULL, NULL, NULL, chunked, chunked};
             int64_t t0 = clock_now_ns();
             if (fwd_run(&ctx, &kv, &b, logits, err))
                 goto done_kv;
@@ -263,7 +263,7 @@ static int measure(const model_t *m, pool_t *pool, const perf_shape_t *sh, perf_
             for (int i = depth; i < depth + tg; i++) {
                 pos[0] = i;
                 want[0] = 1;
-                fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL, NULL, NULL, NULL};
+                fwd_batch_t b = {1, &tokens[i], pos, tables, want, NULL, NULL, NULL, NULL, NULL};
                 if (fwd_run(&ctx, &kv, &b, logits, err))
                     goto done_kv;
             }

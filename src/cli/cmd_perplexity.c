@@ -153,7 +153,7 @@ static int score_window(ppl_state_t *s, const int32_t *w, int n, int first_score
         }
         /* a window is one prompt: its rows may take the delta rule in
          * chunks (PPL_CHUNK is a multiple of every chunk length) */
-        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want, NULL, NULL, NULL, chunked};
+        fwd_batch_t b = {rows, w + start, s->pos, s->tables, s->want, NULL, NULL, NULL, chunked, chunked};
         if (fwd_run(&s->fwd, &s->kv, &b, s->logits, err))
             return -1;
         for (int r = 0, k = 0; r < rows; r++)

@@ -62,12 +62,12 @@ static int mtp_run(mtp_run_t *s, const model_t *m, int n_threads, const int32_t 
         kv_store_init(&s->mkv, KV_F32, 1, n_blocks, KV_BLOCK_SIZE, kv_dim, err))
         return -1;
     /* the prompt through the main model, keeping every row's state */
-    fwd_batch_t b = {n, prompt, s->pos, s->tables, s->want, NULL, NULL, s->hidden, NULL};
+    fwd_batch_t b = {n, prompt, s->pos, s->tables, s->want, NULL, NULL, s->hidden, NULL, NULL};
     if (fwd_run(&s->fwd, &s->kv, &b, s->logits, err))
         return -1;
     /* the block over rows 0..n-2, each with the token that follows it */
     memset(s->want, 1, (size_t)n);
-    fwd_batch_t mb = {n - 1, prompt + 1, s->pos, s->tables, s->want, NULL, NULL, NULL, NULL};
+    fwd_batch_t mb = {n - 1, prompt + 1, s->pos, s->tables, s->want, NULL, NULL, NULL, NULL, NULL};
     return fwd_mtp_run(&s->fwd, &s->mkv, &mb, s->hidden, NULL, s->logits, err);
 }
 

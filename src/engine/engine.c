@@ -184,11 +184,12 @@ engine_t *engine_create(const model_t *m, const vocab_t *v, const engine_config_
     e->b_slots = malloc((size_t)rows * sizeof *e->b_slots);
     e->b_snaps = calloc((size_t)rows, sizeof *e->b_snaps);
     e->b_chunk = calloc((size_t)rows, 1);
+    e->b_mx = calloc((size_t)rows, 1);
     e->is_slot_busy = calloc((size_t)c->max_seqs, sizeof *e->is_slot_busy);
     e->scratch_info = calloc((size_t)n_info, sizeof *e->scratch_info);
     e->pub_active = calloc((size_t)n_info, sizeof *e->pub_active);
     if (!e->logits || !e->running || !e->b_tokens || !e->b_pos || !e->b_tables || !e->b_want || !e->b_req ||
-        !e->b_units || !e->b_slots || !e->b_snaps || !e->b_chunk || !e->is_slot_busy || !e->scratch_info ||
+        !e->b_units || !e->b_slots || !e->b_snaps || !e->b_chunk || !e->b_mx || !e->is_slot_busy || !e->scratch_info ||
         !e->pub_active || mark_eog(e)) {
         err_set(err, "engine: out of memory for %d rows of logits and the batch arrays (%.1f MiB)", e->logit_rows,
                 ((double)e->logit_rows * mc->vocab * sizeof(float) + (double)v->n_tokens * sizeof *e->is_eog +
@@ -259,6 +260,7 @@ void engine_destroy(engine_t *e)
     free(e->b_slots);
     free(e->b_snaps);
     free(e->b_chunk);
+    free(e->b_mx);
     free(e->is_slot_busy);
     free(e->b_req);
     free(e->b_units);

@@ -161,7 +161,7 @@ int draft_with_model(engine_t *e, int budget)
     if (n == 0)
         return 0;
     err_t err;
-    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL};
+    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL, NULL};
     if (fwd_run(&e->dfwd, &e->dkv, &b, e->dlogits, &err)) {
         /* a draft failure only costs speed: no drafts this step */
         for (int i = 0; i < e->n_running; i++)
@@ -195,7 +195,7 @@ int draft_with_model(engine_t *e, int budget)
         }
         if (m == 0)
             break;
-        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL};
+        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL, NULL};
         if (fwd_run(&e->dfwd, &e->dkv, &bj, e->dlogits, &err))
             break;
         for (int i = 0; i < m; i++) {
@@ -248,7 +248,7 @@ int draft_with_mtp(engine_t *e)
     size_t hidden = (size_t)e->m->cfg.hidden;
     int n = mtp_catch_up_rows(e);
     err_t err;
-    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL};
+    fwd_batch_t b = {n, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL, NULL};
     if (n == 0 || fwd_mtp_run(&e->fwd, &e->mkv, &b, e->m_hid_in, e->m_hid_out, e->dlogits, &err))
         return add_draft_rows(e); /* a draft failure only costs speed */
     int li = 0, max_want = 0;
@@ -278,7 +278,7 @@ int draft_with_mtp(engine_t *e)
         }
         if (m == 0)
             break;
-        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL};
+        fwd_batch_t bj = {m, e->d_tokens, e->d_pos, e->d_tables, e->d_want, NULL, NULL, NULL, NULL, NULL};
         if (fwd_mtp_run(&e->fwd, &e->mkv, &bj, e->m_hid_in, e->m_hid_out, e->dlogits, &err))
             break;
         for (int i = 0; i < m; i++) {

@@ -186,6 +186,7 @@ struct engine {
     int32_t *b_slots;       /* (batch_tokens) hybrid models: each row's recurrent-state slot */
     void **b_snaps;         /* (batch_tokens) hybrid models: where a row's state is snapshotted, or NULL */
     uint8_t *b_chunk;       /* (batch_tokens) hybrid models: prompt rows the delta rule may take in chunks */
+    uint8_t *b_mx;          /* (batch_tokens) prompt rows the matrix units' attention may take (fwd_batch_t.mx_rows) */
     engine_req_t **b_req;   /* (batch_tokens) the request of each row */
     engine_unit_t *b_units; /* (batch_tokens) consume_rows' work: a request's wanted rows of the step */
     bool *is_slot_busy;     /* (max_seqs) hybrid models: recurrent-state slots held by running requests */

@@ -288,6 +288,9 @@ static void prepare_rows(engine_t *e, int *n_decode, int *n_chunks)
                     is_decode ? j >= newest : !is_recompute(r) && (r->p.prompt_logits || pos == r->n_prompt - 1);
                 e->b_slots[n] = r->state_slot;
                 e->b_chunk[n] = !is_decode && e->plan.gdn_chunk > 1 && pos < r->n_prompt;
+                /* a prompt's rows always, and only they: a generated token's row (decode,
+                 * verification, or its recompute) stays on the f32 attention it was sampled by */
+                e->b_mx[n] = !is_decode && pos < r->n_prompt;
                 if (!is_decode)
                     e->b_snaps[n] = r->state_slot >= 0 ? snapshot_for(e, r, pos) : NULL;
                 else
@@ -533,7 +536,8 @@ void engine_step(engine_t *e, uint64_t loop)
             max_drafts = r->n_drafts > max_drafts ? r->n_drafts : max_drafts;
         }
     }
-    fwd_batch_t b = {n, e->b_tokens, e->b_pos, e->b_tables, e->b_want, e->b_slots, e->b_snaps, e->hid, e->b_chunk};
+    fwd_batch_t b = {n,          e->b_tokens, e->b_pos, e->b_tables, e->b_want,
+                     e->b_slots, e->b_snaps,  e->hid,   e->b_chunk,  e->b_mx};
     err_t err;
     TRACE_EVENT(tr, TRACE_FORWARD, TRACE_BEGIN, TRACE_TID_ENGINE, loop, (uint32_t)n_decode,
                 (uint32_t)(n - n_decode - n_verify), (uint32_t)n_verify);

@@ -1,6 +1,8 @@
 #include "kernels/attn.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/fp16.h"
@@ -102,4 +104,19 @@ attn_fn attn_kernel(void)
 const char *attn_prefetch_name(void)
 {
     return attn_kernel() == attn_avx512 ? attn_prefetch_avx512() : NULL;
+}
+
+attn_mx_fn attn_mx_for_level(cpu_level_t level)
+{
+    return level >= CPU_AMX ? attn_mx_amx : NULL;
+}
+
+attn_mx_fn attn_mx_kernel(void)
+{
+    static atomic_int is_off = -1; /* the same answer whichever thread reads it first */
+    if (atomic_load(&is_off) < 0) {
+        const char *env = getenv("SPLASH_ATTN_MX");
+        atomic_store(&is_off, env && !strcmp(env, "0"));
+    }
+    return atomic_load(&is_off) ? NULL : attn_mx_for_level(cpu_level());
 }

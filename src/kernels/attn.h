@@ -121,4 +121,29 @@ const char *attn_prefetch_name(void);
 attn_fn attn_for_level(cpu_level_t level);
 attn_fn attn_kernel(void);
 
+/* ---- a prompt's rows on the matrix units ----
+ * nq queries (1..ATTN_MX_Q) of one key/value head, as attn_fn's, on AMX
+ * bfloat16 tiles (each operand a pair of bfloat16 numbers, 16 significant
+ * bits; sums and the softmax in f32): flash attention, the keys and values
+ * read once for all the queries of the call. Within about 2e-5 of
+ * attn_fn's result, not bit for bit, so the forward gives it
+ * only the rows the caller marks (model/forward.h fwd_batch_t.mx_rows: a
+ * prompt's rows, never decode or verification rows). A query's result is
+ * bit-identical whichever other queries share its call and however many
+ * there are. hd: a multiple of 32 up to ATTN_MX_HD. scratch:
+ * attn_mx_scratch_bytes(hd) bytes, one per thread. */
+#define ATTN_MX_Q 128
+#define ATTN_MX_HD 256
+typedef void (*attn_mx_fn)(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[],
+                           int hd, float scale, float *const out[], void *scratch);
+size_t attn_mx_scratch_bytes(int hd);
+void attn_mx_amx(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[], int hd,
+                 float scale, float *const out[], void *scratch);
+
+/* The matrix-unit path a level uses (NULL below CPU_AMX), and the one in
+ * use: cpu_level()'s, or NULL when SPLASH_ATTN_MX is 0 (read once; for
+ * measuring against the f32 path in one binary). */
+attn_mx_fn attn_mx_for_level(cpu_level_t level);
+attn_mx_fn attn_mx_kernel(void);
+
 #endif

@@ -48,6 +48,13 @@ typedef struct fwd_batch {
      * (a prompt's last row), so a chunk's rows, and so the bits, never
      * depend on how a prompt was split into batches. NULL: token by token. */
     const uint8_t *gdn_chunk;
+    /* NULL, or (n_rows) nonzero where the row's attention may take the
+     * matrix units (kernels/attn.h attn_mx_kernel: bfloat16 products,
+     * within rounding of the f32 path, not bit for bit): rows whose result
+     * only ever has to equal itself, a prompt's rows, never decode or
+     * verification rows. A marked row's result does not depend on its
+     * batch either. Without the matrix units, ignored. */
+    const uint8_t *mx_rows;
 } fwd_batch_t;
 
 /* Scratch for batches of up to max_rows rows and sequences of up to max_ctx
@@ -65,6 +72,8 @@ typedef struct fwd_ctx {
     float *gate;       /* (max_rows, ffn) */
     float *up;         /* (max_rows, ffn) */
     float *scores;     /* (n_threads, ATTN_MAX_Q, max_ctx) attention weights, per thread */
+    void *mx_scratch;  /* (n_threads) attn_mx_scratch_bytes each, when the matrix units take marked rows */
+    int32_t *mx_runs;  /* (2 max_rows) fwd_attention's runs of marked rows: first row, count */
     int32_t *out_rows; /* (max_rows) indices of rows whose logits are wanted */
     float *rope_cos;   /* (max_rows, head_dim / 2) each row's rotation */
     float *rope_sin;   /* (max_rows, head_dim / 2) */

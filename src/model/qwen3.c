@@ -42,6 +42,13 @@ static size_t xn_width(const model_config_t *c)
     return max_sz(max_sz((size_t)c->hidden, (size_t)c->n_heads * c->head_dim), (size_t)c->ssm_inner);
 }
 
+/* Whether marked rows take the matrix units' attention (kernels/attn.h):
+ * the path has it and the head size fits it. */
+static bool mx_attention(const model_config_t *c)
+{
+    return attn_mx_kernel() && c->head_dim % 32 == 0 && c->head_dim <= ATTN_MX_HD;
+}
+
 uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx)
 {
     const model_config_t *c = &m->cfg;
@@ -49,6 +56,8 @@ uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ct
     uint64_t per_row = c->hidden + xn_width(c) + q_dim + 2 * kv_dim + 2ull * c->ffn;
     per_row += (uint64_t)c->head_dim; /* RoPE cosines and sines */
     uint64_t extra = c->arch_id == MODEL_ARCH_QWEN35 ? qwen35_ctx_bytes(m, n_threads, max_rows) : 0;
+    if (mx_attention(c))
+        extra += (uint64_t)n_threads * attn_mx_scratch_bytes(c->head_dim) + 2 * (uint64_t)max_rows * sizeof(int32_t);
     return (per_row * (uint64_t)max_rows + (uint64_t)n_threads * ATTN_MAX_Q * max_ctx) * sizeof(float) +
            (uint64_t)max_rows * sizeof(int32_t) + ops_matmul_xq_bytes(widest_input(c), max_rows) + extra;
 }
@@ -76,6 +85,14 @@ int fwd_ctx_init(fwd_ctx_t *ctx, const model_t *m, pool_t *pool, int max_rows, i
     ctx->up = malloc(rows * c->ffn * sizeof(float));
     ctx->scores = malloc((size_t)pool_size(pool) * ATTN_MAX_Q * max_ctx * sizeof(float));
     ctx->out_rows = malloc(rows * sizeof(int32_t));
+    if (mx_attention(c)) {
+        ctx->mx_scratch = malloc((size_t)pool_size(pool) * attn_mx_scratch_bytes(c->head_dim));
+        ctx->mx_runs = malloc(2 * rows * sizeof(int32_t));
+        if (!ctx->mx_scratch || !ctx->mx_runs) {
+            fwd_ctx_free(ctx);
+            return err_set(err, "forward: out of memory for the matrix units' attention scratch");
+        }
+    }
     ctx->rope_cos = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
     ctx->rope_sin = malloc(rows * (size_t)(c->head_dim / 2) * sizeof(float));
     ctx->xq = aligned_alloc(QACT_ALIGN, ops_matmul_xq_bytes(widest_input(c), max_rows));
@@ -102,6 +119,8 @@ void fwd_ctx_free(fwd_ctx_t *ctx)
     free(ctx->gate);
     free(ctx->up);
     free(ctx->scores);
+    free(ctx->mx_scratch);
+    free(ctx->mx_runs);
     free(ctx->out_rows);
     free(ctx->rope_cos);
     free(ctx->rope_sin);
@@ -118,8 +137,35 @@ typedef struct attn_job {
     const fwd_batch_t *b;
     int layer;
     int rows_per_item; /* rows whose query heads share one kernel call */
+    attn_mx_fn mx;     /* the matrix units' kernel for marked rows (NULL: none, or no row marked) */
+    int n_runs;        /* ctx->mx_runs' runs of marked rows, each an item per key/value head */
     atomic_long next;  /* the next item to take */
 } attn_job_t;
+
+/* Item `item` of the marked rows: run item / n_kv_heads of ctx->mx_runs, key
+ * value head item % n_kv_heads, every query head of its group for every
+ * row in one call. */
+static void attn_mx_item(const attn_job_t *job, long item, attn_kv_t *view, int ith)
+{
+    const fwd_ctx_t *ctx = job->ctx;
+    const model_config_t *c = &ctx->model->cfg;
+    const fwd_batch_t *b = job->b;
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, q_dim = c->n_heads * hd;
+    int run = (int)(item / c->n_kv_heads), kvh = (int)(item % c->n_kv_heads);
+    int r0 = ctx->mx_runs[2 * run], n = ctx->mx_runs[2 * run + 1], nq = 0;
+    const float *q[ATTN_MX_Q];
+    float *out[ATTN_MX_Q];
+    int32_t n_ctx[ATTN_MX_Q];
+    for (int r = r0; r < r0 + n; r++)
+        for (int h = kvh * group; h < (kvh + 1) * group; h++) {
+            q[nq] = ctx->q + (size_t)r * q_dim + (size_t)h * hd;
+            out[nq] = ctx->xn + (size_t)r * q_dim + (size_t)h * hd;
+            n_ctx[nq++] = b->pos[r] + 1;
+        }
+    view->table = b->block_tables[r0];
+    job->mx(nq, q, view, kv_head_off(job->kv, kvh, hd), n_ctx, hd, 1.0f / sqrtf((float)hd), out,
+            (uint8_t *)ctx->mx_scratch + (size_t)ith * attn_mx_scratch_bytes(hd));
+}
 
 static void attn_worker(void *arg, int ith, int nth)
 {
@@ -143,7 +189,7 @@ static void attn_worker(void *arg, int ith, int nth)
      * Items come from a shared counter, so a preempted thread's share is
      * done by the others. */
     long row_groups = (b->n_rows + job->rows_per_item - 1) / job->rows_per_item;
-    long n_items = row_groups * c->n_kv_heads;
+    long n_items = row_groups * c->n_kv_heads, n_all = n_items + (long)job->n_runs * c->n_kv_heads;
     size_t layer_bytes = kv_bytes(kv->type, kv_layer_off(kv, job->layer));
     attn_kv_t view = {.k = (const char *)kv->k + layer_bytes,
                       .v = (const char *)kv->v + layer_bytes,
@@ -155,7 +201,11 @@ static void attn_worker(void *arg, int ith, int nth)
                       .group_stride = kv_group_elems(kv),
                       .group_shift = kv->group_shift,
                       .block_size = kv->block_size};
-    for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_items;) {
+    for (long item; (item = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed)) < n_all;) {
+        if (item >= n_items) {
+            attn_mx_item(job, item - n_items, &view, ith);
+            continue;
+        }
         int kvh = (int)(item / row_groups), r0 = (int)(item % row_groups) * job->rows_per_item;
         int r_end = r0 + job->rows_per_item < b->n_rows ? r0 + job->rows_per_item : b->n_rows;
         const float *q[ATTN_MAX_Q];
@@ -163,7 +213,7 @@ static void attn_worker(void *arg, int ith, int nth)
         int32_t n_ctx[ATTN_MAX_Q];
         int nq = 0;
         for (int r = r0; r < r_end; r++)
-            for (int h = kvh * group; h < (kvh + 1) * group; h++) {
+            for (int h = kvh * group; h < (kvh + 1) * group && !(job->mx && b->mx_rows[r]); h++) {
                 if (nq == ATTN_MAX_Q || (nq > 0 && b->block_tables[r] != view.table)) {
                     attend(nq, q, &view, kv_head_off(kv, kvh, hd), n_ctx, hd, scale, scores, out);
                     nq = 0;
@@ -175,15 +225,43 @@ static void attn_worker(void *arg, int ith, int nth)
                 scores[nq] = scratch + (size_t)nq * ctx->max_ctx;
                 nq++;
             }
-        attend(nq, q, &view, kv_head_off(kv, kvh, hd), n_ctx, hd, scale, scores, out);
+        if (nq > 0)
+            attend(nq, q, &view, kv_head_off(kv, kvh, hd), n_ctx, hd, scale, scores, out);
     }
+}
+
+/* The batch's marked rows (fwd_batch_t.mx_rows) as runs for the matrix
+ * units: consecutive rows of one sequence (one block table), as many as
+ * fill a call with their query heads; returns how many runs. */
+static int mx_runs(const fwd_ctx_t *ctx, const fwd_batch_t *b)
+{
+    const model_config_t *c = &ctx->model->cfg;
+    int per_call = ATTN_MX_Q / (c->n_heads / c->n_kv_heads), n_runs = 0;
+    for (int r = 0; r < b->n_rows;) {
+        if (!b->mx_rows[r]) {
+            r++;
+            continue;
+        }
+        int n = 1;
+        while (n < per_call && r + n < b->n_rows && b->mx_rows[r + n] && b->block_tables[r + n] == b->block_tables[r])
+            n++;
+        ctx->mx_runs[2 * n_runs] = r;
+        ctx->mx_runs[2 * n_runs + 1] = n;
+        n_runs++;
+        r += n;
+    }
+    return n_runs;
 }
 
 void fwd_attention(const fwd_ctx_t *ctx, const kv_store_t *kv, const fwd_batch_t *b, int kv_layer)
 {
     const model_config_t *c = &ctx->model->cfg;
     int group = c->n_heads / c->n_kv_heads;
-    attn_job_t job = {ctx, kv, b, kv_layer, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, 0};
+    attn_job_t job = {ctx, kv, b, kv_layer, group >= ATTN_MAX_Q ? 1 : ATTN_MAX_Q / group, NULL, 0, 0};
+    if (b->mx_rows && ctx->mx_scratch) {
+        job.n_runs = mx_runs(ctx, b);
+        job.mx = job.n_runs ? attn_mx_kernel() : NULL;
+    }
     atomic_init(&job.next, 0);
     int64_t macs = 0; /* q.k and p.v over every row's context */
     for (int r = 0; r < b->n_rows; r++)

@@ -330,6 +330,115 @@ static void test_q8_0_queries_independent_of_their_call(void **state)
     queries_independent_of_their_call(VIEW_Q8_0);
 }
 
+/* ---- a prompt's rows on the matrix units (attn_mx_kernel) ---- */
+
+/* The queries' outputs on the matrix units against the reference's in f32:
+ * every query of every call, over head sizes, ragged contexts that cross
+ * the kernel's 512-position segments, and calls of 1 to ATTN_MX_Q queries,
+ * within the f32 paths' 5e-5 (each operand a pair of bfloat16 numbers, 16
+ * significant bits; the worst difference seen is 1.7e-5). Skipped without
+ * the matrix units. */
+static void mx_against_reference(int which)
+{
+    attn_mx_fn mx = attn_mx_for_level(cpu_level());
+    if (!mx)
+        skip();
+    static const int hds[] = {32, 64, 128, 256};
+    static const int nqs[] = {1, 5, 16, 17, 40, ATTN_MX_Q};
+    static const int32_t ctxs[] = {1, 15, 16, 17, 100, 513, 700};
+    for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++) {
+        fixture_t f;
+        fixture_init(&f, hds[hi], 200 + hi);
+        attn_kv_t kv = view_of(&f, which);
+        int hd = f.hd;
+        size_t n_out = (size_t)ATTN_MX_Q * hd;
+        float *q = malloc(n_out * sizeof(float)), *ref = malloc(n_out * sizeof(float));
+        float *got = malloc(n_out * sizeof(float)), *sc = malloc((size_t)MAX_CTX * sizeof(float));
+        void *scratch = malloc(attn_mx_scratch_bytes(hd));
+        assert_true(q && ref && got && sc && scratch);
+        fill_normal(q, (int64_t)n_out, 17 + hi, 0.3f);
+        double worst = 0.0;
+        for (size_t ci = 0; ci < sizeof ctxs / sizeof ctxs[0]; ci++)
+            for (size_t ni = 0; ni < sizeof nqs / sizeof nqs[0]; ni++) {
+                int nq = nqs[ni];
+                const float *qp[ATTN_MX_Q];
+                float *gp[ATTN_MX_Q];
+                int32_t n[ATTN_MX_Q];
+                for (int j = 0; j < nq; j++) {
+                    qp[j] = q + (size_t)j * hd;
+                    gp[j] = got + (size_t)j * hd;
+                    /* a prompt's rows: each one position further back, at least 1 */
+                    n[j] = ctxs[ci] - j / 2 > 0 ? ctxs[ci] - j / 2 : 1;
+                    float *rp[1] = {ref + (size_t)j * hd}, *sp[1] = {sc};
+                    attn_ref(1, &qp[j], &kv, hd, &n[j], hd, 0.125f, sp, rp);
+                }
+                mx(nq, qp, &kv, hd, n, hd, 0.125f, gp, scratch);
+                for (size_t i = 0; i < (size_t)nq * hd; i++) {
+                    double d = fabs((double)got[i] - ref[i]);
+                    worst = d > worst ? d : worst;
+                }
+            }
+        print_message("matrix-unit attention, head %d, store %d: worst |difference| %.3g\n", hd, which, worst);
+        assert_true(worst <= 5e-5);
+        free(q), free(ref), free(got), free(sc), free(scratch);
+        fixture_free(&f);
+    }
+}
+
+/* A query's output is bit-identical alone and among other queries of other
+ * lengths, at any place in the call (another tile, another row of it). */
+static void mx_queries_independent(int which)
+{
+    attn_mx_fn mx = attn_mx_for_level(cpu_level());
+    if (!mx)
+        skip();
+    enum { HD = 128, N = 37 };
+    fixture_t f;
+    fixture_init(&f, HD, 21);
+    attn_kv_t kv = view_of(&f, which);
+    float *q = malloc(N * HD * sizeof(float)), *alone = malloc(N * HD * sizeof(float));
+    float *shared = malloc(N * HD * sizeof(float));
+    void *scratch = malloc(attn_mx_scratch_bytes(HD));
+    assert_true(q && alone && shared && scratch);
+    fill_normal(q, N * HD, 23, 0.5f);
+    int32_t len[N];
+    for (int j = 0; j < N; j++)
+        len[j] = 1 + (int32_t)((j * 97 + 13) % MAX_CTX);
+    for (int j = 0; j < N; j++) {
+        const float *qp[1] = {q + j * HD};
+        float *op[1] = {alone + j * HD};
+        mx(1, qp, &kv, HD, &len[j], HD, 0.1f, op, scratch);
+    }
+    for (int first = 0; first < N; first += 5) {
+        const float *qp[N];
+        float *op[N];
+        int32_t n[N];
+        for (int s = 0; s < N; s++) {
+            int j = (first + s) % N;
+            qp[s] = q + j * HD, op[s] = shared + j * HD, n[s] = len[j];
+        }
+        mx(N, qp, &kv, HD, n, HD, 0.1f, op, scratch);
+        assert_memory_equal(shared, alone, N * HD * sizeof(float));
+    }
+    free(q), free(alone), free(shared), free(scratch);
+    fixture_free(&f);
+}
+
+static void test_mx_against_reference(void **state)
+{
+    (void)state;
+    mx_against_reference(VIEW_F32);
+    mx_against_reference(VIEW_F16);
+    mx_against_reference(VIEW_Q8_0);
+}
+
+static void test_mx_queries_independent(void **state)
+{
+    (void)state;
+    mx_queries_independent(VIEW_F16);
+    mx_queries_independent(VIEW_Q8_0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +449,8 @@ int main(void)
         cmocka_unit_test(test_f16_queries_independent_of_their_call),
         cmocka_unit_test(test_q8_0_paths_against_reference),
         cmocka_unit_test(test_q8_0_queries_independent_of_their_call),
+        cmocka_unit_test(test_mx_against_reference),
+        cmocka_unit_test(test_mx_queries_independent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -353,7 +353,9 @@ static void test_greedy_matches_direct_forward(void **state)
     assert_int_equal(res.usage.prompt_tokens, 40);
     assert_int_equal(res.usage.completion_tokens, 12);
 
-    /* the same with the forward pass driven by hand, one row at a time */
+    /* the same with the forward pass driven by hand, one row at a time, the
+     * prompt's rows marked for the matrix units' attention as the engine
+     * marks them (a marked row's result does not depend on its batch) */
     pool_t *pool = pool_create(1, NULL);
     fwd_ctx_t ctx;
     kv_store_t kv;
@@ -368,8 +370,8 @@ static void test_greedy_matches_direct_forward(void **state)
     float logits[TEST_VOCAB];
     for (int p = 0; p < 40 + 11; p++) {
         int32_t pos = p;
-        uint8_t want = 1;
-        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL, NULL, NULL, NULL};
+        uint8_t want = 1, is_prompt = p < 40;
+        fwd_batch_t b = {1, &toks[p], &pos, tables, &want, NULL, NULL, NULL, NULL, &is_prompt};
         assert_int_equal(fwd_run(&ctx, &kv, &b, logits, &err), 0);
         if (p >= 39) {
             int g = p - 39;

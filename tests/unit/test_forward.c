@@ -5,6 +5,7 @@
  * independent implementation is tests/reference. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/phase.h"
+#include "kernels/attn.h"
 #include "kernels/types.h"
 #include "model/forward.h"
 #include "tools/synth.h"
@@ -29,6 +31,8 @@ typedef struct fixture {
     pool_t *pool;
 } fixture_t;
 
+static int g_head_dim; /* nonzero: the tiny preset with heads of this size */
+
 static int setup_type(void **state, uint32_t type)
 {
     fixture_t *f = calloc(1, sizeof *f);
@@ -39,6 +43,8 @@ static int setup_type(void **state, uint32_t type)
     close(fd);
     model_config_t c;
     assert_int_equal(synth_preset("tiny", &c, &err), 0);
+    if (g_head_dim)
+        c.head_dim = g_head_dim;
     f->pool = pool_create(2, &err);
     assert_non_null(f->pool);
     if (synth_write(f->path, "test", &c, type, 42, 0.1f, NULL, f->pool, NULL, NULL, &err))
@@ -57,6 +63,15 @@ static int setup_f32(void **state)
 static int setup_q8(void **state)
 {
     return setup_type(state, TYPE_Q8_0);
+}
+
+/* heads of 32: the matrix units' attention takes them (kernels/attn.h) */
+static int setup_q8_hd32(void **state)
+{
+    g_head_dim = 32;
+    int rc = setup_type(state, TYPE_Q8_0);
+    g_head_dim = 0;
+    return rc;
 }
 
 static int teardown(void **state)
@@ -88,7 +103,7 @@ static void run_one_by_one(fixture_t *f, pool_t *pool, const int32_t *tokens, in
     for (int i = 0; i < n; i++) {
         int32_t pos = i;
         const int32_t *tables[1] = {table};
-        fwd_batch_t b = {1, &tokens[i], &pos, tables, NULL, NULL, NULL, NULL, NULL};
+        fwd_batch_t b = {1, &tokens[i], &pos, tables, NULL, NULL, NULL, NULL, NULL, NULL};
         if (fwd_run(&ctx, &kv, &b, logits + (size_t)i * c->vocab, &err))
             fail_msg("%s", err.msg);
     }
@@ -118,7 +133,7 @@ static void test_chunked_prefill_equals_decode(void **state)
         const int32_t *tables[5];
         for (int i = 0; i < n; i++)
             pos[i] = done + i, tables[i] = table;
-        fwd_batch_t b = {n, tokens + done, pos, tables, NULL, NULL, NULL, NULL, NULL};
+        fwd_batch_t b = {n, tokens + done, pos, tables, NULL, NULL, NULL, NULL, NULL, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, got + (size_t)done * c->vocab, &err), 0);
     }
     assert_memory_equal(ref, got, (size_t)N_TOK * c->vocab * sizeof(float));
@@ -169,7 +184,7 @@ static void test_batch_of_two_sequences(void **state)
         }
         if (n == 0)
             continue;
-        fwd_batch_t b = {n, tok, pos, tables, want, NULL, NULL, NULL, NULL};
+        fwd_batch_t b = {n, tok, pos, tables, want, NULL, NULL, NULL, NULL, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), 0);
         int k = 0;
         if (step < N_TOK)
@@ -220,29 +235,29 @@ static void test_bad_batches_rejected(void **state)
     int32_t tok[2] = {1, 2}, pos[2] = {0, 1};
 
     int32_t bad_tok = c->vocab;
-    fwd_batch_t b = {1, &bad_tok, pos, tables, NULL, NULL, NULL, NULL, NULL};
+    fwd_batch_t b = {1, &bad_tok, pos, tables, NULL, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "vocabulary"));
 
     int32_t bad_pos = 32;
-    b = (fwd_batch_t){1, tok, &bad_pos, tables, NULL, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){1, tok, &bad_pos, tables, NULL, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "position"));
 
     int32_t far_pos = 20;
     const int32_t *bad_tables[1] = {bad_table};
-    b = (fwd_batch_t){1, tok, &far_pos, bad_tables, NULL, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){1, tok, &far_pos, bad_tables, NULL, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "block"));
 
-    b = (fwd_batch_t){3, tok, pos, tables, NULL, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){3, tok, pos, tables, NULL, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "rows"));
     kv_store_free(&kv);
 
     /* a q8_0 store: kv_dim 32 is whole blocks, but the heads (16) are not */
     assert_int_equal(kv_store_init(&kv, KV_Q8_0, c->n_layers, 2, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
-    b = (fwd_batch_t){1, tok, pos, tables, NULL, NULL, NULL, NULL, NULL};
+    b = (fwd_batch_t){1, tok, pos, tables, NULL, NULL, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, out, &err), -1);
     assert_non_null(strstr(err.msg, "q8_0 needs a head_dim that is a multiple of 32"));
     free(out);
@@ -333,6 +348,67 @@ static void test_kv_q8_0_store(void **state)
     assert_int_equal(kv_group_blocks(KV_F16, 1, 16, 1024), 1);
 }
 
+/* The sequence through fwd_run in batches of `step` rows, every row marked
+ * for the matrix units' attention (fwd_batch_t.mx_rows) or none. */
+static void run_marked(fixture_t *f, const int32_t *tokens, int n, int step, bool marked, float *logits)
+{
+    const model_config_t *c = &f->model->cfg;
+    err_t err;
+    fwd_ctx_t ctx;
+    kv_store_t kv;
+    int32_t table[4] = {2, 0, 3, 1}, pos[N_TOK];
+    const int32_t *tables[N_TOK];
+    uint8_t marks[N_TOK];
+    assert_int_equal(fwd_ctx_init(&ctx, f->model, f->pool, step, 64, &err), 0);
+    assert_int_equal(kv_store_init(&kv, KV_F16, c->n_layers, 4, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
+    for (int i = 0; i < n; i++)
+        pos[i] = i, tables[i] = table, marks[i] = 1;
+    for (int done = 0; done < n; done += step) {
+        int k = n - done < step ? n - done : step;
+        fwd_batch_t b = {k,    tokens + done, pos + done, tables + done, NULL,
+                         NULL, NULL,          NULL,       NULL,          marked ? marks + done : NULL};
+        assert_int_equal(fwd_run(&ctx, &kv, &b, logits + (size_t)done * c->vocab, &err), 0);
+    }
+    kv_store_free(&kv);
+    fwd_ctx_free(&ctx);
+}
+
+/* A prompt's rows marked for the matrix units: a row's logits are the same
+ * bits alone and in batches of any size, and within 1e-4 of their scale of
+ * the unmarked rows' (the f32 attention); with no matrix units, the marks
+ * change nothing. */
+static void test_marked_prompt_rows(void **state)
+{
+    fixture_t *f = *state;
+    const model_config_t *c = &f->model->cfg;
+    int32_t tokens[N_TOK];
+    make_tokens(tokens, N_TOK, 3);
+    size_t n = (size_t)N_TOK * c->vocab;
+    float *plain = malloc(n * sizeof(float)), *alone = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    assert_true(plain && alone && got);
+    run_marked(f, tokens, N_TOK, 1, false, plain);
+    run_marked(f, tokens, N_TOK, 1, true, alone);
+    static const int steps[] = {5, 16, N_TOK};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        run_marked(f, tokens, N_TOK, steps[i], true, got);
+        assert_memory_equal(got, alone, n * sizeof(float));
+    }
+    if (!attn_mx_kernel() || c->head_dim % 32) {
+        assert_memory_equal(alone, plain, n * sizeof(float));
+    } else {
+        double worst = 0.0, scale = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double d = fabs((double)alone[i] - plain[i]), a = fabs((double)plain[i]);
+            worst = d > worst ? d : worst;
+            scale = a > scale ? a : scale;
+        }
+        print_message("marked rows against the f32 attention: max |difference| %.3g (logits up to %.3g)\n", worst,
+                      scale);
+        assert_true(worst <= 1e-4 * scale); /* measured 1e-6 */
+    }
+    free(plain), free(alone), free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +418,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_of_two_sequences, setup_f32, teardown),
         cmocka_unit_test_setup_teardown(test_batch_of_two_sequences, setup_q8, teardown),
         cmocka_unit_test_setup_teardown(test_thread_count_invariance, setup_q8, teardown),
+        cmocka_unit_test_setup_teardown(test_marked_prompt_rows, setup_q8_hd32, teardown),
         cmocka_unit_test_setup_teardown(test_bad_batches_rejected, setup_f32, teardown),
         cmocka_unit_test_setup_teardown(test_phases_counted, setup_q8, teardown),
     };

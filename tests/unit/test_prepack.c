@@ -249,11 +249,11 @@ static void run_model(const model_t *m, pool_t *pool, int n, float *logits)
     assert_int_equal(
         kv_store_init(&kv, KV_F32, model_kv_layers(c), 4, KV_BLOCK_SIZE, c->n_kv_heads * c->head_dim, &err), 0);
     for (int i = 0; i < n; i++) {
-        fwd_batch_t b = {1, &tokens[i], &pos[i], tables, NULL, NULL, NULL, NULL, NULL};
+        fwd_batch_t b = {1, &tokens[i], &pos[i], tables, NULL, NULL, NULL, NULL, NULL, NULL};
         if (fwd_run(&ctx, &kv, &b, logits + (size_t)i * c->vocab, &err))
             fail_msg("%s", err.msg);
     }
-    fwd_batch_t b = {n, tokens, pos, tables, NULL, NULL, NULL, NULL, NULL};
+    fwd_batch_t b = {n, tokens, pos, tables, NULL, NULL, NULL, NULL, NULL, NULL};
     if (fwd_run(&ctx, &kv, &b, logits + (size_t)n * c->vocab, &err)) /* positions again: overwritten, same keys */
         fail_msg("%s", err.msg);
     kv_store_free(&kv);

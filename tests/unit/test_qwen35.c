@@ -171,7 +171,7 @@ static void test_loads_tiny(void **state)
 static int run_rows(fwd_ctx_t *ctx, const kv_store_t *kv, int n, const int32_t *tok, const int32_t *pos,
                     const int32_t *slot, const int32_t *const *tables, float *out, err_t *err)
 {
-    fwd_batch_t b = {n, tok, pos, tables, NULL, slot, NULL, NULL, NULL};
+    fwd_batch_t b = {n, tok, pos, tables, NULL, slot, NULL, NULL, NULL, NULL};
     return fwd_run(ctx, kv, &b, out, err);
 }
 
@@ -312,7 +312,7 @@ static void forward_chunked_case(void **state, int state_type)
     static float ref[N][V], one[N][V], split[N][V];
     for (int i = 0; i < N; i++) /* token by token */
         assert_int_equal(run_rows(&ctx, &kv, 1, &tok[i], &pos[i], &slot[i], &tabs[i], ref[i], &err), 0);
-    fwd_batch_t b = {N, tok, pos, tabs, NULL, slot, NULL, NULL, marked};
+    fwd_batch_t b = {N, tok, pos, tabs, NULL, slot, NULL, NULL, marked, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &b, one[0], &err), 0);
     double scale, worst = worst_difference(one[0], ref[0], (size_t)N * V, &scale);
     print_message("chunked against token by token (state %s): max |difference| %.3g (logits up to %.3g)\n",
@@ -326,11 +326,11 @@ static void forward_chunked_case(void **state, int state_type)
     static const int cuts[] = {0, 16, 48, 80, N};
     for (size_t k = 0; k + 1 < sizeof cuts / sizeof *cuts; k++) {
         int r0 = cuts[k], n = cuts[k + 1] - cuts[k];
-        fwd_batch_t bk = {n, tok + r0, pos + r0, tabs + r0, NULL, slot + r0, NULL, NULL, marked + r0};
+        fwd_batch_t bk = {n, tok + r0, pos + r0, tabs + r0, NULL, slot + r0, NULL, NULL, marked + r0, NULL};
         assert_int_equal(fwd_run(&ctx, &kv, &bk, split[r0], &err), 0);
     }
     assert_memory_equal(split, one, sizeof one);
-    fwd_batch_t unmarked = {N, tok, pos, tabs, NULL, slot, NULL, NULL, NULL};
+    fwd_batch_t unmarked = {N, tok, pos, tabs, NULL, slot, NULL, NULL, NULL, NULL};
     assert_int_equal(fwd_run(&ctx, &kv, &unmarked, split[0], &err), 0);
     assert_memory_equal(split, ref, sizeof ref);
     fwd_ctx_free(&ctx);
