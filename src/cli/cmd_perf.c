@@ -680,6 +680,8 @@ static void print_table(const perf_report_t *p, const perf_result_t *results)
         printf("; batches Q8_0 %s, K-quants %s", kernels_rows_prefetch(TYPE_Q8_0), kernels_rows_prefetch(TYPE_Q4_K));
     if (attn_prefetch_name())
         printf("; attention prefetch %s", attn_prefetch_name());
+    if (attn_mx_for_level(cpu_level())) /* SPLASH_ATTN_MX=0 turns it off */
+        printf("; prompt attention %s", attn_mx_kernel() ? "on the AMX tiles" : "f32 (SPLASH_ATTN_MX=0)");
     printf("\n");
     printf("weights: %s; KV cache %s%s\n", weights_memory(m), kv_type_name(o->kv_type),
            o->depth ? ", prefill and decode from a deep context" : "");
