@@ -43,10 +43,11 @@ static size_t xn_width(const model_config_t *c)
 }
 
 /* Whether marked rows take the matrix units' attention (kernels/attn.h):
- * the path has it and the head size fits it. */
+ * the path has it, the head size fits it, and a GQA group fits a call. */
 static bool mx_attention(const model_config_t *c)
 {
-    return attn_mx_kernel() && c->head_dim % 32 == 0 && c->head_dim <= ATTN_MX_HD;
+    return attn_mx_kernel() && c->head_dim % 32 == 0 && c->head_dim <= ATTN_MX_HD &&
+           c->n_heads / c->n_kv_heads <= ATTN_MX_Q;
 }
 
 uint64_t fwd_ctx_bytes(const model_t *m, int n_threads, int max_rows, int max_ctx)
