@@ -53,39 +53,40 @@ typedef struct mx_buf {
     size_t bytes;
 } mx_buf_t;
 
-static void *carve(uint8_t **at, size_t bytes)
+/* The next part of `bytes` (64-byte aligned offsets): its address from
+ * base, or NULL when only the size is wanted. */
+static void *carve(uint8_t *base, size_t *at, size_t bytes)
 {
-    void *p = *at;
+    void *p = base ? base + *at : NULL;
     *at += (bytes + 63) & ~(size_t)63;
     return p;
 }
 
 /* The parts from base (NULL: only the size). */
-static mx_buf_t mx_layout(void *base, int hd)
+static mx_buf_t mx_layout(uint8_t *base, int hd)
 {
     mx_buf_t b;
-    uint8_t *at = base, *start = base;
+    size_t at = 0;
     size_t seg = (size_t)MX_SEG * hd * sizeof(uint16_t), rows = (size_t)MX_BLK * hd * sizeof(uint16_t);
     for (int h = 0; h < 2; h++) {
-        b.k[h] = carve(&at, seg);
-        b.vt[h] = carve(&at, seg);
-        b.vr[h] = carve(&at, rows);
-        b.qt[h] = carve(&at, (size_t)ATTN_MX_Q * hd * sizeof(uint16_t));
-        b.qr[h] = carve(&at, rows);
-        b.pt[h] = carve(&at, (size_t)MX_BLK * MX_BLK * sizeof(uint16_t));
+        b.k[h] = carve(base, &at, seg);
+        b.vt[h] = carve(base, &at, seg);
+        b.vr[h] = carve(base, &at, rows);
+        b.qt[h] = carve(base, &at, (size_t)ATTN_MX_Q * hd * sizeof(uint16_t));
+        b.qr[h] = carve(base, &at, rows);
+        b.pt[h] = carve(base, &at, (size_t)MX_BLK * MX_BLK * sizeof(uint16_t));
     }
-    b.ot = carve(&at, (size_t)ATTN_MX_Q * hd * sizeof(float));
-    b.s = carve(&at, (size_t)MX_BLK * MX_BLK * sizeof(float));
-    b.m = carve(&at, (size_t)ATTN_MX_Q * sizeof(float));
-    b.l = carve(&at, (size_t)ATTN_MX_Q * sizeof(float));
-    b.bytes = (size_t)(at - start);
+    b.ot = carve(base, &at, (size_t)ATTN_MX_Q * hd * sizeof(float));
+    b.s = carve(base, &at, (size_t)MX_BLK * MX_BLK * sizeof(float));
+    b.m = carve(base, &at, (size_t)ATTN_MX_Q * sizeof(float));
+    b.l = carve(base, &at, (size_t)ATTN_MX_Q * sizeof(float));
+    b.bytes = at;
     return b;
 }
 
 size_t attn_mx_scratch_bytes(int hd)
 {
-    uint8_t probe[64];
-    return mx_layout(probe, hd).bytes + 64; /* room to align the start */
+    return mx_layout(NULL, hd).bytes + 64; /* room to align the start */
 }
 
 /* 16 f32 as bfloat16 pairs: hi = x rounded to nearest even, lo = the rest
@@ -123,12 +124,18 @@ static void slot_split(uint16_t *hi, uint16_t *lo, const void *p, attn_type_t t,
     }
 }
 
+/* Lane i's offset i * step, for the gathers down 16 rows step dwords apart. */
+AI __m512i lane_offsets(int step)
+{
+    return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                              _mm512_set1_epi32(step));
+}
+
 /* rows (16, hd) of 16-bit values transposed into t (hd, 16): dword gathers
  * of dim pairs, each split into its two dims' rows. */
 static void transpose_rows(uint16_t *t, const uint16_t *rows, int hd)
 {
-    const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(hd / 2));
+    const __m512i at = lane_offsets(hd / 2);
     for (int d = 0; d < hd; d += 2) {
         __m512i w = _mm512_i32gather_epi32(at, (const int *)(const void *)rows + d / 2, 4);
         _mm256_storeu_si256((__m256i *)(t + (size_t)d * 16), _mm512_cvtepi32_epi16(w));
@@ -164,8 +171,7 @@ static void pack_segment(const mx_buf_t *B, attn_cursor_t *ck, attn_cursor_t *cv
  * q0 / 16: per dim pair, the 16 queries' pairs. */
 static void pack_queries(const mx_buf_t *B, const float *const q[], int nq, int q0, int hd)
 {
-    const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(hd / 2));
+    const __m512i at = lane_offsets(hd / 2);
     for (int j = 0; j < 16; j++)
         for (int d = 0; d < hd; d += 16)
             store_split(B->qr[0] + (size_t)j * hd + d, B->qr[1] + (size_t)j * hd + d,
@@ -251,7 +257,7 @@ void attn_mx_amx(int nq, const float *const q[], const attn_kv_t *kv, size_t hea
 {
     if (nq < 1 || nq > ATTN_MX_Q || hd % 32 || hd > ATTN_MX_HD)
         return;
-    mx_buf_t B = mx_layout((void *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), hd);
+    mx_buf_t B = mx_layout((uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), hd);
     int n_tiles = (nq + 15) / 16, n_max = 0, tile_max[ATTN_MX_Q / 16] = {0};
     int32_t nc[ATTN_MX_Q]; /* padding lanes: no positions */
     for (int j = 0; j < n_tiles * 16; j++) {
