@@ -130,9 +130,12 @@ attn_fn attn_kernel(void);
  * only the rows the caller marks (model/forward.h fwd_batch_t.mx_rows: a
  * prompt's rows, never decode or verification rows). A query's result is
  * bit-identical whichever other queries share its call and however many
- * there are. hd: a multiple of 32 up to ATTN_MX_HD. scratch:
- * attn_mx_scratch_bytes(hd) bytes, one per thread. */
-#define ATTN_MX_Q 128
+ * there are. A call splits and lays out its keys and values once for all
+ * its queries, so a call of many queries costs less a query (a prefill's
+ * 512 rows x a GQA group of 2 in two calls, not eight). hd: a multiple of
+ * 32 up to ATTN_MX_HD. scratch: attn_mx_scratch_bytes(hd) bytes, one per
+ * thread. */
+#define ATTN_MX_Q 512
 #define ATTN_MX_HD 256
 typedef void (*attn_mx_fn)(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[],
                            int hd, float scale, float *const out[], void *scratch);

@@ -16,10 +16,21 @@
  * reduction across a vector, and the outputs accumulate as O^T += V^T P^T
  * (the values transposed as they are read). The keys and values are read
  * from the paged store MX_SEG positions at a time, split and laid out once
- * for every query of the call. A query is one lane of every vector and one
- * column of every tile product, in an order fixed by the positions alone
- * (blocks of 16 from position 0), so its result does not depend on the
- * other queries of its call, their number or their contexts.
+ * for every query of the call (the values' transposes by shuffles: a
+ * gather cost as much here as the tile work). A query is one lane of every
+ * vector and one column of every tile product, in an order fixed by the
+ * positions alone (blocks of MX_BLK = 32 from position 0), so its result
+ * does not depend on the other queries of its call, their number or their
+ * contexts.
+ *
+ * Per block and 16 queries: the scores as two 16-position tiles (two
+ * chains of tile products side by side), issued before the previous
+ * block's softmax so the vector units run it beside them; the outputs 32
+ * dims at a time (two chains), every operand a whole 16 x 64-byte tile.
+ * On a Xeon with AMX (session 54, bench in docs/benchmarks.md) a product
+ * takes about 4.8 ns, a tile load 2.8 ns from L1 and 6.1 from L2, a store
+ * 4.3; against blocks of 16 with a gathered transpose and 128 queries a
+ * call, 2.07 -> 1.75 ns a query and position at 128 queries, 1.44 at 512.
  *
  * Compiled with the AMX flags (CMakeLists.txt SPLASH_AMX_SOURCES); called
  * only when cpu_level() is CPU_AMX. */
@@ -35,20 +46,20 @@
 #include "kernels/simd_exp.h"
 #include "kernels/types.h"
 
-#define MX_BLK 16  /* positions a block: a score tile's rows, a value tile's depth */
+#define MX_BLK 32  /* positions a block: two score tiles' rows, a value tile's depth */
 #define MX_SEG 512 /* positions read and laid out at a time (a multiple of MX_BLK) */
 
 /* The scratch's parts for head dim hd (a multiple of 32, at most
  * ATTN_MX_HD); [0] the hi halves, [1] the lo. */
 typedef struct mx_buf {
     uint16_t *k[2];  /* (MX_SEG, hd) the segment's keys, rows as stored */
-    uint16_t *vt[2]; /* (MX_SEG / 16, hd, 16) its values, each block transposed */
-    uint16_t *vr[2]; /* (16, hd) a block's values, rows */
+    uint16_t *vt[2]; /* (MX_SEG / MX_BLK, hd, MX_BLK) its values, each block transposed */
+    uint16_t *vr[2]; /* (MX_BLK, hd) a block's values, rows */
     uint16_t *qt[2]; /* (tiles, hd / 2, 16, 2) the queries, transposed by dim pairs */
     uint16_t *qr[2]; /* (16, hd) a tile's queries, rows */
-    uint16_t *pt[2]; /* (8, 16, 2) a block's probabilities, transposed by position pairs */
+    uint16_t *pt[2]; /* (MX_BLK / 2, 16, 2) a block's probabilities, transposed by position pairs */
     float *ot;       /* (tiles, hd, 16) the outputs so far, transposed */
-    float *s;        /* (16, 16) a block's scores, a row a position */
+    float *s[2];     /* (MX_BLK, 16) two blocks' scores, a row a position */
     float *m, *l;    /* (ATTN_MX_Q) each query's running maximum and sum */
     size_t bytes;
 } mx_buf_t;
@@ -67,17 +78,19 @@ static mx_buf_t mx_layout(uint8_t *base, int hd)
 {
     mx_buf_t b;
     size_t at = 0;
-    size_t seg = (size_t)MX_SEG * hd * sizeof(uint16_t), rows = (size_t)MX_BLK * hd * sizeof(uint16_t);
+    size_t seg = (size_t)MX_SEG * hd * sizeof(uint16_t), rows = (size_t)MX_BLK * hd * sizeof(uint16_t),
+           qrows = (size_t)16 * hd * sizeof(uint16_t);
     for (int h = 0; h < 2; h++) {
         b.k[h] = carve(base, &at, seg);
         b.vt[h] = carve(base, &at, seg);
         b.vr[h] = carve(base, &at, rows);
         b.qt[h] = carve(base, &at, (size_t)ATTN_MX_Q * hd * sizeof(uint16_t));
-        b.qr[h] = carve(base, &at, rows);
-        b.pt[h] = carve(base, &at, (size_t)MX_BLK * MX_BLK * sizeof(uint16_t));
+        b.qr[h] = carve(base, &at, qrows);
+        b.pt[h] = carve(base, &at, (size_t)MX_BLK * 16 * sizeof(uint16_t));
     }
     b.ot = carve(base, &at, (size_t)ATTN_MX_Q * hd * sizeof(float));
-    b.s = carve(base, &at, (size_t)MX_BLK * MX_BLK * sizeof(float));
+    for (int h = 0; h < 2; h++)
+        b.s[h] = carve(base, &at, (size_t)MX_BLK * 16 * sizeof(float));
     b.m = carve(base, &at, (size_t)ATTN_MX_Q * sizeof(float));
     b.l = carve(base, &at, (size_t)ATTN_MX_Q * sizeof(float));
     b.bytes = at;
@@ -89,39 +102,35 @@ size_t attn_mx_scratch_bytes(int hd)
     return mx_layout(NULL, hd).bytes + 64; /* room to align the start */
 }
 
-/* 16 f32 as bfloat16 pairs: hi = x rounded to nearest even, lo = the rest
- * rounded the same way. */
-AI void split16(__m512 x, __m256i *hi, __m256i *lo)
+/* 16 elements from i of a slot (f32, f16 or q8_0 at p) as f32. */
+AI __m512 slot_load16(const void *p, attn_type_t t, int i)
 {
-    *hi = (__m256i)_mm512_cvtneps_pbh(x);
-    __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(*hi), 16));
-    *lo = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(x, hf));
+    if (t == ATTN_F16)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+    if (t == ATTN_Q8_0) {
+        const block_q8_0_t *b = (const block_q8_0_t *)p + i / QK8_0;
+        __m128i q = _mm_loadu_si128((const __m128i *)(b->qs + i % QK8_0));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(fp16_to_f32_exact(b->d)));
+    }
+    return _mm512_loadu_ps((const float *)p + i);
 }
 
-AI void store_split(uint16_t *hi, uint16_t *lo, __m512 x)
+/* 32 f32 (x0, then x1) as bfloat16 pairs: hi = x rounded to nearest even,
+ * lo = the rest rounded the same way. */
+AI void store_split32(uint16_t *hi, uint16_t *lo, __m512 x0, __m512 x1)
 {
-    __m256i h, l;
-    split16(x, &h, &l);
-    _mm256_storeu_si256((__m256i *)hi, h);
-    _mm256_storeu_si256((__m256i *)lo, l);
+    __m512i h = (__m512i)_mm512_cvtne2ps_pbh(x1, x0); /* words 0-15 from x0, 16-31 from x1 */
+    __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+    __m512 h1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+    _mm512_storeu_si512(hi, h);
+    _mm512_storeu_si512(lo, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, h1), _mm512_sub_ps(x0, h0)));
 }
 
 /* One slot's hd elements (f32, f16 or q8_0 at p) as bfloat16 pairs. */
 static void slot_split(uint16_t *hi, uint16_t *lo, const void *p, attn_type_t t, int hd)
 {
-    for (int i = 0; i < hd; i += 16) {
-        __m512 x;
-        if (t == ATTN_F16) {
-            x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
-        } else if (t == ATTN_Q8_0) {
-            const block_q8_0_t *b = (const block_q8_0_t *)p + i / QK8_0;
-            __m128i q = _mm_loadu_si128((const __m128i *)(b->qs + i % QK8_0));
-            x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(fp16_to_f32_exact(b->d)));
-        } else {
-            x = _mm512_loadu_ps((const float *)p + i);
-        }
-        store_split(hi + i, lo + i, x);
-    }
+    for (int i = 0; i < hd; i += 32)
+        store_split32(hi + i, lo + i, slot_load16(p, t, i), slot_load16(p, t, i + 16));
 }
 
 /* Lane i's offset i * step, for the gathers down 16 rows step dwords apart. */
@@ -131,15 +140,58 @@ AI __m512i lane_offsets(int step)
                               _mm512_set1_epi32(step));
 }
 
-/* rows (16, hd) of 16-bit values transposed into t (hd, 16): dword gathers
- * of dim pairs, each split into its two dims' rows. */
+/* r[0..15] (16 dwords each) transposed in place: r[j] lane k = old r[k]
+ * lane j. Unpacks within the 128-bit lanes, then lane shuffles: no
+ * gathers (on this Xeon a gather cost as much as the tile work). */
+AI void transpose16_epi32(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    /* u[4i + j], 128-bit lane L: rows 4i .. 4i + 3, element 4L + j */
+    for (int j = 0; j < 4; j++) {
+        __m512i x0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), x1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
+        __m512i y0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+        __m512i y1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
+        r[j] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+        r[8 + j] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+        r[4 + j] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+        r[12 + j] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+    }
+}
+
+/* rows (MX_BLK = 32, hd) of 16-bit values transposed into t (hd, 32), 32
+ * dims at a time: each half's 16 rows as a 16 x 16 transpose of dim pairs,
+ * then each dim's 32 values picked from the two halves' pairs. */
 static void transpose_rows(uint16_t *t, const uint16_t *rows, int hd)
 {
-    const __m512i at = lane_offsets(hd / 2);
-    for (int d = 0; d < hd; d += 2) {
-        __m512i w = _mm512_i32gather_epi32(at, (const int *)(const void *)rows + d / 2, 4);
-        _mm256_storeu_si256((__m256i *)(t + (size_t)d * 16), _mm512_cvtepi32_epi16(w));
-        _mm256_storeu_si256((__m256i *)(t + (size_t)(d + 1) * 16), _mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16)));
+    _Static_assert(MX_BLK == 32, "two halves of 16 rows");
+    __m512i idx[2]; /* dim 2i (0) or 2i + 1 (1): words of half 0, then half 1 */
+    for (int o = 0; o < 2; o++) {
+        _Alignas(64) uint16_t w[32];
+        for (int k = 0; k < 32; k++)
+            w[k] = (uint16_t)((k < 16 ? 2 * k : 32 + 2 * (k - 16)) + o);
+        idx[o] = _mm512_load_si512(w);
+    }
+    for (int c = 0; c < hd; c += 32) {
+        __m512i h[2][16];
+        for (int half = 0; half < 2; half++) {
+            for (int p = 0; p < 16; p++)
+                h[half][p] = _mm512_loadu_si512(rows + (size_t)(16 * half + p) * hd + c);
+            transpose16_epi32(h[half]);
+        }
+        for (int i = 0; i < 16; i++)
+            for (int o = 0; o < 2; o++)
+                _mm512_storeu_si512(t + (size_t)(c + 2 * i + o) * MX_BLK,
+                                    _mm512_permutex2var_epi16(h[0][i], idx[o], h[1][i]));
     }
 }
 
@@ -173,9 +225,12 @@ static void pack_queries(const mx_buf_t *B, const float *const q[], int nq, int 
 {
     const __m512i at = lane_offsets(hd / 2);
     for (int j = 0; j < 16; j++)
-        for (int d = 0; d < hd; d += 16)
-            store_split(B->qr[0] + (size_t)j * hd + d, B->qr[1] + (size_t)j * hd + d,
-                        q0 + j < nq ? _mm512_loadu_ps(q[q0 + j] + d) : _mm512_setzero_ps());
+        for (int d = 0; d < hd; d += 32) {
+            __m512 x0 = _mm512_setzero_ps(), x1 = x0;
+            if (q0 + j < nq)
+                x0 = _mm512_loadu_ps(q[q0 + j] + d), x1 = _mm512_loadu_ps(q[q0 + j] + d + 16);
+            store_split32(B->qr[0] + (size_t)j * hd + d, B->qr[1] + (size_t)j * hd + d, x0, x1);
+        }
     for (int h = 0; h < 2; h++) {
         uint16_t *qt = B->qt[h] + (size_t)q0 * hd;
         for (int k = 0; k < hd / 2; k++)
@@ -184,72 +239,114 @@ static void pack_queries(const mx_buf_t *B, const float *const q[], int nq, int 
     }
 }
 
-/* One block (16 positions from t0, block blk of the segment) for the tile
- * of queries from q0 (nvec: their context lengths, 0 for padding). The
- * tiles are configured (attn_mx_amx). */
-static void tile_block(const mx_buf_t *B, int q0, __m512i nvec, int t0, int blk, int hd, float scale)
+/* P^T's rows from two positions' probabilities e0, e1 (16 queries each):
+ * per lane the pair (e0, e1) as bfloat16 hi halves into *hi and lo halves
+ * into *lo, the same numbers as store_split32 gives. */
+AI void pair_split(__m512 e0, __m512 e1, __m512i *hi, __m512i *lo)
 {
-    const size_t kat = (size_t)blk * MX_BLK * hd, qat = (size_t)q0 * hd;
-    float *ot = B->ot + qat;
-    /* S^T (16 positions x 16 queries): hi hi + lo hi + hi lo, 32 dims at a time */
+    /* words 0-15 from e0, 16-31 from e1; interleaved: lane i = (e0[i], e1[i]) */
+    const __m512i ilv = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                         5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    *hi = _mm512_permutexvar_epi16(ilv, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+    __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(*hi, 16));
+    __m512 h1 = _mm512_castsi512_ps(_mm512_and_si512(*hi, _mm512_set1_epi32((int)0xffff0000u)));
+    *lo = _mm512_permutexvar_epi16(ilv, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(e1, h1), _mm512_sub_ps(e0, h0)));
+}
+
+/* S^T for a block into s: positions 0-15 through tile 0, 16-31 through
+ * tile 1, each hi hi + lo hi + hi lo, 32 dims at a time (two chains side
+ * by side). */
+AI void block_scores(const mx_buf_t *B, float *s, size_t kat, size_t qat, int hd)
+{
+    const long ks = (long)hd * 2;
     _tile_zero(0);
+    _tile_zero(1);
     for (int c = 0; c < hd / 32; c++) {
-        _tile_loadd(1, B->k[0] + kat + c * 32, (long)hd * 2);
+        const uint16_t *kh = B->k[0] + kat + c * 32, *kl = B->k[1] + kat + c * 32;
         _tile_loadd(2, B->qt[0] + qat + (size_t)c * 512, 64);
-        _tile_dpbf16ps(0, 1, 2);
-        _tile_loadd(1, B->k[1] + kat + c * 32, (long)hd * 2);
-        _tile_dpbf16ps(0, 1, 2);
-        _tile_loadd(1, B->k[0] + kat + c * 32, (long)hd * 2);
-        _tile_loadd(2, B->qt[1] + qat + (size_t)c * 512, 64);
-        _tile_dpbf16ps(0, 1, 2);
+        _tile_loadd(3, B->qt[1] + qat + (size_t)c * 512, 64);
+        _tile_loadd(4, kh, ks);
+        _tile_loadd(5, kl, ks);
+        _tile_loadd(6, kh + (size_t)16 * hd, ks);
+        _tile_loadd(7, kl + (size_t)16 * hd, ks);
+        _tile_dpbf16ps(0, 4, 2);
+        _tile_dpbf16ps(1, 6, 2);
+        _tile_dpbf16ps(0, 5, 2);
+        _tile_dpbf16ps(1, 7, 2);
+        _tile_dpbf16ps(0, 4, 3);
+        _tile_dpbf16ps(1, 6, 3);
     }
-    _tile_stored(0, B->s, 64);
-    /* the online softmax, lane by lane: a lane is a query */
+    _tile_stored(0, s, 64);
+    _tile_stored(1, s + 16 * 16, 64);
+}
+
+/* O^T (hd x 16) += V^T P^T: hi hi + lo hi + hi lo, 32 dims at a time (two
+ * chains side by side); P^T hi and lo in tiles 0 and 1. */
+AI void block_outputs(const mx_buf_t *B, float *ot, size_t kat, int hd)
+{
+    _tile_loadd(0, B->pt[0], 64);
+    _tile_loadd(1, B->pt[1], 64);
+    const uint16_t *vh = B->vt[0] + kat, *vl = B->vt[1] + kat;
+    for (int d = 0; d < hd; d += 32) {
+        float *oa = ot + (size_t)d * 16, *ob = oa + 16 * 16;
+        const size_t va = (size_t)d * MX_BLK, vb = va + (size_t)16 * MX_BLK;
+        _tile_loadd(2, oa, 64);
+        _tile_loadd(3, vh + va, MX_BLK * 2);
+        _tile_loadd(4, vl + va, MX_BLK * 2);
+        _tile_loadd(5, ob, 64);
+        _tile_loadd(6, vh + vb, MX_BLK * 2);
+        _tile_loadd(7, vl + vb, MX_BLK * 2);
+        _tile_dpbf16ps(2, 3, 0);
+        _tile_dpbf16ps(5, 6, 0);
+        _tile_dpbf16ps(2, 4, 0);
+        _tile_dpbf16ps(5, 7, 0);
+        _tile_dpbf16ps(2, 3, 1);
+        _tile_dpbf16ps(5, 6, 1);
+        _tile_stored(2, oa, 64);
+        _tile_stored(5, ob, 64);
+    }
+}
+
+/* One block (MX_BLK positions from t0, block blk of the segment) for the
+ * tile of queries from q0 (nvec: their context lengths, 0 for padding),
+ * its scores in s: the softmax and the outputs. The tiles are configured
+ * (attn_mx_amx). */
+static void block_finish(const mx_buf_t *B, const float *s, int q0, __m512i nvec, int t0, int blk, int hd, float scale)
+{
+    const size_t kat = (size_t)blk * MX_BLK * hd;
+    float *ot = B->ot + (size_t)q0 * hd;
+    /* the online softmax, lane by lane: a lane is a query; a score x - the
+     * new maximum is <= 0 (or NaN on a lane with no position yet, masked) */
     __m512 vs = _mm512_set1_ps(scale), m = _mm512_loadu_ps(B->m + q0), ninf = _mm512_set1_ps(-INFINITY);
-    __m512 x[MX_BLK];
-    __mmask16 valid[MX_BLK];
     __m512 bm = ninf;
     for (int p = 0; p < MX_BLK; p++) {
-        valid[p] = _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p), nvec, _MM_CMPINT_LT);
-        x[p] = _mm512_mask_mul_ps(ninf, valid[p], _mm512_loadu_ps(B->s + p * MX_BLK), vs);
-        bm = _mm512_max_ps(bm, x[p]);
+        __mmask16 valid = _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p), nvec, _MM_CMPINT_LT);
+        bm = _mm512_max_ps(bm, _mm512_mask_mul_ps(ninf, valid, _mm512_loadu_ps(s + p * 16), vs));
     }
     __m512 mn = _mm512_max_ps(m, bm);
     /* alpha = e^{m - mn}, 1 where the maximum did not move (also -inf = -inf) */
     __mmask16 moved = _mm512_cmp_ps_mask(m, mn, _CMP_NEQ_OQ) & _mm512_cmp_ps_mask(mn, ninf, _CMP_NEQ_OQ);
-    __m512 alpha = _mm512_mask_blend_ps(moved, _mm512_set1_ps(1.0f), exp_any(_mm512_sub_ps(m, mn)));
+    __m512 alpha = _mm512_mask_blend_ps(moved, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(m, mn)));
     __m512 sum = _mm512_setzero_ps();
     for (int p = 0; p < MX_BLK; p += 2) {
-        __m512 e0 = _mm512_maskz_mov_ps(valid[p], exp_any(_mm512_sub_ps(x[p], mn)));
-        __m512 e1 = _mm512_maskz_mov_ps(valid[p + 1], exp_any(_mm512_sub_ps(x[p + 1], mn)));
+        __mmask16 v0 = _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p), nvec, _MM_CMPINT_LT);
+        __mmask16 v1 = _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p + 1), nvec, _MM_CMPINT_LT);
+        __m512 x0 = _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(s + p * 16), vs), mn);
+        __m512 x1 = _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(s + (p + 1) * 16), vs), mn);
+        __m512 e0 = _mm512_maskz_mov_ps(v0, exp_ps(x0)), e1 = _mm512_maskz_mov_ps(v1, exp_ps(x1));
         sum = _mm512_add_ps(_mm512_add_ps(sum, e0), e1);
-        __m256i h0, l0, h1, l1;
-        split16(e0, &h0, &l0);
-        split16(e1, &h1, &l1);
         /* P^T row p / 2: the 16 queries' (p, p + 1) pairs */
-        _mm512_storeu_si512(B->pt[0] + p * 16, _mm512_or_si512(_mm512_cvtepu16_epi32(h0),
-                                                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(h1), 16)));
-        _mm512_storeu_si512(B->pt[1] + p * 16, _mm512_or_si512(_mm512_cvtepu16_epi32(l0),
-                                                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(l1), 16)));
+        __m512i hi, lo;
+        pair_split(e0, e1, &hi, &lo);
+        _mm512_storeu_si512(B->pt[0] + p * 16, hi);
+        _mm512_storeu_si512(B->pt[1] + p * 16, lo);
     }
     _mm512_storeu_ps(B->l + q0, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(B->l + q0), alpha), sum));
     _mm512_storeu_ps(B->m + q0, mn);
     if (moved)
         for (int d = 0; d < hd; d++)
             _mm512_storeu_ps(ot + (size_t)d * 16, _mm512_mul_ps(_mm512_loadu_ps(ot + (size_t)d * 16), alpha));
-    /* O^T (hd x 16) += V^T P^T: hi hi + lo hi + hi lo, 16 dims at a time */
-    _tile_loadd(3, B->pt[0], 64);
-    _tile_loadd(6, B->pt[1], 64);
-    const uint16_t *vh = B->vt[0] + kat, *vl = B->vt[1] + kat;
-    for (int d = 0; d < hd; d += 16) {
-        _tile_loadd(5, ot + (size_t)d * 16, 64);
-        _tile_loadd(4, vh + (size_t)d * 16, 32);
-        _tile_loadd(7, vl + (size_t)d * 16, 32);
-        _tile_dpbf16ps(5, 4, 3);
-        _tile_dpbf16ps(5, 7, 3);
-        _tile_dpbf16ps(5, 4, 6);
-        _tile_stored(5, ot + (size_t)d * 16, 64);
-    }
+    block_outputs(B, ot, kat, hd);
 }
 
 void attn_mx_amx(int nq, const float *const q[], const attn_kv_t *kv, size_t head_off, const int32_t n_ctx[], int hd,
@@ -270,10 +367,8 @@ void attn_mx_amx(int nq, const float *const q[], const attn_kv_t *kv, size_t hea
         pack_queries(&B, q, nq, t * 16, hd);
     memset(B.ot, 0, (size_t)n_tiles * 16 * hd * sizeof(float));
     _Alignas(64) amx_tilecfg_t cfg = {.palette_id = 1};
-    for (int t = 0; t < 8; t++)
+    for (int t = 0; t < 8; t++) /* every operand 16 rows of 64 bytes */
         cfg.rows[t] = 16, cfg.colsb[t] = 64;
-    cfg.rows[3] = cfg.rows[6] = MX_BLK / 2;   /* P^T hi, lo: 8 rows of position pairs */
-    cfg.colsb[4] = cfg.colsb[7] = MX_BLK * 2; /* V^T hi, lo: 16 positions a dim */
     amx_load_config(&cfg);
     attn_cursor_t ck = attn_cursor(kv, kv->k, head_off, kv->type), cv = attn_cursor(kv, kv->v, head_off, kv->type);
     for (int seg0 = 0; seg0 < n_max; seg0 += MX_SEG) {
@@ -281,8 +376,19 @@ void attn_mx_amx(int nq, const float *const q[], const attn_kv_t *kv, size_t hea
         pack_segment(&B, &ck, &cv, kv->type, n, hd);
         for (int t = 0; t < n_tiles; t++) {
             __m512i nvec = _mm512_loadu_si512(nc + t * 16);
-            for (int blk = 0; blk * MX_BLK < n && seg0 + blk * MX_BLK < tile_max[t]; blk++)
-                tile_block(&B, t * 16, nvec, seg0 + blk * MX_BLK, blk, hd, scale);
+            const size_t qat = (size_t)t * 16 * hd;
+            int n_blk = 0; /* the blocks this tile's queries see */
+            while (n_blk * MX_BLK < n && seg0 + n_blk * MX_BLK < tile_max[t])
+                n_blk++;
+            /* the next block's scores go to the tile unit before this
+             * block's softmax, which the vector units then run beside them */
+            if (n_blk > 0)
+                block_scores(&B, B.s[0], 0, qat, hd);
+            for (int blk = 0; blk < n_blk; blk++) {
+                if (blk + 1 < n_blk)
+                    block_scores(&B, B.s[(blk + 1) & 1], (size_t)(blk + 1) * MX_BLK * hd, qat, hd);
+                block_finish(&B, B.s[blk & 1], t * 16, nvec, seg0 + blk * MX_BLK, blk, hd, scale);
+            }
         }
     }
     _tile_release();

@@ -233,11 +233,21 @@ static void attn_worker(void *arg, int ith, int nth)
 
 /* The batch's marked rows (fwd_batch_t.mx_rows) as runs for the matrix
  * units: consecutive rows of one sequence (one block table), as many as
- * fill a call with their query heads; returns how many runs. */
+ * fill a call with their query heads, but no more than leave every thread
+ * MX_ITEMS_A_THREAD calls (runs x key/value heads) where the rows allow;
+ * returns how many runs. A call reads its head's keys and values once for
+ * all its queries, so fewer, larger calls read less. */
+#define MX_ITEMS_A_THREAD 2
 static int mx_runs(const fwd_ctx_t *ctx, const fwd_batch_t *b)
 {
     const model_config_t *c = &ctx->model->cfg;
-    int per_call = ATTN_MX_Q / (c->n_heads / c->n_kv_heads), n_runs = 0;
+    int group = c->n_heads / c->n_kv_heads, per_call = ATTN_MX_Q / group, n_runs = 0, marked = 0;
+    for (int r = 0; r < b->n_rows; r++)
+        marked += b->mx_rows[r] != 0;
+    int want_runs = (MX_ITEMS_A_THREAD * pool_size(ctx->pool) + c->n_kv_heads - 1) / c->n_kv_heads;
+    int share = (marked + want_runs - 1) / want_runs, least = group >= 16 ? 1 : 16 / group; /* a tile of queries */
+    share = share > least ? share : least;
+    per_call = share < per_call ? share : per_call;
     for (int r = 0; r < b->n_rows;) {
         if (!b->mx_rows[r]) {
             r++;
