@@ -27,10 +27,13 @@
  * chains of tile products side by side), issued before the previous
  * block's softmax so the vector units run it beside them; the outputs 32
  * dims at a time (two chains), every operand a whole 16 x 64-byte tile.
- * On a Xeon with AMX (session 54, bench in docs/benchmarks.md) a product
- * takes about 4.8 ns, a tile load 2.8 ns from L1 and 6.1 from L2, a store
- * 4.3; against blocks of 16 with a gathered transpose and 128 queries a
- * call, 2.07 -> 1.75 ns a query and position at 128 queries, 1.44 at 512.
+ * The softmax runs in base 2 (the queries carry scale / ln 2, so a score
+ * needs no multiply, and 2^x is a shorter series than e^x), and a block
+ * every live query sees whole takes no masks. On a Xeon with AMX (session
+ * 54, docs/benchmarks.md) a product takes about 4.8 ns, a tile load 2.8 ns
+ * from L1 and 6.1 from L2, a store 4.3; against blocks of 16, a gathered
+ * transpose and base e: 2.07 -> 1.75 ns a query and position at 128
+ * queries a call, about 1.45 at 512 (1.63 -> 1.47 from base 2 alone).
  *
  * Compiled with the AMX flags (CMakeLists.txt SPLASH_AMX_SOURCES); called
  * only when cpu_level() is CPU_AMX. */
@@ -133,13 +136,6 @@ static void slot_split(uint16_t *hi, uint16_t *lo, const void *p, attn_type_t t,
         store_split32(hi + i, lo + i, slot_load16(p, t, i), slot_load16(p, t, i + 16));
 }
 
-/* Lane i's offset i * step, for the gathers down 16 rows step dwords apart. */
-AI __m512i lane_offsets(int step)
-{
-    return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                              _mm512_set1_epi32(step));
-}
-
 /* r[0..15] (16 dwords each) transposed in place: r[j] lane k = old r[k]
  * lane j. Unpacks within the 128-bit lanes, then lane shuffles: no
  * gathers (on this Xeon a gather cost as much as the tile work). */
@@ -219,24 +215,46 @@ static void pack_segment(const mx_buf_t *B, attn_cursor_t *ck, attn_cursor_t *cv
     }
 }
 
-/* Queries [q0, q0 + 16) (rows past nq zero) split and transposed for tile
- * q0 / 16: per dim pair, the 16 queries' pairs. */
-static void pack_queries(const mx_buf_t *B, const float *const q[], int nq, int q0, int hd)
+/* Queries [q0, q0 + 16) (rows past nq zero) times qs, split and
+ * transposed for tile q0 / 16: per dim pair, the 16 queries' pairs. */
+static void pack_queries(const mx_buf_t *B, const float *const q[], int nq, int q0, int hd, float qs)
 {
-    const __m512i at = lane_offsets(hd / 2);
+    const __m512 vq = _mm512_set1_ps(qs);
     for (int j = 0; j < 16; j++)
         for (int d = 0; d < hd; d += 32) {
             __m512 x0 = _mm512_setzero_ps(), x1 = x0;
             if (q0 + j < nq)
-                x0 = _mm512_loadu_ps(q[q0 + j] + d), x1 = _mm512_loadu_ps(q[q0 + j] + d + 16);
+                x0 = _mm512_mul_ps(_mm512_loadu_ps(q[q0 + j] + d), vq),
+                x1 = _mm512_mul_ps(_mm512_loadu_ps(q[q0 + j] + d + 16), vq);
             store_split32(B->qr[0] + (size_t)j * hd + d, B->qr[1] + (size_t)j * hd + d, x0, x1);
         }
     for (int h = 0; h < 2; h++) {
         uint16_t *qt = B->qt[h] + (size_t)q0 * hd;
-        for (int k = 0; k < hd / 2; k++)
-            _mm512_storeu_si512(qt + (size_t)k * 32,
-                                _mm512_i32gather_epi32(at, (const int *)(const void *)B->qr[h] + k, 4));
+        for (int c = 0; c < hd; c += 32) { /* 16 dim pairs of the 16 queries */
+            __m512i r[16];
+            for (int j = 0; j < 16; j++)
+                r[j] = _mm512_loadu_si512(B->qr[h] + (size_t)j * hd + c);
+            transpose16_epi32(r);
+            for (int k = 0; k < 16; k++)
+                _mm512_storeu_si512(qt + (size_t)(c / 2 + k) * 32, r[k]);
+        }
     }
+}
+
+/* 2^x for x <= 0 (x above -150 or not: below, 0): 2^n 2^f with f = x - n
+ * in [-1/2, 1/2], 2^f = e^{f ln 2} by its Taylor series to the 6th power
+ * (truncation below 1.3e-7, far under the 16 bits a probability keeps). */
+AI __m512 exp2_ps(__m512 x)
+{
+    __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), f = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(1.5403530e-4f);                 /* ln2^6 / 6! */
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558e-3f)); /* ln2^5 / 5! */
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291e-3f)); /* ln2^4 / 4! */
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504109e-2f)); /* ln2^3 / 3! */
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022651e-1f)); /* ln2^2 / 2 */
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718e-1f)); /* ln2 */
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
 }
 
 /* P^T's rows from two positions' probabilities e0, e1 (16 queries each):
@@ -309,31 +327,34 @@ AI void block_outputs(const mx_buf_t *B, float *ot, size_t kat, int hd)
 
 /* One block (MX_BLK positions from t0, block blk of the segment) for the
  * tile of queries from q0 (nvec: their context lengths, 0 for padding),
- * its scores in s: the softmax and the outputs. The tiles are configured
- * (attn_mx_amx). */
-static void block_finish(const mx_buf_t *B, const float *s, int q0, __m512i nvec, int t0, int blk, int hd, float scale)
+ * its scores in s (scaled and in base 2: the queries carry scale / ln 2):
+ * the softmax and the outputs. full: every position of the block is in
+ * every live query's context, so no lane needs a mask (a padding lane's
+ * numbers are never read). The tiles are configured (attn_mx_amx). */
+static void block_finish(const mx_buf_t *B, const float *s, int q0, __m512i nvec, int t0, int blk, int hd, bool full)
 {
     const size_t kat = (size_t)blk * MX_BLK * hd;
     float *ot = B->ot + (size_t)q0 * hd;
     /* the online softmax, lane by lane: a lane is a query; a score x - the
      * new maximum is <= 0 (or NaN on a lane with no position yet, masked) */
-    __m512 vs = _mm512_set1_ps(scale), m = _mm512_loadu_ps(B->m + q0), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 m = _mm512_loadu_ps(B->m + q0), ninf = _mm512_set1_ps(-INFINITY);
     __m512 bm = ninf;
+    __mmask16 v[MX_BLK];
     for (int p = 0; p < MX_BLK; p++) {
-        __mmask16 valid = _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p), nvec, _MM_CMPINT_LT);
-        bm = _mm512_max_ps(bm, _mm512_mask_mul_ps(ninf, valid, _mm512_loadu_ps(s + p * 16), vs));
+        v[p] = full ? (__mmask16)0xffff : _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p), nvec, _MM_CMPINT_LT);
+        bm = _mm512_max_ps(bm, full ? _mm512_loadu_ps(s + p * 16) : _mm512_mask_loadu_ps(ninf, v[p], s + p * 16));
     }
     __m512 mn = _mm512_max_ps(m, bm);
-    /* alpha = e^{m - mn}, 1 where the maximum did not move (also -inf = -inf) */
+    /* alpha = 2^{m - mn}, 1 where the maximum did not move (also -inf = -inf) */
     __mmask16 moved = _mm512_cmp_ps_mask(m, mn, _CMP_NEQ_OQ) & _mm512_cmp_ps_mask(mn, ninf, _CMP_NEQ_OQ);
-    __m512 alpha = _mm512_mask_blend_ps(moved, _mm512_set1_ps(1.0f), exp_ps(_mm512_sub_ps(m, mn)));
+    __m512 alpha = _mm512_mask_blend_ps(moved, _mm512_set1_ps(1.0f),
+                                        exp2_ps(_mm512_max_ps(_mm512_sub_ps(m, mn), _mm512_set1_ps(-150.0f))));
     __m512 sum = _mm512_setzero_ps();
     for (int p = 0; p < MX_BLK; p += 2) {
-        __mmask16 v0 = _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p), nvec, _MM_CMPINT_LT);
-        __mmask16 v1 = _mm512_cmp_epi32_mask(_mm512_set1_epi32(t0 + p + 1), nvec, _MM_CMPINT_LT);
-        __m512 x0 = _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(s + p * 16), vs), mn);
-        __m512 x1 = _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(s + (p + 1) * 16), vs), mn);
-        __m512 e0 = _mm512_maskz_mov_ps(v0, exp_ps(x0)), e1 = _mm512_maskz_mov_ps(v1, exp_ps(x1));
+        __m512 e0 = exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(s + p * 16), mn));
+        __m512 e1 = exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(s + (p + 1) * 16), mn));
+        if (!full)
+            e0 = _mm512_maskz_mov_ps(v[p], e0), e1 = _mm512_maskz_mov_ps(v[p + 1], e1);
         sum = _mm512_add_ps(_mm512_add_ps(sum, e0), e1);
         /* P^T row p / 2: the 16 queries' (p, p + 1) pairs */
         __m512i hi, lo;
@@ -355,16 +376,21 @@ void attn_mx_amx(int nq, const float *const q[], const attn_kv_t *kv, size_t hea
     if (nq < 1 || nq > ATTN_MX_Q || hd % 32 || hd > ATTN_MX_HD)
         return;
     mx_buf_t B = mx_layout((uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63), hd);
-    int n_tiles = (nq + 15) / 16, n_max = 0, tile_max[ATTN_MX_Q / 16] = {0};
+    int n_tiles = (nq + 15) / 16, n_max = 0, tile_max[ATTN_MX_Q / 16] = {0}, tile_min[ATTN_MX_Q / 16];
     int32_t nc[ATTN_MX_Q]; /* padding lanes: no positions */
+    for (int t = 0; t < n_tiles; t++)
+        tile_min[t] = INT32_MAX;
     for (int j = 0; j < n_tiles * 16; j++) {
         nc[j] = j < nq ? n_ctx[j] : 0;
         n_max = nc[j] > n_max ? nc[j] : n_max;
         tile_max[j / 16] = nc[j] > tile_max[j / 16] ? nc[j] : tile_max[j / 16];
+        if (j < nq && nc[j] < tile_min[j / 16])
+            tile_min[j / 16] = nc[j];
         B.m[j] = -INFINITY, B.l[j] = 0.0f;
     }
+    /* scores in base 2: the softmax takes 2^x, one multiply fewer a score */
     for (int t = 0; t < n_tiles; t++)
-        pack_queries(&B, q, nq, t * 16, hd);
+        pack_queries(&B, q, nq, t * 16, hd, scale * 1.44269504088896341f);
     memset(B.ot, 0, (size_t)n_tiles * 16 * hd * sizeof(float));
     _Alignas(64) amx_tilecfg_t cfg = {.palette_id = 1};
     for (int t = 0; t < 8; t++) /* every operand 16 rows of 64 bytes */
@@ -387,7 +413,8 @@ void attn_mx_amx(int nq, const float *const q[], const attn_kv_t *kv, size_t hea
             for (int blk = 0; blk < n_blk; blk++) {
                 if (blk + 1 < n_blk)
                     block_scores(&B, B.s[(blk + 1) & 1], (size_t)(blk + 1) * MX_BLK * hd, qat, hd);
-                block_finish(&B, B.s[blk & 1], t * 16, nvec, seg0 + blk * MX_BLK, blk, hd, scale);
+                int t0 = seg0 + blk * MX_BLK;
+                block_finish(&B, B.s[blk & 1], t * 16, nvec, t0, blk, hd, t0 + MX_BLK <= tile_min[t]);
             }
         }
     }

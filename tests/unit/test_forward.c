@@ -374,9 +374,8 @@ static void run_marked(fixture_t *f, const int32_t *tokens, int n, int step, boo
 }
 
 /* A prompt's rows marked for the matrix units: a row's logits are the same
- * bits alone and in batches of any size, and within 1e-4 of their scale of
- * the unmarked rows' (the f32 attention); with no matrix units, the marks
- * change nothing. */
+ * bits alone and in batches of any size, and close to the unmarked rows'
+ * (the f32 attention); with no matrix units, the marks change nothing. */
 static void test_marked_prompt_rows(void **state)
 {
     fixture_t *f = *state;
@@ -396,15 +395,31 @@ static void test_marked_prompt_rows(void **state)
     if (!attn_mx_kernel() || c->head_dim % 32) {
         assert_memory_equal(alone, plain, n * sizeof(float));
     } else {
-        double worst = 0.0, scale = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            double d = fabs((double)alone[i] - plain[i]), a = fabs((double)plain[i]);
-            worst = d > worst ? d : worst;
-            scale = a > scale ? a : scale;
+        /* The attention agrees within about 1e-6, but this model's products
+         * quantise their activations to int8, so a difference that small
+         * can flip one rounding and move a row's logits by up to about 1 %
+         * of their scale (seen once in 24 rows): most rows must agree to
+         * 1e-4 of the scale and every row to 2 %, which a wrong attention
+         * (every row off by far more) does not meet. */
+        double scale = 0.0, worst = 0.0;
+        for (size_t i = 0; i < n; i++)
+            scale = fabs((double)plain[i]) > scale ? fabs((double)plain[i]) : scale;
+        int close = 0;
+        for (int r = 0; r < N_TOK; r++) {
+            double w = 0.0;
+            for (int v = 0; v < c->vocab; v++) {
+                size_t i = (size_t)r * c->vocab + (size_t)v;
+                double d = fabs((double)alone[i] - plain[i]);
+                w = d > w ? d : w;
+            }
+            close += w <= 1e-4 * scale;
+            worst = w > worst ? w : worst;
         }
-        print_message("marked rows against the f32 attention: max |difference| %.3g (logits up to %.3g)\n", worst,
-                      scale);
-        assert_true(worst <= 1e-4 * scale); /* measured 1e-6 */
+        print_message("marked rows against the f32 attention: %d of %d rows within 1e-4 of the logits' scale %.3g, "
+                      "max |difference| %.3g\n",
+                      close, N_TOK, scale, worst);
+        assert_true(close >= N_TOK - N_TOK / 8); /* measured: all, or all but one */
+        assert_true(worst <= 2e-2 * scale);
     }
     free(plain), free(alone), free(got);
 }
