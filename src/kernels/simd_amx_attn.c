@@ -271,6 +271,19 @@ AI void pair_split(__m512 e0, __m512 e1, __m512i *hi, __m512i *lo)
     *lo = _mm512_permutexvar_epi16(ilv, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(e1, h1), _mm512_sub_ps(e0, h0)));
 }
 
+/* Two chains of pair products side by side: tile ca += (ah, al) x (xh, xl)
+ * and cb += (bh, bl) x (xh, xl), each as hi hi + lo hi + hi lo (tile
+ * numbers are immediates, hence a macro). */
+#define PAIR_PRODUCTS(ca, ah, al, cb, bh, bl, xh, xl)                                                                  \
+    do {                                                                                                               \
+        _tile_dpbf16ps(ca, ah, xh);                                                                                    \
+        _tile_dpbf16ps(cb, bh, xh);                                                                                    \
+        _tile_dpbf16ps(ca, al, xh);                                                                                    \
+        _tile_dpbf16ps(cb, bl, xh);                                                                                    \
+        _tile_dpbf16ps(ca, ah, xl);                                                                                    \
+        _tile_dpbf16ps(cb, bh, xl);                                                                                    \
+    } while (0)
+
 /* S^T for a block into s: positions 0-15 through tile 0, 16-31 through
  * tile 1, each hi hi + lo hi + hi lo, 32 dims at a time (two chains side
  * by side). */
@@ -287,12 +300,7 @@ AI void block_scores(const mx_buf_t *B, float *s, size_t kat, size_t qat, int hd
         _tile_loadd(5, kl, ks);
         _tile_loadd(6, kh + (size_t)16 * hd, ks);
         _tile_loadd(7, kl + (size_t)16 * hd, ks);
-        _tile_dpbf16ps(0, 4, 2);
-        _tile_dpbf16ps(1, 6, 2);
-        _tile_dpbf16ps(0, 5, 2);
-        _tile_dpbf16ps(1, 7, 2);
-        _tile_dpbf16ps(0, 4, 3);
-        _tile_dpbf16ps(1, 6, 3);
+        PAIR_PRODUCTS(0, 4, 5, 1, 6, 7, 2, 3);
     }
     _tile_stored(0, s, 64);
     _tile_stored(1, s + 16 * 16, 64);
@@ -314,12 +322,7 @@ AI void block_outputs(const mx_buf_t *B, float *ot, size_t kat, int hd)
         _tile_loadd(5, ob, 64);
         _tile_loadd(6, vh + vb, MX_BLK * 2);
         _tile_loadd(7, vl + vb, MX_BLK * 2);
-        _tile_dpbf16ps(2, 3, 0);
-        _tile_dpbf16ps(5, 6, 0);
-        _tile_dpbf16ps(2, 4, 0);
-        _tile_dpbf16ps(5, 7, 0);
-        _tile_dpbf16ps(2, 3, 1);
-        _tile_dpbf16ps(5, 6, 1);
+        PAIR_PRODUCTS(2, 3, 4, 5, 6, 7, 0, 1);
         _tile_stored(2, oa, 64);
         _tile_stored(5, ob, 64);
     }
