@@ -16,8 +16,9 @@
  * reduction across a vector, and the outputs accumulate as O^T += V^T P^T
  * (the values transposed as they are read). The keys and values are read
  * from the paged store MX_SEG positions at a time, split and laid out once
- * for every query of the call (the values' transposes by shuffles: a
- * gather cost as much here as the tile work). A query is one lane of every
+ * for every query of the call (the values' transposes by in-register
+ * shuffles, as fast here as dword gathers and with no gather left to slow
+ * down where microcode makes them dear). A query is one lane of every
  * vector and one column of every tile product, in an order fixed by the
  * positions alone (blocks of MX_BLK = 32 from position 0), so its result
  * does not depend on the other queries of its call, their number or their
@@ -46,7 +47,6 @@
 #include "base/fp16.h"
 #include "kernels/attn.h"
 #include "kernels/simd_amx_common.h"
-#include "kernels/simd_exp.h"
 #include "kernels/types.h"
 
 #define MX_BLK 32  /* positions a block: two score tiles' rows, a value tile's depth */
@@ -137,8 +137,8 @@ static void slot_split(uint16_t *hi, uint16_t *lo, const void *p, attn_type_t t,
 }
 
 /* r[0..15] (16 dwords each) transposed in place: r[j] lane k = old r[k]
- * lane j. Unpacks within the 128-bit lanes, then lane shuffles: no
- * gathers (on this Xeon a gather cost as much as the tile work). */
+ * lane j. Unpacks within the 128-bit lanes, then lane shuffles (64
+ * shuffles for 256 dwords, no gathers). */
 AI void transpose16_epi32(__m512i r[16])
 {
     __m512i t[16], u[16];
