@@ -34,7 +34,8 @@
  * 54, docs/benchmarks.md) a product takes about 4.8 ns, a tile load 2.8 ns
  * from L1 and 6.1 from L2, a store 4.3; against blocks of 16, a gathered
  * transpose and base e: 2.07 -> 1.75 ns a query and position at 128
- * queries a call, about 1.45 at 512 (1.63 -> 1.47 from base 2 alone).
+ * queries a call, about 1.45 at 512 (1.63 -> 1.47 from the base-2 softmax
+ * and the unmasked blocks).
  *
  * Compiled with the AMX flags (CMakeLists.txt SPLASH_AMX_SOURCES); called
  * only when cpu_level() is CPU_AMX. */
@@ -170,13 +171,12 @@ AI void transpose16_epi32(__m512i r[16])
 static void transpose_rows(uint16_t *t, const uint16_t *rows, int hd)
 {
     _Static_assert(MX_BLK == 32, "two halves of 16 rows");
-    __m512i idx[2]; /* dim 2i (0) or 2i + 1 (1): words of half 0, then half 1 */
-    for (int o = 0; o < 2; o++) {
-        _Alignas(64) uint16_t w[32];
-        for (int k = 0; k < 32; k++)
-            w[k] = (uint16_t)((k < 16 ? 2 * k : 32 + 2 * (k - 16)) + o);
-        idx[o] = _mm512_load_si512(w);
-    }
+    /* dim 2i (0) or 2i + 1 (1): its words of half 0, then of half 1 */
+    static const _Alignas(64) uint16_t pick[2][32] = {{0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                                                       32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62},
+                                                      {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+                                                       33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63}};
+    const __m512i idx[2] = {_mm512_load_si512(pick[0]), _mm512_load_si512(pick[1])};
     for (int c = 0; c < hd; c += 32) {
         __m512i h[2][16];
         for (int half = 0; half < 2; half++) {
